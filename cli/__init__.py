@@ -1,0 +1,1 @@
+"""The typer command line; it only wires library pieces together."""

@@ -1,0 +1,3 @@
+from kgnorm.cli.app import main
+
+main()

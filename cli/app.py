@@ -1,0 +1,51 @@
+"""The `kgnorm` command: wires library pieces; every failure is one line and a non-zero exit."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+import typer
+
+from kgnorm.cli import ingest, query
+from kgnorm.errors import KgnormError
+
+app = typer.Typer(name="kgnorm", help="Knowledge-graph workbench for biomedical concept normalization.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app.add_typer(ingest.app, name="ingest")
+app.command("query")(query.query)
+app.command("ontologies")(query.ontologies)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or bool(os.environ.get("KGNORM_DEBUG"))
+    args = [a for a in args if a != "--debug"]
+    try:
+        app(args=args, prog_name="kgnorm", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        typer.echo("kgnorm: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KgnormError as exc:
+        if debug:
+            raise
+        typer.echo(f"kgnorm: error: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        typer.echo("kgnorm: interrupted; the store was left as it was", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug or an unexpected library failure: still one line
+        if debug:
+            raise
+        msg = " ".join(str(exc).split())
+        typer.echo(f"kgnorm: error: {type(exc).__name__}: {msg} (rerun with --debug for a traceback)", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""Options every command shares (`--store`, `--quiet`) and small helpers for output."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any, Optional
+
+import typer
+
+from kgnorm.errors import KgnormError
+from kgnorm.progress import set_quiet
+
+StoreOpt = Annotated[Optional[str], typer.Option(
+    "--store", help="Graph store: a path or ladybug:///path (default ./kgnorm-data/graph, env KGNORM_STORE), "
+                    "or a Neo4j URI bolt://… / neo4j://… / neo4j+s://…")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or chatter.")]
+
+
+def setup(quiet: bool) -> None:
+    set_quiet(quiet)
+
+
+def info(message: str, quiet: bool = False) -> None:
+    """Human-facing status goes to stderr so stdout stays machine-readable."""
+    if not quiet:
+        typer.echo(message, err=True)
+
+
+def parse_params(pairs: list[str] | None) -> dict[str, Any]:
+    """`k=v` pairs; values parsed as JSON when they parse, else kept as strings."""
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise KgnormError(f"--param expects k=v, got {pair!r}")
+        key, raw = pair.split("=", 1)
+        key = key.strip()
+        if not key.isidentifier():
+            raise KgnormError(f"--param name {key!r} is not a valid parameter name")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def echo_stdout(text: str) -> None:
+    sys.stdout.write(text)
+    if not text.endswith("\n"):
+        sys.stdout.write("\n")

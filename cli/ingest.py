@@ -1,0 +1,76 @@
+"""`kgnorm ingest FORMAT PATH`: loader → OntologyGraph → store.load_ontology (atomic replace)."""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from kgnorm.cli.common import QuietOpt, StoreOpt, info, setup
+from kgnorm.errors import InputError
+from kgnorm.stores import open_store
+
+app = typer.Typer(help="Load an ontology into the graph store (replaces an ontology of the same name).",
+                  no_args_is_help=True)
+
+PathArg = Annotated[Path, typer.Argument(help="Source file or directory.")]
+NameOpt = Annotated[Optional[str], typer.Option("--ontology", help="Ontology name in the store (default per format).")]
+DanglingOpt = Annotated[bool, typer.Option("--allow-dangling", help="Drop IS_A edges to unknown ids instead of failing.")]
+
+
+def _ingest(fmt: str, path: Path, name: str | None, allow_dangling: bool, store: str | None,
+            quiet: bool, **options: Any) -> None:
+    setup(quiet)
+    if not path.exists():
+        raise InputError("no such file or directory", path=path)
+    loader = importlib.import_module(f"kgnorm.ontologies.{fmt}")
+    graph = loader.load(path, name, allow_dangling=allow_dangling, **options)
+    for warning in graph.warnings:
+        info(f"warning: {warning}", quiet)
+    if not graph.concepts:
+        raise InputError(f"no concepts found; is this a {fmt} file?", path=path)
+    with open_store(store) as st:
+        summary = st.load_ontology(graph)
+    verb = "replaced" if summary.replaced else "loaded"
+    info(f"{verb} {graph.name} {graph.version}".rstrip() +
+         f": {summary.concepts:,} concepts, {summary.is_a:,} IS_A, {summary.xrefs:,} XREF "
+         f"({graph.report.cycle_edges_removed} cycle edge(s) broken, {graph.report.roots} root(s)) "
+         f"into {st.uri} in {summary.seconds:.1f}s", quiet)
+
+
+@app.command("obo")
+def obo(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
+        store: StoreOpt = None, quiet: QuietOpt = False) -> None:
+    """Any OBO ontology (via pronto), e.g. HPO's hp.obo."""
+    _ingest("obo", path, ontology, allow_dangling, store, quiet)
+
+
+@app.command("mesh")
+def mesh(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
+         store: StoreOpt = None, quiet: QuietOpt = False) -> None:
+    """MeSH descriptor/supplementary XML (a file, .xml.gz, or a directory holding them)."""
+    _ingest("mesh", path, ontology, allow_dangling, store, quiet)
+
+
+@app.command("medic")
+def medic(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
+          store: StoreOpt = None, quiet: QuietOpt = False) -> None:
+    """CTD MEDIC: CTD_diseases.tsv/.csv or the DNorm pipe file (medic_06Jul2012.txt)."""
+    _ingest("medic", path, ontology, allow_dangling, store, quiet)
+
+
+@app.command("snomed")
+def snomed(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
+           store: StoreOpt = None, quiet: QuietOpt = False) -> None:
+    """SNOMED CT RF2 Snapshot (release root, Snapshot/ or Terminology/ directory)."""
+    _ingest("snomed", path, ontology, allow_dangling, store, quiet)
+
+
+@app.command("meddra")
+def meddra(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
+           include_noncurrent: Annotated[bool, typer.Option(
+               "--include-noncurrent", help="Also keep non-current LLTs as synonyms.")] = False,
+           store: StoreOpt = None, quiet: QuietOpt = False) -> None:
+    """MedDRA ASCII release (the MedAscii directory)."""
+    _ingest("meddra", path, ontology, allow_dangling, store, quiet, include_noncurrent=include_noncurrent)

@@ -1,0 +1,64 @@
+"""`kgnorm query` and `kgnorm ontologies`: Cypher reads, shared by both backends."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kgnorm.cli.common import QuietOpt, StoreOpt, echo_stdout, parse_params, setup
+from kgnorm.cli.output import render
+from kgnorm.cypher_files import fill_slots, saved_query, saved_query_names
+from kgnorm.errors import InputError, KgnormError
+from kgnorm.stores import open_store
+
+FORMATS = ("table", "json", "csv")
+
+
+def query(
+    cypher: Annotated[Optional[str], typer.Argument(help="A Cypher statement.")] = None,
+    file: Annotated[Optional[Path], typer.Option("--file", help="Read the statement from a .cypher file.")] = None,
+    saved: Annotated[Optional[str], typer.Option("--saved", help="Run a saved query from cypher/queries by name.")] = None,
+    param: Annotated[Optional[list[str]], typer.Option("--param", help="Bind $k: k=v (JSON when it parses).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
+    list_saved: Annotated[bool, typer.Option("--list", help="List the saved queries and exit.")] = False,
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Run Cypher against the store; `--saved NAME` runs one of the shipped queries."""
+    setup(quiet)
+    if list_saved:
+        for name in saved_query_names():
+            first = saved_query(name).splitlines()[0].lstrip("/ ").strip()
+            echo_stdout(f"{name}\t{first}")
+        return
+    if fmt not in FORMATS:
+        raise KgnormError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    sources = [x for x in (cypher, file, saved) if x]
+    if len(sources) != 1:
+        raise KgnormError("give exactly one of CYPHER, --file F or --saved NAME")
+    if file is not None:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read query file: {exc}", path=file) from None
+    elif saved is not None:
+        text = saved_query(saved)
+    else:
+        text = cypher or ""
+    text, params = fill_slots(text, parse_params(param))
+    with open_store(store) as st:
+        result = st.query(text, params)
+    echo_stdout(render(result, fmt))
+
+
+def ontologies(
+    fmt: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """List the ontologies in the store with concept and edge counts."""
+    setup(quiet)
+    if fmt not in FORMATS:
+        raise KgnormError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    with open_store(store) as st:
+        result = st.run_saved("ontology_counts")
+    echo_stdout(render(result, fmt))

@@ -1,0 +1,1 @@
+"""Cypher files: per-backend schema and the saved queries shared by every backend."""

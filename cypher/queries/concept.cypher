@@ -1,0 +1,7 @@
+// A concept by uid with its parents and children.  Params: $uid
+MATCH (c:Concept {uid: $uid})
+OPTIONAL MATCH (c)-[:IS_A]->(p:Concept)
+WITH c, collect(p.uid) AS parents
+OPTIONAL MATCH (ch:Concept)-[:IS_A]->(c)
+RETURN c.uid AS uid, c.name AS name, c.ontology AS ontology, c.depth AS depth,
+       c.synonyms AS synonyms, c.alt_ids AS alt_ids, parents, collect(ch.uid) AS children;

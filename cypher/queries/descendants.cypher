@@ -1,0 +1,4 @@
+// Descendants of a root down to depth N.  Params: $root, {{depth}} (an integer literal, default 3; set with --param depth=N).
+MATCH (d:Concept)-[:IS_A*1..{{depth:3}}]->(r:Concept {uid: $root})
+RETURN DISTINCT d.uid AS uid, d.name AS name, d.depth AS depth
+ORDER BY depth, uid;

@@ -1,0 +1,169 @@
+"""The one GraphStore interface both backends implement, and the rows they write.
+
+Reads go through `query`/`run_saved` with the shared cypher/queries/*.cypher files, so the
+embedded backend's tests exercise the same read queries Neo4j users run. Only DDL and bulk
+writes differ per backend.
+"""
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+from kgnorm.cypher_files import fill_slots, saved_query
+from kgnorm.ontology_graph import OntologyGraph
+
+CONCEPT_COLUMNS = ["uid", "ontology", "code", "name", "synonyms", "synonym_scopes", "alt_ids",
+                   "xrefs", "definition", "depth", "level_label", "obsolete"]
+
+
+@dataclass
+class QueryResult:
+    columns: list[str]
+    rows: list[list[Any]]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row)) for row in self.rows]
+
+
+@dataclass
+class LoadSummary:
+    ontology: str
+    concepts: int
+    is_a: int
+    xrefs: int
+    replaced: bool
+    seconds: float = 0.0
+
+
+@dataclass
+class RunRecord:
+    """A `Run` node: one linking or hypernym run; every edge it writes carries its uid."""
+
+    uid: str
+    kind: str
+    method: str
+    model_path: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    def row(self) -> dict[str, Any]:
+        return {"uid": self.uid, "kind": self.kind, "method": self.method, "model_path": self.model_path,
+                "params_json": json.dumps(self.params, sort_keys=True, default=str),
+                "metrics_json": json.dumps(self.metrics, sort_keys=True, default=str),
+                "created_at": self.created_at}
+
+
+@dataclass
+class MentionRow:
+    uid: str
+    text: str
+    doc_id: str = ""
+    start: int = -1
+    end: int = -1
+    context: str = ""
+
+
+@dataclass
+class LinkEdge:
+    mention_uid: str
+    concept_uid: str
+    score: float
+    rank: int
+
+
+@dataclass
+class PredictionEdge:
+    """PREDICTED_IS_A from a Concept (source_is_mention False) or a Mention to a hypernym."""
+
+    source_uid: str
+    hypernym_uid: str
+    score: float
+    rank: int
+    level: int
+    source_is_mention: bool = False
+
+
+@dataclass
+class RunWrite:
+    """Everything one run writes, applied atomically and idempotently (same run uid twice = one copy)."""
+
+    run: RunRecord
+    mentions: list[MentionRow] = field(default_factory=list)
+    links: list[LinkEdge] = field(default_factory=list)
+    predictions: list[PredictionEdge] = field(default_factory=list)
+
+
+class GraphStore(ABC):
+    uri: str
+
+    @abstractmethod
+    def query(self, cypher: str, params: dict[str, Any] | None = None) -> QueryResult:
+        """Run one read (or user) Cypher statement."""
+
+    def run_saved(self, name: str, params: dict[str, Any] | None = None) -> QueryResult:
+        text, rest = fill_slots(saved_query(name), dict(params or {}))
+        return self.query(text, rest)
+
+    @abstractmethod
+    def load_ontology(self, graph: OntologyGraph) -> LoadSummary:
+        """Replace exactly `graph.name`'s concepts and edges, atomically."""
+
+    @abstractmethod
+    def write_run(self, write: RunWrite) -> None:
+        """Write a run's Run node, Mention nodes and edges, atomically and idempotently."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> "GraphStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- shared reads --------------------------------------------------------------
+    def ontologies(self) -> list[dict[str, Any]]:
+        return self.run_saved("ontology_counts").records()
+
+    def ontology_info(self, name: str) -> dict[str, Any] | None:
+        rows = self.run_saved("ontology_info", {"name": name}).records()
+        return rows[0] if rows else None
+
+    def xref_edges_for(self, graph: OntologyGraph) -> list[tuple[str, str, str]]:
+        """XREF (from, to, source) between `graph` and concepts already in the store.
+
+        Both directions: the new ontology's xrefs that hit stored concepts (or itself),
+        and stored concepts' xrefs that hit the new ontology."""
+        edges: set[tuple[str, str, str]] = set()
+        targets = sorted({x for c in graph.concepts.values() for x in c.xrefs})
+        existing: set[str] = set(x for x in targets if x in graph.concepts)
+        outside = [x for x in targets if x not in graph.concepts]
+        for i in range(0, len(outside), 5000):
+            chunk = outside[i:i + 5000]
+            existing.update(r[0] for r in self.run_saved("existing_uids", {"uids": chunk}).rows)
+        for c in graph.concepts.values():
+            for x in c.xrefs:
+                if x in existing and x != c.uid:
+                    edges.add((c.uid, x, graph.name))
+        for uid, onto, xrefs in self.run_saved("xref_sources", {"ontology": graph.name}).rows:
+            for x in xrefs or ():
+                if x in graph.concepts:
+                    edges.add((uid, x, onto))
+        return sorted(edges)
+
+
+def concept_records(graph: OntologyGraph) -> Iterable[dict[str, Any]]:
+    for c in graph.concepts.values():
+        yield {"uid": c.uid, "ontology": graph.name, "code": c.code, "name": c.name,
+               "synonyms": list(c.synonyms), "synonym_scopes": list(c.synonym_scopes),
+               "alt_ids": list(c.alt_ids), "xrefs": list(c.xrefs), "definition": c.definition or "",
+               "depth": int(c.depth), "level_label": c.level_label or "", "obsolete": bool(c.obsolete)}
+
+
+def ontology_record(graph: OntologyGraph) -> dict[str, Any]:
+    return {"name": graph.name, "version": graph.version or "", "source_path": graph.source_path,
+            "format": graph.format, "loaded_at": graph.loaded_at, "concept_count": len(graph.concepts)}

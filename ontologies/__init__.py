@@ -1,0 +1,1 @@
+"""Source-format loaders: each turns one file format into an OntologyGraph."""
