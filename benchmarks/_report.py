@@ -1,0 +1,46 @@
+"""Append a benchmark's figures, machine and command to BENCHMARKS.md."""
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import shlex
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("KGNORM_SHARED", ROOT.parent / "shared"))
+
+
+def machine() -> str:
+    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores ({cpu}), {mem_gb:.0f} GiB RAM, Python {platform.python_version()}, {platform.system()}"
+
+
+def peak_rss_mb(children: bool = False) -> float:
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    return resource.getrusage(who).ru_maxrss / 1024
+
+
+def command() -> str:
+    return "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]])
+
+
+def append(title: str, body: str) -> None:
+    path = ROOT / "BENCHMARKS.md"
+    if not path.exists():
+        path.write_text("# kgnorm benchmarks\n\nEach section is appended by a script in `benchmarks/`; "
+                        "newest last. Figures are measured, with the machine and command that produced them.\n")
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(f"\n## {title} ({stamp})\n\n- machine: {machine()}\n- command: `{command()}`\n\n{body.rstrip()}\n")
+    print(body)

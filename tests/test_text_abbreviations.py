@@ -1,0 +1,90 @@
+"""Schwartz-Hearst abbreviation detection; sentences are from the NCBI-disease train corpus."""
+from __future__ import annotations
+
+import pytest
+
+from kgnorm.text.abbreviations import best_long_form, expand, find_abbreviations
+
+APC = ("Most colon cancers arise from mutations in the gene encoding adenomatous polyposis coli "
+       "(APC), a protein required for ubiquitin-mediated degradation of beta-catenin, but a small "
+       "percentage of colon and some other cancers harbour beta-catenin-stabilizing mutations.")
+
+
+@pytest.mark.parametrize("text,expected", [
+    (APC, {"APC": "adenomatous polyposis coli"}),
+    ("Familial Mediterranean fever (FMF) is a recessive disorder characterized by episodes of "
+     "fever with serositis or synovitis.", {"FMF": "Familial Mediterranean fever"}),
+    ("Autoimmune lymphoproliferative syndrome (ALPS) is a disorder of lymphocyte homeostasis and "
+     "immunological tolerance.", {"ALPS": "Autoimmune lymphoproliferative syndrome"}),
+    ("The presence of nebulin in a muscle specimen from a patient with Duchenne muscular "
+     "dystrophy (DMD) due to a large deletion precludes the possibility that this protein is the "
+     "DMD gene product.", {"DMD": "Duchenne muscular dystrophy"}),
+    ("Three children are reported with typical cat eye syndrome (CES) and three more children "
+     "with partial CES because of absence of coloboma.", {"CES": "cat eye syndrome"}),
+    # hyphenated long form; the second parenthesis is not an abbreviation
+    ("Mutations in the ATM gene are responsible for the autosomal recessive disorder "
+     "ataxia-telangiectasia (A-T) (MIM 208900).", {"A-T": "ataxia-telangiectasia"}),
+    # "SF (long form)" pattern
+    ("Rearrangement of the BCL1 (B-cell lymphoma 1) region on chromosome 11q13 appears to be "
+     "highly characteristic of centrocytic lymphoma.", {"BCL1": "B-cell lymphoma 1"}),
+    ("Allelic loss occur in tumors in FAP (familial adenomatous polyposis).",
+     {"FAP": "familial adenomatous polyposis"}),
+])
+def test_find_abbreviations_ncbi_train(text: str, expected: dict[str, str]) -> None:
+    assert find_abbreviations(text) == expected
+
+
+def test_rejections() -> None:
+    # no matching letters ("C7" needs a 7), a parenthetical that is not an abbreviation, a long
+    # form starting with a function word, and a case variant of the short form
+    assert find_abbreviations("a complete absence of the seventh component of complement "
+                              "(C7).") == {}
+    assert find_abbreviations("The relatives (parents and one sister) had half-normal "
+                              "levels.") == {}
+    assert find_abbreviations("AMN (and its companion, adrenoleukodystrophy) occurs.") == {}
+    assert find_abbreviations("mutations in ATP7B (Atp7b) cause it.") == {}
+    assert find_abbreviations("no parentheses here") == {}
+    assert find_abbreviations("unclosed (APC") == {}
+
+
+def test_long_form_bounded_by_sentence_and_word_limit() -> None:
+    text = "Colon cancer is common. Adenomatous polyposis coli (APC) is a gene."
+    assert find_abbreviations(text) == {"APC": "Adenomatous polyposis coli"}
+    # |SF| = 2 -> at most 4 words between the definition and the letters
+    assert find_abbreviations("hereditary one two three four nonpolyposis (HN)") == {}
+
+
+def test_first_definition_wins() -> None:
+    text = ("familial adenomatous polyposis (FAP) is common. Later familial amyloidotic "
+            "polyneuropathy (FAP) is unrelated.")
+    assert find_abbreviations(text) == {"FAP": "familial adenomatous polyposis"}
+
+
+def test_best_long_form_shortest_match_at_word_start() -> None:
+    assert best_long_form("CES", "reported with typical cat eye syndrome") == "cat eye syndrome"
+    # the published algorithm takes the shortest fit: both H's lie in one word
+    assert best_long_form("HH", "patients with hereditary hemochromatosis") == "hemochromatosis"
+    # the first SF character must start a word: the inner 'a' of "adenomatous" does not count
+    assert best_long_form("AC", "adenomatous polyposis coli") == "adenomatous polyposis coli"
+    assert best_long_form("XYZ", "nothing matches here") is None
+
+
+def test_expand() -> None:
+    abbr = find_abbreviations(APC)
+    assert expand("APC", abbr) == "adenomatous polyposis coli"
+    assert expand("APC tumor", abbr) == "adenomatous polyposis coli tumor"
+    assert expand("familial APC", abbr) == "familial adenomatous polyposis coli"
+    assert expand("APC-associated polyposis", abbr) == \
+        "adenomatous polyposis coli-associated polyposis"
+    # real NCBI train mention that spells the long form out already
+    assert expand("adenomatous polyposis coli (APC) tumour", abbr) == \
+        "adenomatous polyposis coli (APC) tumour"
+    # whole tokens, case-sensitive
+    assert expand("APCs and apc and CAPC", abbr) == "APCs and apc and CAPC"
+    assert expand("APC", None) == "APC" and expand("APC", {}) == "APC"
+
+
+def test_expand_prefers_longer_short_form_and_is_single_pass() -> None:
+    abbr = {"HD": "Huntington disease", "HD-like": "Huntington disease-like", "X": "HD"}
+    assert expand("HD-like 2", abbr) == "Huntington disease-like 2"
+    assert expand("X", abbr) == "HD"
