@@ -1,0 +1,28 @@
+"""Run identities: the same command on the same inputs gets the same run uid, so writing
+its results again replaces them (one copy) instead of adding a second set."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+
+def file_digest(path: str | Path | None) -> str:
+    if path is None:
+        return ""
+    h = hashlib.sha1()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def run_uid(kind: str, **parts: Any) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=str)
+    return f"{kind}-{hashlib.sha1(blob.encode('utf-8')).hexdigest()[:12]}"
+
+
+def text_uid(text: str) -> str:
+    """Mention uid for a free name without document offsets."""
+    return "name:" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
