@@ -7,7 +7,7 @@ import sys
 import click
 import typer
 
-from kgnorm.cli import hierarchy_cmds, ingest, query
+from kgnorm.cli import hierarchy_cmds, ingest, link_cmds, query
 from kgnorm.errors import KgnormError
 
 app = typer.Typer(name="kgnorm", help="Knowledge-graph workbench for biomedical concept normalization.",
@@ -17,14 +17,18 @@ app.command("query")(query.query)
 app.command("ontologies")(query.ontologies)
 
 train_app = typer.Typer(help="Train a name encoder from an ontology in the store.", no_args_is_help=True)
+train_app.command("biosyn")(link_cmds.train_biosyn_cmd)
 train_app.command("dan")(hierarchy_cmds.train_dan_cmd)
 app.add_typer(train_app, name="train")
 
 eval_app = typer.Typer(help="Evaluate models (linking, hierarchy, relatedness).", no_args_is_help=True)
+eval_app.command("link")(link_cmds.eval_link_cmd)
 eval_app.command("hierarchy")(hierarchy_cmds.eval_hierarchy_cmd)
 app.add_typer(eval_app, name="eval")
 
+app.command("link")(link_cmds.link_cmd)
 app.command("hypernyms")(hierarchy_cmds.hypernyms_cmd)
+app.command("embed")(link_cmds.embed_cmd)
 
 
 def main(argv: list[str] | None = None) -> None:

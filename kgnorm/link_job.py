@@ -1,0 +1,171 @@
+"""Linking as a job: mentions → text pipeline → model → ranked candidates per part.
+
+Streams: mentions are read, prepared and linked in batches, so memory follows the batch
+size, not the corpus. Output rows (DESIGN §5) and store edges are derived from the same
+`LinkedMention` objects, so the TSV and the graph never disagree.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Protocol, Sequence, TextIO
+
+from kgnorm.errors import KgnormError
+from kgnorm.mentions import Mention
+from kgnorm.text.pipeline import TextPipeline
+
+TSV_HEADER = ["mention_id", "mention", "rank", "concept_uids", "score", "nil"]
+
+
+@dataclass(frozen=True)
+class Hit:
+    uids: tuple[str, ...]
+    name: str
+    score: float
+
+    @property
+    def uid(self) -> str:
+        return self.uids[0]
+
+
+@dataclass
+class LinkedMention:
+    mention: Mention
+    queries: list[str]
+    parts: list[list[Hit]] = field(default_factory=list)  # per part, best first
+    nil: bool = False
+
+    def ranks(self, top_k: int) -> Iterator[tuple[int, list[Hit]]]:
+        """Rank r combines the rank-r hit of every part (a composite is linked part-wise)."""
+        depth = min((len(p) for p in self.parts), default=0)
+        for r in range(min(top_k, depth)):
+            yield r + 1, [p[r] for p in self.parts]
+
+
+class PartLinker(Protocol):
+    method: str
+
+    def link_parts(self, queries: list[str], mentions: list[Mention], whole: list[bool],
+                   top_k: int) -> list[list[Hit]]: ...
+
+
+class DictionaryLinker:
+    """Adapter for name-dictionary models (BioSyn and every encoder with a name index)."""
+
+    overfetch = 4  # names retrieved per wanted concept before collapsing synonyms
+
+    def __init__(self, model: Any, method: str) -> None:
+        self.model = model
+        self.method = method
+
+    def link_parts(self, queries: list[str], mentions: list[Mention], whole: list[bool],
+                   top_k: int) -> list[list[Hit]]:
+        # Rank concepts, not names: several names of one concept collapse to its best one.
+        out = self.model.link(queries, top_k=top_k * self.overfetch)
+        result = []
+        for cands in out:
+            seen: set[str] = set()
+            hits: list[Hit] = []
+            for c in cands:
+                if c.uids and c.uids[0] not in seen:
+                    seen.add(c.uids[0])
+                    hits.append(Hit(tuple(c.uids), c.name, float(c.score)))
+                    if len(hits) == top_k:
+                        break
+            result.append(hits)
+        return result
+
+
+class ContextLinker:
+    """Adapter for BioCoM: each part is embedded inside its mention's sentence."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.method = "biocom"
+
+    def link_parts(self, queries: list[str], mentions: list[Mention], whole: list[bool],
+                   top_k: int) -> list[list[Hit]]:
+        # a whole mention is found in its sentence by its surface text; a composite part is not
+        items = [(m.text if w else q, m.context or m.text) for q, m, w in zip(queries, mentions, whole)]
+        out = self.model.link(items, top_k=top_k)
+        return [[Hit((uid,), uid, float(score)) for uid, score in cands] for cands in out]
+
+
+def open_linker(model_dir: str | Path) -> tuple[PartLinker, dict[str, Any]]:
+    from kgnorm.models import load_encoder, read_meta
+
+    meta = read_meta(model_dir)
+    model = load_encoder(model_dir)
+    if meta["method"] == "biocom":
+        return ContextLinker(model), meta
+    if not hasattr(model, "link"):
+        raise KgnormError(f"{model_dir}: a {meta['method']} model has no name index to link with")
+    return DictionaryLinker(model, meta["method"]), meta
+
+
+def pipeline_from_meta(meta: dict[str, Any], **overrides: Any) -> TextPipeline:
+    cfg = dict(meta.get("text_pipeline", {}))
+    cfg.update({k: v for k, v in overrides.items() if v is not None})
+    allowed = {"lowercase", "normalize", "abbreviations", "composites", "single_gold_no_split"}
+    return TextPipeline(**{k: v for k, v in cfg.items() if k in allowed})
+
+
+def link_stream(linker: PartLinker, pipeline: TextPipeline,
+                mentions: Iterable[tuple[Mention, dict[str, str]]], top_k: int = 5,
+                batch_size: int = 256, nil_threshold: float | None = None) -> Iterator[LinkedMention]:
+    """Link mentions batch by batch; `nil_threshold`: a top-1 score below it marks nil."""
+    batch: list[tuple[Mention, dict[str, str]]] = []
+
+    def flush() -> Iterator[LinkedMention]:
+        linked = [LinkedMention(m, pipeline.prepare(m, abbr) or [pipeline.normalize_name(m.text)])
+                  for m, abbr in batch]
+        flat_q = [q for lm in linked for q in lm.queries]
+        flat_m = [lm.mention for lm in linked for _ in lm.queries]
+        whole = [len(lm.queries) == 1 for lm in linked for _ in lm.queries]
+        hits = linker.link_parts(flat_q, flat_m, whole, top_k) if flat_q else []
+        pos = 0
+        for lm in linked:
+            lm.parts = hits[pos:pos + len(lm.queries)]
+            pos += len(lm.queries)
+            if nil_threshold is not None:
+                top = [p[0].score for p in lm.parts if p]
+                lm.nil = not top or min(top) < nil_threshold
+            yield lm
+        batch.clear()
+
+    for item in mentions:
+        batch.append(item)
+        if len(batch) >= batch_size:
+            yield from flush()
+    if batch:
+        yield from flush()
+
+
+def write_tsv_rows(out: TextIO, linked: LinkedMention, top_k: int) -> None:
+    w = csv.writer(out, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    for rank, hits in linked.ranks(top_k):
+        score = sum(h.score for h in hits) / len(hits)
+        w.writerow([linked.mention.mention_id, linked.mention.text, rank,
+                    "|".join(h.uid for h in hits), f"{score:.4f}", int(linked.nil)])
+
+
+def candidate_sets(linked: LinkedMention) -> list[list[frozenset[str]]]:
+    """Per part, the ranked uid sets (evaluation matches any uid of a dictionary row)."""
+    return [[frozenset(h.uids) for h in part] for part in linked.parts]
+
+
+def edges_for(linked: LinkedMention, write_top_k: int) -> list[tuple[str, int, float]]:
+    """(concept uid, rank, score) edges of one mention; each part's concept gets its own edge."""
+    if linked.nil:
+        return []
+    out: dict[tuple[str, int], float] = {}
+    for rank, hits in linked.ranks(write_top_k):
+        for h in hits:
+            key = (h.uid, rank)
+            out[key] = max(out.get(key, float("-inf")), h.score)
+    return [(uid, rank, score) for (uid, rank), score in out.items()]
+
+
+def normalized_texts(pipeline: TextPipeline, mentions: Sequence[Mention]) -> list[str]:
+    return [pipeline.normalize_name(m.text) for m in mentions]
