@@ -4,11 +4,15 @@ from __future__ import annotations
 import os
 import sys
 
-import click
 import typer
 
 from kgnorm.cli import hierarchy_cmds, ingest, link_cmds, query
 from kgnorm.errors import KgnormError
+
+try:  # recent typer vendors its own click; older ones use click itself
+    from typer._click import exceptions as _cx
+except ImportError:  # pragma: no cover
+    from click import exceptions as _cx
 
 app = typer.Typer(name="kgnorm", help="Knowledge-graph workbench for biomedical concept normalization.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -37,12 +41,12 @@ def main(argv: list[str] | None = None) -> None:
     args = [a for a in args if a != "--debug"]
     try:
         app(args=args, prog_name="kgnorm", standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("kgnorm: aborted", err=True)
         sys.exit(130)
-    except click.ClickException as exc:
+    except _cx.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except KgnormError as exc:

@@ -1,0 +1,155 @@
+"""The `kgnorm` command end to end on the embedded store: ingest every fixture format, query in
+every output format, bad input (one line, exit != 0, store unchanged), link and hypernyms."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from kgnorm.cli.app import main
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture()
+def store(tmp_path) -> str:
+    return f"ladybug://{tmp_path}/graph"
+
+
+def counts(capsys, store: str) -> list[dict]:
+    code, out, _ = run(capsys, "ontologies", "--format", "json", "--store", store)
+    assert code == 0
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("fmt,path,name,uid", [
+    ("obo", "obo/hp_mini.obo", None, None),
+    ("medic", "medic/CTD_diseases.tsv", "ctd", "MESH:D900001"),
+    ("mesh", "mesh/release", None, None),
+    ("snomed", "snomed/SnomedCT_InternationalRF2_PRODUCTION_20990131T120000Z", None, "SNOMEDCT:9990002000"),
+    ("meddra", "meddra/MedDRA_99_0_English/MedAscii", None, "MEDDRA:19900301"),
+])
+def test_ingest_every_format(capsys, store, fmt, path, name, uid):
+    args = ["ingest", fmt, str(FIX / path), "--store", store, "--quiet"]
+    if name:
+        args[3:3] = ["--ontology", name]
+    code, _, err = run(capsys, *args)
+    assert code == 0, err
+    rows = counts(capsys, store)
+    assert len(rows) == 1 and rows[0]["concepts"] > 0 and rows[0]["format"] == fmt
+    if uid:
+        code, out, _ = run(capsys, "query", "--saved", "concept", "--param", f"uid={uid}", "--format", "json",
+                           "--store", store)
+        assert json.loads(out)[0]["uid"] == uid
+
+
+def test_query_formats_params_and_files(capsys, store, tmp_path):
+    assert run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--store", store, "-q")[0] == 0
+    code, out, _ = run(capsys, "query", "MATCH (c:Concept) WHERE c.uid = $u RETURN c.uid AS uid, c.name AS name",
+                       "--param", "u=MESH:D900002", "--format", "json", "--store", store)
+    assert code == 0 and json.loads(out) == [{"uid": "MESH:D900002", "name": "Fictional Syndrome of the Toe"}]
+    code, out, _ = run(capsys, "query", "--saved", "concept", "--param", "uid=MESH:D900002", "--format", "csv",
+                       "--store", store)
+    rows = list(csv.DictReader(out.splitlines()))
+    assert rows[0]["uid"] == "MESH:D900002" and json.loads(rows[0]["parents"]) == ["MESH:D900001"]
+    assert json.loads(rows[0]["children"]) == ["OMIM:999002"]
+    qf = tmp_path / "q.cypher"
+    qf.write_text("// count\nMATCH (c:Concept) RETURN count(c) AS n;\n")
+    code, out, _ = run(capsys, "query", "--file", str(qf), "--store", store)
+    assert code == 0 and "n" in out and "1 row(s)" in out
+    code, out, _ = run(capsys, "query", "--saved", "descendants", "--param", "root=MESH:D900000",
+                       "--param", "depth=2", "--format", "json", "--store", store)
+    assert [r["uid"] for r in json.loads(out)] == ["MESH:D900001", "MESH:D900002"]
+    code, out, _ = run(capsys, "query", "--saved", "search", "--param", "q=toe syndrome", "--format", "json",
+                       "--store", store)
+    assert {r["uid"] for r in json.loads(out)} >= {"OMIM:999002"}
+    code, out, _ = run(capsys, "query", "--list")
+    assert code == 0 and "descendants" in out and "predicted_hypernyms" in out
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["ingest", "medic", "medic/bad_line.txt"], "bad_line.txt:"),
+    (["ingest", "medic", "obo/hp_mini.obo"], "hp_mini.obo"),
+    (["ingest", "obo", "obo/bad_syntax.obo"], "bad_syntax.obo"),
+    (["ingest", "medic", "medic/dangling.tsv"], "dangling.tsv"),
+    (["ingest", "obo", "obo/dangling.obo"], "dangling.obo"),
+    (["ingest", "obo", "obo/nonexistent.obo"], "nonexistent.obo"),
+    (["query", "MATCH (c:Concept RETURN c"], "query failed"),
+    (["query", "--saved", "nope"], "no saved query"),
+    (["query", "--saved", "descendants", "--param", "root=X", "--param", "depth=deep"], "must be an integer"),
+])
+def test_bad_input_one_line_nonzero_store_unchanged(capsys, store, args, needle):
+    assert run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--store", store, "-q")[0] == 0
+    before = counts(capsys, store)
+    args = [str(FIX / a) if "/" in a and not a.startswith("MATCH") else a for a in args]
+    code, out, err = run(capsys, *args, "--store", store)
+    assert code != 0
+    lines = [line for line in err.strip().splitlines() if line.startswith("kgnorm: error")]
+    assert len(lines) == 1 and needle in lines[0], err
+    assert "Traceback" not in err
+    assert counts(capsys, store) == before
+
+
+def test_unreachable_neo4j(capsys):
+    code, _, err = run(capsys, "ontologies", "--store", "bolt://127.0.0.1:1")
+    assert code == 1 and err.startswith("kgnorm: error: cannot reach Neo4j")
+
+
+def test_allow_dangling_drops_and_reports(capsys, store):
+    code, _, err = run(capsys, "ingest", "medic", str(FIX / "medic/dangling.tsv"), "--allow-dangling",
+                       "--store", store)
+    assert code == 0 and "unknown ids dropped" in err
+
+
+def test_link_and_eval_with_tiny_bert(capsys, store, tmp_path, tiny_bert_dir):
+    assert run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--ontology", "ctd",
+               "--store", store, "-q")[0] == 0
+    train = tmp_path / "train.concept"
+    train.write_text("1||0|18||Disease||fictional syndrome||D900001\n"
+                     "2||0|11||Disease||toe disease||D900002\n"
+                     "3||0|4||Disease||fts2||999002\n")
+    model = tmp_path / "model"
+    code, _, err = run(capsys, "train", "biosyn", "--ontology", "ctd", "--out", str(model), "--train", str(train),
+                       "--dev", str(train), "--encoder", str(tiny_bert_dir), "--epochs", "1", "--topk", "4",
+                       "--store", store, "-q")
+    assert code == 0, err
+    mentions = tmp_path / "m.tsv"
+    mentions.write_text("id\ttext\tdoc_id\ngx1\tFictional syndromes\td1\ngx2\ttoe syndrome, fictional, type 2\td1\n")
+    out_tsv = tmp_path / "links.tsv"
+    for _ in range(2):  # the same run twice leaves one copy
+        code, _, err = run(capsys, "link", "--model", str(model), "--input", str(mentions), "--top-k", "3",
+                           "--output", str(out_tsv), "--store", store, "-q")
+        assert code == 0, err
+    rows = list(csv.DictReader(out_tsv.open(), delimiter="\t"))
+    assert list(rows[0]) == ["mention_id", "mention", "rank", "concept_uids", "score", "nil"]
+    assert [r["rank"] for r in rows[:3]] == ["1", "2", "3"] and rows[0]["mention_id"] == "gx1"
+    known = {"MESH:D900000", "MESH:D900001", "MESH:D900002", "OMIM:999002"}
+    gx1 = [r["concept_uids"] for r in rows if r["mention_id"] == "gx1"]
+    assert set(gx1) <= known and len(set(gx1)) == len(gx1) == 3  # concepts, not names, are ranked
+    code, out, _ = run(capsys, "query", "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) RETURN count(l) AS n",
+                       "--format", "json", "--store", store)
+    assert json.loads(out) == [{"n": 2}]
+    code, out, _ = run(capsys, "eval", "link", "--model", str(model), "--input", str(train), "--train", str(train),
+                       "--format", "json", "--store", store)
+    report = json.loads(out)
+    assert report["full"]["n"] == 3 and 0.0 <= report["full"]["acc1"] <= 1.0
+    assert report["refined"]["n"] == 0  # every dev text occurs in train
+    emb = tmp_path / "vecs"
+    code, _, err = run(capsys, "embed", "--model", str(model), "--ontology", "ctd", "--output", str(emb),
+                       "--store", store, "-q")
+    assert code == 0, err
+    import numpy as np
+    vecs = np.load(f"{emb}.npy")
+    assert vecs.shape[0] == len(Path(f"{emb}.tsv").read_text().splitlines()) - 1 and vecs.shape[1] == 32
