@@ -164,6 +164,17 @@ def concept_records(graph: OntologyGraph) -> Iterable[dict[str, Any]]:
                "depth": int(c.depth), "level_label": c.level_label or "", "obsolete": bool(c.obsolete)}
 
 
+def concept_columns(graph: OntologyGraph) -> dict[str, list[Any]]:
+    """Column-wise concept data: bulk loaders build Arrow tables from it without per-row dicts."""
+    cs = list(graph.concepts.values())
+    return {"uid": [c.uid for c in cs], "ontology": [graph.name] * len(cs), "code": [c.code for c in cs],
+            "name": [c.name for c in cs], "synonyms": [list(c.synonyms) for c in cs],
+            "synonym_scopes": [list(c.synonym_scopes) for c in cs], "alt_ids": [list(c.alt_ids) for c in cs],
+            "xrefs": [list(c.xrefs) for c in cs], "definition": [c.definition or "" for c in cs],
+            "depth": [int(c.depth) for c in cs], "level_label": [c.level_label or "" for c in cs],
+            "obsolete": [bool(c.obsolete) for c in cs]}
+
+
 def ontology_record(graph: OntologyGraph) -> dict[str, Any]:
     return {"name": graph.name, "version": graph.version or "", "source_path": graph.source_path,
             "format": graph.format, "loaded_at": graph.loaded_at, "concept_count": len(graph.concepts)}
