@@ -1,0 +1,196 @@
+"""Linking accuracy, speed and memory on NCBI-disease dev and BC5CDR-disease dev with MEDIC 2012.
+
+Same process, same preprocessing (kgnorm's text pipeline: abbreviations, composites), same
+concept-level ranking for every scorer:
+  (a) sparse only (char 1-2-gram tf-idf, exact top-k without a dense matrix),
+  (b) dense only, untrained encoder (offline MiniLM, mean pooling, FAISS exact IP),
+  (c) sparse + dense untrained (BioSyn scoring with lambda = 1),
+  (d) trained BioSyn model directories given with --model NAME=DIR (trained by the CLI),
+plus a naive baseline (sklearn TfidfVectorizer char 1-2-grams, full sparse product + argsort)
+for the throughput ratio. Refined split: dev mentions whose normalized text never occurs in
+the corresponding train split (deduplicated). Figures are appended to BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import SHARED, append, peak_rss_mb  # noqa: E402
+
+DATASETS = {
+    "ncbi-disease": ("ncbi-disease/NCBItrainset_corpus.txt", "ncbi-disease/NCBIdevelopset_corpus.txt"),
+    "bc5cdr-disease": ("bc5cdr-disease/train.concept", "bc5cdr-disease/dev.concept"),
+}
+
+
+def load_dictionary(pipeline):
+    from kgnorm.linking.dictionary import NameDictionary
+    from kgnorm.ontologies import medic
+
+    graph = medic.load(SHARED / "data/medic/medic_06Jul2012.txt")
+    entries = ((pipeline.normalize_name(n), c.uid) for c in graph.concepts.values() for n in c.names())
+    alt = {c.uid: c.alt_ids for c in graph.concepts.values() if c.alt_ids}
+    return NameDictionary.from_entries(entries, alt)
+
+
+def load_split(pipeline, path: Path):
+    from kgnorm.mention_io import read_mentions_with_abbreviations
+
+    mentions, queries = [], []
+    for m, abbr in read_mentions_with_abbreviations(path):
+        mentions.append(m)
+        queries.append(pipeline.prepare(m, abbr) or [pipeline.normalize_name(m.text)])
+    return mentions, queries
+
+
+def concept_ranking(rows: np.ndarray, dictionary, k: int = 5) -> list[frozenset[str]]:
+    seen: set[str] = set()
+    out: list[frozenset[str]] = []
+    for i in rows:
+        if i < 0:
+            continue
+        uids = dictionary.uids[int(i)]
+        if uids[0] in seen:
+            continue
+        seen.add(uids[0])
+        out.append(frozenset(uids))
+        if len(out) == k:
+            break
+    return out
+
+
+def evaluate(ranked_rows: list[np.ndarray], mentions, queries, dictionary, refined_idx) -> dict:
+    from kgnorm.evaluation.linking import accuracy_at_k
+
+    preds, pos = [], 0
+    for qs in queries:
+        preds.append([concept_ranking(ranked_rows[pos + j], dictionary) for j in range(len(qs))])
+        pos += len(qs)
+    gold = [m.gold for m in mentions]
+    full = accuracy_at_k(preds, gold, alt_ids=dictionary.alt_ids)
+    ref = accuracy_at_k([preds[i] for i in refined_idx], [gold[i] for i in refined_idx], alt_ids=dictionary.alt_ids)
+    return {"acc1": full.accuracy[1], "acc5": full.accuracy[5], "n": full.n_evaluated,
+            "r_acc1": ref.accuracy[1], "r_acc5": ref.accuracy[5], "r_n": ref.n_evaluated}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", action="append", default=[], help="NAME=DIR of a trained model to score too")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--skip-dense", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+
+    from kgnorm.evaluation.linking import refined_subset
+    from kgnorm.link_job import DictionaryLinker
+    from kgnorm.linking.dense import DenseEncoder
+    from kgnorm.linking.index import NameIndex
+    from kgnorm.linking.sparse import SparseScorer
+    from kgnorm.models import load_encoder
+    from kgnorm.text.pipeline import TextPipeline
+
+    torch.set_num_threads(args.threads)
+    pipeline = TextPipeline()
+    dictionary = load_dictionary(pipeline)
+    names = dictionary.names
+    lines = [f"Dictionary: MEDIC 2012, {len(names):,} normalized names of {dictionary.concept_count:,} concepts.", ""]
+
+    t0 = time.perf_counter()
+    sparse = SparseScorer().fit(names)
+    t_sparse_fit = time.perf_counter() - t0
+    timing = [f"| sparse tf-idf fit on the dictionary | {t_sparse_fit:.1f} s |"]
+    dense = index = None
+    if not args.skip_dense:
+        dense = DenseEncoder(pooling="mean")
+        t0 = time.perf_counter()
+        vecs = dense.encode(names, batch_size=256)
+        t_enc = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        index = NameIndex.build(vecs)
+        t_idx = time.perf_counter() - t0
+        timing += [f"| dense dictionary encoding (MiniLM, length-bucketed) | {t_enc:.1f} s ({len(names) / t_enc:,.0f} names/s) |",
+                   f"| FAISS index build (exact inner product) | {t_idx:.2f} s |"]
+    models = {}
+    for spec in args.model:
+        label, _, path = spec.partition("=")
+        models[label] = DictionaryLinker(load_encoder(path), "biosyn")
+
+    table = ["| dataset | method | Acc@1 | Acc@5 | refined Acc@1 | refined Acc@5 | n / refined n |", "|---|---|---|---|---|---|---|"]
+    speed = []
+    for ds, (train_rel, dev_rel) in DATASETS.items():
+        train_m, _ = load_split(pipeline, SHARED / "data" / train_rel)
+        dev_m, dev_q = load_split(pipeline, SHARED / "data" / dev_rel)
+        train_texts = {pipeline.normalize_name(m.text) for m in train_m}
+        refined = refined_subset([pipeline.normalize_name(m.text) for m in dev_m], train_texts,
+                                 ["|".join(m.gold) for m in dev_m])
+        flat = [q for qs in dev_q for q in qs]
+        results = {}
+        t0 = time.perf_counter()
+        _, s_idx = sparse.topk(flat, 20)
+        t_sp = time.perf_counter() - t0
+        results["(a) sparse only"] = list(s_idx)
+        speed.append(f"| {ds} | sparse only (kgnorm) | {len(flat) / t_sp:,.0f} queries/s |")
+        # naive baseline: full sparse product + argsort over all names
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        vec = TfidfVectorizer(analyzer="char", ngram_range=(1, 2))
+        dmat = vec.fit_transform(names)
+        sub = flat[: min(len(flat), 1000)]
+        t0 = time.perf_counter()
+        scores = (vec.transform(sub) @ dmat.T).toarray()
+        np.argsort(-scores, axis=1)[:, :20]
+        t_naive = time.perf_counter() - t0
+        speed.append(f"| {ds} | naive tf-idf baseline (full product + argsort, {len(sub)} queries) | "
+                     f"{len(sub) / t_naive:,.0f} queries/s (kgnorm sparse is {(len(flat) / t_sp) / (len(sub) / t_naive):.1f}×) |")
+        if dense is not None:
+            t0 = time.perf_counter()
+            qv = dense.encode(flat, batch_size=256)
+            _, d_idx = index.search(qv, 20)
+            t_de = time.perf_counter() - t0
+            results["(b) dense only, untrained MiniLM"] = list(d_idx)
+            speed.append(f"| {ds} | dense only (encode + FAISS) | {len(flat) / t_de:,.0f} queries/s |")
+            # (c) BioSyn scoring, lambda = 1: union of candidates rescored with sparse + dense
+            qs_mat = sparse.transform(flat)
+            comb = []
+            for i in range(len(flat)):
+                cand = np.unique(np.concatenate([s_idx[i], d_idx[i]]))
+                cand = cand[cand >= 0]
+                s = np.asarray((qs_mat[i] @ sparse.names_matrix[cand].T).todense()).ravel()
+                d = vecs[cand] @ qv[i]
+                comb.append(cand[np.argsort(-(s + d), kind="stable")])
+            results["(c) sparse + dense untrained (λ=1)"] = comb
+        for label, res in results.items():
+            r = evaluate(res, dev_m, dev_q, dictionary, refined)
+            table.append(f"| {ds} | {label} | {r['acc1']:.4f} | {r['acc5']:.4f} | {r['r_acc1']:.4f} | "
+                         f"{r['r_acc5']:.4f} | {r['n']} / {r['r_n']} |")
+        for label, linker in models.items():
+            from kgnorm.evaluation.linking import accuracy_at_k
+            from kgnorm.link_job import candidate_sets, link_stream
+            from kgnorm.mention_io import read_mentions_with_abbreviations
+            t0 = time.perf_counter()
+            linked = list(link_stream(linker, pipeline, read_mentions_with_abbreviations(SHARED / "data" / dev_rel),
+                                      top_k=5))
+            t_link = time.perf_counter() - t0
+            preds = [candidate_sets(lm) for lm in linked]
+            gold = [lm.mention.gold for lm in linked]
+            alt = linker.model.dictionary.alt_ids
+            full = accuracy_at_k(preds, gold, alt_ids=alt)
+            ref = accuracy_at_k([preds[i] for i in refined], [gold[i] for i in refined], alt_ids=alt)
+            table.append(f"| {ds} | (d) {label} | {full.accuracy[1]:.4f} | {full.accuracy[5]:.4f} | "
+                         f"{ref.accuracy[1]:.4f} | {ref.accuracy[5]:.4f} | {full.n_evaluated} / {ref.n_evaluated} |")
+            speed.append(f"| {ds} | {label}: `kgnorm link` path (pipeline + sparse + dense + rescoring) | "
+                         f"{len(linked) / t_link:,.0f} mentions/s |")
+    body = "\n".join(lines + table + ["", "| timing | value |", "|---|---|", *timing, "",
+                                      "| dataset | throughput | value |", "|---|---|---|", *speed, "",
+                                      f"Peak RSS of the benchmark process: {peak_rss_mb():,.0f} MB."])
+    append("Linking (BioSyn) on NCBI-disease dev and BC5CDR-disease dev", body)
+
+
+if __name__ == "__main__":
+    main()
