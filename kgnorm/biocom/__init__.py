@@ -1,0 +1,41 @@
+"""BioCoM: biomedical entity linking with contrastive context matching (Ujiie et al. 2021).
+
+Pieces, in the order data flows through them:
+
+* :mod:`.corpus`  -- dictionary matching over raw text -> entity-linked sentence corpus
+  (``build_corpus``, ``check_corpus``, ``load_corpus``)
+* :mod:`.model`   -- transformer encoder with ``[ENT]``/``[/ENT]`` markers (``BiocomEncoder``)
+* :mod:`.sampler` -- 16 concepts x 2 sentences batches (``ConceptBatchSampler``)
+* :mod:`.loss`    -- Multi-Similarity loss with pair mining (``MultiSimilarityLoss``)
+* :mod:`.train`   -- ``train_biocom`` -> model directory
+* :mod:`.linker`  -- kNN vote over the corpus index (``load_biocom`` -> ``BiocomLinker``)
+
+Submodules import torch/transformers lazily from here, so ``import kgnorm.biocom`` is cheap.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "build_corpus", "check_corpus", "load_corpus", "NameMatcher", "CorpusSummary",
+    "BiocomEncoder", "ConceptBatchSampler", "MultiSimilarityLoss", "ms_loss",
+    "BiocomConfig", "BiocomTrainResult", "train_biocom", "BiocomLinker", "load_biocom",
+    "knn_vote",
+]
+
+_WHERE = {
+    "build_corpus": "corpus", "check_corpus": "corpus", "load_corpus": "corpus",
+    "NameMatcher": "corpus", "CorpusSummary": "corpus",
+    "BiocomEncoder": "model", "ConceptBatchSampler": "sampler",
+    "MultiSimilarityLoss": "loss", "ms_loss": "loss",
+    "BiocomConfig": "train", "BiocomTrainResult": "train", "train_biocom": "train",
+    "BiocomLinker": "linker", "load_biocom": "linker", "knn_vote": "linker",
+}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _WHERE.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'kgnorm.biocom' has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)

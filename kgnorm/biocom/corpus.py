@@ -1,0 +1,516 @@
+"""BioCoM's entity-linked corpus: dictionary matching over raw sentences (Ujiie et al. 2021).
+
+BioCoM trains and searches on *sentences in which a dictionary name was found*, labelled with
+the concept of that name (distant supervision, no gold annotation). :func:`build_corpus`
+streams raw text, splits it into sentences, finds dictionary names and keeps a seeded sample
+of at most ``cap`` sentences per concept (App. F of the paper: 20).
+
+Inputs
+  PubTator files (first non-empty line ``PMID|t|title``): the document text is
+  ``title + " " + abstract``, split with :func:`kgnorm.mention_io.sentence_spans` at the title
+  seam and after ``.!?`` + space -- the same splitter that gives PubTator mentions their
+  ``context``, so corpus sentences and query contexts look alike. Gold annotations in the
+  file are ignored (the corpus is built from the dictionary only). Any other file is plain
+  text: every non-empty line is one document (``doc_id`` = ``<file name>:<line>``).
+  Files are read line by line (UTF-8; an undecodable line is an InputError naming file and
+  line); only the per-concept samples are held in memory.
+
+Matching rules (decided here, tested in tests/test_biocom_corpus.py)
+  * Tokens are maximal runs of letters/digits (``[^\\W_]+``); names and text are tokenized
+    the same way and compared lowercased, so punctuation inside a name is free:
+    ``Alzheimer's disease`` matches ``ALZHEIMER'S DISEASE`` and ``Alzheimer s disease``, but
+    not ``Alzheimer disease`` (the token sequences differ).
+  * Whole tokens only, no stemming: ``ovarian cancer`` does NOT match inside
+    ``ovarian cancers`` (nor ``cancer`` inside ``precancerous``); plural forms need their own
+    dictionary names. This keeps precision; the cap makes recall per concept secondary.
+  * A match may not run across ``, ; : ( ) [ ] { }`` between its tokens (lists such as
+    ``anemia, hemolytic uremic syndrome`` must not match the inverted name ``Anemia,
+    Hemolytic``); hyphens, slashes, apostrophes and spaces are fine.
+  * Acronym names -- a single token written in capitals (``ALL``, ``DMD``, ``G6PD``) -- match
+    only the same capitalization (``all`` in running text is not acute lymphoblastic
+    leukemia); every other name matches case-insensitively.
+  * Overlapping matches keep the longest (most tokens, then most characters, then the
+    leftmost): ``breast and ovarian cancer syndrome`` beats ``ovarian cancer`` inside it.
+  * A name carried by several concepts (ambiguous) still takes its span -- so a shorter
+    name inside it cannot match there -- but yields no row (its label would be a guess).
+  * Names shorter than ``min_name_chars`` letters/digits in total are ignored.
+  * The same (concept, sentence, start) seen twice (a repeated abstract) counts once.
+
+Output directory
+  ``sentences.parquet``  sentence, start, end (character span in the sentence), uid, doc_id,
+                         mention (the matched text), name (the dictionary name that matched)
+  ``names.parquet``      uid, name, preferred -- the dictionary the corpus was built from
+  ``counts.tsv``         uid, matches, kept (one row per matched concept, most matches first)
+  ``corpus.json``        manifest (written last: its presence marks a complete corpus):
+                         ontology name and version, cap, seed, inputs, counts.
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import random
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kgnorm.errors import InputError, KgnormError
+from kgnorm.mention_io import iter_lines, read_pubtator, sentence_spans
+from kgnorm.progress import progress_bar
+
+__all__ = [
+    "CORPUS_JSON", "SENTENCES_FILE", "NAMES_FILE", "COUNTS_FILE", "DEFAULT_CAP",
+    "Match", "NameMatcher", "name_tokens", "dictionary_entries", "iter_documents",
+    "iter_sentences", "build_corpus", "CorpusSummary", "Corpus", "load_corpus",
+    "check_corpus", "read_manifest",
+]
+
+CORPUS_JSON = "corpus.json"
+SENTENCES_FILE = "sentences.parquet"
+NAMES_FILE = "names.parquet"
+COUNTS_FILE = "counts.tsv"
+FORMAT_VERSION = 1
+DEFAULT_CAP = 20
+
+_TOKEN = re.compile(r"[^\W_]+")
+_HARD_GAP = re.compile(r"[,;:()\[\]{}]")
+_PUBTATOR_FIRST = re.compile(r"^\d+\|[ta]\|")
+_SENTENCE_COLUMNS = ["sentence", "start", "end", "uid", "doc_id", "mention", "name"]
+
+
+# --------------------------------------------------------------------------- dictionary
+
+def name_tokens(name: str) -> tuple[str, ...]:
+    """Lowercased letter/digit runs of a name (HTML entities decoded first)."""
+    if "&" in name and ";" in name:
+        name = html.unescape(name)
+    return tuple(t.lower() for t in _TOKEN.findall(name))
+
+
+def _is_acronym(name: str) -> bool:
+    toks = _TOKEN.findall(html.unescape(name) if "&" in name else name)
+    return len(toks) == 1 and toks[0].isupper() and len(toks[0]) <= 8
+
+
+def dictionary_entries(dictionary: Any) -> list[tuple[str, list[str]]]:
+    """(uid, names) pairs, preferred name first, from any dictionary shape kgnorm has:
+
+    an :class:`~kgnorm.ontology_graph.OntologyGraph` (obsolete concepts skipped), a mapping
+    uid -> names, an iterable of ``(uid, names)`` pairs, of ``Concept`` objects, or of store
+    records (dicts with ``uid``, ``name`` and ``synonyms``)."""
+    concepts = getattr(dictionary, "concepts", None)
+    if isinstance(concepts, Mapping):
+        return [(c.uid, c.names()) for c in concepts.values() if not c.obsolete]
+    if isinstance(dictionary, Mapping):
+        items: Iterable[Any] = dictionary.items()
+    else:
+        items = dictionary
+    out: list[tuple[str, list[str]]] = []
+    for item in items:
+        if isinstance(item, Mapping):
+            if item.get("obsolete"):
+                continue
+            names = [item.get("name") or "", *(item.get("synonyms") or [])]
+            out.append((str(item["uid"]), [n for n in names if n]))
+        elif hasattr(item, "uid") and hasattr(item, "names"):
+            if getattr(item, "obsolete", False):
+                continue
+            out.append((item.uid, list(item.names())))
+        else:
+            uid, names = item
+            if isinstance(names, str):
+                names = [names]
+            out.append((str(uid), [n for n in names if n]))
+    return out
+
+
+@dataclass(frozen=True)
+class Match:
+    """A dictionary name found in a text: characters [start, end), the concepts carrying it
+    (several = ambiguous) and the dictionary name (original spelling) that matched."""
+
+    start: int
+    end: int
+    uids: tuple[str, ...]
+    name: str
+    n_tokens: int
+
+
+class NameMatcher:
+    """Longest-match dictionary lookup over token tuples (see the module doc for the rules).
+
+    Memory: one dict entry per distinct token tuple, plus the longest name length per first
+    token (so a lookup tries at most that many tuple lengths)."""
+
+    def __init__(self, entries: Iterable[tuple[str, Sequence[str]]],
+                 min_name_chars: int = 2) -> None:
+        self._names: dict[tuple[str, ...], tuple[tuple[str, ...], str]] = {}
+        self._acronyms: dict[str, tuple[tuple[str, ...], str]] = {}
+        self._maxlen: dict[str, int] = {}
+        self.n_names = 0
+        self.n_skipped = 0
+        for uid, names in entries:
+            for name in names:
+                toks = name_tokens(name)
+                if not toks or sum(len(t) for t in toks) < min_name_chars:
+                    self.n_skipped += 1
+                    continue
+                self.n_names += 1
+                if _is_acronym(name):
+                    key_a = _TOKEN.findall(html.unescape(name))[0]
+                    self._add(self._acronyms, key_a, uid, name)
+                else:
+                    self._add(self._names, toks, uid, name)
+                    if len(toks) > self._maxlen.get(toks[0], 0):
+                        self._maxlen[toks[0]] = len(toks)
+
+    @staticmethod
+    def _add(table: dict, key: Any, uid: str, name: str) -> None:
+        old = table.get(key)
+        if old is None:
+            table[key] = ((uid,), name)
+        elif uid not in old[0]:
+            table[key] = (old[0] + (uid,), old[1])
+
+    @property
+    def ambiguous_names(self) -> int:
+        return (sum(1 for u, _ in self._names.values() if len(u) > 1)
+                + sum(1 for u, _ in self._acronyms.values() if len(u) > 1))
+
+    def __len__(self) -> int:
+        return len(self._names) + len(self._acronyms)
+
+    def find(self, text: str) -> list[Match]:
+        """Non-overlapping longest matches in `text`, in text order (ambiguous ones included;
+        callers drop matches with several uids)."""
+        toks = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
+        n = len(toks)
+        if n == 0:
+            return []
+        low = [t[2].lower() for t in toks]
+        # reach[i]: the last token index a match starting at i may extend to (hard gaps stop it)
+        reach = [n - 1] * n
+        for i in range(n - 2, -1, -1):
+            gap = text[toks[i][1]:toks[i + 1][0]]
+            reach[i] = i if _HARD_GAP.search(gap) else reach[i + 1]
+        cands: list[tuple[int, int, int, tuple[tuple[str, ...], str]]] = []
+        for i in range(n):
+            longest = min(self._maxlen.get(low[i], 0), reach[i] - i + 1)
+            hit = None
+            for length in range(longest, 0, -1):
+                got = self._names.get(tuple(low[i:i + length]))
+                if got is not None:
+                    hit = (length, got)
+                    break
+            if hit is None:
+                got = self._acronyms.get(toks[i][2])
+                if got is not None:
+                    hit = (1, got)
+            if hit is not None:
+                length, got = hit
+                cands.append((i, length, toks[i + length - 1][1] - toks[i][0], got))
+        if not cands:
+            return []
+        cands.sort(key=lambda c: (-c[1], -c[2], c[0]))
+        taken = [False] * n
+        out: list[Match] = []
+        for i, length, _, (uids, name) in cands:
+            if any(taken[i:i + length]):
+                continue
+            for j in range(i, i + length):
+                taken[j] = True
+            out.append(Match(toks[i][0], toks[i + length - 1][1], uids, name, length))
+        out.sort(key=lambda m: m.start)
+        return out
+
+
+# --------------------------------------------------------------------------- text input
+
+def _sniff_pubtator(path: Path) -> bool:
+    for _, line in iter_lines(path):
+        if line.strip():
+            return bool(_PUBTATOR_FIRST.match(line))
+    return False
+
+
+def iter_documents(path: str | Path) -> Iterator[tuple[str, str, tuple[int, ...]]]:
+    """(doc_id, text, sentence breaks) of a PubTator or plain-text file, streamed."""
+    p = Path(path)
+    if _sniff_pubtator(p):
+        for doc in read_pubtator(p):
+            yield doc.doc_id, doc.text, ((len(doc.title),) if doc.abstract else ())
+        return
+    for lineno, line in iter_lines(p):
+        if line.strip():
+            yield f"{p.name}:{lineno}", line, ()
+
+
+def iter_sentences(path: str | Path) -> Iterator[tuple[str, str]]:
+    """(doc_id, sentence) of a file, in order."""
+    for doc_id, text, breaks in iter_documents(path):
+        for s, e in sentence_spans(text, breaks):
+            if e > s:
+                yield doc_id, text[s:e]
+
+
+# --------------------------------------------------------------------------- building
+
+@dataclass
+class CorpusSummary:
+    out_dir: str
+    documents: int
+    sentences: int
+    matches: int
+    rows: int
+    concepts_matched: int
+    concepts_in_dictionary: int
+    seconds: float
+    manifest: dict = field(default_factory=dict)
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _write_parquet(path: Path, columns: dict[str, list], schema: Any) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = pa.table(columns, schema=schema)
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def _kgnorm_version() -> str:
+    import kgnorm
+    return kgnorm.__version__
+
+
+def build_corpus(dictionary: Any, texts: str | Path | Sequence[str | Path],
+                 out_dir: str | Path, *, ontology: str | None = None,
+                 version: str | None = None, cap: int | None = DEFAULT_CAP, seed: int = 0,
+                 min_name_chars: int = 2) -> CorpusSummary:
+    """Build an entity-linked corpus from raw text files (see the module doc).
+
+    dictionary: anything :func:`dictionary_entries` accepts; with an OntologyGraph the
+    ontology name and version default to the graph's. cap: sentences kept per concept
+    (reservoir sample, seeded; None = keep all). Raises InputError for unreadable input,
+    KgnormError when the dictionary matches nothing."""
+    import time
+
+    import pyarrow as pa
+
+    t0 = time.time()
+    if ontology is None:
+        ontology = getattr(dictionary, "name", None)
+    if version is None:
+        version = getattr(dictionary, "version", None) or ""
+    if not ontology:
+        raise KgnormError("build_corpus needs the ontology name (ontology=...)")
+    if cap is not None and cap < 1:
+        raise KgnormError(f"cap must be at least 1 sentence per concept, got {cap}")
+    paths = [Path(texts)] if isinstance(texts, (str, Path)) else [Path(t) for t in texts]
+    if not paths:
+        raise KgnormError("no text files given")
+    for p in paths:
+        if not p.exists():
+            raise InputError("file not found", p)
+        if p.is_dir():
+            raise InputError("is a directory, expected a text file", p)
+
+    entries = dictionary_entries(dictionary)
+    if not entries:
+        raise KgnormError(f"the dictionary of ontology {ontology!r} has no concepts")
+    matcher = NameMatcher(entries, min_name_chars=min_name_chars)
+    if len(matcher) == 0:
+        raise KgnormError(f"the dictionary of ontology {ontology!r} has no usable names "
+                          f"(all shorter than {min_name_chars} letters/digits)")
+
+    rng = random.Random(seed)
+    reservoirs: dict[str, list[tuple]] = {}
+    matches: dict[str, int] = {}
+    seen: set[int] = set()
+    n_docs = n_sent = n_match = n_ambiguous = n_dup = 0
+    inputs = []
+    for p in paths:
+        bar = progress_bar(total=p.stat().st_size, desc=f"corpus {p.name}", unit="B")
+        for doc_id, text, breaks in iter_documents(p):
+            n_docs += 1
+            bar.update(len(text.encode("utf-8", "replace")) + 1)
+            for s, e in sentence_spans(text, breaks):
+                if e <= s:
+                    continue
+                sentence = text[s:e]
+                n_sent += 1
+                for m in matcher.find(sentence):
+                    if len(m.uids) > 1:
+                        n_ambiguous += 1
+                        continue
+                    uid = m.uids[0]
+                    key = hash((uid, sentence, m.start))
+                    if key in seen:
+                        n_dup += 1
+                        continue
+                    seen.add(key)
+                    n_match += 1
+                    count = matches.get(uid, 0) + 1
+                    matches[uid] = count
+                    row = (sentence, m.start, m.end, uid, doc_id, sentence[m.start:m.end],
+                           m.name)
+                    res = reservoirs.setdefault(uid, [])
+                    if cap is None or len(res) < cap:
+                        res.append(row)
+                    else:
+                        j = rng.randrange(count)
+                        if j < cap:
+                            res[j] = row
+        bar.close()
+        inputs.append({"path": str(p), "bytes": p.stat().st_size})
+
+    if n_match == 0:
+        raise KgnormError(
+            f"the dictionary of ontology {ontology!r} ({matcher.n_names} names) matched "
+            f"nothing in {n_sent} sentences of {', '.join(str(p) for p in paths)}")
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    old_manifest = out / CORPUS_JSON
+    if old_manifest.exists():  # a rebuild: the old manifest must not vouch for new files
+        old_manifest.unlink()
+
+    rows = [r for uid in sorted(reservoirs) for r in
+            sorted(reservoirs[uid], key=lambda r: (r[4], r[0], r[1]))]
+    cols = {c: [r[i] for r in rows] for i, c in enumerate(_SENTENCE_COLUMNS)}
+    _write_parquet(out / SENTENCES_FILE, cols, pa.schema([
+        ("sentence", pa.string()), ("start", pa.int32()), ("end", pa.int32()),
+        ("uid", pa.string()), ("doc_id", pa.string()), ("mention", pa.string()),
+        ("name", pa.string())]))
+    n_uids, n_names, n_pref = [], [], []
+    for uid, names in entries:
+        for i, name in enumerate(names):
+            n_uids.append(uid)
+            n_names.append(name)
+            n_pref.append(i == 0)
+    _write_parquet(out / NAMES_FILE, {"uid": n_uids, "name": n_names, "preferred": n_pref},
+                   pa.schema([("uid", pa.string()), ("name", pa.string()),
+                              ("preferred", pa.bool_())]))
+    lines = ["uid\tmatches\tkept"]
+    for uid in sorted(matches, key=lambda u: (-matches[u], u)):
+        lines.append(f"{uid}\t{matches[uid]}\t{len(reservoirs[uid])}")
+    _atomic_write_text(out / COUNTS_FILE, "\n".join(lines) + "\n")
+
+    seconds = time.time() - t0
+    kept_hist: dict[str, int] = {}
+    for res in reservoirs.values():
+        kept_hist[str(len(res))] = kept_hist.get(str(len(res)), 0) + 1
+    manifest = {
+        "kind": "biocom-corpus", "format_version": FORMAT_VERSION,
+        "ontology": {"name": ontology, "version": version or ""},
+        "cap": cap, "seed": seed, "min_name_chars": min_name_chars,
+        "inputs": inputs,
+        "counts": {
+            "documents": n_docs, "sentences": n_sent, "matches": n_match,
+            "ambiguous_matches_dropped": n_ambiguous, "duplicate_matches_dropped": n_dup,
+            "rows": len(rows), "concepts_in_dictionary": len(entries),
+            "concepts_matched": len(matches), "names": matcher.n_names,
+            "names_skipped_short": matcher.n_skipped,
+            "ambiguous_names": matcher.ambiguous_names,
+            "concepts_by_rows_kept": dict(sorted(kept_hist.items(), key=lambda kv: int(kv[0]))),
+        },
+        "files": {"sentences": SENTENCES_FILE, "names": NAMES_FILE, "counts": COUNTS_FILE},
+        "seconds": round(seconds, 3),
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "kgnorm": _kgnorm_version(),
+    }
+    _atomic_write_text(out / CORPUS_JSON, json.dumps(manifest, indent=2) + "\n")
+    return CorpusSummary(out_dir=str(out), documents=n_docs, sentences=n_sent,
+                         matches=n_match, rows=len(rows), concepts_matched=len(matches),
+                         concepts_in_dictionary=len(entries), seconds=seconds,
+                         manifest=manifest)
+
+
+# --------------------------------------------------------------------------- reading
+
+def read_manifest(corpus_dir: str | Path) -> dict:
+    d = Path(corpus_dir)
+    path = d / CORPUS_JSON
+    if not d.is_dir():
+        raise KgnormError(f"{d}: corpus directory not found")
+    if not path.exists():
+        raise KgnormError(f"{d}: not a BioCoM corpus (no {CORPUS_JSON}; build it with "
+                          "`kgnorm corpus build`, or the build was interrupted)")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"unreadable corpus manifest: {exc}", path) from None
+    if manifest.get("kind") != "biocom-corpus":
+        raise InputError("not a BioCoM corpus manifest", path)
+    return manifest
+
+
+def check_corpus(corpus_dir: str | Path, ontology: str, version: str | None = None) -> dict:
+    """The corpus manifest, after checking it was built from `ontology` (and `version`, when
+    given): a corpus of another ontology or version labels sentences with uids that may not
+    exist, or mean something else, in the loaded one."""
+    manifest = read_manifest(corpus_dir)
+    built = manifest.get("ontology", {})
+    if built.get("name") != ontology:
+        raise KgnormError(f"{corpus_dir}: corpus was built from ontology "
+                          f"{built.get('name')!r}, not {ontology!r}")
+    if version is not None and (built.get("version") or "") != (version or ""):
+        raise KgnormError(f"{corpus_dir}: corpus was built from {ontology} version "
+                          f"{built.get('version') or '(none)'!r}, but the loaded {ontology} "
+                          f"is version {version or '(none)'!r}; rebuild the corpus")
+    return manifest
+
+
+@dataclass
+class Corpus:
+    """A corpus loaded for training: parallel row lists plus the dictionary names."""
+
+    directory: str
+    manifest: dict
+    sentences: list[str]
+    starts: list[int]
+    ends: list[int]
+    uids: list[str]
+    doc_ids: list[str]
+    names: dict[str, list[str]]            # uid -> dictionary names, preferred first
+
+    def __len__(self) -> int:
+        return len(self.uids)
+
+    def rows_by_concept(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for i, uid in enumerate(self.uids):
+            out.setdefault(uid, []).append(i)
+        return out
+
+
+def load_corpus(corpus_dir: str | Path, ontology: str | None = None,
+                version: str | None = None) -> Corpus:
+    """Read a corpus directory (checked against `ontology`/`version` when given)."""
+    import pyarrow.parquet as pq
+    d = Path(corpus_dir)
+    manifest = (check_corpus(d, ontology, version) if ontology is not None
+                else read_manifest(d))
+    try:
+        t = pq.read_table(d / SENTENCES_FILE).to_pydict()
+        nt = pq.read_table(d / NAMES_FILE).to_pydict()
+    except (OSError, ValueError) as exc:
+        raise InputError(f"unreadable corpus files: {exc}", d) from None
+    names: dict[str, list[str]] = {}
+    for uid, name, pref in zip(nt["uid"], nt["name"], nt["preferred"]):
+        lst = names.setdefault(uid, [])
+        if pref:
+            lst.insert(0, name)
+        else:
+            lst.append(name)
+    return Corpus(directory=str(d), manifest=manifest, sentences=t["sentence"],
+                  starts=[int(x) for x in t["start"]], ends=[int(x) for x in t["end"]],
+                  uids=t["uid"], doc_ids=t["doc_id"], names=names)

@@ -1,0 +1,177 @@
+"""DILBERT linking model (Miftahutdinov et al. 2021): a transformer name encoder
+(:class:`~kgnorm.linking.dense.DenseEncoder`, mean pooling) whose names are ranked by
+distance to the query.
+
+``distance="euclidean"`` (the paper's triplet space): names are ranked by the Euclidean
+distance of the raw pooled vectors. The FAISS index is inner-product only
+(:class:`~kgnorm.linking.index.NameIndex`), so names are indexed as ``[x, -|x|^2 / 2]``
+and queries searched as ``[q, 1]``: the inner product ``q.x - |x|^2/2`` ranks exactly like
+``-|q - x|^2``; the reported distance is ``sqrt(|q|^2 - 2 ip)``.
+``distance="cosine"``: vectors are L2-normalized and ranked by cosine similarity.
+
+``Candidate.score`` is "higher is better" like every linker of kgnorm: ``-distance``
+(euclidean) or the cosine similarity (cosine). For out-of-KB decisions use
+:meth:`DilbertModel.distance_of` (``-score`` or ``1 - score``); see
+:mod:`kgnorm.linking.nil`.
+
+A model directory::
+
+    kgnorm-model.json     method "dilbert", encoder settings, distance, hyper-parameters,
+                          ontology, metrics, library versions
+    encoder/              save_pretrained: config.json, model.safetensors, tokenizer files
+    names/                names.tsv, alt_ids.tsv
+    index/                names.faiss, index.json (augmented vectors for euclidean)
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgnorm.encoders.bne import IndexedNamesMixin
+from kgnorm.errors import KgnormError
+from kgnorm.linking.dense import DenseEncoder
+from kgnorm.linking.dictionary import NameDictionary
+from kgnorm.linking.index import NameIndex
+
+__all__ = ["DilbertModel", "load_dilbert", "DISTANCES"]
+
+DISTANCES = ("euclidean", "cosine")
+
+
+class DilbertModel(IndexedNamesMixin):
+    """DenseEncoder + name dictionary + distance-ranked FAISS index."""
+
+    def __init__(self, encoder: DenseEncoder, dictionary: NameDictionary | None = None,
+                 distance: str = "euclidean", index_kind: str = "flat",
+                 index_fp16: bool = False, meta: dict | None = None) -> None:
+        if distance not in DISTANCES:
+            raise KgnormError(f"unknown distance {distance!r} (choose from {', '.join(DISTANCES)})")
+        if encoder.normalize and distance == "euclidean":
+            pass  # allowed: euclidean on unit vectors ranks like cosine
+        self.encoder = encoder
+        self.distance = distance
+        self.index_kind, self.index_fp16 = index_kind, bool(index_fp16)
+        self.meta = dict(meta or {})
+        self.dictionary = None
+        self.index = None
+        if dictionary is not None:
+            self.set_dictionary(dictionary)
+
+    @classmethod
+    def create(cls, dictionary: NameDictionary | None = None,
+               encoder: str | Path | DenseEncoder | None = None, max_length: int = 25,
+               device: str | None = None, distance: str = "euclidean", **kw) -> DilbertModel:
+        """A fresh model over ``encoder`` (a directory, default MiniLM; mean pooling)."""
+        if not isinstance(encoder, DenseEncoder):
+            encoder = DenseEncoder(encoder, pooling="mean", max_length=max_length, device=device)
+        return cls(encoder, dictionary, distance=distance, **kw)
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
+
+    @property
+    def device(self):
+        return self.encoder.device
+
+    # ------------------------------------------------------------------ vectors
+    def encode(self, names: Sequence[str], batch_size: int = 256, progress: bool = False,
+               desc: str = "encode") -> np.ndarray:
+        """float32 ``[n, dim]`` in the model's metric space (raw pooled vectors for
+        euclidean, L2-normalized for cosine)."""
+        return self.encoder.encode(names, batch_size=batch_size,
+                                   normalize=(self.distance == "cosine") or None,
+                                   progress=progress, desc=desc)
+
+    __call__ = encode
+
+    def _index_vectors(self, vectors: np.ndarray) -> np.ndarray:
+        if self.distance == "cosine":
+            return vectors
+        sq = np.einsum("nd,nd->n", vectors, vectors, dtype=np.float64)
+        return np.concatenate([vectors, (-0.5 * sq)[:, None].astype(np.float32)], axis=1)
+
+    def _query_vectors(self, vectors: np.ndarray) -> np.ndarray:
+        if self.distance == "cosine":
+            return vectors
+        return np.concatenate([vectors, np.ones((len(vectors), 1), np.float32)], axis=1)
+
+    def _scores(self, inner: np.ndarray, query_vectors: np.ndarray) -> np.ndarray:
+        if self.distance == "cosine":
+            return inner
+        qq = np.einsum("nd,nd->n", query_vectors, query_vectors, dtype=np.float64)
+        d2 = np.maximum(qq[:, None] - 2.0 * inner.astype(np.float64), 0.0)
+        return (-np.sqrt(d2)).astype(np.float32)
+
+    def distance_of(self, score: float | np.ndarray) -> float | np.ndarray:
+        """The distance behind a ``Candidate.score`` (lower = closer)."""
+        s = np.asarray(score, dtype=np.float64)
+        d = -s if self.distance == "euclidean" else 1.0 - s
+        return float(d) if d.ndim == 0 else d
+
+    # ------------------------------------------------------------------ files
+    def save(self, directory: str | Path, hyper_parameters: dict | None = None,
+             metrics: dict | None = None, ontology: dict | None = None,
+             extra: dict | None = None) -> Path:
+        from kgnorm.linking.model_dir import write_model_meta
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        dictionary = self._need_dictionary()
+        if self.index is None:
+            self.build_index()
+        enc = self.encoder
+        enc.save(d / "encoder")
+        dictionary.save(d / "names")
+        self.index.save(d / "index")
+        meta: dict[str, Any] = {
+            "method": "dilbert",
+            "encoder": {"path": "encoder", "base": str(getattr(enc, "base", enc.path)),
+                        "dim": enc.dim, **enc.config()},
+            "distance": self.distance,
+            "score": "-euclidean distance" if self.distance == "euclidean" else "cosine",
+            "names": {"path": "names", "count": len(dictionary),
+                      "concepts": dictionary.concept_count,
+                      "mention_names": int(sum(dictionary.is_mention))},
+            "index": {"path": "index", "kind": self.index.kind, "fp16": self.index.fp16},
+            "hyper_parameters": dict(hyper_parameters or {}),
+            "ontology": dict(ontology or {}),
+            "metrics": dict(metrics or {}),
+        }
+        if extra:
+            meta.update(extra)
+        write_model_meta(d, meta)
+        self.meta = meta
+        return d
+
+
+def load_dilbert(directory: str | os.PathLike, device: str | None = None,
+                 use_gpu: bool | str = "auto") -> DilbertModel:
+    """Load a DILBERT model directory written by :meth:`DilbertModel.save`."""
+    from kgnorm.linking.model_dir import read_model_meta
+
+    d = Path(directory)
+    meta = read_model_meta(d)
+    if meta["method"] != "dilbert":
+        raise KgnormError(f"{d} holds a {meta['method']!r} model, not a DILBERT one")
+    e = meta.get("encoder", {})
+    encoder = DenseEncoder(d / e.get("path", "encoder"), pooling=e.get("pooling", "mean"),
+                           max_length=e.get("max_length", 25), device=device,
+                           normalize=e.get("normalize", False))
+    encoder.base = e.get("base", str(d / "encoder"))
+    dictionary = NameDictionary.load(d / meta.get("names", {}).get("path", "names"))
+    index = NameIndex.load(d / meta.get("index", {}).get("path", "index"), use_gpu=use_gpu)
+    distance = meta.get("distance", "euclidean")
+    want = encoder.dim + (1 if distance == "euclidean" else 0)
+    if index.ntotal != len(dictionary):
+        raise KgnormError(f"{d}: names ({len(dictionary)}) and index ({index.ntotal}) disagree")
+    if index.dim != want:
+        raise KgnormError(f"{d}: index dimension {index.dim} != expected {want}")
+    model = DilbertModel(encoder, dictionary, distance=distance, index_kind=index.kind,
+                         index_fp16=index.fp16, meta=meta)
+    model.index = index
+    return model

@@ -1,0 +1,216 @@
+"""Linking evaluation: Acc@k with BioSyn's protocol (DESIGN.md section 7).
+
+Rules
+-----
+* A mention has one gold CURIE per composite part (``"A|B"`` = two parts). A part whose gold
+  is ``-1`` (or empty) is unlinkable: a mention with only unlinkable parts is skipped (not
+  counted), an unlinkable part of a composite is ignored.
+* A conjunction part ``"A+B"`` (one span meaning two concepts) is matched by a candidate
+  holding *any* of its pieces (``conjunction="any"``, BioSyn: it treats ``+`` like ``|``); a
+  single dictionary row rarely carries both, so requiring all (``conjunction="all"``) mostly
+  measures the dictionary. Both are offered.
+* A candidate (a set of uids -- one dictionary row can carry several) matches a gold piece
+  when the piece is one of its uids or one of their alt ids (``alt_ids`` map). Matching is by
+  exact string: normalize the id spelling (``MESH:`` prefixes) before calling.
+* A mention's rank is the largest, over its linkable parts, of the 1-based rank of the part's
+  first matching candidate; it is right at k when that rank is <= k, i.e. a composite
+  mention counts only when **every** part is right at k.
+* Parts are aligned by position (``part_matching="aligned"``). When the prediction has a
+  different number of parts than the gold (a composite left unsplit), or with
+  ``part_matching="any"``, each predicted part may match any linkable gold part -- BioSyn's
+  own label check, which is also lenient about the order of composite ids.
+
+The refined split (:func:`refined_subset`, DILBERT paper): test mentions whose normalized
+text never occurs among the normalized training mentions, deduplicated by (text, gold).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+UNLINKABLE = {"", "-1", "CUI-less", "CUI-LESS"}
+
+
+@dataclass(frozen=True)
+class GoldMention:
+    """Gold of one mention: one entry per composite part (a conjunction stays ``"A+B"``)."""
+
+    parts: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, gold: str | Sequence[str] | GoldMention | None) -> GoldMention:
+        if isinstance(gold, GoldMention):
+            return gold
+        if gold is None:
+            return cls(())
+        if isinstance(gold, str):
+            return cls(tuple(p.strip() for p in gold.split("|")) if gold.strip() else ())
+        return cls(tuple(str(p).strip() for p in gold))
+
+    @staticmethod
+    def part_linkable(part: str) -> bool:
+        return part not in UNLINKABLE and any(x.strip() not in UNLINKABLE for x in part.split("+"))
+
+    @property
+    def linkable(self) -> bool:
+        return any(self.part_linkable(p) for p in self.parts)
+
+    def key(self) -> tuple[str, ...]:
+        return self.parts
+
+
+@dataclass
+class MentionPrediction:
+    """Per composite part, the ranked candidates (best first), each a set of uids."""
+
+    parts: list[list[frozenset[str]]]
+
+    @classmethod
+    def parse(cls, pred: MentionPrediction | Sequence[Sequence[Iterable[str] | str]]
+              ) -> MentionPrediction:
+        if isinstance(pred, MentionPrediction):
+            return pred
+        parts = []
+        for part in pred:
+            ranked = []
+            for cand in part:
+                if isinstance(cand, str):
+                    ranked.append(frozenset([cand]))
+                elif hasattr(cand, "uids"):  # a kgnorm.linking.biosyn.Candidate
+                    ranked.append(frozenset(cand.uids))
+                else:
+                    ranked.append(frozenset(cand))
+            parts.append(ranked)
+        return cls(parts)
+
+
+@dataclass
+class LinkingReport:
+    """Acc@k over the evaluated (linkable) mentions."""
+
+    ks: tuple[int, ...]
+    n_total: int
+    n_evaluated: int
+    n_skipped: int
+    hits: dict[int, int]
+    accuracy: dict[int, float]
+    ranks: list[int | None] = field(default_factory=list)  # per input; None = skipped, 0 = miss
+
+    @property
+    def acc1(self) -> float:
+        return self.accuracy.get(1, float("nan"))
+
+    @property
+    def acc5(self) -> float:
+        return self.accuracy.get(5, float("nan"))
+
+    def as_dict(self) -> dict:
+        return {"n_total": self.n_total, "n_evaluated": self.n_evaluated,
+                "n_skipped": self.n_skipped,
+                **{f"acc@{k}": self.accuracy[k] for k in self.ks}}
+
+
+def _expand(cand: frozenset[str], alt_ids: Mapping[str, Iterable[str]] | None) -> set[str]:
+    out = set(cand)
+    if alt_ids:
+        for u in cand:
+            out.update(alt_ids.get(u, ()))
+    return out
+
+
+def _matches(cand_ids: set[str], gold_part: str, conjunction: str) -> bool:
+    pieces = [p.strip() for p in gold_part.split("+") if p.strip() not in UNLINKABLE]
+    if not pieces:
+        return False
+    if conjunction == "all":
+        return all(p in cand_ids for p in pieces)
+    return any(p in cand_ids for p in pieces)
+
+
+def _first_rank(ranked: list[frozenset[str]], golds: list[str], conjunction: str,
+                alt_ids: Mapping[str, Iterable[str]] | None, depth: int) -> int:
+    """1-based rank of the first candidate matching any of ``golds``; 0 if none in depth."""
+    for r, cand in enumerate(ranked[:depth], start=1):
+        ids = _expand(cand, alt_ids)
+        if any(_matches(ids, g, conjunction) for g in golds):
+            return r
+    return 0
+
+
+def mention_rank(pred: MentionPrediction, gold: GoldMention, depth: int,
+                 alt_ids: Mapping[str, Iterable[str]] | None = None,
+                 conjunction: str = "any", part_matching: str = "aligned") -> int | None:
+    """Rank at which the whole mention becomes right (0 = not within ``depth``;
+    None = skipped because no part is linkable)."""
+    if not gold.linkable:
+        return None
+    linkable = [g for g in gold.parts if GoldMention.part_linkable(g)]
+    worst = 0
+    if part_matching == "aligned" and len(pred.parts) == len(gold.parts):
+        pairs = [(pred.parts[i], [g]) for i, g in enumerate(gold.parts)
+                 if GoldMention.part_linkable(g)]
+    else:
+        if not pred.parts:
+            return 0
+        pairs = [(ranked, linkable) for ranked in pred.parts]
+    for ranked, golds in pairs:
+        r = _first_rank(ranked, golds, conjunction, alt_ids, depth)
+        if r == 0:
+            return 0
+        worst = max(worst, r)
+    return worst
+
+
+def accuracy_at_k(predictions: Sequence[MentionPrediction | Sequence[Sequence[Iterable[str]]]],
+                  gold: Sequence[str | Sequence[str] | GoldMention],
+                  ks: Sequence[int] = (1, 5),
+                  alt_ids: Mapping[str, Iterable[str]] | None = None,
+                  conjunction: str = "any", part_matching: str = "aligned") -> LinkingReport:
+    """Acc@k for each k in ``ks``.
+
+    ``predictions[i]`` is mention i's prediction: per part, the ranked candidates, each a
+    set of uids (or a Candidate, or a single uid string); ``gold[i]`` its gold -- a string
+    ``"A|B"``, a list of per-part CURIEs, or a :class:`GoldMention`.
+    """
+    if len(predictions) != len(gold):
+        raise ValueError(f"{len(predictions)} predictions for {len(gold)} gold mentions")
+    if conjunction not in ("any", "all"):
+        raise ValueError("conjunction must be 'any' or 'all'")
+    if part_matching not in ("aligned", "any"):
+        raise ValueError("part_matching must be 'aligned' or 'any'")
+    ks = tuple(sorted({int(k) for k in ks}))
+    if not ks or ks[0] < 1:
+        raise ValueError("ks must be positive")
+    depth = ks[-1]
+    ranks: list[int | None] = []
+    for p, g in zip(predictions, gold):
+        ranks.append(mention_rank(MentionPrediction.parse(p), GoldMention.parse(g), depth,
+                                  alt_ids, conjunction, part_matching))
+    evaluated = [r for r in ranks if r is not None]
+    hits = {k: sum(1 for r in evaluated if 0 < r <= k) for k in ks}
+    n = len(evaluated)
+    acc = {k: (hits[k] / n if n else float("nan")) for k in ks}
+    return LinkingReport(ks=ks, n_total=len(ranks), n_evaluated=n,
+                         n_skipped=len(ranks) - n, hits=hits, accuracy=acc, ranks=ranks)
+
+
+def refined_subset(test_texts: Sequence[str], train_texts: Iterable[str],
+                   test_gold: Sequence[str | Sequence[str] | GoldMention] | None = None
+                   ) -> list[int]:
+    """Indices (first occurrences) of test mentions whose normalized text never occurs in
+    the normalized training mentions, deduplicated by (text, gold) -- by text alone when
+    ``test_gold`` is None. Pass texts normalized the same way on both sides."""
+    if test_gold is not None and len(test_gold) != len(test_texts):
+        raise ValueError("test_gold must have one entry per test mention")
+    seen_train = set(train_texts)
+    seen: set = set()
+    keep: list[int] = []
+    for i, text in enumerate(test_texts):
+        if text in seen_train:
+            continue
+        key = (text, GoldMention.parse(test_gold[i]).key() if test_gold is not None else None)
+        if key in seen:
+            continue
+        seen.add(key)
+        keep.append(i)
+    return keep

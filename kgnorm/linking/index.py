@@ -1,0 +1,202 @@
+"""FAISS inner-product index over name vectors.
+
+``kind``:
+* ``"flat"`` (default): exact inner product (``IndexFlatIP``);
+* ``"hnsw"``: ``IndexHNSWFlat`` with inner product (approximate; for > 1M names);
+* ``"ivf"``: ``IndexIVFFlat`` over an ``IndexFlatIP`` coarse quantizer (approximate,
+  needs training on the vectors; ``nlist`` defaults to ~4 sqrt(n), ``nprobe`` to 32).
+
+``fp16=True`` stores the vectors as float16 (``IndexScalarQuantizer``/``IndexHNSWSQ``/
+``IndexIVFScalarQuantizer`` with ``QT_fp16``): half the memory, scores within float16
+rounding of the exact ones. On a machine where faiss has ``StandardGpuResources`` and a GPU
+is present, flat and IVF indexes are searched on the GPU (``use_gpu="auto"``); the CPU index
+is kept for saving and for :meth:`NameIndex.reconstruct`.
+
+Saved as ``<dir>/names.faiss`` (``faiss.write_index``) plus ``<dir>/index.json``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from kgnorm.errors import KgnormError
+
+KINDS = ("flat", "hnsw", "ivf")
+INDEX_FILE = "names.faiss"
+INDEX_META = "index.json"
+
+
+def gpu_available() -> bool:
+    if not hasattr(faiss, "StandardGpuResources"):
+        return False
+    try:
+        return faiss.get_num_gpus() > 0
+    except Exception:  # pragma: no cover - broken GPU runtime
+        return False
+
+
+def _as_f32(x: np.ndarray, dim: int | None = None) -> np.ndarray:
+    x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+    if x.ndim != 2:
+        raise KgnormError(f"expected a 2-D array of vectors, got shape {x.shape}")
+    if dim is not None and x.shape[1] != dim:
+        raise KgnormError(f"vectors have dimension {x.shape[1]}, the index {dim}")
+    return x
+
+
+class NameIndex:
+    """Inner-product index; ``search`` returns ``(scores float32 [n,k], idx int64 [n,k])``."""
+
+    def __init__(self, dim: int, kind: str = "flat", fp16: bool = False,
+                 use_gpu: bool | str = "auto", hnsw_m: int = 32, ef_search: int = 128,
+                 ef_construction: int = 200, nlist: int | None = None, nprobe: int = 32) -> None:
+        if kind not in KINDS:
+            raise KgnormError(f"unknown index kind {kind!r} (choose from {', '.join(KINDS)})")
+        self.dim = int(dim)
+        self.kind = kind
+        self.fp16 = bool(fp16)
+        self.use_gpu = use_gpu
+        self.hnsw_m = int(hnsw_m)
+        self.ef_search = int(ef_search)
+        self.ef_construction = int(ef_construction)
+        self.nlist = nlist
+        self.nprobe = int(nprobe)
+        self.index: faiss.Index | None = None  # CPU index
+        self._gpu_index = None
+        self._gpu_res = None
+
+    # ------------------------------------------------------------------ building
+    def _make(self, n: int) -> faiss.Index:
+        d, ip = self.dim, faiss.METRIC_INNER_PRODUCT
+        if self.kind == "flat":
+            if self.fp16:
+                return faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_fp16, ip)
+            return faiss.IndexFlatIP(d)
+        if self.kind == "hnsw":
+            if self.fp16:
+                idx = faiss.IndexHNSWSQ(d, faiss.ScalarQuantizer.QT_fp16, self.hnsw_m, ip)
+            else:
+                idx = faiss.IndexHNSWFlat(d, self.hnsw_m, ip)
+            idx.hnsw.efConstruction = self.ef_construction
+            idx.hnsw.efSearch = self.ef_search
+            return idx
+        nlist = self.nlist or max(1, min(int(4 * math.sqrt(max(n, 1))), max(n // 39, 1)))
+        self.nlist = nlist
+        quant = faiss.IndexFlatIP(d)
+        if self.fp16:
+            idx = faiss.IndexIVFScalarQuantizer(quant, d, nlist,
+                                                faiss.ScalarQuantizer.QT_fp16, ip)
+        else:
+            idx = faiss.IndexIVFFlat(quant, d, nlist, ip)
+        self._quantizer = quant  # faiss' wrapper also keeps it alive; belt and braces
+        idx.nprobe = min(self.nprobe, nlist)
+        return idx
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, kind: str = "flat", fp16: bool = False,
+              use_gpu: bool | str = "auto", **kw) -> NameIndex:
+        x = _as_f32(vectors)
+        obj = cls(x.shape[1], kind=kind, fp16=fp16, use_gpu=use_gpu, **kw)
+        obj.add(x)
+        return obj
+
+    def add(self, vectors: np.ndarray) -> None:
+        x = _as_f32(vectors, self.dim)
+        if self.index is None:
+            self.index = self._make(len(x))
+            if not self.index.is_trained:
+                if len(x) == 0:
+                    raise KgnormError("cannot train an IVF index on no vectors")
+                self.index.train(x)
+        self.index.add(x)
+        if self.kind == "ivf":
+            self.index.make_direct_map()
+        self._gpu_index = None  # re-clone lazily
+
+    @property
+    def ntotal(self) -> int:
+        return 0 if self.index is None else int(self.index.ntotal)
+
+    def __len__(self) -> int:
+        return self.ntotal
+
+    # ------------------------------------------------------------------ search
+    def _searcher(self) -> faiss.Index:
+        if self.index is None:
+            raise KgnormError("the name index is empty")
+        want = gpu_available() if self.use_gpu == "auto" else bool(self.use_gpu)
+        if not want or self.kind == "hnsw":
+            return self.index
+        if self._gpu_index is None:
+            if not gpu_available():
+                raise KgnormError("use_gpu=True but faiss has no GPU support or no GPU is present")
+            self._gpu_res = faiss.StandardGpuResources()
+            co = faiss.GpuClonerOptions()
+            co.useFloat16 = self.fp16
+            self._gpu_index = faiss.index_cpu_to_gpu(self._gpu_res, 0, self.index, co)
+        return self._gpu_index
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        q = _as_f32(queries, self.dim)
+        k = min(int(k), self.ntotal)
+        if k <= 0 or len(q) == 0:
+            return np.zeros((len(q), max(k, 0)), np.float32), np.zeros((len(q), max(k, 0)), np.int64)
+        scores, idx = self._searcher().search(q, k)
+        return scores.astype(np.float32, copy=False), idx.astype(np.int64, copy=False)
+
+    def reconstruct(self, ids: np.ndarray) -> np.ndarray:
+        """Stored vectors of ``ids`` (any shape of non-negative ints) -> ``ids.shape + (dim,)``."""
+        if self.index is None:
+            raise KgnormError("the name index is empty")
+        ids = np.asarray(ids, dtype=np.int64)
+        flat = np.ascontiguousarray(ids.ravel())
+        if len(flat) == 0:
+            return np.zeros(ids.shape + (self.dim,), np.float32)
+        if flat.min() < 0 or flat.max() >= self.ntotal:
+            raise KgnormError("reconstruct: id out of range")
+        vecs = self.index.reconstruct_batch(flat)
+        return np.asarray(vecs, dtype=np.float32).reshape(ids.shape + (self.dim,))
+
+    # ------------------------------------------------------------------ files
+    def meta(self) -> dict:
+        return {"kind": self.kind, "fp16": self.fp16, "dim": self.dim, "ntotal": self.ntotal,
+                "hnsw_m": self.hnsw_m, "ef_search": self.ef_search,
+                "ef_construction": self.ef_construction, "nlist": self.nlist,
+                "nprobe": self.nprobe}
+
+    def save(self, directory: str | Path) -> None:
+        if self.index is None:
+            raise KgnormError("cannot save an empty name index")
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / (INDEX_FILE + ".tmp")
+        faiss.write_index(self.index, str(tmp))
+        tmp.replace(d / INDEX_FILE)
+        (d / INDEX_META).write_text(json.dumps(self.meta(), indent=2), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: str | Path, use_gpu: bool | str = "auto") -> NameIndex:
+        d = Path(directory)
+        try:
+            meta = json.loads((d / INDEX_META).read_text(encoding="utf-8"))
+            index = faiss.read_index(str(d / INDEX_FILE))
+        except (OSError, ValueError, RuntimeError) as e:
+            raise KgnormError(f"{d}: not a saved name index ({e})") from None
+        obj = cls(meta["dim"], kind=meta["kind"], fp16=meta["fp16"], use_gpu=use_gpu,
+                  hnsw_m=meta.get("hnsw_m", 32), ef_search=meta.get("ef_search", 128),
+                  ef_construction=meta.get("ef_construction", 200), nlist=meta.get("nlist"),
+                  nprobe=meta.get("nprobe", 32))
+        if index.d != obj.dim:
+            raise KgnormError(f"{d}: index dimension {index.d} != recorded {obj.dim}")
+        if obj.kind == "hnsw":
+            faiss.downcast_index(index).hnsw.efSearch = obj.ef_search
+        if obj.kind == "ivf":
+            ivf = faiss.extract_index_ivf(index)
+            ivf.nprobe = obj.nprobe
+            ivf.make_direct_map()
+        obj.index = index
+        return obj

@@ -1,0 +1,353 @@
+"""BioSyn's sparse score: cosine similarity of character n-gram tf-idf vectors.
+
+Features (what BioSyn does, ``src/biosyn/sparse_encoder.py``): scikit-learn's
+``TfidfVectorizer(analyzer="char", ngram_range=(1, 2))`` fitted on the dictionary names --
+character unigrams and bigrams over the whole string (spaces included, so word boundaries
+show up as ``"a "``/``" b"`` bigrams; ``"char_wb"`` would pad each word instead), lowercase,
+smooth idf, raw term counts, L2-normalized rows. The score of a query and a name is the dot
+product of their vectors (= cosine). Both the analyzer and the n-gram range are options.
+
+Exact top-k without a queries x names matrix
+--------------------------------------------
+With character unigrams almost every name shares some n-gram with every query, so the sparse
+product is nearly dense and a plain ``Q @ D.T`` + ``argsort`` is slow. :meth:`SparseScorer.topk`
+works on a chunk of queries at a time (memory bounded by ``chunk_budget`` floats):
+
+* the n-grams found in more than ``dense_df_fraction`` of the names (unigrams and the
+  commonest bigrams; at most ``max_dense_terms``, and at most ``dense_budget`` floats in
+  all) are scored with one BLAS product against a dense ``terms x names`` block;
+* the remaining (rarer) n-grams are scored with a sparse x sparse product whose postings
+  are short, written into the same chunk buffer;
+* the top k of each row is found without sorting rows: the k-th largest of the maxima of
+  fixed-size column blocks is a lower bound of the row's k-th score, so only the few entries
+  at or above it are gathered and ordered (score descending, then name index ascending).
+
+The result is exact (the same scores as the brute-force product; ties broken by the lower
+name index). Repeated query strings are scored once. Rows with fewer than k names sharing any n-gram are filled with zero-score
+names in index order. Chunks run on ``n_threads`` threads (BLAS and scipy release the GIL).
+
+Saved as plain files (no pickle): ``sparse.json`` (options), ``vocabulary.json``,
+``idf.npy`` and ``names.npz`` (the names' tf-idf matrix, so loading needs no re-transform).
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg.blas import sgemm
+from sklearn.feature_extraction.text import CountVectorizer
+
+from kgnorm.errors import KgnormError
+
+try:  # accumulating CSR -> dense kernel (B += A); stable for years, private name
+    from scipy.sparse._sparsetools import csr_todense as _csr_todense
+except ImportError:  # pragma: no cover
+    _csr_todense = None
+
+_TINY = np.float32(np.finfo(np.float32).tiny)
+SPARSE_FILE = "sparse.json"
+
+
+class SparseScorer:
+    """Character n-gram tf-idf scorer over a fixed list of names."""
+
+    def __init__(self, analyzer: str = "char", ngram_range: tuple[int, int] = (1, 2),
+                 lowercase: bool = True, dense_df_fraction: float = 1 / 16,
+                 max_dense_terms: int = 256, chunk_budget: int = 1 << 24,
+                 dense_budget: int = 1 << 27, n_threads: int | None = None) -> None:
+        if analyzer not in ("char", "char_wb", "word"):
+            raise KgnormError(f"unknown sparse analyzer {analyzer!r} (char, char_wb, word)")
+        self.analyzer = analyzer
+        self.ngram_range = (int(ngram_range[0]), int(ngram_range[1]))
+        self.lowercase = lowercase
+        self.dense_df_fraction = float(dense_df_fraction)
+        self.max_dense_terms = int(max_dense_terms)
+        self.chunk_budget = int(chunk_budget)
+        self.dense_budget = int(dense_budget)
+        self.n_threads = n_threads
+        self.vocabulary: dict[str, int] | None = None
+        self.idf: np.ndarray | None = None
+        self._counter: CountVectorizer | None = None
+        self._D: sp.csr_matrix | None = None
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, names: Sequence[str]) -> SparseScorer:
+        """Fit vocabulary and idf on ``names`` and index them (one analyzer pass; the idf is
+        scikit-learn's smooth idf, ``ln((1 + n) / (1 + df)) + 1``)."""
+        names = list(names)
+        if len(names) == 0:
+            raise KgnormError("cannot fit the sparse scorer on an empty name list")
+        cv = CountVectorizer(analyzer=self.analyzer, ngram_range=self.ngram_range,
+                             lowercase=self.lowercase, dtype=np.float32)
+        try:
+            X = cv.fit_transform(names).tocsr()
+        except ValueError as e:  # e.g. only empty strings
+            raise KgnormError(f"cannot fit the sparse scorer: {e}") from None
+        n, v = X.shape
+        df = np.bincount(X.indices, minlength=v).astype(np.float64)
+        self.idf = (np.log((1.0 + n) / (1.0 + df)) + 1.0).astype(np.float32)
+        self.vocabulary = {str(t): int(i) for t, i in cv.vocabulary_.items()}
+        self._counter = None
+        self._set_matrix(self._weight(X))
+        return self
+
+    def set_names(self, names: Sequence[str]) -> SparseScorer:
+        """Index a (new) list of names with the fitted vocabulary and idf."""
+        self._set_matrix(self.transform(names))
+        return self
+
+    def _set_matrix(self, D: sp.csr_matrix) -> None:
+        D = sp.csr_matrix(D, dtype=np.float32)
+        D.sort_indices()
+        self._D = D
+        n, v = D.shape
+        df = np.bincount(D.indices, minlength=v)
+        order = np.argsort(-df, kind="stable")
+        n_dense = int(np.sum(df > self.dense_df_fraction * n))
+        n_dense = min(n_dense, self.max_dense_terms, self.dense_budget // max(n, 1))
+        dense_terms = np.sort(order[:n_dense])
+        is_dense = np.zeros(v, dtype=bool)
+        is_dense[dense_terms] = True
+        self._dense_terms = dense_terms
+        self._rare_terms = np.flatnonzero(~is_dense)
+        self._DT_dense_cache: dict[int, tuple[np.ndarray, sp.csr_matrix]] = {}
+
+    def _layout(self, k: int) -> tuple[int, int, np.ndarray, sp.csr_matrix]:
+        """Block size, padded width, dense block (terms x n_pad) and rare block for k."""
+        n = self.n_names
+        bs = max(1, min(64, n // max(k, 1)))
+        if bs in self._DT_dense_cache:
+            dt, rt = self._DT_dense_cache[bs]
+            return bs, dt.shape[1], dt, rt
+        n_pad = -(-n // bs) * bs
+        D = self._D
+        dt = np.zeros((len(self._dense_terms), n_pad), dtype=np.float32)
+        if len(self._dense_terms):
+            dt[:, :n] = D[:, self._dense_terms].T.toarray()
+        rt = D[:, self._rare_terms].T.tocsr()
+        rt = sp.csr_matrix((rt.data, rt.indices, rt.indptr), shape=(rt.shape[0], n_pad))
+        self._DT_dense_cache = {bs: (dt, rt)}  # keep one layout only (memory)
+        return bs, n_pad, dt, rt
+
+    # ------------------------------------------------------------------ vectors
+    @property
+    def fitted(self) -> bool:
+        return self.vocabulary is not None
+
+    @property
+    def n_names(self) -> int:
+        return 0 if self._D is None else self._D.shape[0]
+
+    @property
+    def vocab_size(self) -> int:
+        return 0 if self.vocabulary is None else len(self.vocabulary)
+
+    @property
+    def names_matrix(self) -> sp.csr_matrix:
+        self._check()
+        return self._D
+
+    def _check(self) -> None:
+        if self.vocabulary is None or self._D is None:
+            raise KgnormError("the sparse scorer is not fitted")
+
+    def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
+        """L2-normalized float32 tf-idf rows (the same values as TfidfVectorizer's)."""
+        if self.vocabulary is None or self.idf is None:
+            raise KgnormError("the sparse scorer is not fitted")
+        if self._counter is None:
+            self._counter = CountVectorizer(analyzer=self.analyzer,
+                                            ngram_range=self.ngram_range,
+                                            lowercase=self.lowercase,
+                                            vocabulary=self.vocabulary, dtype=np.float32)
+        return self._weight(self._counter.transform(list(texts)).tocsr())
+
+    def _weight(self, X: sp.csr_matrix) -> sp.csr_matrix:
+        """Counts -> idf-weighted, L2-normalized float32 rows."""
+        X = X.astype(np.float32, copy=False)
+        X.data *= self.idf[X.indices]
+        if X.nnz:
+            lengths = np.diff(X.indptr)
+            rows = np.repeat(np.arange(X.shape[0]), lengths)
+            sq = np.bincount(rows, weights=X.data.astype(np.float64) ** 2,
+                             minlength=X.shape[0])
+            norms = np.sqrt(np.where(sq > 0, sq, 1.0)).astype(np.float32)
+            X.data /= norms[rows]
+        X.sort_indices()
+        return X
+
+    def _as_matrix(self, queries: Sequence[str] | sp.spmatrix) -> sp.csr_matrix:
+        if sp.issparse(queries):
+            Q = sp.csr_matrix(queries, dtype=np.float32)
+            if Q.shape[1] != self.vocab_size:
+                raise KgnormError(f"query matrix has {Q.shape[1]} columns, "
+                                  f"vocabulary has {self.vocab_size}")
+            return Q
+        if isinstance(queries, str):
+            raise KgnormError("queries must be a sequence of strings, not one string")
+        return self.transform(queries)
+
+    # ------------------------------------------------------------------ scoring
+    def topk(self, queries: Sequence[str] | sp.spmatrix, k: int,
+             n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top-k names per query: ``(scores float32 [n,k], idx int64 [n,k])``,
+        best first; k is clipped to the number of names."""
+        self._check()
+        if not sp.issparse(queries) and not isinstance(queries, str):
+            queries = list(queries)
+            uniq = dict.fromkeys(queries)
+            if len(uniq) < len(queries):  # repeated mentions are scored once
+                pos = {q: i for i, q in enumerate(uniq)}
+                inv = np.fromiter((pos[q] for q in queries), np.int64, len(queries))
+                sc, ix = self.topk(list(uniq), k, n_threads)
+                return sc[inv], ix[inv]
+        Q = self._as_matrix(queries)
+        nq, n = Q.shape[0], self.n_names
+        k = min(int(k), n)
+        if k <= 0 or nq == 0:
+            return (np.zeros((nq, max(k, 0)), np.float32), np.zeros((nq, max(k, 0)), np.int64))
+        bs, n_pad, dt, rt = self._layout(k)
+        chunk = int(max(1, min(1024, self.chunk_budget // n_pad)))
+        starts = list(range(0, nq, chunk))
+        scores = np.empty((nq, k), np.float32)
+        idx = np.empty((nq, k), np.int64)
+
+        def work(s: int) -> None:
+            e = min(s + chunk, nq)
+            q = Q[s:e]
+            qd = q[:, self._dense_terms].toarray() if len(self._dense_terms) else None
+            sc, ix = self._topk_chunk(qd, q[:, self._rare_terms].tocsr(), dt, rt, k, bs, n_pad)
+            scores[s:e] = sc
+            idx[s:e] = ix
+
+        threads = n_threads if n_threads is not None else self.n_threads
+        if threads is None:
+            threads = min(4, os.cpu_count() or 1)
+        if threads <= 1 or len(starts) == 1:
+            for s in starts:
+                work(s)
+        else:
+            with ThreadPoolExecutor(threads) as ex:
+                list(ex.map(work, starts))
+        return scores, idx
+
+    def _topk_chunk(self, qd: np.ndarray | None, qr: sp.csr_matrix, dt: np.ndarray,
+                    rt: sp.csr_matrix, k: int, bs: int, n_pad: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        c = qr.shape[0]
+        n = self.n_names
+        S = np.empty((c, n_pad), dtype=np.float32)
+        # dense part: S = qd @ dt, written straight into S (C-ordered S is Fortran S.T)
+        if qd is not None and qd.size:
+            sgemm(1.0, dt.T, np.ascontiguousarray(qd).T, beta=0.0, c=S.T, overwrite_c=1)
+        else:
+            S[...] = 0
+        # rare part: S += qr @ rt
+        if qr.nnz:
+            R = qr @ rt
+            if _csr_todense is not None:
+                _csr_todense(c, n_pad, R.indptr, R.indices, R.data, S)
+            else:  # pragma: no cover - scipy without the private kernel
+                S += R.toarray()
+        # lower bound of each row's k-th score: the k-th largest group maximum, where
+        # group g holds the columns g, g + nb, g + 2 nb, ... (bs columns each)
+        nb = n_pad // bs
+        gmax = S.reshape(c, bs, nb).max(axis=1)
+        if nb > k:
+            th = np.partition(gmax, nb - k, axis=1)[:, nb - k]
+        else:
+            th = np.zeros(c, np.float32)
+        th = np.maximum(th, _TINY)
+        r, g = np.nonzero(gmax >= th[:, None])
+        cols = g[:, None] + nb * np.arange(bs)
+        vals = S[r[:, None], cols]
+        keep = vals >= th[r][:, None]
+        r = np.broadcast_to(r[:, None], cols.shape)[keep]
+        col, v = cols[keep], vals[keep]
+        order = np.lexsort((col, -v, r))
+        r, col, v = r[order], col[order], v[order]
+        cnt = np.bincount(r, minlength=c)
+        first = np.concatenate(([0], np.cumsum(cnt)[:-1]))
+        full = cnt >= k
+        if full.all():
+            pos = first[:, None] + np.arange(k)
+            return v[pos], col[pos].astype(np.int64)
+        out_s = np.zeros((c, k), np.float32)
+        out_i = np.zeros((c, k), np.int64)
+        if full.any():
+            pos = first[full][:, None] + np.arange(k)
+            out_s[full] = v[pos]
+            out_i[full] = col[pos]
+        for i in np.flatnonzero(~full):  # fewer than k names share an n-gram with it
+            m = int(cnt[i])
+            got = col[first[i]:first[i] + m]
+            out_s[i, :m] = v[first[i]:first[i] + m]
+            out_i[i, :m] = got
+            taken = np.zeros(n, bool)
+            taken[got] = True
+            out_i[i, m:] = np.flatnonzero(~taken)[:k - m]
+        return out_s, out_i
+
+    def score_pairs(self, queries: Sequence[str] | sp.spmatrix, idx: np.ndarray) -> np.ndarray:
+        """Sparse scores of query i with names ``idx[i, j]`` (negative idx -> 0)."""
+        self._check()
+        Q = self._as_matrix(queries)
+        idx = np.asarray(idx)
+        if idx.ndim != 2 or idx.shape[0] != Q.shape[0]:
+            raise KgnormError(f"idx must be [n_queries, m], got {idx.shape}")
+        nq, m = idx.shape
+        if nq == 0 or m == 0:
+            return np.zeros((nq, m), np.float32)
+        flat = idx.ravel()
+        valid = flat >= 0
+        rows = np.repeat(np.arange(nq), m)
+        A = Q[rows[valid]]
+        B = self._D[flat[valid]]
+        out = np.zeros(nq * m, np.float32)
+        out[valid] = np.asarray(A.multiply(B).sum(axis=1), dtype=np.float32).ravel()
+        return out.reshape(nq, m)
+
+    # ------------------------------------------------------------------ files
+    def config(self) -> dict:
+        return {"analyzer": self.analyzer, "ngram_range": list(self.ngram_range),
+                "lowercase": self.lowercase, "dense_df_fraction": self.dense_df_fraction,
+                "max_dense_terms": self.max_dense_terms, "chunk_budget": self.chunk_budget,
+                "dense_budget": self.dense_budget}
+
+    def save(self, directory: str | Path) -> None:
+        self._check()
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / SPARSE_FILE).write_text(json.dumps(self.config(), indent=2), encoding="utf-8")
+        (d / "vocabulary.json").write_text(json.dumps(self.vocabulary, ensure_ascii=False),
+                                           encoding="utf-8")
+        np.save(d / "idf.npy", self.idf)
+        sp.save_npz(d / "names.npz", self._D, compressed=True)
+
+    @classmethod
+    def load(cls, directory: str | Path, n_threads: int | None = None) -> SparseScorer:
+        d = Path(directory)
+        try:
+            cfg = json.loads((d / SPARSE_FILE).read_text(encoding="utf-8"))
+            vocab = json.loads((d / "vocabulary.json").read_text(encoding="utf-8"))
+            idf = np.load(d / "idf.npy")
+            D = sp.load_npz(d / "names.npz")
+        except (OSError, ValueError) as e:
+            raise KgnormError(f"{d}: not a saved sparse scorer ({e})") from None
+        obj = cls(analyzer=cfg["analyzer"], ngram_range=tuple(cfg["ngram_range"]),
+                  lowercase=cfg.get("lowercase", True),
+                  dense_df_fraction=cfg.get("dense_df_fraction", 1 / 16),
+                  max_dense_terms=cfg.get("max_dense_terms", 256),
+                  chunk_budget=cfg.get("chunk_budget", 1 << 24),
+                  dense_budget=cfg.get("dense_budget", 1 << 27), n_threads=n_threads)
+        obj.vocabulary = {str(t): int(i) for t, i in vocab.items()}
+        obj.idf = np.asarray(idf, dtype=np.float32)
+        if D.shape[1] != len(obj.vocabulary) or len(obj.idf) != len(obj.vocabulary):
+            raise KgnormError(f"{d}: sparse scorer files disagree on the vocabulary size")
+        obj._set_matrix(D.tocsr())
+        return obj

@@ -1,0 +1,77 @@
+"""Shared pieces of the samplers: per-epoch seeding and (name, concept) item lists."""
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple, Sequence
+
+import numpy as np
+
+from kgnorm.errors import KgnormError
+from kgnorm.hierarchy import Hierarchy
+
+__all__ = ["EpochSeeded", "Pair", "Triplet", "name_items"]
+
+
+class Pair(NamedTuple):
+    """An anchor name and one sampled name (a positive or a negative)."""
+    anchor: str
+    anchor_uid: str
+    other: str
+    other_uid: str
+
+
+class Triplet(NamedTuple):
+    anchor: str
+    positive: str
+    negative: str
+    anchor_uid: str
+    positive_uid: str
+    negative_uid: str
+
+
+class EpochSeeded:
+    """Small base class: the random stream of epoch ``e`` is seeded with ``seed + e``.
+
+    Call :meth:`set_epoch` before sampling an epoch; sampling twice for the same epoch gives
+    the same result, and different epochs give different results.
+    """
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = int(seed)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def rng(self) -> np.random.Generator:
+        return np.random.default_rng(self.seed + self.epoch)
+
+
+def name_items(hierarchy: Hierarchy | None, items: object = None) -> list[tuple[str, str]]:
+    """(name, concept_uid) pairs: from ``items`` (a LevelSplit -> its train part, or any
+    iterable of objects/tuples whose first two fields are name and uid), else every name of
+    every concept of ``hierarchy``."""
+    if items is None:
+        if hierarchy is None:
+            raise KgnormError("a sampler needs a hierarchy or a list of items")
+        return [(n, u) for u in sorted(hierarchy.names) for n in hierarchy.names[u]]
+    train = getattr(items, "train", None)
+    src: Iterable = train if train is not None else items  # LevelSplit -> train
+    out = []
+    for it in src:
+        out.append((str(it[0]), str(it[1])))
+    return out
+
+
+def check_k(k: int) -> int:
+    if int(k) < 1:
+        raise KgnormError(f"k must be >= 1 (got {k})")
+    return int(k)
+
+
+def pick(rng: np.random.Generator, pool: Sequence, k: int) -> list:
+    """k elements of pool without replacement (all of them when fewer)."""
+    if len(pool) <= k:
+        idx = rng.permutation(len(pool))
+    else:
+        idx = rng.choice(len(pool), size=k, replace=False)
+    return [pool[i] for i in idx]

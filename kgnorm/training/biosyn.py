@@ -1,0 +1,437 @@
+"""BioSyn training (Sung et al. 2020, "synonym marginalization"), resumable.
+
+Per query the trainer keeps ``top_k`` candidate names: the first ``top_k - int(top_k *
+dense_ratio)`` of the query's sparse top-k (computed once: the tf-idf never changes), then
+the dense top-k names not already taken (recomputed every epoch with the current encoder),
+then, if still short, further sparse names. The score of a candidate is
+``lambda * sparse + dense`` and the loss is the negative log of the softmax mass on the
+candidates that carry a gold uid (``-log sum_{c in gold} softmax(s)_c``, computed in log
+space), averaged over the queries of the batch that have at least one gold candidate.
+
+Choices (documented, configurable where it matters):
+
+* Queries whose candidates contain no gold are skipped by the loss, as in BioSyn
+  (``inject_gold=False``). ``inject_gold=True`` replaces the last candidate by a gold name.
+  With BioSyn's usual training dictionary (ontology names + the training mentions, see
+  :meth:`NameDictionary.with_mentions`) every query finds its own text, so this rarely
+  matters.
+* Training queries are deduplicated on (text, gold) as BioSyn does; pass only non-composite
+  queries (or the split parts of composites) -- composite splitting is the text
+  normalizer's job.
+* Repeated texts in a batch (a query and its own name, names shared by several queries) are
+  encoded once per step; each batch is length-bucketed so padding stays short (BioSyn pads
+  everything to ``max_length``). Both change only the cost, not the objective.
+* The dictionary is encoded once per epoch, under ``inference_mode`` with length-sorted
+  batches: at the end of an epoch for the dev evaluation and the saved index, and the same
+  vectors give the next epoch's dense candidates.
+* Adam (L2 weight decay, as ``torch.optim.Adam``) with lr 1e-5 / weight decay 1e-2 for the
+  encoder and lr 1e-2 / no decay for lambda (BioSyn's ``RerankNet``).
+* Dev selection: Acc@1 of :meth:`BioSynModel.link` on the dev queries after every epoch;
+  the best model is written to ``out_dir`` (a model directory). Without dev, the model of the
+  last finished epoch is written.
+
+Checkpoints: ``out_dir/checkpoints/last.pt`` after every epoch and, with
+``checkpoint_every_steps``, inside epochs too (weights, optimizer, epoch, step, the epoch's
+candidate lists and permutation, RNG states, history). ``resume=True`` continues from it;
+a checkpoint written with other data or settings is refused. Same seed and same data give
+the same run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from kgnorm.errors import KgnormError
+from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
+from kgnorm.linking.biosyn import BioSynModel
+from kgnorm.linking.dictionary import NameDictionary
+from kgnorm.linking.index import NameIndex
+from kgnorm.linking.model_dir import load_biosyn, save_biosyn
+from kgnorm.progress import progress_bar
+
+CHECKPOINT = "last.pt"
+
+
+@dataclass
+class BioSynConfig:
+    epochs: int = 10
+    top_k: int = 20
+    dense_ratio: float = 0.5
+    learning_rate: float = 1e-5
+    weight_decay: float = 1e-2
+    sparse_weight_lr: float = 1e-2
+    initial_sparse_weight: float | None = None  # BioSyn starts at 0.0; None keeps the model's
+    batch_size: int = 16
+    max_length: int | None = None               # None keeps the encoder's (default 25)
+    encode_batch_size: int = 256
+    seed: int = 0
+    dedupe: bool = True
+    inject_gold: bool = False
+    refit_sparse: bool = True                   # fit tf-idf on the training dictionary
+    eval_top_k: int = 5
+    eval_batch_size: int = 512
+    max_steps_per_epoch: int | None = None      # time-boxing / smoke runs
+    checkpoint_every_steps: int | None = None   # also checkpoint inside epochs
+    bucket: int = 64                            # texts per length bucket in a training step
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def fingerprint_dict(self) -> dict:
+        """Settings that must not change across a resume (epochs may grow)."""
+        d = self.to_dict()
+        for k in ("epochs", "eval_batch_size", "encode_batch_size", "checkpoint_every_steps"):
+            d.pop(k, None)
+        return d
+
+
+@dataclass
+class TrainResult:
+    out_dir: Path
+    model: BioSynModel
+    best_epoch: int | None
+    best_dev_acc1: float | None
+    epochs_completed: int
+    history: list[dict] = field(default_factory=list)
+    resumed_from: dict | None = None
+    train_seconds: float = 0.0
+    n_queries: int = 0
+
+
+# ---------------------------------------------------------------------- helpers
+def marginal_nll(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """-log of the softmax mass on positive candidates, mean over rows with a positive."""
+    pos = labels > 0
+    has = pos.any(dim=1)
+    if not bool(has.any()):
+        return scores.sum() * 0.0
+    s, p = scores[has], pos[has]
+    lse_all = torch.logsumexp(s, dim=1)
+    lse_pos = torch.logsumexp(s.masked_fill(~p, float("-inf")), dim=1)
+    return (lse_all - lse_pos).mean()
+
+
+def _seed_all(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def _rng_state() -> dict:
+    np_state = np.random.get_state()
+    return {"python": random.getstate(), "torch": torch.get_rng_state(),
+            "numpy": {"key": np_state[0], "state": torch.from_numpy(np_state[1].astype(np.int64)),
+                      "pos": int(np_state[2]), "has_gauss": int(np_state[3]),
+                      "cached": float(np_state[4])},
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+
+
+def _set_rng_state(st: dict) -> None:
+    random.setstate(st["python"])
+    torch.set_rng_state(st["torch"])
+    n = st["numpy"]
+    np.random.set_state((n["key"], n["state"].numpy().astype(np.uint32), n["pos"],
+                         n["has_gauss"], n["cached"]))
+    if st.get("cuda") and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(st["cuda"])
+
+
+def _prepare(pairs: Sequence[tuple[str, set[str] | Sequence[str] | str]], dedupe: bool
+             ) -> tuple[list[str], list[frozenset[str]]]:
+    qs, gs, seen = [], [], set()
+    for item in pairs:
+        try:
+            text, gold = item
+        except (TypeError, ValueError):
+            raise KgnormError(f"training item {item!r} is not a (query, gold uids) pair") from None
+        golds = {gold} if isinstance(gold, str) else set(gold)
+        golds = frozenset(g for g in golds if g and g not in ("-1",))
+        if not isinstance(text, str) or not text.strip() or not golds:
+            continue
+        if dedupe:
+            key = (text, golds)
+            if key in seen:
+                continue
+            seen.add(key)
+        qs.append(text)
+        gs.append(golds)
+    return qs, gs
+
+
+def _positive_rows(dictionary: NameDictionary, golds: list[frozenset[str]]) -> list[set[int]]:
+    """Rows whose uids (or their alt ids) include a gold uid, per query."""
+    by_id: dict[str, set[int]] = {}
+    for i, us in enumerate(dictionary.uids):
+        for u in us:
+            by_id.setdefault(u, set()).add(i)
+            for a in dictionary.alt_ids.get(u, ()):
+                by_id.setdefault(a, set()).add(i)
+    return [set().union(*(by_id.get(g, set()) for g in gs)) for gs in golds]
+
+
+def _combine(s_idx: np.ndarray, d_idx: np.ndarray, top_k: int, n_sparse: int,
+             n_names: int) -> np.ndarray:
+    """BioSyn's candidate list: n_sparse sparse, then dense not yet taken, then sparse."""
+    out = np.empty((len(s_idx), top_k), np.int64)
+    for i in range(len(s_idx)):
+        chosen: list[int] = []
+        taken: set[int] = set()
+        for src in (s_idx[i, :n_sparse], d_idx[i], s_idx[i, n_sparse:]):
+            for c in src:
+                c = int(c)
+                if c >= 0 and c not in taken:
+                    taken.add(c)
+                    chosen.append(c)
+                    if len(chosen) == top_k:
+                        break
+            if len(chosen) == top_k:
+                break
+        if len(chosen) < top_k:  # tiny dictionaries: pad with unused rows
+            extra = (c for c in range(n_names) if c not in taken)
+            chosen.extend(next(extra) for _ in range(top_k - len(chosen)))
+        out[i] = chosen
+    return out
+
+
+def _digest(items: Sequence[str]) -> str:
+    h = hashlib.sha1()
+    for s in items:
+        h.update(s.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def _evaluate(model: BioSynModel, dev_q: list[str], dev_g: list[frozenset[str]],
+              top_k: int, batch_size: int) -> dict:
+    preds = []
+    for s in range(0, len(dev_q), batch_size):
+        r = model.retrieve(dev_q[s:s + batch_size], top_k=top_k)
+        for row in r.idx:
+            preds.append([[model.dictionary.uids[c] for c in row if c >= 0]])
+    gold = [GoldMention(("+".join(sorted(g)),)) for g in dev_g]
+    rep = accuracy_at_k(preds, gold, ks=sorted({1, min(5, top_k), top_k}),
+                        alt_ids=model.dictionary.alt_ids, conjunction="any")
+    return {f"acc@{k}": v for k, v in rep.accuracy.items()} | {"n": rep.n_evaluated}
+
+
+def _atomic_save(obj: dict, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------- trainer
+def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
+                 train: Sequence[tuple[str, set[str]]],
+                 dev: Sequence[tuple[str, set[str]]] | None, out_dir: str | Path,
+                 config: BioSynConfig | None = None, resume: bool = True,
+                 progress: bool = True, ontology: dict | None = None) -> TrainResult:
+    """Train ``model`` in place on ``train`` (normalized query, gold uids) against
+    ``dictionary``; write the selected model to ``out_dir`` and return it."""
+    cfg = config or BioSynConfig()
+    if cfg.top_k < 1 or not 0.0 <= cfg.dense_ratio <= 1.0 or cfg.batch_size < 1:
+        raise KgnormError("BioSynConfig: need top_k >= 1, 0 <= dense_ratio <= 1, batch_size >= 1")
+    out = Path(out_dir)
+    ckdir = out / "checkpoints"
+    ckdir.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    _seed_all(cfg.seed)
+
+    if cfg.max_length is not None:
+        model.encoder.max_length = int(cfg.max_length)
+    model.set_dictionary(dictionary, refit_sparse=cfg.refit_sparse)
+    if cfg.initial_sparse_weight is not None:
+        with torch.no_grad():
+            model.sparse_weight.fill_(float(cfg.initial_sparse_weight))
+    names = dictionary.names
+    queries, golds = _prepare(train, cfg.dedupe)
+    if not queries:
+        raise KgnormError("no training queries with a gold uid")
+    dev_q, dev_g = _prepare(dev, dedupe=False) if dev else ([], [])
+    pos_rows = _positive_rows(dictionary, golds)
+    n, top_k = len(queries), min(cfg.top_k, len(dictionary))
+    n_sparse = top_k - int(top_k * cfg.dense_ratio)
+    n_batches = math.ceil(n / cfg.batch_size)
+    if cfg.max_steps_per_epoch:
+        n_batches = min(n_batches, int(cfg.max_steps_per_epoch))
+
+    fingerprint = hashlib.sha1(json.dumps({
+        "config": cfg.fingerprint_dict(), "queries": _digest(queries),
+        "golds": _digest(["|".join(sorted(g)) for g in golds]), "names": _digest(names),
+        "uids": _digest(["|".join(u) for u in dictionary.uids]),
+        "encoder": model.encoder.config(), "dim": model.encoder.dim,
+    }, sort_keys=True).encode()).hexdigest()
+
+    # sparse candidates: once
+    q_sparse = model.sparse.transform(queries)
+    _, s_idx = model.sparse.topk(q_sparse, top_k)
+
+    bert_params = [p for p in model.encoder.model.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(
+        [{"params": bert_params},
+         {"params": [model.sparse_weight], "lr": cfg.sparse_weight_lr, "weight_decay": 0.0}],
+        lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+
+    epoch, step = 0, 0
+    history: list[dict] = []
+    best_acc: float | None = None
+    best_epoch: int | None = None
+    epoch_state: dict | None = None
+    resumed_from = None
+    ck_path = ckdir / CHECKPOINT
+    if resume and ck_path.is_file():
+        try:
+            ck = torch.load(ck_path, map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001 - corrupt file
+            raise KgnormError(f"{ck_path}: unreadable checkpoint ({e}); delete it or "
+                              "pass resume=False") from None
+        if ck.get("fingerprint") != fingerprint:
+            raise KgnormError(f"{ck_path} was written for other data or settings; "
+                              "use another out_dir or resume=False")
+        model.encoder.model.load_state_dict(ck["model"])
+        with torch.no_grad():
+            model.sparse_weight.copy_(ck["sparse_weight"].to(model.sparse_weight.device))
+        optimizer.load_state_dict(ck["optimizer"])
+        epoch, step = int(ck["epoch"]), int(ck["step"])
+        history = list(ck["history"])
+        best_acc, best_epoch = ck.get("best_acc"), ck.get("best_epoch")
+        if step > 0:
+            epoch_state = {k: ck["epoch_state"][k].numpy() for k in ck["epoch_state"]}
+        _set_rng_state(ck["rng"])
+        resumed_from = {"epoch": epoch, "step": step}
+    elif not resume and ck_path.exists():
+        ck_path.unlink()
+
+    def checkpoint(ep: int, st: int, es: dict | None) -> None:
+        _atomic_save({
+            "fingerprint": fingerprint, "epoch": ep, "step": st,
+            "model": model.encoder.model.state_dict(),
+            "sparse_weight": model.sparse_weight.detach().cpu().clone(),
+            "optimizer": optimizer.state_dict(), "history": history,
+            "best_acc": best_acc, "best_epoch": best_epoch, "rng": _rng_state(),
+            "epoch_state": {k: torch.from_numpy(np.ascontiguousarray(v))
+                            for k, v in (es or {}).items()},
+        }, ck_path)
+
+    dict_vecs: np.ndarray | None = None
+    ebar = progress_bar(total=cfg.epochs, desc="biosyn epochs", unit="epoch") if progress else None
+    if ebar is not None:
+        ebar.update(min(epoch, cfg.epochs))
+    try:
+        while epoch < cfg.epochs:
+            t_ep = time.perf_counter()
+            t_enc = 0.0
+            if epoch_state is None:
+                # dense candidates with the current weights
+                t0 = time.perf_counter()
+                if dict_vecs is None:
+                    dict_vecs = model.encode(names, batch_size=cfg.encode_batch_size,
+                                             progress=progress)
+                q_vecs = model.encode(queries, batch_size=cfg.encode_batch_size)
+                _, d_idx = NameIndex.build(dict_vecs, use_gpu="auto").search(q_vecs, top_k)
+                t_enc = time.perf_counter() - t0
+                cand = _combine(s_idx, d_idx, top_k, n_sparse, len(names))
+                labels = np.zeros(cand.shape, np.float32)
+                for i in range(n):
+                    labels[i] = [c in pos_rows[i] for c in cand[i]]
+                    if cfg.inject_gold and not labels[i].any() and pos_rows[i]:
+                        cand[i, -1] = min(pos_rows[i])
+                        labels[i, -1] = 1.0
+                c_sparse = model.sparse.score_pairs(q_sparse, cand)
+                perm = np.random.default_rng(cfg.seed + epoch).permutation(n)
+                epoch_state = {"cand": cand, "labels": labels, "c_sparse": c_sparse,
+                               "perm": perm}
+                step = 0
+            dict_vecs = None  # weights change from here on
+            cand, labels = epoch_state["cand"], epoch_state["labels"]
+            c_sparse, perm = epoch_state["c_sparse"], epoch_state["perm"]
+
+            model.train()
+            losses: list[float] = [float(x) for x in epoch_state.get("losses", ())]
+            sbar = (progress_bar(total=n_batches, desc=f"epoch {epoch + 1}", unit="batch")
+                    if progress else None)
+            if sbar is not None:
+                sbar.update(step)
+            for b in range(step, n_batches):
+                sel = perm[b * cfg.batch_size:(b + 1) * cfg.batch_size]
+                lab = torch.from_numpy(labels[sel])
+                if bool(lab.any()):
+                    scores = model([queries[i] for i in sel],
+                                   [[names[c] for c in cand[i]] for i in sel],
+                                   torch.from_numpy(c_sparse[sel]))
+                    loss = marginal_nll(scores, lab.to(scores.device))
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimizer.step()
+                    losses.append(float(loss.detach()))
+                step = b + 1
+                if sbar is not None:
+                    sbar.update(1)
+                    if losses:
+                        sbar.set_postfix(loss=f"{losses[-1]:.3f}", lam=f"{model.lam:.3f}")
+                if (cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0
+                        and step < n_batches):
+                    checkpoint(epoch, step, {**epoch_state, "losses": np.asarray(losses)})
+            if sbar is not None:
+                sbar.close()
+            t_train = time.perf_counter() - t_ep - t_enc
+
+            # end of epoch: encode the dictionary once (index, dev, next epoch)
+            model.eval()
+            t0 = time.perf_counter()
+            dict_vecs = model.encode(names, batch_size=cfg.encode_batch_size, progress=progress)
+            model.build_index(vectors=dict_vecs)
+            t_enc2 = time.perf_counter() - t0
+            rec = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else None,
+                   "steps": len(losses), "sparse_weight": model.lam,
+                   "seconds_train": round(t_train, 2),
+                   "seconds_encode": round(t_enc + t_enc2, 2)}
+            improved = True
+            if dev_q:
+                t0 = time.perf_counter()
+                metrics = _evaluate(model, dev_q, dev_g, cfg.eval_top_k, cfg.eval_batch_size)
+                rec["dev"] = metrics
+                rec["seconds_dev"] = round(time.perf_counter() - t0, 2)
+                acc1 = metrics["acc@1"]
+                improved = best_acc is None or acc1 > best_acc
+                if improved:
+                    best_acc, best_epoch = acc1, epoch + 1
+            else:
+                best_epoch = epoch + 1
+            rec["seconds"] = round(time.perf_counter() - t_ep, 2)
+            history.append(rec)
+            if improved:
+                save_biosyn(model, out, ontology=ontology,
+                            metrics={"epoch": epoch + 1, **({"dev": rec["dev"]} if dev_q else {}),
+                                     "train_loss": rec["loss"]},
+                            hyper_parameters=cfg.to_dict(),
+                            extra={"training": {"n_queries": n, "history": history}})
+            epoch += 1
+            step = 0
+            epoch_state = None
+            checkpoint(epoch, 0, None)
+            if ebar is not None:
+                ebar.update(1)
+                ebar.set_postfix(loss=rec["loss"], dev=(rec.get("dev") or {}).get("acc@1"))
+    finally:
+        if ebar is not None:
+            ebar.close()
+
+    if (out / "kgnorm-model.json").is_file():
+        best_model = load_biosyn(out, device=str(model.device))
+    else:  # zero epochs requested
+        best_model = model
+    return TrainResult(out_dir=out, model=best_model, best_epoch=best_epoch,
+                       best_dev_acc1=best_acc, epochs_completed=epoch, history=history,
+                       resumed_from=resumed_from,
+                       train_seconds=time.perf_counter() - t_start, n_queries=n)

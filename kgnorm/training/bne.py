@@ -1,0 +1,533 @@
+"""BNE training (Phan, Sun & Tay 2019), resumable, with early stopping on dev linking.
+
+Data: ``concepts`` -- a :class:`~kgnorm.linking.dictionary.NameDictionary` or a plain
+``uid -> [normalized names]`` mapping -- and :class:`~kgnorm.wordvectors.WordVectors`.
+Every training name is an anchor once per epoch (order and synonym choice seeded with
+``seed + epoch``). With ``e(s)`` the network output (:class:`~kgnorm.encoders.bne.BNE`)
+and ``P`` the target map (below), for a batch of B anchors ``s_i`` of concepts ``c_i``:
+
+* synonym:     ``S_ij = e(s_i) . e(t_j)`` where ``t_i`` is another name of ``c_i`` drawn
+  for this epoch (rows whose concept has a single training name are left out);
+* conceptual:  ``S_ij = P e(s_i) . g(c_j)`` with ``g(c)`` the mean of ``q`` over the
+  concept's training names;
+* contextual:  ``S_ij = P e(s_i) . q(s_j)`` with ``q(s)`` the mean of the name's word
+  vectors (Option 2 of the paper);
+
+each a logistic loss with in-batch negatives (:func:`logistic_inbatch_loss`):
+``mean_i [ -log sigma(S_ii) + mean_{j in N(i)} -log sigma(-S_ij) ]`` where ``N(i)`` are the
+batch columns whose name/concept is not one of ``s_i``'s concepts (a synonym drawn for
+another anchor of the same concept is no negative). loss = w_syn L_syn + w_con L_con +
+w_ctx L_ctx (1/1/1). ``q`` and ``g`` are L2-normalized so the three scores live on the
+same scale.
+
+Target map ``P`` (decided here): the paper compares ``e(s)`` directly with word-vector
+averages of the same dimension. ``projection="auto"`` does exactly that when the word
+vectors have ``out_dim`` dimensions (``P`` = identity) and otherwise *compares in the
+input space through a learned projection*: ``P`` is a bias-free ``Linear(out_dim,
+word_dim)`` trained with the network (``BNE.target_proj``). The targets ``q``/``g`` stay
+fixed -- nothing can move them to make the objective easy -- and the name space keeps
+its own dimension. ``"linear"`` forces the learned map, ``"identity"`` requires equal
+dimensions.
+
+Optimisation: Adam (lr 1e-3), gradient-norm clipping 5, batch 64, dropout 0.5. Early
+stopping on dev Acc@1 (linking the dev queries against the training names) evaluated
+after every epoch (and every ``eval_every_steps`` when set), patience ``patience``
+evaluations. ``dev`` is a list of (normalized query, gold uid set); without it a seeded
+slice of the synonyms is held out (``dev_fraction`` of the names, at most ``dev_max``,
+only names of concepts with another name left, only names carried by one concept) and
+removed from the training names. The saved model indexes *all* names of ``concepts``.
+
+Checkpoints: ``out_dir/checkpoints/last.pt`` (weights, optimizer, epoch, step, history,
+early-stopping state, RNG) after every evaluation and every ``checkpoint_every_steps``
+steps; ``checkpoints/best.safetensors`` holds the best weights so far. ``resume=True``
+continues an interrupted run with the same data and settings (a different fingerprint is
+refused); the epoch's order is a function of ``seed + epoch``, so resumed runs see the
+same batches.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from kgnorm.encoders.bne import (BNE, BneModel, as_name_dictionary, build_char_vocab,
+                                 concept_names, load_bne)
+from kgnorm.errors import KgnormError
+from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
+from kgnorm.linking.dictionary import NameDictionary
+from kgnorm.progress import progress_bar
+from kgnorm.training.biosyn import _rng_state, _seed_all, _set_rng_state
+from kgnorm.wordvectors import WordVectors
+
+__all__ = ["BneConfig", "BneTrainResult", "train_bne", "logistic_inbatch_loss",
+           "inbatch_scores", "hold_out_synonyms", "prototypes", "load_bne"]
+
+CHECKPOINT = "last.pt"
+BEST = "best.safetensors"
+PROJECTIONS = ("auto", "identity", "linear")
+
+
+@dataclass
+class BneConfig:
+    char_dim: int = 50
+    char_hidden: int = 200
+    word_hidden: int = 200
+    out_dim: int = 200
+    dropout: float = 0.5
+    max_word_len: int = 30
+    projection: str = "auto"          # auto | identity | linear (see module docstring)
+    w_synonym: float = 1.0
+    w_concept: float = 1.0
+    w_context: float = 1.0
+    learning_rate: float = 1e-3
+    clip: float = 5.0
+    batch_size: int = 64
+    max_epochs: int = 20
+    patience: int = 3                 # evaluations without a better dev Acc@1
+    eval_every_steps: int | None = None
+    dev_fraction: float = 0.05
+    dev_max: int = 1000
+    eval_top_k: int = 5
+    max_steps_per_epoch: int | None = None
+    checkpoint_every_steps: int | None = None
+    encode_batch_size: int = 512
+    seed: int = 0
+
+    _RESUMABLE = ("max_epochs", "patience", "checkpoint_every_steps", "encode_batch_size")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def fingerprint_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k not in self._RESUMABLE}
+
+
+@dataclass
+class BneTrainResult:
+    out_dir: Path
+    model: BneModel
+    best_epoch: float | None
+    best_dev_acc1: float | None
+    epochs_completed: int
+    stopped_early: bool
+    dev_source: str                   # "given" | "held_out" | "none"
+    n_train_names: int
+    n_dev: int
+    history: list[dict] = field(default_factory=list)
+    resumed_from: dict | None = None
+    train_seconds: float = 0.0
+
+
+# ---------------------------------------------------------------------- objectives
+def inbatch_scores(anchors: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """``[B, B']`` dot products: row i = anchor i against every target of the batch."""
+    return anchors @ targets.T
+
+
+def logistic_inbatch_loss(scores: torch.Tensor, negative_mask: torch.Tensor | None = None
+                          ) -> torch.Tensor:
+    """``mean_i [softplus(-S_ii) + mean_{j: mask_ij} softplus(S_ij)]`` for a square score
+    matrix whose diagonal holds the positives. ``negative_mask [B, B]`` (bool) says which
+    off-diagonal cells are negatives (default: all); the diagonal is never a negative. A
+    row without negatives contributes its positive term only."""
+    B = scores.shape[0]
+    if scores.ndim != 2 or scores.shape[1] != B:
+        raise KgnormError(f"logistic_inbatch_loss expects a square score matrix, got "
+                          f"{tuple(scores.shape)}")
+    if B == 0:
+        return scores.sum() * 0.0
+    eye = torch.eye(B, dtype=torch.bool, device=scores.device)
+    mask = ~eye if negative_mask is None else (negative_mask.to(scores.device) & ~eye)
+    pos = F.softplus(-scores.diagonal())
+    negs = F.softplus(scores) * mask
+    cnt = mask.sum(dim=1)
+    neg = negs.sum(dim=1) / cnt.clamp(min=1)
+    return (pos + neg).mean()
+
+
+def prototypes(q: np.ndarray, concept_of: Sequence[int], n_concepts: int) -> np.ndarray:
+    """``g(c)`` = mean of ``q`` over the names of concept c, L2-normalized (zeros stay 0)."""
+    q = np.asarray(q, np.float32)
+    g = np.zeros((n_concepts, q.shape[1]), np.float64)
+    np.add.at(g, np.asarray(concept_of, np.int64), q)
+    cnt = np.bincount(np.asarray(concept_of, np.int64), minlength=n_concepts).astype(np.float64)
+    g /= np.maximum(cnt, 1)[:, None]
+    return _l2(g.astype(np.float32))
+
+
+def _l2(x: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(x, axis=1, keepdims=True)
+    return (x / np.where(n > 0, n, 1.0)).astype(np.float32)
+
+
+# ---------------------------------------------------------------------- data
+def hold_out_synonyms(concepts: Mapping[str, Sequence[str]], fraction: float = 0.05,
+                      max_names: int = 1000, seed: int = 0
+                      ) -> tuple[dict[str, list[str]], list[tuple[str, set[str]]]]:
+    """Seeded dev slice: returns (training concepts, dev [(name, {uid})]).
+
+    Only names carried by exactly one concept whose concept keeps at least one other name
+    are eligible; ``round(fraction * n_names)`` of them (at most ``max_names``) are held
+    out, at most one per concept."""
+    carriers: dict[str, int] = {}
+    for names in concepts.values():
+        for n in set(names):
+            carriers[n] = carriers.get(n, 0) + 1
+    eligible_by_concept: list[tuple[str, list[str]]] = []
+    for uid in sorted(concepts):
+        names = list(dict.fromkeys(concepts[uid]))
+        if len(names) < 2:
+            continue
+        ok = [n for n in names if carriers.get(n) == 1]
+        if ok:
+            eligible_by_concept.append((uid, ok))
+    n_total = sum(len(set(v)) for v in concepts.values())
+    want = min(int(max_names), int(round(float(fraction) * n_total)), len(eligible_by_concept))
+    rng = np.random.default_rng(seed)
+    picked = rng.permutation(len(eligible_by_concept))[:max(want, 0)]
+    dev: list[tuple[str, set[str]]] = []
+    held: dict[str, str] = {}
+    for i in sorted(picked):
+        uid, ok = eligible_by_concept[int(i)]
+        name = ok[int(rng.integers(len(ok)))]
+        held[uid] = name
+        dev.append((name, {uid}))
+    train = {u: [n for n in dict.fromkeys(ns) if held.get(u) != n] for u, ns in concepts.items()}
+    return train, dev
+
+
+def _prepare_dev(dev: Iterable[tuple[str, Iterable[str] | str]] | None
+                 ) -> tuple[list[str], list[frozenset[str]]]:
+    qs, gs = [], []
+    for item in dev or ():
+        try:
+            text, gold = item
+        except (TypeError, ValueError):
+            raise KgnormError(f"dev item {item!r} is not a (query, gold uids) pair") from None
+        golds = frozenset([gold] if isinstance(gold, str) else gold) - {"", "-1"}
+        if isinstance(text, str) and text.strip() and golds:
+            qs.append(text)
+            gs.append(golds)
+    return qs, gs
+
+
+def _digest(items: Iterable[str]) -> str:
+    h = hashlib.sha1()
+    for s in items:
+        h.update(s.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def evaluate_linking(model, queries: Sequence[str], golds: Sequence[Iterable[str]],
+                     top_k: int = 5, batch_size: int = 512) -> dict:
+    """Acc@1 / Acc@k of ``model.link`` (any model with a dictionary) on (query, gold set)
+    pairs; a row is right when any of its uids (or their alt ids) is a gold uid."""
+    d = model._need_dictionary()
+    preds = []
+    for s in range(0, len(queries), batch_size):
+        _, idx = model.retrieve(queries[s:s + batch_size], top_k=top_k, batch_size=batch_size)
+        for row in idx:
+            preds.append([[d.uids[c] for c in row if c >= 0]])
+    gold = [GoldMention(("+".join(sorted(g)),)) for g in golds]
+    ks = sorted({1, min(5, top_k), top_k})
+    rep = accuracy_at_k(preds, gold, ks=ks, alt_ids=d.alt_ids, conjunction="any")
+    return {f"acc@{k}": v for k, v in rep.accuracy.items()} | {"n": rep.n_evaluated}
+
+
+def _atomic_save(obj: dict, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _save_weights(state: dict, path: Path) -> None:
+    from safetensors.torch import save_file
+
+    tmp = path.with_name(path.name + ".tmp")
+    save_file({k: v.detach().cpu().contiguous() for k, v in state.items()}, str(tmp))
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------- trainer
+def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
+              word_vectors: WordVectors, out_dir: str | Path,
+              dev: Sequence[tuple[str, Iterable[str] | str]] | None = None,
+              config: BneConfig | None = None,
+              alt_ids: Mapping[str, Iterable[str]] | None = None, resume: bool = True,
+              progress: bool = True, ontology: dict | None = None,
+              device: str | None = None) -> BneTrainResult:
+    """Train a BNE encoder on the synonyms of ``concepts`` and write the selected model
+    (with every name of ``concepts`` indexed) to ``out_dir``."""
+    cfg = config or BneConfig()
+    if cfg.projection not in PROJECTIONS:
+        raise KgnormError(f"unknown projection {cfg.projection!r} (choose from "
+                          f"{', '.join(PROJECTIONS)})")
+    if cfg.batch_size < 2:
+        raise KgnormError("BneConfig.batch_size must be at least 2 (in-batch negatives)")
+    t_start = time.perf_counter()
+    _seed_all(cfg.seed)
+    out = Path(out_dir)
+    ckdir = out / "checkpoints"
+    ckdir.mkdir(parents=True, exist_ok=True)
+
+    full_dict = as_name_dictionary(concepts, alt_ids)
+    all_concepts = concept_names(full_dict, ontology_only=False)
+    if dev:
+        dev_q, dev_g = _prepare_dev(dev)
+        train_concepts = all_concepts
+        dev_source = "given"
+    else:
+        train_concepts, held = hold_out_synonyms(all_concepts, cfg.dev_fraction, cfg.dev_max,
+                                                 cfg.seed)
+        dev_q, dev_g = _prepare_dev(held)
+        dev_source = "held_out" if dev_q else "none"
+    uids = sorted(u for u, ns in train_concepts.items() if ns)
+    cidx = {u: i for i, u in enumerate(uids)}
+    item_name: list[str] = []
+    item_concept: list[int] = []
+    for u in uids:
+        for n in dict.fromkeys(train_concepts[u]):
+            item_name.append(n)
+            item_concept.append(cidx[u])
+    n_items = len(item_name)
+    if n_items < 2:
+        raise KgnormError("BNE needs at least two training names")
+    name_concepts: dict[str, set[int]] = {}
+    for n, c in zip(item_name, item_concept):
+        name_concepts.setdefault(n, set()).add(c)
+    members: list[list[int]] = [[] for _ in uids]
+    for i, c in enumerate(item_concept):
+        members[c].append(i)
+    train_dict = NameDictionary.from_entries(
+        ((n, uids[c]) for n, c in zip(item_name, item_concept)), alt_ids=full_dict.alt_ids)
+
+    # targets: q(s) (Option 2) and g(c)
+    wd = word_vectors.dim
+    if cfg.projection == "identity" and wd != cfg.out_dim:
+        raise KgnormError(f"projection='identity' needs word vectors of out_dim={cfg.out_dim} "
+                          f"dimensions, they have {wd}")
+    use_proj = cfg.projection == "linear" or (cfg.projection == "auto" and wd != cfg.out_dim)
+    q_np = _l2(word_vectors.average(item_name))
+    g_np = prototypes(q_np, item_concept, len(uids))
+
+    chars = build_char_vocab(item_name)
+    torch.manual_seed(cfg.seed)
+    net = BNE(len(chars), wd, cfg.char_dim, cfg.char_hidden, cfg.word_hidden, cfg.out_dim,
+              cfg.dropout, target_dim=wd if use_proj else None)
+    model = BneModel(net, word_vectors, chars, train_dict, max_word_len=cfg.max_word_len,
+                     device=device)
+    dev_t = model.device
+    q_t = torch.from_numpy(q_np).to(dev_t)
+    g_t = torch.from_numpy(g_np).to(dev_t)
+    optimizer = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
+
+    n_batches = math.ceil(n_items / cfg.batch_size)
+    if cfg.max_steps_per_epoch:
+        n_batches = min(n_batches, int(cfg.max_steps_per_epoch))
+    kv = word_vectors.kv
+    fingerprint = hashlib.sha1(json.dumps({
+        "config": cfg.fingerprint_dict(), "names": _digest(item_name),
+        "concepts": _digest(uids[c] for c in item_concept), "dev": _digest(dev_q),
+        "dev_gold": _digest("|".join(sorted(g)) for g in dev_g), "chars": _digest(chars),
+        "wv": [word_vectors.kind, wd, len(kv.index_to_key),
+               hashlib.sha1(np.ascontiguousarray(kv.vectors, np.float32).tobytes()).hexdigest()],
+    }, sort_keys=True).encode()).hexdigest()
+
+    epoch, step, evals_since_best = 0, 0, 0
+    history: list[dict] = []
+    best_acc: float | None = None
+    best_epoch: float | None = None
+    stopped = False
+    resumed_from = None
+    ck_path, best_path = ckdir / CHECKPOINT, ckdir / BEST
+    if resume and ck_path.is_file():
+        try:
+            ck = torch.load(ck_path, map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001 - corrupt file
+            raise KgnormError(f"{ck_path}: unreadable checkpoint ({e}); delete it or pass "
+                              "resume=False") from None
+        if ck.get("fingerprint") != fingerprint:
+            raise KgnormError(f"{ck_path} was written for other data or settings; use another "
+                              "out_dir or resume=False")
+        net.load_state_dict(ck["model"])
+        optimizer.load_state_dict(ck["optimizer"])
+        epoch, step = int(ck["epoch"]), int(ck["step"])
+        history = list(ck["history"])
+        best_acc, best_epoch = ck.get("best_acc"), ck.get("best_epoch")
+        evals_since_best = int(ck.get("evals_since_best", 0))
+        stopped = bool(ck.get("stopped", False))
+        _set_rng_state(ck["rng"])
+        resumed_from = {"epoch": epoch, "step": step}
+    elif not resume:
+        for p in (ck_path, best_path):
+            if p.exists():
+                p.unlink()
+
+    def checkpoint(ep: int, st: int) -> None:
+        _atomic_save({"fingerprint": fingerprint, "epoch": ep, "step": st,
+                      "model": net.state_dict(), "optimizer": optimizer.state_dict(),
+                      "history": history, "best_acc": best_acc, "best_epoch": best_epoch,
+                      "evals_since_best": evals_since_best, "stopped": stopped,
+                      "rng": _rng_state()}, ck_path)
+
+    def evaluate(ep_float: float, losses: list[float]) -> None:
+        nonlocal best_acc, best_epoch, evals_since_best, stopped
+        ep_float = round(float(ep_float), 4)
+        rec: dict = {"epoch": ep_float,
+                     "loss": float(np.mean(losses)) if losses else None}
+        t0 = time.perf_counter()
+        if dev_q:
+            model.build_index(batch_size=cfg.encode_batch_size)
+            rec["dev"] = evaluate_linking(model, dev_q, dev_g, cfg.eval_top_k,
+                                          cfg.encode_batch_size)
+            acc = rec["dev"]["acc@1"]
+            if best_acc is None or acc > best_acc:
+                best_acc, best_epoch, evals_since_best = acc, ep_float, 0
+                _save_weights(net.state_dict(), best_path)
+            else:
+                evals_since_best += 1
+                if evals_since_best >= cfg.patience:
+                    stopped = True
+        else:
+            best_epoch = ep_float
+            _save_weights(net.state_dict(), best_path)
+        rec["seconds_eval"] = round(time.perf_counter() - t0, 2)
+        history.append(rec)
+
+    ebar = (progress_bar(total=cfg.max_epochs, desc="bne epochs", unit="epoch")
+            if progress else None)
+    if ebar is not None:
+        ebar.update(min(epoch, cfg.max_epochs))
+    try:
+        while epoch < cfg.max_epochs and not stopped:
+            rng = np.random.default_rng(cfg.seed + epoch)
+            perm = rng.permutation(n_items)
+            # one synonym per anchor for this epoch (-1: the concept has no other name)
+            syn = np.full(n_items, -1, np.int64)
+            for i in range(n_items):
+                mem = members[item_concept[i]]
+                if len(mem) > 1:
+                    j = mem[int(rng.integers(len(mem) - 1))]
+                    syn[i] = j if j != i else mem[-1]
+            net.train()
+            losses: list[float] = []
+            sbar = (progress_bar(total=n_batches, desc=f"epoch {epoch + 1}", unit="batch")
+                    if progress else None)
+            if sbar is not None:
+                sbar.update(step)
+            for b in range(step, n_batches):
+                sel = perm[b * cfg.batch_size:(b + 1) * cfg.batch_size]
+                loss, parts = _batch_loss(model, cfg, sel, syn, item_name, item_concept,
+                                          name_concepts, q_t, g_t)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.clip and cfg.clip > 0:
+                    torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.clip)
+                optimizer.step()
+                losses.append(float(loss.detach()))
+                step = b + 1
+                if sbar is not None:
+                    sbar.update(1)
+                    sbar.set_postfix(loss=f"{losses[-1]:.3f}", **{k: f"{v:.3f}"
+                                                                  for k, v in parts.items()})
+                if (cfg.eval_every_steps and step % cfg.eval_every_steps == 0
+                        and step < n_batches):
+                    evaluate(epoch + step / n_batches, losses[-cfg.eval_every_steps:])
+                    net.train()
+                    checkpoint(epoch, step)
+                    if stopped:
+                        break
+                elif (cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0
+                      and step < n_batches):
+                    checkpoint(epoch, step)
+            if sbar is not None:
+                sbar.close()
+            if stopped:
+                break
+            evaluate(epoch + 1.0, losses)
+            epoch += 1
+            step = 0
+            checkpoint(epoch, 0)
+            if ebar is not None:
+                ebar.update(1)
+                ebar.set_postfix(loss=history[-1]["loss"],
+                                 dev=(history[-1].get("dev") or {}).get("acc@1"))
+    finally:
+        if ebar is not None:
+            ebar.close()
+
+    # final model: best weights, every name of the input indexed
+    from safetensors.torch import load_file
+
+    if best_path.is_file():
+        net.load_state_dict(load_file(str(best_path)))
+    net.eval()
+    model.set_dictionary(full_dict)
+    model.build_index(batch_size=cfg.encode_batch_size, progress=progress)
+    model.save(out, hyper_parameters=cfg.to_dict(), ontology=ontology,
+               metrics={"best_epoch": best_epoch,
+                        **({"dev": next((h["dev"] for h in history
+                                         if h["epoch"] == best_epoch and "dev" in h), None)}
+                           if dev_q else {})},
+               extra={"training": {"n_train_names": n_items, "n_concepts": len(uids),
+                                   "n_dev": len(dev_q), "dev_source": dev_source,
+                                   "target_projection": "linear" if use_proj else "identity",
+                                   "stopped_early": stopped, "history": history}})
+    final = load_bne(out, device=str(model.device))
+    return BneTrainResult(out_dir=out, model=final, best_epoch=best_epoch,
+                          best_dev_acc1=best_acc, epochs_completed=epoch,
+                          stopped_early=stopped, dev_source=dev_source,
+                          n_train_names=n_items, n_dev=len(dev_q), history=history,
+                          resumed_from=resumed_from,
+                          train_seconds=time.perf_counter() - t_start)
+
+
+def _batch_loss(model: BneModel, cfg: BneConfig, sel: np.ndarray, syn: np.ndarray,
+                item_name: list[str], item_concept: list[int],
+                name_concepts: dict[str, set[int]], q_t: torch.Tensor, g_t: torch.Tensor
+                ) -> tuple[torch.Tensor, dict[str, float]]:
+    """The weighted sum of the three objectives for anchors ``sel``."""
+    net = model.net
+    has_syn = syn[sel] >= 0
+    syn_rows = syn[sel][has_syn]
+    texts = [item_name[i] for i in sel] + [item_name[j] for j in syn_rows]
+    emb = model.embed(texts)
+    a = emb[:len(sel)]
+    dev = a.device
+    anchor_c = [name_concepts[item_name[i]] for i in sel]
+    parts: dict[str, torch.Tensor] = {}
+    # synonym
+    if len(syn_rows) >= 1 and cfg.w_synonym:
+        t = emb[len(sel):]
+        rows = np.flatnonzero(has_syn)
+        S = inbatch_scores(a[torch.from_numpy(rows).to(dev)], t)
+        mask = torch.tensor([[not (name_concepts[item_name[j]] & anchor_c[r]) for j in syn_rows]
+                             for r in rows], dtype=torch.bool, device=dev)
+        parts["syn"] = logistic_inbatch_loss(S, mask)
+    pa = net.target_proj(a) if net.target_proj is not None else a
+    concept_ids = [item_concept[i] for i in sel]
+    if cfg.w_concept:
+        S = inbatch_scores(pa, g_t[torch.tensor(concept_ids, device=dev)])
+        mask = torch.tensor([[c not in anchor_c[r] for c in concept_ids]
+                             for r in range(len(sel))], dtype=torch.bool, device=dev)
+        parts["con"] = logistic_inbatch_loss(S, mask)
+    if cfg.w_context:
+        S = inbatch_scores(pa, q_t[torch.from_numpy(np.asarray(sel)).to(dev)])
+        mask = torch.tensor([[not (name_concepts[item_name[j]] & anchor_c[r]) for j in sel]
+                             for r in range(len(sel))], dtype=torch.bool, device=dev)
+        parts["ctx"] = logistic_inbatch_loss(S, mask)
+    w = {"syn": cfg.w_synonym, "con": cfg.w_concept, "ctx": cfg.w_context}
+    if not parts:
+        return a.sum() * 0.0, {}
+    loss = sum(w[k] * v for k, v in parts.items())
+    return loss, {k: float(v.detach()) for k, v in parts.items()}

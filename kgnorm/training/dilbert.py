@@ -1,0 +1,533 @@
+"""DILBERT training (Miftahutdinov, Kadurin, Kudrin & Tutubalina 2021, "Drug and disease
+interpretation learning with biomedical entity representation transformer"), resumable.
+
+Encoder: a Hugging Face transformer with mean pooling (:class:`DenseEncoder`). Loss: the
+triplet loss ``mean(max(0, d(a, p) - d(a, n) + margin))`` with ``d`` the Euclidean
+distance of the pooled vectors (margin 1) or, with ``distance="cosine"``, ``1 - cos``.
+
+Per training mention (normalized query, gold uids) and epoch (:class:`DilbertSampler`,
+seeded with ``seed + epoch``):
+
+* positives: up to ``max_positives`` (30) dictionary names whose row carries a gold uid
+  (or an alt id of one), other than the query text itself, drawn at random when there are
+  more;
+* negatives (``n_negatives`` = 5) by ``strategy``:
+
+  - ``random``: names of other concepts, uniformly
+    (:class:`~kgnorm.samplers.random.RandomNegativeSampler`);
+  - ``random+parents``: as ``random``, plus ``k_parents`` names of the gold concept's
+    direct parents added as *positives* (:class:`~kgnorm.samplers.parents.ParentPositiveSampler`);
+    random negatives then also avoid the gold concept's ancestors and descendants;
+  - ``resampling``: hard negatives -- the names the current model ranks above the first
+    gold name (FAISS top ``resample_depth`` over the current name embeddings, re-encoded
+    and re-indexed every epoch), hardest first; when fewer than ``n_negatives`` outrank
+    the gold, the next-ranked non-gold names, then random names fill up;
+  - ``resampling+siblings``: as ``resampling``, plus ``k_siblings`` names of sibling
+    concepts (sharing a parent) as extra negatives
+    (:class:`~kgnorm.samplers.siblings.SiblingNegativeSampler`).
+
+  A negative never is a name whose dictionary row carries a gold uid (checked after every
+  sampler). Parents and siblings come from a :class:`~kgnorm.hierarchy.Hierarchy`; its
+  graph is used with the dictionary's (normalized) names.
+* triplets: ``pairing="product"`` crosses every positive with every negative (up to 30 x 5
+  per mention, the DILBERT data layout); ``"cycle"`` pairs positive i with negative
+  ``i mod n_neg`` (one triplet per positive), for small budgets. Triplets are shuffled.
+
+Optimisation: Adam (lr 1e-5), batch 48 triplets; texts repeated within a batch are
+encoded once per step. Dev selection: Acc@1 of :meth:`DilbertModel.link` on the dev
+queries after every epoch; the best model is written to ``out_dir`` (model directory with
+names and index). Without dev the last epoch's model is written.
+
+Checkpoints: ``out_dir/checkpoints/last.pt`` after every epoch and every
+``checkpoint_every_steps`` steps (weights, optimizer, epoch, step, the epoch's triplets,
+history, RNG); ``resume=True`` continues; a checkpoint of other data or settings is
+refused. Same seed and same data give the same run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import torch
+
+from kgnorm.encoders.bne import as_name_dictionary, concept_names
+from kgnorm.encoders.dilbert import DISTANCES, DilbertModel, load_dilbert
+from kgnorm.errors import KgnormError
+from kgnorm.hierarchy import Hierarchy
+from kgnorm.linking.dense import DenseEncoder
+from kgnorm.linking.dictionary import NameDictionary
+from kgnorm.progress import progress_bar
+from kgnorm.samplers import (EpochSeeded, ParentPositiveSampler, RandomNegativeSampler,
+                             SiblingNegativeSampler)
+from kgnorm.training.biosyn import (_atomic_save, _digest, _positive_rows, _prepare,
+                                    _rng_state, _seed_all, _set_rng_state)
+from kgnorm.training.bne import evaluate_linking
+
+__all__ = ["STRATEGIES", "DilbertConfig", "DilbertTrainResult", "DilbertSampler",
+           "MentionSample", "triplet_loss", "make_triplets", "train_dilbert", "load_dilbert"]
+
+STRATEGIES = ("random", "random+parents", "resampling", "resampling+siblings")
+PAIRINGS = ("product", "cycle")
+CHECKPOINT = "last.pt"
+
+
+def check_strategy(strategy: str) -> str:
+    if strategy not in STRATEGIES:
+        raise KgnormError(f"unknown DILBERT sampling strategy {strategy!r} "
+                          f"(valid: {', '.join(STRATEGIES)})")
+    return strategy
+
+
+@dataclass
+class DilbertConfig:
+    strategy: str = "random"
+    max_positives: int = 30
+    n_negatives: int = 5
+    k_parents: int = 1
+    k_siblings: int = 1
+    resample_depth: int = 50
+    pairing: str = "product"
+    margin: float = 1.0
+    distance: str = "euclidean"
+    learning_rate: float = 1e-5
+    weight_decay: float = 0.0
+    batch_size: int = 48
+    epochs: int = 1
+    max_length: int | None = None          # None keeps the encoder's
+    seed: int = 0
+    dedupe: bool = True
+    eval_top_k: int = 5
+    encode_batch_size: int = 256
+    max_steps_per_epoch: int | None = None
+    checkpoint_every_steps: int | None = None
+
+    _RESUMABLE = ("epochs", "encode_batch_size", "checkpoint_every_steps")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def fingerprint_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k not in self._RESUMABLE}
+
+
+@dataclass
+class DilbertTrainResult:
+    out_dir: Path
+    model: DilbertModel
+    best_epoch: int | None
+    best_dev_acc1: float | None
+    epochs_completed: int
+    n_queries: int
+    n_skipped: int                          # training mentions whose gold is not in the dictionary
+    history: list[dict] = field(default_factory=list)
+    resumed_from: dict | None = None
+    train_seconds: float = 0.0
+
+
+# ---------------------------------------------------------------------- loss
+def triplet_loss(anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor,
+                 margin: float = 1.0, distance: str = "euclidean") -> torch.Tensor:
+    """``mean(relu(d(a, p) - d(a, n) + margin))``; ``d`` Euclidean or ``1 - cosine``."""
+    if distance == "euclidean":
+        dp = torch.nn.functional.pairwise_distance(anchor, positive)
+        dn = torch.nn.functional.pairwise_distance(anchor, negative)
+    elif distance == "cosine":
+        dp = 1.0 - torch.nn.functional.cosine_similarity(anchor, positive)
+        dn = 1.0 - torch.nn.functional.cosine_similarity(anchor, negative)
+    else:
+        raise KgnormError(f"unknown distance {distance!r} (choose from {', '.join(DISTANCES)})")
+    return torch.relu(dp - dn + float(margin)).mean()
+
+
+# ---------------------------------------------------------------------- sampling
+@dataclass
+class MentionSample:
+    """One mention's epoch sample. ``positives``: (name, uid, kind) with kind ``synonym``
+    (a gold concept's name) or ``parent``; ``negatives``: (name, row uids, kind) with kind
+    ``random``, ``hard`` or ``sibling``."""
+
+    query: str
+    golds: frozenset[str]
+    positives: list[tuple[str, str, str]]
+    negatives: list[tuple[str, tuple[str, ...], str]]
+
+
+def _view(dictionary: NameDictionary, hierarchy: Hierarchy | None) -> Hierarchy:
+    """The hierarchy's graph (or none) over every dictionary concept, with the
+    dictionary's names (what the shared samplers draw from)."""
+    names = concept_names(dictionary, ontology_only=True)
+    for u, ns in concept_names(dictionary).items():  # mention-only concepts too
+        names.setdefault(u, ns)
+    g = hierarchy.graph.copy() if hierarchy is not None else nx.DiGraph()
+    g.add_nodes_from(sorted(names))
+    return Hierarchy(g, names)
+
+
+class DilbertSampler(EpochSeeded):
+    """Positives and negatives of every training mention for one epoch."""
+
+    def __init__(self, dictionary: NameDictionary, queries: Sequence[str],
+                 golds: Sequence[frozenset[str]], strategy: str = "random",
+                 hierarchy: Hierarchy | None = None, max_positives: int = 30,
+                 n_negatives: int = 5, k_parents: int = 1, k_siblings: int = 1,
+                 seed: int = 0) -> None:
+        super().__init__(seed)
+        self.strategy = check_strategy(strategy)
+        if strategy in ("random+parents", "resampling+siblings") and hierarchy is None:
+            raise KgnormError(f"strategy {strategy!r} needs a hierarchy (parents/siblings); "
+                              "use 'random' or 'resampling' for a flat ontology")
+        if int(n_negatives) < 1 or int(max_positives) < 1:
+            raise KgnormError("n_negatives and max_positives must be >= 1")
+        self.dictionary = dictionary
+        self.max_positives, self.n_negatives = int(max_positives), int(n_negatives)
+        self.k_parents, self.k_siblings = int(k_parents), int(k_siblings)
+        rows = _positive_rows(dictionary, list(golds))
+        keep = [i for i, r in enumerate(rows) if r]
+        self.n_skipped = len(queries) - len(keep)
+        self.queries = [queries[i] for i in keep]
+        self.golds = [frozenset(golds[i]) for i in keep]
+        self.gold_rows = [frozenset(rows[i]) for i in keep]
+        self.view = _view(dictionary, hierarchy)
+        # one concept per mention for the shared samplers: a gold uid that is a dictionary
+        # concept (first in sorted order), else the first uid of a gold row
+        items = []
+        for q, gs, gr in zip(self.queries, self.golds, self.gold_rows):
+            prim = sorted(g for g in gs if g in self.view.graph)
+            uid = prim[0] if prim else dictionary.uids[min(gr)][0]
+            items.append((q, uid))
+        self.items = items
+        self._random = RandomNegativeSampler(self.view, items=items, k=self.n_negatives,
+                                             seed=seed)
+        self._parents = (ParentPositiveSampler(self.view, items=items, k=self.k_parents,
+                                               seed=seed)
+                         if strategy == "random+parents" else None)
+        self._siblings = (SiblingNegativeSampler(self.view, items=items, k=self.k_siblings,
+                                                 seed=seed)
+                          if strategy == "resampling+siblings" else None)
+
+    @property
+    def needs_ranking(self) -> bool:
+        return self.strategy.startswith("resampling")
+
+    def set_epoch(self, epoch: int) -> None:
+        super().set_epoch(epoch)
+        for s in (self._random, self._parents, self._siblings):
+            if s is not None:
+                s.set_epoch(epoch)
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    @staticmethod
+    def _grouped(pairs) -> dict[tuple[str, str], list]:
+        out: dict[tuple[str, str], list] = {}
+        for p in pairs:
+            out.setdefault((p.anchor, p.anchor_uid), []).append(p)
+        return out
+
+    def sample(self, ranked: np.ndarray | None = None) -> list[MentionSample]:
+        """The epoch's samples (:meth:`set_epoch` first). ``ranked [n_queries, depth]``:
+        dictionary rows ranked by the current model for each query (resampling)."""
+        if self.needs_ranking and ranked is None:
+            raise KgnormError(f"strategy {self.strategy!r} needs the current model's ranking")
+        if ranked is not None and len(ranked) != len(self.queries):
+            raise KgnormError(f"ranking has {len(ranked)} rows for {len(self.queries)} queries")
+        rng = self.rng()
+        d = self.dictionary
+        rand = self._grouped(self._random.sample()) if not self.needs_ranking else {}
+        parents = self._grouped(self._parents.sample()) if self._parents else {}
+        sibs = self._grouped(self._siblings.sample()) if self._siblings else {}
+        out: list[MentionSample] = []
+        n_rows = len(d)
+        for i, (q, item) in enumerate(zip(self.queries, self.items)):
+            gr = self.gold_rows[i]
+            gset = self.golds[i]
+            # positives: names of gold rows
+            cand = sorted(r for r in gr if d.names[r] != q)
+            if len(cand) > self.max_positives:
+                cand = sorted(rng.choice(cand, size=self.max_positives, replace=False).tolist())
+            pos = []
+            for r in cand:
+                uid = next((u for u in d.uids[r] if u in gset), None) or \
+                    next((u for u in d.uids[r] if set(d.alt_ids.get(u, ())) & gset), d.uids[r][0])
+                pos.append((d.names[r], uid, "synonym"))
+            for p in parents.get(item, ()):
+                r = d.index_of(p.other)
+                if r is None or r in gr or p.other == q:
+                    continue
+                pos.append((p.other, p.other_uid, "parent"))
+            # negatives
+            neg: list[tuple[str, tuple[str, ...], str]] = []
+            taken: set[int] = set()
+
+            def add(r: int | None, kind: str) -> None:
+                if r is None or r < 0 or r in gr or r in taken or d.names[r] == q:
+                    return
+                taken.add(r)
+                neg.append((d.names[r], d.uids[r], kind))
+
+            if ranked is not None and self.needs_ranking:
+                row = [int(r) for r in ranked[i] if r >= 0]
+                first_gold = next((k for k, r in enumerate(row) if r in gr), len(row))
+                for r in row[:first_gold]:          # outrank the gold: hardest first
+                    if len(neg) >= self.n_negatives:
+                        break
+                    add(r, "hard")
+                for r in row[first_gold:]:          # then the next-ranked wrong names
+                    if len(neg) >= self.n_negatives:
+                        break
+                    add(r, "hard")
+            else:
+                for p in rand.get(item, ()):
+                    if len(neg) >= self.n_negatives:
+                        break
+                    add(d.index_of(p.other), "random")
+            tries = 0
+            while len(neg) < self.n_negatives and tries < 50 * self.n_negatives and n_rows > 1:
+                tries += 1
+                r = int(rng.integers(n_rows))
+                if self._random.allowed(item[1], d.uids[r][0], d.names[r]):
+                    add(r, "random")
+            for p in sibs.get(item, ()):
+                add(d.index_of(p.other), "sibling")
+            out.append(MentionSample(q, gset, pos, neg))
+        return out
+
+
+def make_triplets(samples: Sequence[MentionSample], pairing: str = "product",
+                  rng: np.random.Generator | None = None) -> list[tuple[str, str, str]]:
+    """(anchor, positive, negative) texts of the samples, shuffled when ``rng`` is given."""
+    if pairing not in PAIRINGS:
+        raise KgnormError(f"unknown pairing {pairing!r} (choose from {', '.join(PAIRINGS)})")
+    out: list[tuple[str, str, str]] = []
+    for s in samples:
+        if not s.positives or not s.negatives:
+            continue
+        if pairing == "product":
+            out.extend((s.query, p[0], n[0]) for p in s.positives for n in s.negatives)
+        else:
+            k = max(len(s.positives), len(s.negatives))
+            out.extend((s.query, s.positives[i % len(s.positives)][0],
+                        s.negatives[i % len(s.negatives)][0]) for i in range(k))
+    if rng is not None and out:
+        perm = rng.permutation(len(out))
+        out = [out[i] for i in perm]
+    return out
+
+
+# ---------------------------------------------------------------------- trainer
+def _hierarchy_digest(h: Hierarchy | None) -> str:
+    if h is None:
+        return ""
+    return _digest(sorted(f"{c}>{p}" for c, p in h.graph.edges))
+
+
+def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
+                  dictionary: NameDictionary | Mapping[str, Sequence[str]],
+                  train: Sequence[tuple[str, Iterable[str] | str]],
+                  dev: Sequence[tuple[str, Iterable[str] | str]] | None, out_dir: str | Path,
+                  config: DilbertConfig | None = None, hierarchy: Hierarchy | None = None,
+                  alt_ids: Mapping[str, Iterable[str]] | None = None, resume: bool = True,
+                  progress: bool = True, ontology: dict | None = None,
+                  device: str | None = None) -> DilbertTrainResult:
+    """Fine-tune ``model`` (a DilbertModel, a DenseEncoder, or an encoder directory --
+    default MiniLM -- loaded with mean pooling) on ``train`` (normalized query, gold uids)
+    against ``dictionary`` and write the selected model to ``out_dir``."""
+    cfg = config or DilbertConfig()
+    check_strategy(cfg.strategy)
+    if cfg.distance not in DISTANCES:
+        raise KgnormError(f"unknown distance {cfg.distance!r} (choose from {', '.join(DISTANCES)})")
+    if cfg.pairing not in PAIRINGS:
+        raise KgnormError(f"unknown pairing {cfg.pairing!r} (choose from {', '.join(PAIRINGS)})")
+    if cfg.batch_size < 1:
+        raise KgnormError("DilbertConfig.batch_size must be >= 1")
+    t_start = time.perf_counter()
+    _seed_all(cfg.seed)
+    out = Path(out_dir)
+    ckdir = out / "checkpoints"
+    ckdir.mkdir(parents=True, exist_ok=True)
+
+    dictionary = as_name_dictionary(dictionary, alt_ids)
+    if not isinstance(model, DilbertModel):
+        model = DilbertModel.create(None, encoder=model, device=device, distance=cfg.distance)
+    model.distance = cfg.distance
+    if cfg.max_length is not None:
+        model.encoder.max_length = int(cfg.max_length)
+    model.set_dictionary(dictionary)
+    enc = model.encoder
+    queries, golds = _prepare(train, cfg.dedupe)
+    if not queries:
+        raise KgnormError("no training queries with a gold uid")
+    dev_q, dev_g = _prepare(dev, dedupe=False) if dev else ([], [])
+    sampler = DilbertSampler(dictionary, queries, golds, cfg.strategy, hierarchy,
+                             cfg.max_positives, cfg.n_negatives, cfg.k_parents,
+                             cfg.k_siblings, cfg.seed)
+    if len(sampler) == 0:
+        raise KgnormError("no training mention has its gold concept in the dictionary")
+
+    fingerprint = hashlib.sha1(json.dumps({
+        "config": cfg.fingerprint_dict(), "queries": _digest(queries),
+        "golds": _digest("|".join(sorted(g)) for g in golds), "names": _digest(dictionary.names),
+        "uids": _digest("|".join(u) for u in dictionary.uids), "encoder": enc.config(),
+        "base": str(getattr(enc, "base", "")), "dim": enc.dim,
+        "hierarchy": _hierarchy_digest(hierarchy), "dev": _digest(dev_q),
+    }, sort_keys=True).encode()).hexdigest()
+
+    params = [p for p in enc.model.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+
+    epoch, step = 0, 0
+    history: list[dict] = []
+    best_acc: float | None = None
+    best_epoch: int | None = None
+    epoch_triplets: list[tuple[str, str, str]] | None = None
+    resumed_from = None
+    ck_path = ckdir / CHECKPOINT
+    if resume and ck_path.is_file():
+        try:
+            ck = torch.load(ck_path, map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001
+            raise KgnormError(f"{ck_path}: unreadable checkpoint ({e}); delete it or pass "
+                              "resume=False") from None
+        if ck.get("fingerprint") != fingerprint:
+            raise KgnormError(f"{ck_path} was written for other data or settings; use another "
+                              "out_dir or resume=False")
+        enc.model.load_state_dict(ck["model"])
+        optimizer.load_state_dict(ck["optimizer"])
+        epoch, step = int(ck["epoch"]), int(ck["step"])
+        history = list(ck["history"])
+        best_acc, best_epoch = ck.get("best_acc"), ck.get("best_epoch")
+        if step > 0 and ck.get("triplets"):
+            epoch_triplets = [tuple(t) for t in ck["triplets"]]
+        else:
+            step = 0
+        _set_rng_state(ck["rng"])
+        resumed_from = {"epoch": epoch, "step": step}
+    elif not resume and ck_path.exists():
+        ck_path.unlink()
+
+    def checkpoint(ep: int, st: int, trip: list | None) -> None:
+        _atomic_save({"fingerprint": fingerprint, "epoch": ep, "step": st,
+                      "model": enc.model.state_dict(), "optimizer": optimizer.state_dict(),
+                      "history": history, "best_acc": best_acc, "best_epoch": best_epoch,
+                      "rng": _rng_state(),
+                      "triplets": [list(t) for t in trip] if trip else []}, ck_path)
+
+    name_vecs: np.ndarray | None = None      # dictionary vectors of the current weights
+    ebar = progress_bar(total=cfg.epochs, desc="dilbert epochs", unit="epoch") if progress else None
+    if ebar is not None:
+        ebar.update(min(epoch, cfg.epochs))
+    try:
+        while epoch < cfg.epochs:
+            t_ep = time.perf_counter()
+            t_enc = 0.0
+            if epoch_triplets is None:
+                sampler.set_epoch(epoch)
+                ranked = None
+                if sampler.needs_ranking:
+                    t0 = time.perf_counter()
+                    if name_vecs is None or model.index is None:
+                        name_vecs = model.encode(dictionary.names,
+                                                 batch_size=cfg.encode_batch_size,
+                                                 progress=progress, desc="encode names")
+                        model.build_index(vectors=name_vecs)
+                    depth = min(max(cfg.resample_depth, cfg.n_negatives + 1), len(dictionary))
+                    _, ranked = model.retrieve(sampler.queries, top_k=depth,
+                                               batch_size=cfg.encode_batch_size)
+                    t_enc = time.perf_counter() - t0
+                samples = sampler.sample(ranked)
+                rng = np.random.default_rng([cfg.seed, epoch, 7])
+                epoch_triplets = make_triplets(samples, cfg.pairing, rng)
+                step = 0
+            name_vecs = None  # weights change from here on
+            trip = epoch_triplets
+            n_batches = math.ceil(len(trip) / cfg.batch_size)
+            if cfg.max_steps_per_epoch:
+                n_batches = min(n_batches, int(cfg.max_steps_per_epoch))
+            enc.model.train()
+            losses: list[float] = []
+            sbar = (progress_bar(total=n_batches, desc=f"epoch {epoch + 1}", unit="batch")
+                    if progress else None)
+            if sbar is not None:
+                sbar.update(step)
+            for b in range(step, n_batches):
+                batch = trip[b * cfg.batch_size:(b + 1) * cfg.batch_size]
+                uniq: dict[str, int] = {}
+                for t in batch:
+                    for x in t:
+                        uniq.setdefault(x, len(uniq))
+                vec = enc.embed(list(uniq))
+                ix = torch.tensor([[uniq[x] for x in t] for t in batch], device=vec.device)
+                loss = triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin,
+                                    cfg.distance)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                losses.append(float(loss.detach()))
+                step = b + 1
+                if sbar is not None:
+                    sbar.update(1)
+                    sbar.set_postfix(loss=f"{losses[-1]:.3f}")
+                if (cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0
+                        and step < n_batches):
+                    checkpoint(epoch, step, trip)
+            if sbar is not None:
+                sbar.close()
+            t_train = time.perf_counter() - t_ep - t_enc
+            enc.model.eval()
+            rec = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else None,
+                   "steps": len(losses), "triplets": len(trip),
+                   "seconds_train": round(t_train, 2)}
+            t0 = time.perf_counter()
+            name_vecs = model.encode(dictionary.names, batch_size=cfg.encode_batch_size,
+                                     progress=progress, desc="encode names")
+            model.build_index(vectors=name_vecs)
+            rec["seconds_encode"] = round(t_enc + time.perf_counter() - t0, 2)
+            improved = True
+            if dev_q:
+                t0 = time.perf_counter()
+                rec["dev"] = evaluate_linking(model, dev_q, dev_g, cfg.eval_top_k,
+                                              cfg.encode_batch_size)
+                rec["seconds_dev"] = round(time.perf_counter() - t0, 2)
+                acc = rec["dev"]["acc@1"]
+                improved = best_acc is None or acc > best_acc
+                if improved:
+                    best_acc, best_epoch = acc, epoch + 1
+            else:
+                best_epoch = epoch + 1
+            rec["seconds"] = round(time.perf_counter() - t_ep, 2)
+            history.append(rec)
+            if improved:
+                model.save(out, hyper_parameters=cfg.to_dict(), ontology=ontology,
+                           metrics={"epoch": epoch + 1, "train_loss": rec["loss"],
+                                    **({"dev": rec["dev"]} if dev_q else {})},
+                           extra={"training": {"n_queries": len(sampler),
+                                               "n_skipped": sampler.n_skipped,
+                                               "history": history}})
+            epoch += 1
+            step = 0
+            epoch_triplets = None
+            checkpoint(epoch, 0, None)
+            if ebar is not None:
+                ebar.update(1)
+                ebar.set_postfix(loss=rec["loss"], dev=(rec.get("dev") or {}).get("acc@1"))
+    finally:
+        if ebar is not None:
+            ebar.close()
+
+    if (out / "kgnorm-model.json").is_file():
+        best = load_dilbert(out, device=str(enc.device))
+    else:  # zero epochs requested
+        best = model
+    return DilbertTrainResult(out_dir=out, model=best, best_epoch=best_epoch,
+                              best_dev_acc1=best_acc, epochs_completed=epoch,
+                              n_queries=len(sampler), n_skipped=sampler.n_skipped,
+                              history=history, resumed_from=resumed_from,
+                              train_seconds=time.perf_counter() - t_start)

@@ -1,0 +1,52 @@
+"""Shared pytest fixtures."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+_SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+_WORDS = ["heart", "attack", "kidney", "renal", "failure", "acute", "chronic", "disease",
+          "syndrome", "infarction", "myocardial", "parkinson", "cancer", "tumor", "breast",
+          "lung", "liver", "pain", "fever", "diabetes", "type", "toe", "finger", "of", "the",
+          "and", "or", "with", "hyper", "hypo", "tension", "itis", "osis", "emia", "pathy"]
+
+
+def _make_tokenizer(cls, vocab_path, vocab):
+    """transformers 5 takes ``vocab`` (dict or path); 4.x takes ``vocab_file``."""
+    try:
+        tok = cls(vocab={t: i for i, t in enumerate(vocab)}, do_lower_case=True)
+    except TypeError:
+        tok = cls(vocab_file=str(vocab_path), do_lower_case=True)
+    if tok.tokenize("heart")[0] == "[UNK]":
+        tok = cls(vocab_file=str(vocab_path), do_lower_case=True)
+    return tok
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory):
+    """A tiny random BERT (hidden 32, 2 layers, 2 heads) + fast WordPiece tokenizer saved
+    with save_pretrained; a few hundred wordpieces, no network."""
+    import string
+
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    d = tmp_path_factory.mktemp("tiny-bert")
+    chars = list(string.ascii_lowercase + string.digits)
+    vocab = list(dict.fromkeys(_SPECIAL + chars + ["##" + c for c in chars] + _WORDS
+                               + ["##" + w for w in _WORDS]
+                               + [a + b for a in "aeiou" for b in "nrst"]
+                               + ["##" + a + b for a in "aeiou" for b in "nrst"]
+                               + list(string.punctuation)))
+    (d / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tok = _make_tokenizer(BertTokenizerFast, d / "vocab.txt", vocab)
+    tok.save_pretrained(str(d))
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                     num_attention_heads=2, intermediate_size=64,
+                     max_position_embeddings=64, type_vocab_size=2)
+    BertModel(cfg).save_pretrained(str(d))
+    return d

@@ -1,0 +1,177 @@
+"""BioCoM training on a toy corpus with a tiny random BERT: a few steps, dev selection,
+model directory, interruption + resume, and linking through load_biocom."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import kgnorm.biocom.train as train_mod
+from kgnorm.biocom.corpus import build_corpus
+from kgnorm.biocom.linker import INDEX_FILE, MODEL_JSON, ROWS_FILE, load_biocom
+from kgnorm.biocom.loss import MultiSimilarityLoss
+from kgnorm.biocom.train import BiocomConfig, train_biocom
+from kgnorm.errors import KgnormError
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models run fastest on one thread (and do not fight over a shared machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+NAMES = {
+    "T:OC": ["ovarian cancer", "ovarian carcinoma"],
+    "T:BC": ["breast cancer"],
+    "T:DMD": ["duchenne muscular dystrophy"],
+    "T:ALL": ["acute lymphoblastic leukemia"],
+    "T:G6PD": ["glucose phosphate dehydrogenase deficiency"],
+    "T:BT": ["breast tumor", "breast tumour"],       # seen once: pseudo-sentence pair
+}
+CONTEXTS = [("The patients had {}.", 2), ("A family with {} was studied.", 3),
+            ("Boys in the study had {} and mutations.", 3), ("Risk of {} was rare.", 2),
+            ("Cases of {} in families were common.", 2)]
+WORDS = """the a of in with and was were had patients boys case cases family families
+ovarian breast cancer carcinoma tumor tumour muscular dystrophy duchenne deficiency
+glucose phosphate dehydrogenase disease leukemia acute lymphoblastic risk study studied
+rare common mutation mutations gene . ,""".split()
+
+
+def make_tiny_bert(path: Path) -> Path:
+    """A random 2-layer BERT (hidden 32) with a word-level vocab (as in test_biocom_model)."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(WORDS)]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tok = BertTokenizerFast.from_pretrained(str(path), do_lower_case=True)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, intermediate_size=64,
+                         max_position_embeddings=64)).save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("biocom")
+    lines = []
+    for uid, names in NAMES.items():
+        if uid == "T:BT":
+            lines.append("The patients had breast tumor.")
+            continue
+        for i, (ctx, _) in enumerate(CONTEXTS):
+            lines.append(ctx.format(names[i % len(names)]))
+    text = root / "corpus.txt"
+    text.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    build_corpus(NAMES, [text], root / "corpus", ontology="toy", version="v1", cap=20)
+    dev = [("ovarian cancer", "Two families had ovarian cancer.", {"T:OC"}),
+           ("DMD", "Boys had DMD.", {"T:DMD"}),              # not in context -> alone
+           ("breast cancer", "", "T:BC")]
+    return root, make_tiny_bert(root / "tiny"), dev
+
+
+def cfg(**kw) -> BiocomConfig:
+    base = dict(concepts_per_batch=4, lr=1e-3, epochs=2, max_length=32, ks=(1, 3),
+                infer_batch_size=16, seed=0)
+    base.update(kw)
+    return BiocomConfig(**base)
+
+
+def test_train_with_dev_writes_a_linkable_model(setup, tmp_path):
+    root, tiny, dev = setup
+    out = tmp_path / "model"
+    res = train_biocom(root / "corpus", out, tiny, dev=dev, config=cfg(),
+                       ontology="toy", version="v1")
+    for f in (MODEL_JSON, INDEX_FILE, ROWS_FILE, "encoder/model.safetensors",
+              "encoder/tokenizer_config.json"):
+        assert (out / f).exists(), f
+    assert not (out / "checkpoints").exists()
+    meta = json.loads((out / MODEL_JSON).read_text())
+    assert meta["method"] == "biocom" and meta["k"] in (1, 3) and meta["k_source"] == "dev"
+    assert meta["ontology"] == {"name": "toy", "version": "v1"}
+    assert meta["hyper_parameters"]["alpha"] == 2.0 and meta["hyper_parameters"]["beta"] == 50
+    assert meta["corpus"]["pseudo_training_rows"] == 1          # T:BT
+    assert meta["metrics"]["dev"]["mentions"] == 3
+    assert set(meta["metrics"]["dev"]["per_k"]) == {"1", "3"}
+    assert "torch" in meta["versions"] and "transformers" in meta["versions"]
+    assert res.steps == meta["training"]["steps"] > 0 and res.k == meta["k"]
+
+    linker = load_biocom(out)
+    assert linker.index.ntotal == 26 and len(linker.uids) == 26
+    ranked = linker.link([("ovarian cancer", "Two families had ovarian cancer."),
+                          ("tumour", None)], top_k=4)
+    assert len(ranked) == 2 and all(len(r) == 4 for r in ranked)
+    for r in ranked:
+        assert len({u for u, _ in r}) == 4 and all(u in NAMES for u, _ in r)
+        assert r[0][1] > 0 and [s for _, s in r] == sorted((s for _, s in r), reverse=True)
+    v = linker.encode(["ovarian cancer", "breast tumour"])
+    assert v.shape == (2, 32) and np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+    assert linker.link([]) == []
+
+
+class _Interrupt(RuntimeError):
+    pass
+
+
+def test_interrupted_training_resumes_to_the_same_weights(setup, tmp_path, monkeypatch):
+    root, tiny, _ = setup
+    c = cfg(checkpoint_steps=2)
+    ref = train_biocom(root / "corpus", tmp_path / "ref", tiny, config=c)
+    assert ref.k == 1 and ref.epochs_run == 2
+
+    calls = {"n": 0}
+
+    class Flaky(MultiSimilarityLoss):
+        def forward(self, emb, labels):
+            calls["n"] += 1
+            if calls["n"] == 6:     # inside epoch 2, after the step-4 checkpoint
+                raise _Interrupt("power cut")
+            return super().forward(emb, labels)
+
+    monkeypatch.setattr(train_mod, "MultiSimilarityLoss", Flaky)
+    with pytest.raises(_Interrupt):
+        train_biocom(root / "corpus", tmp_path / "run", tiny, config=c)
+    assert (tmp_path / "run" / "checkpoints" / "checkpoint.pt").exists()
+    assert not (tmp_path / "run" / MODEL_JSON).exists()
+    monkeypatch.setattr(train_mod, "MultiSimilarityLoss", MultiSimilarityLoss)
+    # another configuration refuses the checkpoint instead of mixing runs
+    with pytest.raises(KgnormError, match="different BioCoM run"):
+        train_biocom(root / "corpus", tmp_path / "run", tiny, config=cfg(lr=5e-4))
+    res = train_biocom(root / "corpus", tmp_path / "run", tiny, config=c)
+    assert res.resumed and res.steps == ref.steps
+
+    from safetensors.torch import load_file
+    a = load_file(str(tmp_path / "ref" / "encoder" / "model.safetensors"))
+    b = load_file(str(tmp_path / "run" / "encoder" / "model.safetensors"))
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.allclose(a[k], b[k], atol=1e-6), k
+    items = [("ovarian cancer", "The patients had ovarian cancer.")]
+    assert np.allclose(load_biocom(tmp_path / "ref").search(items, 5)[1],
+                       load_biocom(tmp_path / "run").search(items, 5)[1], atol=1e-3)
+
+
+def test_max_steps_stops_inside_an_epoch_and_a_bigger_budget_continues(setup, tmp_path):
+    root, tiny, _ = setup
+    out = tmp_path / "m"
+    r1 = train_biocom(root / "corpus", out, tiny, config=cfg(max_steps=3, keep_checkpoint=True))
+    assert r1.steps == 3 and (out / MODEL_JSON).exists()
+    r2 = train_biocom(root / "corpus", out, tiny, config=cfg(max_steps=None))
+    assert r2.resumed and r2.epochs_run == 2 and r2.steps > 3
+
+
+def test_corpus_of_another_version_is_refused(setup, tmp_path):
+    root, tiny, _ = setup
+    with pytest.raises(KgnormError, match="v2"):
+        train_biocom(root / "corpus", tmp_path / "x", tiny, config=cfg(),
+                     ontology="toy", version="v2")

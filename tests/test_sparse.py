@@ -1,0 +1,111 @@
+import numpy as np
+import pytest
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+from kgnorm.errors import KgnormError
+from kgnorm.linking.sparse import SparseScorer
+
+NAMES = [
+    "heart attack", "myocardial infarction", "renal failure", "kidney failure",
+    "acute kidney failure", "chronic renal failure", "parkinson disease", "pd",
+    "breast cancer", "breast tumor", "lung cancer", "liver cancer", "fever", "type 2 diabetes",
+    "type 1 diabetes", "diabetes", "hypertension", "hypotension", "toe pain", "finger pain",
+    "aaa", "aab", "aba", "baa",  # ties
+]
+QUERIES = ["heart attacks", "kidney failure acute", "parkinsons", "cancer of the breast",
+           "diabetes type 2", "aa", "zzz", "###", "", "pain in the toe"]
+
+
+def brute(names, queries, k):
+    vec = TfidfVectorizer(analyzer="char", ngram_range=(1, 2), dtype=np.float32).fit(names)
+    S = (vec.transform(queries) @ vec.transform(names).T).toarray().astype(np.float32)
+    order = np.argsort(-S, axis=1, kind="stable")[:, :k]  # ties -> lower index
+    return np.take_along_axis(S, order, 1), order
+
+
+@pytest.mark.parametrize("k", [1, 3, 7, len(NAMES)])
+@pytest.mark.parametrize("frac", [0.0, 1 / 16, 0.5, 2.0])
+def test_topk_equals_brute_force(k, frac):
+    s = SparseScorer(dense_df_fraction=frac).fit(NAMES)
+    scores, idx = s.topk(QUERIES, k)
+    ref_s, ref_i = brute(NAMES, QUERIES, k)
+    assert scores.shape == idx.shape == (len(QUERIES), k)
+    np.testing.assert_allclose(scores, ref_s, atol=1e-6)
+    # identical ranking except among exactly tied scores (ties broken by lower index)
+    for i in range(len(QUERIES)):
+        for j in range(k):
+            if idx[i, j] != ref_i[i, j]:
+                assert abs(scores[i, j] - ref_s[i, j]) < 1e-6
+    assert np.all(np.diff(scores, axis=1) <= 1e-7)  # best first
+
+
+def test_ties_and_zero_rows_are_deterministic():
+    s = SparseScorer().fit(NAMES)
+    scores, idx = s.topk(["zzz", ""], 4)
+    assert np.all(scores == 0)
+    assert idx.tolist() == [[0, 1, 2, 3], [0, 1, 2, 3]]  # zero-score fill in index order
+
+
+def test_chunks_and_threads_do_not_change_results():
+    rng = np.random.default_rng(0)
+    letters = list("abcdefgh ")
+    names = sorted({"".join(rng.choice(letters, size=rng.integers(2, 12))).strip() or "a"
+                    for _ in range(600)})
+    queries = ["".join(rng.choice(letters, size=rng.integers(1, 10))) for _ in range(50)]
+    ref = SparseScorer().fit(names).topk(queries, 10, n_threads=1)
+    small = SparseScorer(chunk_budget=2000).fit(names)  # several chunks
+    got = small.topk(queries, 10, n_threads=3)
+    np.testing.assert_allclose(got[0], ref[0], atol=1e-6)
+    bs, bi = brute(names, queries, 10)
+    np.testing.assert_allclose(got[0], bs, atol=1e-6)
+    same = got[1] == bi
+    assert np.all(same | (np.abs(got[0] - bs) < 1e-6))
+
+
+def test_transform_matches_sklearn_and_score_pairs():
+    s = SparseScorer().fit(NAMES)
+    vec = TfidfVectorizer(analyzer="char", ngram_range=(1, 2)).fit(NAMES)
+    a = s.transform(QUERIES).toarray()
+    b = vec.transform(QUERIES).toarray()
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    idx = np.array([[0, 5, 7], [3, 3, 1]])
+    got = s.score_pairs(QUERIES[:2], idx)
+    full = (s.transform(QUERIES[:2]) @ s.names_matrix.T).toarray()
+    np.testing.assert_allclose(got, np.take_along_axis(full, idx, 1), atol=1e-6)
+    assert s.score_pairs(QUERIES[:1], np.array([[-1]]))[0, 0] == 0
+
+
+def test_k_larger_than_names_and_empty_queries():
+    s = SparseScorer().fit(NAMES[:3])
+    sc, ix = s.topk(["heart"], 10)
+    assert ix.shape == (1, 3) and sorted(ix[0].tolist()) == [0, 1, 2]
+    sc, ix = s.topk([], 5)
+    assert sc.shape == (0, 3)
+
+
+def test_save_load_round_trip(tmp_path):
+    s = SparseScorer().fit(NAMES)
+    s.save(tmp_path / "sparse")
+    t = SparseScorer.load(tmp_path / "sparse")
+    a, b = s.topk(QUERIES, 5), t.topk(QUERIES, 5)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert not list((tmp_path / "sparse").glob("*.pkl"))
+
+
+def test_errors(tmp_path):
+    with pytest.raises(KgnormError):
+        SparseScorer().topk(["x"], 1)
+    with pytest.raises(KgnormError):
+        SparseScorer().fit([])
+    with pytest.raises(KgnormError):
+        SparseScorer.load(tmp_path)
+    with pytest.raises(KgnormError):
+        SparseScorer().fit(NAMES).topk("heart", 2)
+
+
+def test_repeated_queries_scored_once_same_result():
+    s = SparseScorer().fit(NAMES)
+    qs = QUERIES + QUERIES[::-1] + ["heart attacks"] * 3
+    sc, ix = s.topk(qs, 4)
+    ref_s, ref_i = s.topk(s.transform(qs), 4)  # matrix input: no dedupe
+    assert np.array_equal(sc, ref_s) and np.array_equal(ix, ref_i)
