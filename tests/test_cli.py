@@ -153,3 +153,31 @@ def test_link_and_eval_with_tiny_bert(capsys, store, tmp_path, tiny_bert_dir):
     import numpy as np
     vecs = np.load(f"{emb}.npy")
     assert vecs.shape[0] == len(Path(f"{emb}.tsv").read_text().splitlines()) - 1 and vecs.shape[1] == 32
+
+
+def test_biocom_corpus_train_and_link(capsys, store, tmp_path, tiny_bert_dir):
+    assert run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--store", store, "-q")[0] == 0
+    text = tmp_path / "docs.txt"
+    text.write_text("Patients with fictional syndromes were seen. Two had FTS2 and one made-up syndrome.\n"
+                    "Made-up syndrome is rare. FTS2 runs in families. Fictional syndromes vary.\n"
+                    "A fictional syndrome of the toe was reported. FTS2 was confirmed.\n")
+    corpus = tmp_path / "corpus"
+    code, _, err = run(capsys, "corpus", "build", "--ontology", "medic", "--text", str(text), "--out", str(corpus),
+                       "--store", store)
+    assert code == 0, err
+    assert (corpus / "corpus.json").exists() and "rows for" in err
+    model = tmp_path / "biocom"
+    code, _, err = run(capsys, "train", "biocom", "--ontology", "medic", "--corpus", str(corpus), "--out", str(model),
+                       "--encoder", str(tiny_bert_dir), "--epochs", "1", "--max-steps", "2", "--store", store, "-q")
+    assert code == 0, err
+    mentions = tmp_path / "m.tsv"
+    mentions.write_text("id\ttext\tcontext\nq1\tFTS2\tThe boy had FTS2 since birth.\n")
+    code, out, err = run(capsys, "link", "--model", str(model), "--input", str(mentions), "--top-k", "2",
+                         "--no-write", "--store", store)
+    assert code == 0, err
+    rows = [line.split("\t") for line in out.strip().splitlines()]
+    assert rows[0][0] == "mention_id" and rows[1][0] == "q1"
+    assert rows[1][3] in {"MESH:D900000", "MESH:D900001", "MESH:D900002", "OMIM:999002"}
+    code, _, err = run(capsys, "corpus", "build", "--ontology", "nope", "--text", str(text), "--out",
+                       str(tmp_path / "c2"), "--store", store)
+    assert code == 1 and "unknown ontology" in err

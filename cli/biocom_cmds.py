@@ -1,0 +1,78 @@
+"""`kgnorm corpus build` and `kgnorm train biocom` (Ujiie et al., contrastive context matching)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kgnorm.cli.common import QuietOpt, StoreOpt, info, setup
+from kgnorm.errors import KgnormError
+
+
+def _ontology_records(store: str | None, ontology: str):
+    from kgnorm.graph_views import read_ontology
+    from kgnorm.stores import open_store
+
+    with open_store(store) as st:
+        snap = read_ontology(st, ontology, with_edges=False)
+    records = [{"uid": c.uid, "name": c.name, "synonyms": c.synonyms} for c in snap.concepts]
+    return records, snap
+
+
+def corpus_build_cmd(
+    ontology: Annotated[str, typer.Option("--ontology", help="Ontology whose names are matched.")],
+    text: Annotated[list[Path], typer.Option("--text", help="PubTator or plain-text file (repeat the option).")],
+    out: Annotated[Path, typer.Option("--out", help="Corpus directory to write (Parquet + corpus.json).")],
+    cap: Annotated[int, typer.Option("--cap", help="Sentences kept per concept (seeded sample).")] = 20,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Entity-linked sentences by longest dictionary match over token boundaries."""
+    setup(quiet)
+    from kgnorm.biocom.corpus import build_corpus
+
+    records, snap = _ontology_records(store, ontology)
+    summary = build_corpus(records, text, out, ontology=ontology, version=snap.version, cap=cap, seed=seed)
+    info(f"{summary.documents:,} documents, {summary.sentences:,} sentences, {summary.matches:,} matches → "
+         f"{summary.rows:,} rows for {summary.concepts_matched:,} of {summary.concepts_in_dictionary:,} concepts "
+         f"in {summary.seconds:.1f}s → {out}", quiet)
+
+
+def train_biocom_cmd(
+    ontology: Annotated[str, typer.Option("--ontology", help="Ontology the corpus was built from.")],
+    corpus: Annotated[Path, typer.Option("--corpus", help="A directory written by `kgnorm corpus build`.")],
+    out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
+    dev: Annotated[Optional[Path], typer.Option("--dev", help="Dev mentions (PubTator/.concept/TSV) to pick the "
+                                                "epoch and k of the vote.")] = None,
+    encoder: Annotated[Optional[Path], typer.Option("--encoder", help="Local HF encoder dir (default: offline MiniLM).")] = None,
+    epochs: Annotated[int, typer.Option("--epochs")] = 10,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Stop after this many steps in all.")] = None,
+    lr: Annotated[float, typer.Option("--lr")] = 1e-5,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    resume: Annotated[bool, typer.Option("--resume/--no-resume")] = True,
+    threads: Annotated[Optional[int], typer.Option("--threads")] = None,
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Train BioCoM: 16 concepts × 2 sentences per batch, Multi-Similarity loss."""
+    setup(quiet)
+    from kgnorm.biocom.train import BiocomConfig, train_biocom
+    from kgnorm.linking.dense import default_encoder_path
+    from kgnorm.mention_io import read_mentions
+    from kgnorm.models import update_meta
+    from kgnorm.stores import open_store
+
+    with open_store(store) as st:
+        info_row = st.ontology_info(ontology)
+    if info_row is None:
+        raise KgnormError(f"unknown ontology {ontology!r}: run `kgnorm ingest` first")
+    dev_mentions = list(read_mentions(dev)) if dev else None
+    cfg = BiocomConfig(epochs=epochs, max_steps=max_steps, lr=lr, seed=seed, threads=threads)
+    result = train_biocom(corpus, out, encoder or default_encoder_path(), dev=dev_mentions, config=cfg,
+                          ontology=ontology, version=info_row.get("version") or "", resume=resume)
+    update_meta(out, ontology=ontology, ontology_version=info_row.get("version") or "",
+                text_pipeline={"lowercase": True, "normalize": True, "abbreviations": True, "composites": True})
+    msg = f"BioCoM: {result.steps} steps, {result.epochs_run} epoch(s) in {result.train_seconds:.0f}s, k={result.k}"
+    if result.dev_metrics:
+        msg += f", dev {result.dev_metrics}"
+    info(msg + f" → {out}", quiet)
