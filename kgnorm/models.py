@@ -54,6 +54,12 @@ def load_encoder(model_dir: str | Path) -> Any:
     if method == "biosyn":
         from kgnorm.linking.model_dir import load_biosyn
         return load_biosyn(model_dir)
+    if method == "bne":
+        from kgnorm.encoders.bne import load_bne
+        return load_bne(model_dir)
+    if method == "dilbert":
+        from kgnorm.encoders.dilbert import load_dilbert
+        return load_dilbert(model_dir)
     if method == "biocom":
         from kgnorm.biocom.linker import load_biocom
         return load_biocom(model_dir)
