@@ -23,7 +23,9 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{os.cpu_count()} cores ({cpu}), {mem_gb:.0f} GiB RAM, Python {platform.python_version()}, {platform.system()}"
+    load = os.getloadavg()[0]
+    return (f"{os.cpu_count()} cores ({cpu}), {mem_gb:.0f} GiB RAM, Python {platform.python_version()}, "
+            f"{platform.system()}; 1-min load average {load:.1f} when the section was written")
 
 
 def peak_rss_mb(children: bool = False) -> float:
