@@ -72,7 +72,8 @@ class Hierarchy:
             for u in (child, parent):
                 if u not in clean:
                     if not add_missing:
-                        raise KgnormError(f"IS_A edge ({child}, {parent}) names unknown concept {u}")
+                        raise KgnormError(
+                            f"IS_A edge ({child}, {parent}) names unknown concept {u}")
                     clean[u] = []
                     g.add_node(u)
             if child == parent:

@@ -126,7 +126,7 @@ def build_levels(hierarchy: Hierarchy, root: str, n_levels: int = 4,
         raise LevelError(f"n_levels must be >= 1 (got {n_levels})")
     if root not in hierarchy:
         raise LevelError(f"root {root} is not in the hierarchy "
-                          f"({len(hierarchy)} concepts loaded)")
+                         f"({len(hierarchy)} concepts loaded)")
     depth = hierarchy.depths(root)
     max_depth = max(depth.values())
     if max_depth <= n_levels:

@@ -99,6 +99,8 @@ def test_link_iter_and_scores_consistent(model):
     np.testing.assert_allclose(model.score_pairs(qs, idx),
                                [[c.score for c in r] for r in full], atol=1e-4)
     assert model.encode(["a b"]).shape == (1, 32)
+    dup = model.link(["pd", "fever", "pd"], top_k=3)  # repeated texts linked once
+    assert dup[0] == dup[2] == full[1] and dup[0] is not dup[2]
 
 
 def test_forward_matches_inference_scores(model):

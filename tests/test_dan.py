@@ -114,3 +114,13 @@ def test_bad_input(split, wv, tmp_path):
     (tmp_path / "other" / "kgnorm-model.json").write_text('{"method": "biosyn"}')
     with pytest.raises(KgnormError, match="biosyn"):
         load_dan(tmp_path / "other")
+
+
+def test_time_budget_and_preset(split, wv, tmp_path):
+    r = train_dan(split, wv, 2, tmp_path / "tb", cfg(max_epochs=10, max_seconds=0.0,
+                                                     evaluate_test=False), progress=False)
+    assert r.epochs_run == 1 and r.test_metrics is None
+    meta = json.loads((tmp_path / "tb" / "kgnorm-model.json").read_text())
+    assert meta["metrics"]["stop_reason"] == "max_seconds"
+    fast = DanConfig.cpu_fast(max_epochs=3)
+    assert fast.hidden == 1024 and fast.w_context == 0.3 and fast.max_epochs == 3

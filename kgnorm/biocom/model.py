@@ -10,6 +10,7 @@ Long sentences: the text is cut to ``window_chars`` characters on each side of t
 before tokenization (the tokenizer then truncates at ``max_length``); a row whose ``[ENT]``
 still falls past ``max_length`` is retried with the mention alone, so every row has its
 marker. A name is encoded as a sentence made of the name alone: ``[ENT] name [/ENT]``.
+The device defaults to CUDA when available, else CPU.
 """
 from __future__ import annotations
 
@@ -108,7 +109,9 @@ class BiocomEncoder:
         model_max = getattr(self.model.config, "max_position_embeddings", None) or max_length
         self.max_length = int(min(max_length, model_max))
         self.window_chars = int(window_chars)
-        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
         self.model.to(self.device)
 
     # ------------------------------------------------------------------ properties

@@ -297,16 +297,21 @@ class BioSynModel(torch.nn.Module):
     def link(self, queries: Sequence[str], top_k: int = 5, k_sparse: int | None = None,
              k_dense: int | None = None, batch_size: int = 512,
              progress: bool = False) -> list[list[Candidate]]:
-        """Ranked candidates (best first) for each (already normalized) query."""
+        """Ranked candidates (best first) for each (already normalized) query; repeated
+        texts are linked once (memory is bounded by the number of distinct texts)."""
         if isinstance(queries, str):
             raise KgnormError("link expects a sequence of query strings, not one string")
         queries = list(queries)
-        batches = (queries[s:s + batch_size] for s in range(0, len(queries), batch_size))
+        uniq = list(dict.fromkeys(queries))  # a corpus repeats mentions: link each text once
+        batches = (uniq[s:s + batch_size] for s in range(0, len(uniq), batch_size))
         out: list[list[Candidate]] = []
         for part in self.link_iter(batches, top_k, k_sparse, k_dense, progress=progress,
-                                   total=len(queries)):
+                                   total=len(uniq)):
             out.extend(part)
-        return out
+        if len(uniq) == len(queries):
+            return out
+        row = dict(zip(uniq, out))
+        return [list(row[q]) for q in queries]
 
     # ------------------------------------------------------------------ files
     def save(self, directory: str | Path, **meta) -> Path:

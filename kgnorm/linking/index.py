@@ -134,10 +134,17 @@ class NameIndex:
         if self._gpu_index is None:
             if not gpu_available():
                 raise KgnormError("use_gpu=True but faiss has no GPU support or no GPU is present")
-            self._gpu_res = faiss.StandardGpuResources()
-            co = faiss.GpuClonerOptions()
-            co.useFloat16 = self.fp16
-            self._gpu_index = faiss.index_cpu_to_gpu(self._gpu_res, 0, self.index, co)
+            try:
+                self._gpu_res = faiss.StandardGpuResources()
+                co = faiss.GpuClonerOptions()
+                co.useFloat16 = self.fp16
+                self._gpu_index = faiss.index_cpu_to_gpu(self._gpu_res, 0, self.index, co)
+            except Exception:  # noqa: BLE001 - e.g. a flat scalar-quantizer index
+                if self.use_gpu is True:
+                    raise KgnormError(f"faiss cannot move a {self.kind} "
+                                      f"{'fp16 ' if self.fp16 else ''}index to the GPU") from None
+                self.use_gpu = False  # auto: search on the CPU
+                return self.index
         return self._gpu_index
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -36,7 +36,7 @@ accuracy and the nil rate.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -241,15 +241,16 @@ def evaluate_nil(model, nil_set: NilDevSet, top_k: int = 1, batch_size: int = 51
                  distance_of=None, name_vectors: np.ndarray | None = None) -> list[NilExample]:
     """Link the queries of ``nil_set`` with ``model`` (any linker with ``set_dictionary``,
     ``link``) over the reduced dictionary and return the dev examples. ``distance_of`` maps
-    a top-1 score to a distance (default ``model.distance_of`` when present, else
-    ``-score``). The model's dictionary is replaced; ``name_vectors`` (the ``encode``
+    a top-1 score to a distance (default ``-score``, so that a chosen threshold ``t`` is the
+    score threshold ``-t`` of ``link_stream``; ``DilbertModel.distance_of`` gives true
+    distances instead). The model's dictionary is replaced; ``name_vectors`` (the ``encode``
     output for ``nil_set.dictionary.names``, e.g. rows of already computed vectors) saves
     re-encoding the names for models with ``build_index(vectors=...)``."""
     model.set_dictionary(nil_set.dictionary)
     if name_vectors is not None:
         model.build_index(vectors=name_vectors)
     res = model.link(nil_set.queries, top_k=max(1, top_k), batch_size=batch_size)
-    conv = distance_of or getattr(model, "distance_of", None) or (lambda s: -float(s))
+    conv = distance_of or (lambda s: -float(s))
     alt = nil_set.dictionary.alt_ids
     out = []
     for cands, gs, kb in zip(res, nil_set.golds, nil_set.in_kb):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import numpy as np
 
 from kgnorm.errors import KgnormError
 from kgnorm.hierarchy import Hierarchy

@@ -30,8 +30,8 @@ Choices (documented, configurable where it matters):
   the best model is written to ``out_dir`` (a model directory). Without dev, the model of the
   last finished epoch is written.
 
-Checkpoints: ``out_dir/checkpoints/last.pt`` after every epoch and, with
-``checkpoint_every_steps``, inside epochs too (weights, optimizer, epoch, step, the epoch's
+Checkpoints: ``out_dir/checkpoints/last.pt`` after every epoch and inside epochs every
+``checkpoint_every_steps`` steps and/or ``checkpoint_every_seconds`` (default 10 minutes) (weights, optimizer, epoch, step, the epoch's
 candidate lists and permutation, RNG states, history). ``resume=True`` continues from it;
 a checkpoint written with other data or settings is refused. Same seed and same data give
 the same run.
@@ -81,7 +81,8 @@ class BioSynConfig:
     eval_top_k: int = 5
     eval_batch_size: int = 512
     max_steps_per_epoch: int | None = None      # time-boxing / smoke runs
-    checkpoint_every_steps: int | None = None   # also checkpoint inside epochs
+    checkpoint_every_steps: int | None = None   # also checkpoint inside epochs ...
+    checkpoint_every_seconds: float | None = 600.0  # ... and at least this often
     bucket: int = 64                            # texts per length bucket in a training step
 
     def to_dict(self) -> dict:
@@ -90,7 +91,8 @@ class BioSynConfig:
     def fingerprint_dict(self) -> dict:
         """Settings that must not change across a resume (epochs may grow)."""
         d = self.to_dict()
-        for k in ("epochs", "eval_batch_size", "encode_batch_size", "checkpoint_every_steps"):
+        for k in ("epochs", "eval_batch_size", "encode_batch_size", "checkpoint_every_steps",
+                  "checkpoint_every_seconds"):
             d.pop(k, None)
         return d
 
@@ -357,6 +359,7 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
             c_sparse, perm = epoch_state["c_sparse"], epoch_state["perm"]
 
             model.train()
+            last_ck = time.perf_counter()
             losses: list[float] = [float(x) for x in epoch_state.get("losses", ())]
             sbar = (progress_bar(total=n_batches, desc=f"epoch {epoch + 1}", unit="batch")
                     if progress else None)
@@ -379,9 +382,13 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
                     sbar.update(1)
                     if losses:
                         sbar.set_postfix(loss=f"{losses[-1]:.3f}", lam=f"{model.lam:.3f}")
-                if (cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0
-                        and step < n_batches):
+                due = bool(cfg.checkpoint_every_steps
+                           and step % cfg.checkpoint_every_steps == 0)
+                if cfg.checkpoint_every_seconds is not None:
+                    due = due or time.perf_counter() - last_ck >= cfg.checkpoint_every_seconds
+                if due and step < n_batches:
                     checkpoint(epoch, step, {**epoch_state, "losses": np.asarray(losses)})
+                    last_ck = time.perf_counter()
             if sbar is not None:
                 sbar.close()
             t_train = time.perf_counter() - t_ep - t_enc
