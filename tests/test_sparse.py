@@ -25,8 +25,9 @@ def brute(names, queries, k):
 
 @pytest.mark.parametrize("k", [1, 3, 7, len(NAMES)])
 @pytest.mark.parametrize("frac", [0.0, 1 / 16, 0.5, 2.0])
-def test_topk_equals_brute_force(k, frac):
-    s = SparseScorer(dense_df_fraction=frac).fit(NAMES)
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_topk_equals_brute_force(k, frac, precision):
+    s = SparseScorer(dense_df_fraction=frac, precision=precision).fit(NAMES)
     scores, idx = s.topk(QUERIES, k)
     ref_s, ref_i = brute(NAMES, QUERIES, k)
     assert scores.shape == idx.shape == (len(QUERIES), k)
@@ -52,8 +53,8 @@ def test_chunks_and_threads_do_not_change_results():
     names = sorted({"".join(rng.choice(letters, size=rng.integers(2, 12))).strip() or "a"
                     for _ in range(600)})
     queries = ["".join(rng.choice(letters, size=rng.integers(1, 10))) for _ in range(50)]
-    ref = SparseScorer().fit(names).topk(queries, 10, n_threads=1)
-    small = SparseScorer(chunk_budget=2000).fit(names)  # several chunks
+    ref = SparseScorer(precision="fp32").fit(names).topk(queries, 10, n_threads=1)
+    small = SparseScorer(chunk_budget=2000, precision="bf16").fit(names)  # several chunks
     got = small.topk(queries, 10, n_threads=3)
     np.testing.assert_allclose(got[0], ref[0], atol=1e-6)
     bs, bi = brute(names, queries, 10)

@@ -13,18 +13,27 @@ With character unigrams almost every name shares some n-gram with every query, s
 product is nearly dense and a plain ``Q @ D.T`` + ``argsort`` is slow. :meth:`SparseScorer.topk`
 works on a chunk of queries at a time (memory bounded by ``chunk_budget`` floats):
 
-* the n-grams found in more than ``dense_df_fraction`` of the names (unigrams and the
-  commonest bigrams; at most ``max_dense_terms``, and at most ``dense_budget`` floats in
-  all) are scored with one BLAS product against a dense ``terms x names`` block;
+* the n-grams found in more than ``dense_df_fraction`` of the names (default 1/16, or 1/64
+  with the bf16 pre-filter below; unigrams and the commonest bigrams; at most
+  ``max_dense_terms``, and at most ``dense_budget`` floats in all) are scored with one
+  dense product against a ``terms x names`` block;
 * the remaining (rarer) n-grams are scored with a sparse x sparse product whose postings
   are short, written into the same chunk buffer;
 * the top k of each row is found without sorting rows: the k-th largest of the maxima of
   fixed-size column blocks is a lower bound of the row's k-th score, so only the few entries
   at or above it are gathered and ordered (score descending, then name index ascending).
 
+Where the CPU multiplies bfloat16 fast (AMX / AVX512-BF16; ``precision="auto"`` measures
+it once per dictionary) the dense block is multiplied in bf16 as a *pre-filter*: with fp32
+accumulation the bf16 partial score is within ``BF16_ERR`` (0.0125 > 3 * 2**-8) of the exact
+one, so every name within ``2 * BF16_ERR`` of the k-th pre-filter score is kept and those
+few candidates (about 45 per query on MEDIC) are rescored exactly in float32; names left out
+provably score below the k-th. ``precision="fp32"`` always uses the float32 BLAS product.
+
 The result is exact (the same scores as the brute-force product; ties broken by the lower
-name index). Repeated query strings are scored once. Rows with fewer than k names sharing any n-gram are filled with zero-score
-names in index order. Chunks run on ``n_threads`` threads (BLAS and scipy release the GIL).
+name index). Repeated query strings are scored once. Rows with fewer than k names sharing
+any n-gram are filled with zero-score names in index order. Chunks run on ``n_threads``
+threads (BLAS, torch and scipy release the GIL).
 
 Saved as plain files (no pickle): ``sparse.json`` (options), ``vocabulary.json``,
 ``idf.npy`` and ``names.npz`` (the names' tf-idf matrix, so loading needs no re-transform).
@@ -50,25 +59,62 @@ except ImportError:  # pragma: no cover
     _csr_todense = None
 
 _TINY = np.float32(np.finfo(np.float32).tiny)
+PRECISIONS = ("auto", "fp32", "bf16")
+# bf16 inputs and output with fp32 accumulation err by at most (3 * 2**-8 + 2**-16) ~ 0.0118
+# on a partial cosine (<= 1); candidates are kept within twice this bound of the k-th score
+BF16_ERR = 0.0125
 SPARSE_FILE = "sparse.json"
+_BF16_FAST: bool | None = None
+
+
+def _bf16_fast() -> bool:
+    """Whether torch multiplies bfloat16 matrices clearly faster than float32 here
+    (AMX / AVX512-BF16); measured once per process on a product of the size used."""
+    global _BF16_FAST
+    if _BF16_FAST is None:
+        try:
+            import time
+
+            import torch
+
+            g = torch.Generator().manual_seed(0)
+            a = torch.rand(128, 256, generator=g)
+            b = torch.rand(256, 16384, generator=g)
+            a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
+            t32 = t16 = float("inf")
+            for _ in range(3):
+                t = time.perf_counter()
+                a @ b
+                t32 = min(t32, time.perf_counter() - t)
+                t = time.perf_counter()
+                a16 @ b16
+                t16 = min(t16, time.perf_counter() - t)
+            _BF16_FAST = t16 < 0.6 * t32
+        except Exception:  # noqa: BLE001 - no torch / no bf16 kernels
+            _BF16_FAST = False
+    return _BF16_FAST
 
 
 class SparseScorer:
     """Character n-gram tf-idf scorer over a fixed list of names."""
 
     def __init__(self, analyzer: str = "char", ngram_range: tuple[int, int] = (1, 2),
-                 lowercase: bool = True, dense_df_fraction: float = 1 / 16,
+                 lowercase: bool = True, dense_df_fraction: float | None = None,
                  max_dense_terms: int = 256, chunk_budget: int = 1 << 24,
-                 dense_budget: int = 1 << 27, n_threads: int | None = None) -> None:
+                 dense_budget: int = 1 << 27, precision: str = "auto",
+                 n_threads: int | None = None) -> None:
         if analyzer not in ("char", "char_wb", "word"):
             raise KgnormError(f"unknown sparse analyzer {analyzer!r} (char, char_wb, word)")
         self.analyzer = analyzer
         self.ngram_range = (int(ngram_range[0]), int(ngram_range[1]))
         self.lowercase = lowercase
-        self.dense_df_fraction = float(dense_df_fraction)
+        self.dense_df_fraction = None if dense_df_fraction is None else float(dense_df_fraction)
         self.max_dense_terms = int(max_dense_terms)
         self.chunk_budget = int(chunk_budget)
         self.dense_budget = int(dense_budget)
+        if precision not in PRECISIONS:
+            raise KgnormError(f"unknown precision {precision!r} ({', '.join(PRECISIONS)})")
+        self.precision = precision
         self.n_threads = n_threads
         self.vocabulary: dict[str, int] | None = None
         self.idf: np.ndarray | None = None
@@ -106,9 +152,13 @@ class SparseScorer:
         D.sort_indices()
         self._D = D
         n, v = D.shape
+        self._bf16 = self.precision == "bf16" or (self.precision == "auto" and _bf16_fast())
+        frac = self.dense_df_fraction
+        if frac is None:  # a cheaper dense product affords more dense terms
+            frac = 1 / 64 if self._bf16 else 1 / 16
         df = np.bincount(D.indices, minlength=v)
         order = np.argsort(-df, kind="stable")
-        n_dense = int(np.sum(df > self.dense_df_fraction * n))
+        n_dense = int(np.sum(df > frac * n))
         n_dense = min(n_dense, self.max_dense_terms, self.dense_budget // max(n, 1))
         dense_terms = np.sort(order[:n_dense])
         is_dense = np.zeros(v, dtype=bool)
@@ -117,13 +167,13 @@ class SparseScorer:
         self._rare_terms = np.flatnonzero(~is_dense)
         self._DT_dense_cache: dict[int, tuple[np.ndarray, sp.csr_matrix]] = {}
 
-    def _layout(self, k: int) -> tuple[int, int, np.ndarray, sp.csr_matrix]:
-        """Block size, padded width, dense block (terms x n_pad) and rare block for k."""
+    def _layout(self, k: int) -> tuple:
+        """(block size, padded width, dense block fp32 or None, dense block bf16 or None,
+        rare block) for this k; one layout is cached."""
         n = self.n_names
         bs = max(1, min(64, n // max(k, 1)))
         if bs in self._DT_dense_cache:
-            dt, rt = self._DT_dense_cache[bs]
-            return bs, dt.shape[1], dt, rt
+            return self._DT_dense_cache[bs]
         n_pad = -(-n // bs) * bs
         D = self._D
         dt = np.zeros((len(self._dense_terms), n_pad), dtype=np.float32)
@@ -131,8 +181,28 @@ class SparseScorer:
             dt[:, :n] = D[:, self._dense_terms].T.toarray()
         rt = D[:, self._rare_terms].T.tocsr()
         rt = sp.csr_matrix((rt.data, rt.indices, rt.indptr), shape=(rt.shape[0], n_pad))
-        self._DT_dense_cache = {bs: (dt, rt)}  # keep one layout only (memory)
-        return bs, n_pad, dt, rt
+        dtb = None
+        if len(self._dense_terms) and self._use_bf16(dt):
+            import torch
+
+            dtb = torch.from_numpy(dt).to(torch.bfloat16)
+            dt = None  # the bf16 block replaces it
+        self._DT_dense_cache = {bs: (bs, n_pad, dt, dtb, rt)}  # keep one layout (memory)
+        return self._DT_dense_cache[bs]
+
+    def _use_bf16(self, dt: np.ndarray) -> bool:
+        """Use the bf16 pre-filter when chosen and, checked on this dictionary's own rows,
+        its error stays within half the bound the candidate margin assumes."""
+        if not self._bf16:
+            return False
+        import torch
+
+        rows = self._D[: min(64, self.n_names)][:, self._dense_terms].toarray()
+        ref = torch.from_numpy(rows) @ torch.from_numpy(dt)
+        approx = torch.from_numpy(rows).to(torch.bfloat16) @ torch.from_numpy(dt).to(torch.bfloat16)
+        if float((approx.float() - ref).abs().max()) > BF16_ERR / 2:  # pragma: no cover
+            self._bf16 = False
+        return self._bf16
 
     # ------------------------------------------------------------------ vectors
     @property
@@ -211,7 +281,7 @@ class SparseScorer:
         k = min(int(k), n)
         if k <= 0 or nq == 0:
             return (np.zeros((nq, max(k, 0)), np.float32), np.zeros((nq, max(k, 0)), np.int64))
-        bs, n_pad, dt, rt = self._layout(k)
+        bs, n_pad, dt, dtb, rt = self._layout(k)
         chunk = int(max(1, min(1024, self.chunk_budget // n_pad)))
         starts = list(range(0, nq, chunk))
         scores = np.empty((nq, k), np.float32)
@@ -221,7 +291,8 @@ class SparseScorer:
             e = min(s + chunk, nq)
             q = Q[s:e]
             qd = q[:, self._dense_terms].toarray() if len(self._dense_terms) else None
-            sc, ix = self._topk_chunk(qd, q[:, self._rare_terms].tocsr(), dt, rt, k, bs, n_pad)
+            sc, ix = self._topk_chunk(q, qd, q[:, self._rare_terms].tocsr(), dt, dtb, rt,
+                                      k, bs, n_pad)
             scores[s:e] = sc
             idx[s:e] = ix
 
@@ -236,18 +307,25 @@ class SparseScorer:
                 list(ex.map(work, starts))
         return scores, idx
 
-    def _topk_chunk(self, qd: np.ndarray | None, qr: sp.csr_matrix, dt: np.ndarray,
-                    rt: sp.csr_matrix, k: int, bs: int, n_pad: int
+    def _topk_chunk(self, q: sp.csr_matrix, qd: np.ndarray | None, qr: sp.csr_matrix,
+                    dt: np.ndarray | None, dtb, rt: sp.csr_matrix, k: int, bs: int, n_pad: int
                     ) -> tuple[np.ndarray, np.ndarray]:
         c = qr.shape[0]
         n = self.n_names
         S = np.empty((c, n_pad), dtype=np.float32)
-        # dense part: S = qd @ dt, written straight into S (C-ordered S is Fortran S.T)
-        if qd is not None and qd.size:
-            sgemm(1.0, dt.T, np.ascontiguousarray(qd).T, beta=0.0, c=S.T, overwrite_c=1)
-        else:
+        margin = np.float32(0.0)
+        if qd is None or not qd.size:
             S[...] = 0
-        # rare part: S += qr @ rt
+        elif dtb is not None:
+            # bf16 pre-filter: |approx - exact| <= BF16_ERR on the dense terms
+            import torch
+
+            torch.from_numpy(S).copy_(torch.from_numpy(qd).to(torch.bfloat16) @ dtb)
+            margin = np.float32(2 * BF16_ERR)
+        else:
+            # S = qd @ dt, written straight into S (C-ordered S is Fortran S.T)
+            sgemm(1.0, dt.T, np.ascontiguousarray(qd).T, beta=0.0, c=S.T, overwrite_c=1)
+        # rare part: S += qr @ rt (exact)
         if qr.nnz:
             R = qr @ rt
             if _csr_todense is not None:
@@ -255,11 +333,12 @@ class SparseScorer:
             else:  # pragma: no cover - scipy without the private kernel
                 S += R.toarray()
         # lower bound of each row's k-th score: the k-th largest group maximum, where
-        # group g holds the columns g, g + nb, g + 2 nb, ... (bs columns each)
+        # group g holds the columns g, g + nb, g + 2 nb, ... (bs columns each); with the
+        # bf16 pre-filter everything within 2 * margin of it is a candidate
         nb = n_pad // bs
         gmax = S.reshape(c, bs, nb).max(axis=1)
         if nb > k:
-            th = np.partition(gmax, nb - k, axis=1)[:, nb - k]
+            th = np.partition(gmax, nb - k, axis=1)[:, nb - k] - margin
         else:
             th = np.zeros(c, np.float32)
         th = np.maximum(th, _TINY)
@@ -269,6 +348,10 @@ class SparseScorer:
         keep = vals >= th[r][:, None]
         r = np.broadcast_to(r[:, None], cols.shape)[keep]
         col, v = cols[keep], vals[keep]
+        if margin > 0 and len(r):  # exact scores of the candidates
+            v = np.asarray(q[r].multiply(self._D[col]).sum(axis=1), dtype=np.float32).ravel()
+            pos_ = v > 0
+            r, col, v = r[pos_], col[pos_], v[pos_]
         order = np.lexsort((col, -v, r))
         r, col, v = r[order], col[order], v[order]
         cnt = np.bincount(r, minlength=c)
@@ -317,7 +400,7 @@ class SparseScorer:
         return {"analyzer": self.analyzer, "ngram_range": list(self.ngram_range),
                 "lowercase": self.lowercase, "dense_df_fraction": self.dense_df_fraction,
                 "max_dense_terms": self.max_dense_terms, "chunk_budget": self.chunk_budget,
-                "dense_budget": self.dense_budget}
+                "dense_budget": self.dense_budget, "precision": self.precision}
 
     def save(self, directory: str | Path) -> None:
         self._check()
@@ -341,10 +424,11 @@ class SparseScorer:
             raise KgnormError(f"{d}: not a saved sparse scorer ({e})") from None
         obj = cls(analyzer=cfg["analyzer"], ngram_range=tuple(cfg["ngram_range"]),
                   lowercase=cfg.get("lowercase", True),
-                  dense_df_fraction=cfg.get("dense_df_fraction", 1 / 16),
+                  dense_df_fraction=cfg.get("dense_df_fraction"),
                   max_dense_terms=cfg.get("max_dense_terms", 256),
                   chunk_budget=cfg.get("chunk_budget", 1 << 24),
-                  dense_budget=cfg.get("dense_budget", 1 << 27), n_threads=n_threads)
+                  dense_budget=cfg.get("dense_budget", 1 << 27),
+                  precision=cfg.get("precision", "auto"), n_threads=n_threads)
         obj.vocabulary = {str(t): int(i) for t, i in vocab.items()}
         obj.idf = np.asarray(idf, dtype=np.float32)
         if D.shape[1] != len(obj.vocabulary) or len(obj.idf) != len(obj.vocabulary):
