@@ -79,9 +79,25 @@ def evaluate(ranked_rows: list[np.ndarray], mentions, queries, dictionary, refin
             "r_acc1": ref.accuracy[1], "r_acc5": ref.accuracy[5], "r_n": ref.n_evaluated}
 
 
+def _training_summary(model_dir: Path) -> str:
+    """Epochs, wall time and dev Acc@1 per epoch from a BioSyn model directory's metadata."""
+    import json
+
+    meta = json.loads((model_dir / "kgnorm-model.json").read_text())
+    hist = ((meta.get("extra") or {}).get("training") or meta.get("training") or {}).get("history") or []
+    if not hist:
+        return ""
+    total = sum(h.get("seconds", 0.0) for h in hist)
+    devs = ", ".join(f"{h['dev']['acc@1']:.4f}" for h in hist if h.get("dev"))
+    return (f"{len(hist)} epoch(s) in {total / 60:.1f} min (λ {hist[-1].get('sparse_weight', float('nan')):.2f});"
+            f" dev Acc@1 per epoch (training-time evaluation): {devs}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", action="append", default=[], help="NAME=DIR of a trained model to score too")
+    ap.add_argument("--model", action="append", default=[],
+                    help="LABEL=DIR of a trained model to score too; a LABEL naming a dataset "
+                         "(ncbi-disease, bc5cdr-disease) is scored on that dataset only")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--skip-dense", action="store_true")
     args = ap.parse_args()
@@ -121,6 +137,9 @@ def main() -> None:
     for spec in args.model:
         label, _, path = spec.partition("=")
         models[label] = DictionaryLinker(load_encoder(path), "biosyn")
+        training = _training_summary(Path(path))
+        if training:
+            timing.append(f"| training of `{label}` ({path}) | {training} |")
 
     table = ["| dataset | method | Acc@1 | Acc@5 | refined Acc@1 | refined Acc@5 | n / refined n |", "|---|---|---|---|---|---|---|"]
     speed = []
@@ -170,6 +189,8 @@ def main() -> None:
             table.append(f"| {ds} | {label} | {r['acc1']:.4f} | {r['acc5']:.4f} | {r['r_acc1']:.4f} | "
                          f"{r['r_acc5']:.4f} | {r['n']} / {r['r_n']} |")
         for label, linker in models.items():
+            if label in DATASETS and label != ds:
+                continue
             from kgnorm.evaluation.linking import accuracy_at_k
             from kgnorm.link_job import candidate_sets, link_stream
             from kgnorm.mention_io import read_mentions_with_abbreviations

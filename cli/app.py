@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from kgnorm.cli import biocom_cmds, hierarchy_cmds, ingest, link_cmds, query
+from kgnorm.cli import biocom_cmds, encoder_cmds, hierarchy_cmds, ingest, link_cmds, query
 from kgnorm.errors import KgnormError
 
 try:  # recent typer vendors its own click; older ones use click itself
@@ -24,11 +24,14 @@ train_app = typer.Typer(help="Train a name encoder from an ontology in the store
 train_app.command("biosyn")(link_cmds.train_biosyn_cmd)
 train_app.command("dan")(hierarchy_cmds.train_dan_cmd)
 train_app.command("biocom")(biocom_cmds.train_biocom_cmd)
+train_app.command("bne")(encoder_cmds.train_bne_cmd)
+train_app.command("dilbert")(encoder_cmds.train_dilbert_cmd)
 app.add_typer(train_app, name="train")
 
 eval_app = typer.Typer(help="Evaluate models (linking, hierarchy, relatedness).", no_args_is_help=True)
 eval_app.command("link")(link_cmds.eval_link_cmd)
 eval_app.command("hierarchy")(hierarchy_cmds.eval_hierarchy_cmd)
+eval_app.command("relatedness")(encoder_cmds.eval_relatedness_cmd)
 app.add_typer(eval_app, name="eval")
 
 corpus_app = typer.Typer(help="Entity-linked sentence corpora for BioCoM.", no_args_is_help=True)

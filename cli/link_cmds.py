@@ -70,6 +70,12 @@ def train_biosyn_cmd(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     resume: Annotated[bool, typer.Option("--resume/--no-resume")] = True,
     threads: Annotated[Optional[int], typer.Option("--threads", help="torch CPU threads.")] = None,
+    sparse_weight: Annotated[Optional[float], typer.Option(
+        "--sparse-weight", help="Initial lambda (score = lambda * sparse + dense). Sparse cosines lie in [0, 1] "
+                                "while raw mean-pooled MiniLM inner products reach ~30, so 30 balances them.")] = None,
+    max_minutes: Annotated[Optional[float], typer.Option(
+        "--max-minutes", help="Time budget: no new epoch starts once it is spent (the best epoch is kept; "
+                              "--resume with a larger budget continues).")] = None,
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
     """Train BioSyn (Sung et al. 2020): sparse+dense scores, synonym marginalization."""
@@ -109,9 +115,16 @@ def train_biosyn_cmd(
     if train_pairs and epochs > 0:
         cfg = BioSynConfig(epochs=epochs, top_k=top_k, dense_ratio=dense_ratio, learning_rate=lr,
                            weight_decay=weight_decay, batch_size=batch_size, max_length=max_length, seed=seed,
-                           max_steps_per_epoch=max_steps)
+                           max_steps_per_epoch=max_steps, initial_sparse_weight=sparse_weight,
+                           max_seconds=None if max_minutes is None else max_minutes * 60)
+        def epoch_line(rec: dict) -> None:
+            dev_acc = (rec.get("dev") or {}).get("acc@1")
+            info(f"epoch {rec['epoch']}: loss {rec['loss'] if rec['loss'] is None else round(rec['loss'], 4)}, "
+                 f"lambda {rec['sparse_weight']:.2f}, " + (f"dev Acc@1 {dev_acc:.4f}, " if dev_acc is not None else "")
+                 + f"{rec['seconds']:.0f}s", quiet)
+
         result = train_biosyn(model, search_dict, train_pairs, dev_pairs, out, cfg, resume=resume,
-                              progress=not quiet, ontology=onto)
+                              progress=not quiet, ontology=onto, on_epoch=epoch_line)
         msg = (f"trained {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s on {result.n_queries:,} "
                f"queries")
         if result.best_dev_acc1 is not None:
@@ -125,6 +138,102 @@ def train_biosyn_cmd(
     info(f"model → {out}", quiet)
 
 
+NIL_STRATEGIES = ("auto", "min_fp", "max_tp", "weighted")
+
+
+def _parse_nil_option(nil_threshold: str | None, nil_dev: Path | None, nil_strategy: str) -> bool:
+    """True for `--nil-threshold auto`; checks every nil option before anything is read or written."""
+    if nil_strategy not in NIL_STRATEGIES:
+        raise KgnormError(f"unknown --nil-strategy {nil_strategy!r}; valid: {', '.join(NIL_STRATEGIES)}")
+    if nil_threshold is not None and nil_threshold.strip().lower() == "auto":
+        if nil_dev is None:
+            raise KgnormError("--nil-threshold auto needs --nil-dev F: dev mentions with gold, some out-of-KB")
+        if not nil_dev.exists():
+            raise InputError("nil dev mentions file not found", path=nil_dev)
+        return True
+    if nil_dev is not None:
+        raise KgnormError("--nil-dev is only used with --nil-threshold auto")
+    if nil_threshold is not None:
+        try:
+            value = float(nil_threshold)
+        except ValueError:
+            raise KgnormError(f"--nil-threshold must be a number or 'auto', got {nil_threshold!r}") from None
+        if value != value:  # NaN
+            raise KgnormError("--nil-threshold must not be NaN")
+    return False
+
+
+def _known_ids(linker, meta: dict[str, Any], store: str | None) -> tuple[set[str], dict[str, list[str]]]:
+    """Concept ids (with alt ids) the model can link to, and its alt-id map: what decides
+    whether a dev mention's gold is in the KB."""
+    model = getattr(linker, "model", None)
+    dictionary = getattr(model, "dictionary", None)
+    if dictionary is not None:
+        alt = {u: list(v) for u, v in (dictionary.alt_ids or {}).items()}
+        known = {u for us in dictionary.uids for u in us}
+    elif getattr(model, "uids", None) is not None:
+        alt, known = {}, set(model.uids)
+    else:
+        alt, known = {}, set()
+    if not known and meta.get("ontology"):
+        from kgnorm.graph_views import read_ontology
+        from kgnorm.stores import open_store
+        with open_store(store) as st:
+            snap = read_ontology(st, meta["ontology"], with_edges=False)
+        alt, known = snap.alt_ids(), {c.uid for c in snap.concepts}
+    if not known:
+        raise KgnormError("cannot tell which concepts the model links to (no dictionary, no ontology)")
+    for ids in alt.values():
+        known.update(ids)
+    return known, alt
+
+
+def _auto_nil_threshold(linker, meta: dict[str, Any], pipeline, nil_dev: Path, input_format: str | None,
+                        strategy: str, batch_size: int, store: str | None) -> tuple[float, dict[str, Any]]:
+    """Link the dev mentions, then pick DILBERT's distance threshold t (kgnorm.linking.nil);
+    `link_stream` takes the score threshold -t (distance = -score)."""
+    from kgnorm.evaluation.linking import GoldMention, MentionPrediction, mention_rank
+    from kgnorm.link_job import candidate_sets, link_stream
+    from kgnorm.linking.nil import choose_threshold, from_scores, nil_metrics
+    from kgnorm.mention_io import NIL_PART
+
+    known, alt = _known_ids(linker, meta, store)
+    scores: list[float] = []
+    in_kb: list[bool] = []
+    correct: list[bool] = []
+    n_total = n_minus1 = n_unknown = 0
+    linked = list(link_stream(linker, pipeline, _mentions(nil_dev, input_format), top_k=1, batch_size=batch_size))
+    if not any(lm.mention.gold for lm in linked):
+        raise InputError("no dev mention has a gold field: --nil-dev needs gold concepts (-1 for out-of-KB)",
+                         path=nil_dev)
+    for lm in linked:
+        n_total += 1
+        gold = list(lm.mention.gold)
+        top = [p[0].score for p in lm.parts if p]
+        scores.append(min(top) if top else float("-inf"))
+        linkable = [g for g in gold if g != NIL_PART]  # a -1 part of a composite is ignored, as in eval
+        if not linkable:
+            n_minus1 += 1
+            kb = False
+        else:
+            kb = all(any(x in known for x in g.split("+")) for g in linkable)
+            n_unknown += not kb
+        in_kb.append(kb)
+        rank = mention_rank(MentionPrediction(candidate_sets(lm)), GoldMention(tuple(gold)), 1, alt) if kb else 0
+        correct.append(rank == 1)
+    n_out = n_minus1 + n_unknown
+    if n_out == 0:
+        raise InputError(f"none of the {n_total} dev mention(s) is out-of-KB (gold -1, or a concept the model's "
+                         "dictionary lacks), so no nil threshold can be chosen; give --nil-threshold NUMBER",
+                         path=nil_dev)
+    examples = from_scores(scores, in_kb, correct)
+    t, used = choose_threshold(examples, strategy)
+    m = nil_metrics(examples, t)
+    return -t, {"nil_strategy": used, "nil_distance_threshold": t, "nil_dev": str(nil_dev),
+                "nil_dev_n": n_total, "nil_dev_out_of_kb": n_out, "nil_dev_accuracy": m["accuracy"],
+                "nil_dev_f1": None if m["nil_f1"] != m["nil_f1"] else m["nil_f1"]}
+
+
 def link_cmd(
     model: Annotated[Path, typer.Option("--model", help="A trained model directory.")],
     input: Annotated[Path, typer.Option("--input", help="Mentions: .concept, PubTator or TSV (id, text …).")],
@@ -133,8 +242,14 @@ def link_cmd(
     output: Annotated[Optional[Path], typer.Option("--output", help="TSV to write (default stdout).")] = None,
     write: Annotated[bool, typer.Option("--write/--no-write", help="Store LINKED_TO edges and a Run node.")] = True,
     write_top_k: Annotated[int, typer.Option("--write-top-k", help="Ranks stored as edges.")] = 1,
-    nil_threshold: Annotated[Optional[float], typer.Option(
-        "--nil-threshold", help="Top-1 score below which a mention is out-of-KB (nil).")] = None,
+    nil_threshold: Annotated[Optional[str], typer.Option(
+        "--nil-threshold", help="Top-1 score below which a mention is out-of-KB (nil), or 'auto': choose it "
+                                "on --nil-dev with DILBERT's strategies.")] = None,
+    nil_dev: Annotated[Optional[Path], typer.Option(
+        "--nil-dev", help="Dev mentions with gold for --nil-threshold auto; a mention whose gold is -1, or a "
+                          "concept the model's dictionary lacks, is out-of-KB.")] = None,
+    nil_strategy: Annotated[str, typer.Option(
+        "--nil-strategy", help="With auto: min_fp, max_tp, weighted, or auto (the best of the three on dev).")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Mentions linked per batch.")] = 256,
     abbreviations: AbbrOpt = None, composites: CompOpt = None,
     store: StoreOpt = None, quiet: QuietOpt = False,
@@ -149,8 +264,19 @@ def link_cmd(
 
     if top_k < 1 or write_top_k < 1:
         raise KgnormError("--top-k and --write-top-k must be >= 1")
+    auto_nil = _parse_nil_option(nil_threshold, nil_dev, nil_strategy)
     mentions = _mentions(input, input_format)
     linker, meta = open_linker(model)
+    pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
+    nil_value: float | None = None if auto_nil else (None if nil_threshold is None else float(nil_threshold))
+    nil_params: dict[str, Any] = {}
+    if auto_nil:  # before the store or the output is touched: a failure here writes nothing
+        nil_value, nil_params = _auto_nil_threshold(linker, meta, pipeline, nil_dev, input_format, nil_strategy,
+                                                    batch_size, store)
+        typer.echo(f"kgnorm: nil threshold: strategy {nil_params['nil_strategy']}: a top-1 score below "
+                   f"{nil_value:.4f} is nil; dev: {nil_params['nil_dev_n']} "
+                   f"mention(s), {nil_params['nil_dev_out_of_kb']} out-of-KB, nil accuracy "
+                   f"{nil_params['nil_dev_accuracy']:.4f}", err=True)
     st = open_store(store) if write else None
     try:
         if st is not None and meta.get("ontology"):
@@ -158,7 +284,6 @@ def link_cmd(
             if info_row is None:
                 raise KgnormError(f"the model's ontology {meta['ontology']!r} is not in {st.uri}")
             check_ontology_version(meta, meta["ontology"], info_row.get("version") or "", lambda m: info(m, quiet))
-        pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
         rows: list[MentionRow] = []
         edges: list[LinkEdge] = []
         n = 0
@@ -167,7 +292,7 @@ def link_cmd(
             fh.write("\t".join(TSV_HEADER) + "\n")
             bar = progress_bar(desc="link", unit="mention")
             for lm in link_stream(linker, pipeline, mentions, top_k=max(top_k, write_top_k),
-                                  batch_size=batch_size, nil_threshold=nil_threshold):
+                                  batch_size=batch_size, nil_threshold=nil_value):
                 write_tsv_rows(fh, lm, top_k)
                 n += 1
                 bar.update(1)
@@ -187,9 +312,10 @@ def link_cmd(
             known.update(r[0] for r in st.run_saved("existing_uids", {"uids": uids[i:i + 5000]}).rows)
         kept = [e for e in edges if e.concept_uid in known]
         uid = run_uid("link", model=str(model.resolve()), input=file_digest(input), top_k=write_top_k,
-                      nil=nil_threshold, abbreviations=abbreviations, composites=composites)
+                      nil=nil_value, abbreviations=abbreviations, composites=composites)
         run = RunRecord(uid, "link", linker.method, str(model.resolve()),
-                        params={"input": str(input), "write_top_k": write_top_k, "nil_threshold": nil_threshold})
+                        params={"input": str(input), "write_top_k": write_top_k, "nil_threshold": nil_value,
+                                **nil_params})
         st.write_run(RunWrite(run, rows, kept, []))
         skipped = len(edges) - len(kept)
         info(f"linked {n:,} mention(s); wrote {len(kept):,} LINKED_TO edge(s) as run {uid}"

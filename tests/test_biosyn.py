@@ -252,3 +252,20 @@ def test_training_rejects_empty(dictionary, tmp_path, model):
     with pytest.raises(KgnormError, match="no training queries"):
         train_biosyn(model, dictionary, [("x", set()), ("y", {"-1"})], None, tmp_path,
                      _cfg(), progress=False)
+
+
+def test_time_budget_stops_after_an_epoch_and_reports_each_epoch(tiny_bert_dir, dictionary, tmp_path):
+    train_dict = dictionary.with_mentions([(q, sorted(g)[0]) for q, g in TRAIN])
+    torch.manual_seed(0)
+    model = BioSynModel(DenseEncoder(tiny_bert_dir, pooling="cls", max_length=16, device="cpu"), dictionary)
+    seen: list[dict] = []
+    res = train_biosyn(model, train_dict, TRAIN, DEV, tmp_path / "budget",
+                       _cfg(epochs=3, max_seconds=0.0, initial_sparse_weight=7.0),
+                       progress=False, on_epoch=seen.append)
+    assert res.epochs_completed == 1 and [r["epoch"] for r in seen] == [1]
+    assert "dev" in seen[0] and seen[0]["sparse_weight"] != 1.0
+    assert abs(seen[0]["sparse_weight"] - 7.0) < 1.0  # started from the given lambda
+    # a larger budget resumes where the budget stopped (the budget is not part of the fingerprint)
+    res2 = train_biosyn(model, train_dict, TRAIN, DEV, tmp_path / "budget",
+                        _cfg(epochs=2, initial_sparse_weight=7.0), progress=False)
+    assert res2.resumed_from == {"epoch": 1, "step": 0} and res2.epochs_completed == 2

@@ -44,7 +44,7 @@ import math
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -84,6 +84,7 @@ class BioSynConfig:
     checkpoint_every_steps: int | None = None   # also checkpoint inside epochs ...
     checkpoint_every_seconds: float | None = 600.0  # ... and at least this often
     bucket: int = 64                            # texts per length bucket in a training step
+    max_seconds: float | None = None            # time budget: no new epoch once it is spent
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -92,7 +93,7 @@ class BioSynConfig:
         """Settings that must not change across a resume (epochs may grow)."""
         d = self.to_dict()
         for k in ("epochs", "eval_batch_size", "encode_batch_size", "checkpoint_every_steps",
-                  "checkpoint_every_seconds"):
+                  "checkpoint_every_seconds", "max_seconds"):
             d.pop(k, None)
         return d
 
@@ -237,9 +238,11 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
                  train: Sequence[tuple[str, set[str]]],
                  dev: Sequence[tuple[str, set[str]]] | None, out_dir: str | Path,
                  config: BioSynConfig | None = None, resume: bool = True,
-                 progress: bool = True, ontology: dict | None = None) -> TrainResult:
+                 progress: bool = True, ontology: dict | None = None,
+                 on_epoch: Callable[[dict], None] | None = None) -> TrainResult:
     """Train ``model`` in place on ``train`` (normalized query, gold uids) against
-    ``dictionary``; write the selected model to ``out_dir`` and return it."""
+    ``dictionary``; write the selected model to ``out_dir`` and return it. ``on_epoch``
+    receives each epoch's history record (a log line where progress bars are hidden)."""
     cfg = config or BioSynConfig()
     if cfg.top_k < 1 or not 0.0 <= cfg.dense_ratio <= 1.0 or cfg.batch_size < 1:
         raise KgnormError("BioSynConfig: need top_k >= 1, 0 <= dense_ratio <= 1, batch_size >= 1")
@@ -430,6 +433,10 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
             if ebar is not None:
                 ebar.update(1)
                 ebar.set_postfix(loss=rec["loss"], dev=(rec.get("dev") or {}).get("acc@1"))
+            if on_epoch is not None:
+                on_epoch(rec)
+            if cfg.max_seconds is not None and time.perf_counter() - t_start >= cfg.max_seconds:
+                break
     finally:
         if ebar is not None:
             ebar.close()

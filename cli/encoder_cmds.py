@@ -1,0 +1,322 @@
+"""`kgnorm train bne`, `kgnorm train dilbert`, `kgnorm eval relatedness`: store → dictionary /
+hierarchy view → trainer → model directory that `link`, `embed` and `hypernyms` load."""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+
+from kgnorm.cli.common import QuietOpt, StoreOpt, info, setup
+from kgnorm.errors import InputError, KgnormError
+
+FormatOpt = Annotated[Optional[str], typer.Option(
+    "--input-format", help="concept, pubtator or tsv (default: detected from the file).")]
+MaxMinutesOpt = Annotated[Optional[float], typer.Option(
+    "--max-minutes", help="Time budget: no new epoch starts once it is spent (the best epoch is kept; "
+                          "--resume with a larger budget continues).")]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="torch CPU threads.")]
+ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue an interrupted run in --out.")]
+
+# what `link` reads back from the model directory (same as `train biosyn` writes)
+PIPELINE = {"lowercase": True, "normalize": True, "abbreviations": True, "composites": True}
+HIERARCHY_STRATEGIES = ("random+parents", "resampling+siblings")
+
+
+def _set_threads(threads: int | None) -> None:
+    if threads:
+        import torch
+        torch.set_num_threads(int(threads))
+
+
+def _check_file(path: Path | None, what: str) -> None:
+    """Fail before anything is written when an input file is missing."""
+    if path is not None and not path.exists():
+        raise InputError(f"{what} not found", path=path)
+
+
+def _name_dictionary(snap, pipeline):
+    """The ontology's names, normalized like queries, as a NameDictionary (with alt ids)."""
+    from kgnorm.linking.dictionary import NameDictionary
+
+    dictionary = NameDictionary.from_entries(
+        ((pipeline.normalize_name(n), c.uid) for c in snap.concepts for n in c.all_names()), snap.alt_ids())
+    if len(dictionary) == 0:
+        raise KgnormError(f"ontology {snap.name!r} gives an empty dictionary")
+    return dictionary
+
+
+def _definitions(st, ontology: str) -> list[str]:
+    """Concept definitions: extra fastText text (the snapshot carries names only)."""
+    res = st.query("MATCH (c:Concept) WHERE c.ontology = $ontology AND c.definition IS NOT NULL "
+                   "RETURN c.definition AS definition", {"ontology": ontology})
+    return [r[0] for r in res.rows if r[0]]
+
+
+def _word_vectors(word_vectors: Path | None, out: Path, resume: bool, texts: Callable[[], list[str]],
+                  seed: int, quiet: bool, label: str):
+    """A user file, or fastText trained on the ontology's text and cached in --out so that a
+    resumed run sees the very same vectors (training is not bit-reproducible with 2 workers)."""
+    from kgnorm.wordvectors import WordVectors, train_word_vectors
+
+    if word_vectors is not None:
+        return WordVectors.from_file(word_vectors)
+    cached = out / "wordvectors"
+    if resume and (cached / "meta.json").exists():
+        return WordVectors.load(cached)
+    info(f"training fastText word vectors on {label} …", quiet)
+    wv = train_word_vectors(texts(), seed=seed)
+    wv.save(cached)
+    return wv
+
+
+def _run_with_budget(train_epochs: Callable[[int, bool], Any], epochs: int, resume: bool,
+                     max_minutes: float | None, done: Callable[[Any], bool], completed: Callable[[Any], int],
+                     quiet: bool) -> Any:
+    """Call a resumable trainer for all epochs at once, or one epoch per call while the time
+    budget lasts (the trainers checkpoint every epoch; their epoch count is not fingerprinted)."""
+    if max_minutes is None:
+        return train_epochs(epochs, resume)
+    budget, t0 = max_minutes * 60.0, time.perf_counter()
+    target, res = 1, resume
+    while True:
+        result = train_epochs(min(target, epochs), res)
+        res = True
+        if done(result) or completed(result) >= epochs:
+            return result
+        if time.perf_counter() - t0 >= budget:
+            info(f"time budget of {max_minutes:g} min spent after {completed(result)} epoch(s); "
+                 f"--resume with a larger --max-minutes continues", quiet)
+            return result
+        target = completed(result) + 1
+
+
+# ---------------------------------------------------------------------- train bne
+def train_bne_cmd(
+    ontology: Annotated[str, typer.Option("--ontology", help="Ontology name in the store.")],
+    out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
+    word_vectors: Annotated[Optional[Path], typer.Option(
+        "--word-vectors", help="fastText .bin / word2vec .vec file; default: train fastText on the "
+                               "ontology's names and definitions.")] = None,
+    dev: Annotated[Optional[Path], typer.Option(
+        "--dev", help="Dev mentions for early stopping (Acc@1); default: a seeded held-out slice of "
+                      "the ontology's synonyms.")] = None,
+    input_format: FormatOpt = None,
+    epochs: Annotated[int, typer.Option("--epochs", help="Maximum epochs (early stopping on dev Acc@1).")] = 20,
+    patience: Annotated[int, typer.Option("--patience", help="Evaluations without a better dev Acc@1.")] = 3,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Names per batch (in-batch negatives).")] = 64,
+    lr: Annotated[float, typer.Option("--lr")] = 1e-3,
+    hidden: Annotated[int, typer.Option("--hidden", help="Character and word BiLSTM width.")] = 200,
+    dim: Annotated[int, typer.Option("--dim", help="Name embedding dimension.")] = 200,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps-per-epoch", help="Time-box each epoch.")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    resume: ResumeOpt = True,
+    max_minutes: MaxMinutesOpt = None,
+    threads: ThreadsOpt = None,
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Train BNE (Phan et al. 2019): char+word BiLSTM name encoder on the ontology's synonyms."""
+    setup(quiet)
+    _check_file(word_vectors, "word-vectors file")
+    _check_file(dev, "dev mentions file")
+    if epochs < 1 or batch_size < 2:
+        raise KgnormError("--epochs must be >= 1 and --batch-size >= 2")
+    _set_threads(threads)
+    from kgnorm.cli.link_cmds import _training_pairs
+    from kgnorm.graph_views import read_ontology
+    from kgnorm.models import update_meta
+    from kgnorm.stores import open_store
+    from kgnorm.text.pipeline import TextPipeline
+    from kgnorm.training.bne import BneConfig, train_bne
+
+    with open_store(store) as st:
+        snap = read_ontology(st, ontology, with_edges=False)
+        definitions = _definitions(st, ontology) if word_vectors is None else []
+    pipeline = TextPipeline()
+    dictionary = _name_dictionary(snap, pipeline)
+    dev_pairs = _training_pairs(pipeline, dev, input_format) if dev else None
+    if dev is not None and not dev_pairs:
+        raise InputError("no dev mention has a gold concept", path=dev)
+    wv = _word_vectors(word_vectors, out, resume,
+                       lambda: [n for c in snap.concepts for n in c.all_names()] + definitions,
+                       seed, quiet, f"{ontology}'s names and definitions")
+    info(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts; "
+         f"word vectors: {wv.kind}, {wv.dim} dimensions", quiet)
+    cfg = BneConfig(char_hidden=hidden, word_hidden=hidden, out_dim=dim, learning_rate=lr,
+                    batch_size=batch_size, max_epochs=epochs, patience=patience, seed=seed,
+                    max_steps_per_epoch=max_steps)
+    onto = {"name": ontology, "version": snap.version}
+
+    def run(n_epochs: int, res: bool):
+        return train_bne(dictionary, wv, out, dev=dev_pairs, config=replace(cfg, max_epochs=n_epochs),
+                         resume=res, progress=not quiet, ontology=onto)
+
+    result = _run_with_budget(run, epochs, resume, max_minutes, lambda r: r.stopped_early,
+                              lambda r: r.epochs_completed, quiet)
+    update_meta(out, ontology=ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
+    msg = f"BNE: {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s on {result.n_train_names:,} names"
+    if result.best_dev_acc1 is not None:
+        msg += (f"; best dev Acc@1 {result.best_dev_acc1:.4f} at epoch {result.best_epoch:g} "
+                f"({result.n_dev} {'held-out synonyms' if result.dev_source == 'held_out' else 'dev queries'})")
+    info(msg + f" → {out}", quiet)
+
+
+# ---------------------------------------------------------------------- train dilbert
+def train_dilbert_cmd(
+    ontology: Annotated[str, typer.Option("--ontology", help="Ontology name in the store (the dictionary).")],
+    out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
+    train: Annotated[Path, typer.Option("--train", help="Training mentions (.concept, PubTator or TSV with gold).")],
+    dev: Annotated[Optional[Path], typer.Option("--dev", help="Dev mentions for model selection (Acc@1).")] = None,
+    input_format: FormatOpt = None,
+    encoder: Annotated[Optional[Path], typer.Option(
+        "--encoder", help="Any local Hugging Face encoder directory (default: the offline MiniLM).")] = None,
+    strategy: Annotated[str, typer.Option(
+        "--strategy", help="Negative sampling: random, random+parents, resampling or resampling+siblings "
+                           "(parents and siblings come from the ontology's IS_A graph).")] = "random",
+    parents_k: Annotated[int, typer.Option("--parents-k", help="Parent names added as positives (random+parents).")] = 1,
+    siblings_k: Annotated[int, typer.Option("--siblings-k", help="Sibling names added as negatives "
+                                            "(resampling+siblings).")] = 1,
+    negatives: Annotated[int, typer.Option("--negatives", help="Negatives per mention.")] = 5,
+    distance: Annotated[str, typer.Option("--distance", help="euclidean (the paper) or cosine.")] = "euclidean",
+    epochs: Annotated[int, typer.Option("--epochs")] = 1,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Triplets per batch.")] = 48,
+    lr: Annotated[float, typer.Option("--lr")] = 1e-5,
+    max_length: Annotated[int, typer.Option("--max-length")] = 25,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps-per-epoch", help="Time-box each epoch.")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    resume: ResumeOpt = True,
+    max_minutes: MaxMinutesOpt = None,
+    threads: ThreadsOpt = None,
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Train DILBERT (Miftahutdinov et al. 2021): triplet loss over mention/name distances."""
+    setup(quiet)
+    from kgnorm.training.dilbert import STRATEGIES
+
+    if strategy not in STRATEGIES:
+        raise KgnormError(f"unknown --strategy {strategy!r}; valid strategies: {', '.join(STRATEGIES)}")
+    if distance not in ("euclidean", "cosine"):
+        raise KgnormError(f"unknown --distance {distance!r}; valid: euclidean, cosine")
+    if epochs < 1 or batch_size < 1 or negatives < 1 or parents_k < 1 or siblings_k < 1:
+        raise KgnormError("--epochs, --batch-size, --negatives, --parents-k and --siblings-k must be >= 1")
+    _check_file(train, "training mentions file")
+    _check_file(dev, "dev mentions file")
+    _check_file(encoder, "encoder directory")
+    _set_threads(threads)
+    from kgnorm.cli.link_cmds import _training_pairs
+    from kgnorm.graph_views import hierarchy_from_store, read_ontology
+    from kgnorm.models import update_meta
+    from kgnorm.stores import open_store
+    from kgnorm.text.pipeline import TextPipeline
+    from kgnorm.training.dilbert import DilbertConfig, train_dilbert
+
+    hierarchy = None
+    with open_store(store) as st:
+        if strategy in HIERARCHY_STRATEGIES:
+            hierarchy, snap = hierarchy_from_store(st, ontology)
+        else:
+            snap = read_ontology(st, ontology, with_edges=False)
+    if hierarchy is not None and hierarchy.graph.number_of_edges() == 0:
+        raise KgnormError(f"--strategy {strategy} needs IS_A edges and ontology {ontology!r} has none; "
+                          "use random or resampling")
+    pipeline = TextPipeline()
+    dictionary = _name_dictionary(snap, pipeline)
+    train_pairs = _training_pairs(pipeline, train, input_format)
+    if not train_pairs:
+        raise InputError("no training mention has a gold concept", path=train)
+    dev_pairs = _training_pairs(pipeline, dev, input_format) if dev else None
+    info(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts; "
+         f"{len(train_pairs):,} training queries; strategy {strategy}", quiet)
+    cfg = DilbertConfig(strategy=strategy, n_negatives=negatives, k_parents=parents_k, k_siblings=siblings_k,
+                        distance=distance, learning_rate=lr, batch_size=batch_size, epochs=epochs,
+                        max_length=max_length, seed=seed, max_steps_per_epoch=max_steps)
+    onto = {"name": ontology, "version": snap.version}
+
+    def run(n_epochs: int, res: bool):
+        return train_dilbert(encoder, dictionary, train_pairs, dev_pairs, out, replace(cfg, epochs=n_epochs),
+                             hierarchy=hierarchy, resume=res, progress=not quiet, ontology=onto)
+
+    result = _run_with_budget(run, epochs, resume, max_minutes, lambda r: False, lambda r: r.epochs_completed,
+                              quiet)
+    update_meta(out, ontology=ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
+    msg = (f"DILBERT ({strategy}, {distance}): {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s "
+           f"on {result.n_queries:,} queries")
+    if result.n_skipped:
+        msg += f" ({result.n_skipped} skipped: gold not in the dictionary)"
+    if result.best_dev_acc1 is not None:
+        msg += f"; best dev Acc@1 {result.best_dev_acc1:.4f} at epoch {result.best_epoch}"
+    info(msg + f" → {out}", quiet)
+
+
+# ---------------------------------------------------------------------- eval relatedness
+BASELINES = ("word-vectors",)
+
+
+def _nan_to_none(x: Any) -> Any:
+    return None if isinstance(x, float) and math.isnan(x) else x
+
+
+def _report_dict(path: Path, rep) -> dict[str, Any]:
+    d = {k: _nan_to_none(v) for k, v in rep.as_dict().items()}
+    d["file"] = str(path)
+    d["unencodable_pairs"] = [[p.term1, p.term2] for p in rep.unencodable]
+    return d
+
+
+def eval_relatedness_cmd(
+    model: Annotated[Path, typer.Option("--model", help="A trained model directory (any method).")],
+    pairs: Annotated[list[Path], typer.Option(
+        "--pairs", help="UMNSRS-style CSV (Mean,Stdev,Term1,Term2,CUI1,CUI2); repeat for several files.")],
+    baseline: Annotated[Optional[list[str]], typer.Option(
+        "--baseline", help="Also score word-vectors: the mean of the model's own word vectors (BNE, DAN).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Spearman between cosine similarity and human relatedness scores (BNE §4.3)."""
+    setup(quiet)
+    if fmt not in ("table", "json"):
+        raise KgnormError(f"--format must be table or json, got {fmt!r}")
+    baselines = list(dict.fromkeys(baseline or []))
+    bad = [b for b in baselines if b not in BASELINES]
+    if bad:
+        raise KgnormError(f"unknown --baseline {bad[0]!r}; valid: {', '.join(BASELINES)}")
+    from kgnorm.evaluation.relatedness import load_umnsrs, spearman_relatedness, wordvector_can_encode
+    from kgnorm.models import load_encoder, read_meta
+
+    data = [(p, load_umnsrs(p)) for p in pairs]          # every file is checked before the model loads
+    meta = read_meta(model)
+    enc = load_encoder(model)
+    wv = getattr(enc, "word_vectors", None)
+    if wv is None:
+        wv = getattr(enc, "wordvecs", None)
+    # a DAN sees only averaged word vectors: a term with no known word has no meaning to it
+    can_encode = wordvector_can_encode(wv, subwords=True) if meta["method"] == "dan" and wv is not None else None
+    scorers: list[tuple[str, Callable, Callable | None]] = [(meta["method"], enc.encode, can_encode)]
+    if "word-vectors" in baselines:
+        if wv is None:
+            raise KgnormError(f"--baseline word-vectors: a {meta['method']} model has no word vectors")
+        scorers.append(("avg-wordvec", wv.average, wordvector_can_encode(wv, subwords=True)))
+    rows: list[dict[str, Any]] = []
+    for path, items in data:
+        for name, encode, can in scorers:
+            rep = spearman_relatedness(lambda terms, f=encode: f(list(terms)), items, can_encode=can, name=name)
+            rows.append(_report_dict(path, rep))
+            if rep.n_unencodable and not quiet:
+                shown = "; ".join(f"{p.term1!r}/{p.term2!r}" for p in rep.unencodable[:5])
+                more = f" and {rep.n_unencodable - 5} more" if rep.n_unencodable > 5 else ""
+                info(f"{path.name}: {name} cannot encode {rep.n_unencodable} pair(s): {shown}{more}", quiet)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    typer.echo(f"{'file':24s} {'model':12s} {'pairs':>6s} {'used':>6s} {'unenc':>6s} {'spearman':>9s} {'all':>7s}")
+
+    def num(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.4f}"
+
+    for r in rows:
+        typer.echo(f"{Path(r['file']).name[:24]:24s} {r['name'][:12]:12s} {r['n_pairs']:6d} {r['n_used']:6d} "
+                   f"{r['n_unencodable']:6d} {num(r['spearman']):>9s} {num(r['spearman_all']):>7s}")

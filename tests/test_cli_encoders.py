@@ -1,0 +1,310 @@
+"""`kgnorm train bne|dilbert`, `kgnorm eval relatedness` and `kgnorm link --nil-threshold auto`
+end to end on a tiny embedded store: models that `link`/`embed` load, one-line errors that
+write nothing."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgnorm.cli.app import main
+
+torch.set_num_threads(1)
+
+TINY_OBO = """format-version: 1.2
+data-version: tiny/2099-01-01
+ontology: tiny
+
+[Term]
+id: TY:0000001
+name: disease
+
+[Term]
+id: TY:0000010
+name: heart disease
+def: "A disease of the heart." []
+synonym: "cardiac disease" EXACT []
+is_a: TY:0000001 ! disease
+
+[Term]
+id: TY:0000011
+name: myocardial infarction
+synonym: "heart attack" EXACT []
+synonym: "infarction of the heart" EXACT []
+is_a: TY:0000010 ! heart disease
+
+[Term]
+id: TY:0000012
+name: heart failure
+synonym: "cardiac failure" EXACT []
+is_a: TY:0000010 ! heart disease
+
+[Term]
+id: TY:0000020
+name: kidney disease
+def: "A disease of the kidney." []
+synonym: "renal disease" EXACT []
+is_a: TY:0000001 ! disease
+
+[Term]
+id: TY:0000021
+name: acute kidney failure
+synonym: "acute renal failure" EXACT []
+is_a: TY:0000020 ! kidney disease
+
+[Term]
+id: TY:0000022
+name: chronic kidney disease
+synonym: "chronic renal disease" EXACT []
+is_a: TY:0000020 ! kidney disease
+
+[Term]
+id: TY:0000030
+name: lung cancer
+synonym: "lung tumor" EXACT []
+is_a: TY:0000001 ! disease
+"""
+
+TRAIN = ("id\ttext\tgold\n"
+         "t1\theart attack\tTY:0000011\n"
+         "t2\tcardiac failure\tTY:0000012\n"
+         "t3\trenal failure acute\tTY:0000021\n"
+         "t4\tchronic renal disease\tTY:0000022\n"
+         "t5\tlung tumor\tTY:0000030\n"
+         "t6\tkidney disease\tTY:0000020\n")
+
+MENTIONS = "id\ttext\tdoc_id\nm1\tHeart attack\td1\nm2\tacute renal failure\td1\nm3\tbreast cancer\td2\n"
+
+# in-KB mentions, one gold concept the ontology lacks and one explicit -1 (out-of-KB)
+NIL_DEV = ("id\ttext\tgold\n"
+           "n1\theart attack\tTY:0000011\n"
+           "n2\tacute renal failure\tTY:0000021\n"
+           "n3\tlung tumor\tTY:0000030\n"
+           "n4\ttoe fever\tTY:9999999\n"
+           "n5\tdiabetes type\t-1\n")
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def call(*args: str) -> int:
+    """`main` outside a test function (module fixtures have no capsys)."""
+    try:
+        main(list(args))
+        return 0
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def error_line(err: str) -> str:
+    lines = [line for line in err.strip().splitlines() if line.startswith("kgnorm: error")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> dict:
+    """A store with the tiny ontology, a BNE model and a DILBERT (random) model, built once."""
+    d = tmp_path_factory.mktemp("enc")
+    store = f"ladybug://{d}/graph"
+    (d / "tiny.obo").write_text(TINY_OBO)
+    (d / "train.tsv").write_text(TRAIN)
+    (d / "mentions.tsv").write_text(MENTIONS)
+    assert call("ingest", "obo", str(d / "tiny.obo"), "--ontology", "tiny", "--store", store, "-q") == 0
+    assert call("train", "bne", "--ontology", "tiny", "--out", str(d / "bne"), "--epochs", "2", "--hidden", "16",
+                "--dim", "16", "--batch-size", "8", "--threads", "1", "--store", store, "-q") == 0
+    return {"dir": d, "store": store, "bne": d / "bne", "train": d / "train.tsv", "mentions": d / "mentions.tsv"}
+
+
+def _links(path: Path) -> list[dict]:
+    return list(csv.DictReader(path.open(), delimiter="\t"))
+
+
+def _count(capsys, store: str, cypher: str) -> int:
+    code, out, err = run(capsys, "query", cypher, "--format", "json", "--store", store)
+    assert code == 0, err
+    return json.loads(out)[0]["n"]
+
+
+def test_train_bne_then_link_and_embed(capsys, world, tmp_path):
+    meta = json.loads((world["bne"] / "kgnorm-model.json").read_text())
+    assert meta["method"] == "bne" and meta["ontology"] == "tiny" and meta["ontology_version"]
+    assert meta["training"]["dev_source"] == "held_out" and meta["training"]["n_dev"] >= 1
+    assert meta["text_pipeline"]["lowercase"] and (world["bne"] / "wordvectors" / "meta.json").exists()
+    out = tmp_path / "links.tsv"
+    code, _, err = run(capsys, "link", "--model", str(world["bne"]), "--input", str(world["mentions"]),
+                       "--top-k", "3", "--output", str(out), "--store", world["store"], "-q")
+    assert code == 0, err
+    rows = _links(out)
+    assert {r["mention_id"] for r in rows} == {"m1", "m2", "m3"}
+    assert all(r["concept_uids"].startswith("TY:") for r in rows) and {r["nil"] for r in rows} == {"0"}
+    assert _count(capsys, world["store"], "MATCH (:Mention)-[l:LINKED_TO]->(:Concept) RETURN count(l) AS n") >= 3
+    emb = tmp_path / "vecs"  # the loader `hypernyms` uses too
+    code, _, err = run(capsys, "embed", "--model", str(world["bne"]), "--ontology", "tiny", "--output", str(emb),
+                       "--store", world["store"], "-q")
+    assert code == 0, err
+    import numpy as np
+    assert np.load(f"{emb}.npy").shape[1] == 16
+
+
+def test_train_bne_user_vectors_dev_and_time_budget(capsys, world, tmp_path):
+    vec = tmp_path / "tiny.vec"
+    words = ["heart", "disease", "kidney", "renal", "failure", "acute", "lung", "cancer", "attack"]
+    vec.write_text(f"{len(words)} 4\n" + "".join(f"{w} {i * 0.1:.1f} 0.5 {-i * 0.2:.1f} 1.0\n"
+                                                 for i, w in enumerate(words)))
+    out = tmp_path / "bne"
+    # --max-minutes 0: the first epoch runs, no second one starts
+    code, _, err = run(capsys, "train", "bne", "--ontology", "tiny", "--out", str(out), "--word-vectors", str(vec),
+                       "--dev", str(world["train"]), "--epochs", "3", "--hidden", "8", "--dim", "8",
+                       "--batch-size", "4", "--max-minutes", "0", "--threads", "1", "--store", world["store"])
+    assert code == 0, err
+    assert "time budget" in err and "dev Acc@1" in err
+    meta = json.loads((out / "kgnorm-model.json").read_text())
+    assert meta["word_vectors_info"]["dim"] == 4 and meta["training"]["dev_source"] == "given"
+    assert [h["epoch"] for h in meta["training"]["history"]] == [1.0]
+    # a larger budget resumes the same run one epoch per call up to --epochs
+    code, _, err = run(capsys, "train", "bne", "--ontology", "tiny", "--out", str(out), "--word-vectors", str(vec),
+                       "--dev", str(world["train"]), "--epochs", "3", "--hidden", "8", "--dim", "8",
+                       "--batch-size", "4", "--patience", "5", "--max-minutes", "30", "--threads", "1",
+                       "--store", world["store"], "-q")
+    assert code == 0, err
+    meta = json.loads((out / "kgnorm-model.json").read_text())
+    assert [h["epoch"] for h in meta["training"]["history"]] == [1.0, 2.0, 3.0]
+
+
+def test_missing_word_vectors_writes_nothing(capsys, world, tmp_path):
+    out = tmp_path / "bne"
+    missing = tmp_path / "nope.vec"
+    code, _, err = run(capsys, "train", "bne", "--ontology", "tiny", "--out", str(out), "--word-vectors",
+                       str(missing), "--store", world["store"])
+    assert code != 0 and "nope.vec" in error_line(err)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("strategy,extra", [
+    ("random", ["--distance", "cosine"]),
+    ("random+parents", ["--parents-k", "2"]),
+    ("resampling", ["--epochs", "2", "--max-minutes", "0"]),
+    ("resampling+siblings", ["--siblings-k", "2"]),
+])
+def test_train_dilbert_each_strategy_then_link(capsys, world, tmp_path, tiny_bert_dir, strategy, extra):
+    out = tmp_path / "dilbert"
+    code, _, err = run(capsys, "train", "dilbert", "--ontology", "tiny", "--out", str(out), "--train",
+                       str(world["train"]), "--dev", str(world["train"]), "--encoder", str(tiny_bert_dir),
+                       "--strategy", strategy, "--epochs", "1", *extra, "--batch-size", "16",
+                       "--max-steps-per-epoch", "2", "--lr", "1e-3", "--threads", "1", "--store", world["store"])
+    assert code == 0, err
+    assert f"DILBERT ({strategy}" in err and " 1 epoch(s)" in err
+    assert ("time budget" in err) == ("--max-minutes" in extra)
+    meta = json.loads((out / "kgnorm-model.json").read_text())
+    assert meta["method"] == "dilbert" and meta["ontology"] == "tiny"
+    assert meta["hyper_parameters"]["strategy"] == strategy
+    assert meta["distance"] == ("cosine" if "cosine" in extra else "euclidean")
+    code, stdout, err = run(capsys, "link", "--model", str(out), "--input", str(world["mentions"]), "--top-k", "2",
+                            "--no-write", "--store", world["store"], "-q")
+    assert code == 0, err
+    rows = list(csv.DictReader(stdout.splitlines(), delimiter="\t"))
+    assert len(rows) == 6 and all(r["concept_uids"].startswith("TY:") for r in rows)
+
+
+def test_bad_strategy_lists_valid_ones_and_writes_nothing(capsys, world, tmp_path):
+    out = tmp_path / "dilbert"
+    code, _, err = run(capsys, "train", "dilbert", "--ontology", "tiny", "--out", str(out), "--train",
+                       str(world["train"]), "--strategy", "hardest", "--store", world["store"])
+    line = error_line(err)
+    assert code != 0 and "hardest" in line
+    for s in ("random", "random+parents", "resampling", "resampling+siblings"):
+        assert s in line
+    assert not out.exists()
+
+
+def test_eval_relatedness_counts_unencodable_pairs(capsys, world, tmp_path):
+    pairs = tmp_path / "umnsrs.csv"
+    pairs.write_text("Mean,Stdev,Term1,Term2,CUI1,CUI2\n"
+                     "1500,10,heart attack,myocardial infarction,C1,C2\n"
+                     "1200,10,heart failure,cardiac failure,C3,C4\n"
+                     "400,10,lung cancer,kidney disease,C5,C6\n"
+                     "300,10,renal disease,heart attack,C7,C1\n"
+                     "200,10,!!!,heart disease,C8,C9\n")
+    code, out, err = run(capsys, "eval", "relatedness", "--model", str(world["bne"]), "--pairs", str(pairs),
+                         "--pairs", str(pairs), "--baseline", "word-vectors", "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert len(rows) == 4 and {r["name"] for r in rows} == {"bne", "avg-wordvec"}
+    for r in rows:
+        assert r["n_pairs"] == 5 and r["n_unencodable"] >= 1 and r["n_used"] + r["n_unencodable"] == 5
+        assert ["!!!", "heart disease"] in r["unencodable_pairs"]
+        assert r["spearman"] is None or -1.0 <= r["spearman"] <= 1.0
+    assert "cannot encode 1 pair(s)" in err
+    code, out, _ = run(capsys, "eval", "relatedness", "--model", str(world["bne"]), "--pairs", str(pairs), "-q")
+    assert code == 0 and "unenc" in out.splitlines()[0] and len(out.strip().splitlines()) == 2
+    code, _, err = run(capsys, "eval", "relatedness", "--model", str(world["bne"]), "--pairs",
+                       str(tmp_path / "missing.csv"))
+    assert code != 0 and "missing.csv" in error_line(err)
+
+
+def test_link_nil_threshold_auto(capsys, world, tmp_path):
+    dev = tmp_path / "nil_dev.tsv"
+    dev.write_text(NIL_DEV)
+    out = tmp_path / "links.tsv"
+    code, _, err = run(capsys, "link", "--model", str(world["bne"]), "--input", str(dev), "--nil-threshold", "auto",
+                       "--nil-dev", str(dev), "--nil-strategy", "min_fp", "--output", str(out),
+                       "--store", world["store"], "-q")
+    assert code == 0, err
+    assert "nil threshold: strategy min_fp" in err and "2 out-of-KB" in err
+    top1 = {r["mention_id"]: r for r in _links(out) if r["rank"] == "1"}
+    # min_fp declares every out-of-KB dev mention nil; nil mentions get no LINKED_TO edge
+    assert top1["n4"]["nil"] == "1" and top1["n5"]["nil"] == "1"
+    code, q, _ = run(capsys, "query", "MATCH (m:Mention)-[:LINKED_TO]->(:Concept) RETURN m.uid AS id",
+                     "--format", "json", "--store", world["store"])
+    linked = {r["id"] for r in json.loads(q) if r["id"] in top1}
+    assert linked.isdisjoint({"n4", "n5"}) and linked == {k for k, r in top1.items() if r["nil"] == "0"}
+    code, q, _ = run(capsys, "query", "MATCH (r:Run) WHERE r.params_json CONTAINS 'nil_strategy' "
+                     "RETURN r.params_json AS p", "--format", "json", "--store", world["store"])
+    params = json.loads(json.loads(q)[0]["p"])
+    assert params["nil_strategy"] == "min_fp" and params["nil_threshold"] == -params["nil_distance_threshold"]
+    code, _, err = run(capsys, "link", "--model", str(world["bne"]), "--input", str(dev), "--nil-threshold", "auto",
+                       "--nil-dev", str(dev), "--no-write", "--output", str(tmp_path / "auto.tsv"),
+                       "--store", world["store"], "-q")
+    assert code == 0 and "nil threshold: strategy" in err
+    # a numeric threshold still works: cosine scores never reach 2, so everything is nil
+    code, stdout, err = run(capsys, "link", "--model", str(world["bne"]), "--input", str(dev), "--nil-threshold",
+                            "2", "--no-write", "--store", world["store"], "-q")
+    assert code == 0, err
+    assert {r["nil"] for r in csv.DictReader(stdout.splitlines(), delimiter="\t")} == {"1"}
+
+
+def test_link_nil_auto_errors_write_nothing(capsys, world, tmp_path):
+    store = world["store"]
+    runs_before = _count(capsys, store, "MATCH (r:Run) RETURN count(r) AS n")
+    edges_before = _count(capsys, store, "MATCH ()-[l:LINKED_TO]->() RETURN count(l) AS n")
+    in_kb_only = tmp_path / "dev_in_kb.tsv"
+    in_kb_only.write_text("id\ttext\tgold\nk1\theart attack\tTY:0000011\nk2\tlung tumor\tTY:0000030\n")
+    no_gold = tmp_path / "dev_no_gold.tsv"
+    no_gold.write_text("id\ttext\nk1\theart attack\n")
+    out = tmp_path / "links.tsv"
+    cases = [
+        (["--nil-threshold", "auto"], "--nil-dev"),
+        (["--nil-threshold", "auto", "--nil-dev", str(in_kb_only)], "out-of-KB"),
+        (["--nil-threshold", "auto", "--nil-dev", str(no_gold)], "gold"),
+        (["--nil-threshold", "auto", "--nil-dev", str(tmp_path / "absent.tsv")], "absent.tsv"),
+        (["--nil-threshold", "high"], "number or 'auto'"),
+        (["--nil-threshold", "auto", "--nil-dev", str(in_kb_only), "--nil-strategy", "best"], "min_fp"),
+    ]
+    for extra, needle in cases:
+        code, _, err = run(capsys, "link", "--model", str(world["bne"]), "--input", str(world["mentions"]), *extra,
+                           "--output", str(out), "--store", store)
+        assert code != 0 and needle in error_line(err), (extra, err)
+        assert not out.exists()
+    assert _count(capsys, store, "MATCH (r:Run) RETURN count(r) AS n") == runs_before
+    assert _count(capsys, store, "MATCH ()-[l:LINKED_TO]->() RETURN count(l) AS n") == edges_before
