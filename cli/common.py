@@ -14,6 +14,15 @@ StoreOpt = Annotated[Optional[str], typer.Option(
     "--store", help="Graph store: a path or ladybug:///path (default ./kgnorm-data/graph, env KGNORM_STORE), "
                     "or a Neo4j URI bolt://… / neo4j://… / neo4j+s://…")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or chatter.")]
+# options every trainer shares
+FormatOpt = Annotated[Optional[str], typer.Option(
+    "--input-format", help="concept, pubtator or tsv (default: detected from the file).")]
+MaxMinutesOpt = Annotated[Optional[float], typer.Option(
+    "--max-minutes", help="Time budget: no new epoch starts once it is spent (the best epoch is kept; "
+                          "--resume with a larger budget continues).")]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="torch CPU threads.")]
+ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue an interrupted run in --out.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed (same seed and data: same run).")]
 
 
 def setup(quiet: bool) -> None:

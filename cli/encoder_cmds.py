@@ -11,16 +11,10 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from kgnorm.cli.common import QuietOpt, StoreOpt, info, setup
+from kgnorm.cli.common import (FormatOpt, MaxMinutesOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
+                               setup)
 from kgnorm.errors import InputError, KgnormError
 
-FormatOpt = Annotated[Optional[str], typer.Option(
-    "--input-format", help="concept, pubtator or tsv (default: detected from the file).")]
-MaxMinutesOpt = Annotated[Optional[float], typer.Option(
-    "--max-minutes", help="Time budget: no new epoch starts once it is spent (the best epoch is kept; "
-                          "--resume with a larger budget continues).")]
-ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="torch CPU threads.")]
-ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue an interrupted run in --out.")]
 
 # what `link` reads back from the model directory (same as `train biosyn` writes)
 PIPELINE = {"lowercase": True, "normalize": True, "abbreviations": True, "composites": True}
@@ -113,7 +107,7 @@ def train_bne_cmd(
     hidden: Annotated[int, typer.Option("--hidden", help="Character and word BiLSTM width.")] = 200,
     dim: Annotated[int, typer.Option("--dim", help="Name embedding dimension.")] = 200,
     max_steps: Annotated[Optional[int], typer.Option("--max-steps-per-epoch", help="Time-box each epoch.")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: SeedOpt = 0,
     resume: ResumeOpt = True,
     max_minutes: MaxMinutesOpt = None,
     threads: ThreadsOpt = None,
@@ -187,7 +181,7 @@ def train_dilbert_cmd(
     lr: Annotated[float, typer.Option("--lr")] = 1e-5,
     max_length: Annotated[int, typer.Option("--max-length")] = 25,
     max_steps: Annotated[Optional[int], typer.Option("--max-steps-per-epoch", help="Time-box each epoch.")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: SeedOpt = 0,
     resume: ResumeOpt = True,
     max_minutes: MaxMinutesOpt = None,
     threads: ThreadsOpt = None,

@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import QuietOpt, StoreOpt, info, setup
+from kgnorm.cli.common import (MaxMinutesOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
+                               setup)
 from kgnorm.errors import KgnormError
 
 RootOpt = Annotated[str, typer.Option("--root", help="Root concept uid of the subgraph, e.g. HP:0000118.")]
@@ -63,11 +64,10 @@ def train_dan_cmd(
     patience: Annotated[Optional[int], typer.Option(help="Early-stopping patience in epochs.")] = None,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size")] = None,
     lr: Annotated[Optional[float], typer.Option("--lr")] = None,
-    max_minutes: Annotated[Optional[float], typer.Option(
-        "--max-minutes", help="Time budget: stop after the epoch that passes it (the best epoch is kept).")] = None,
-    threads: Annotated[Optional[int], typer.Option("--threads", help="torch CPU threads while training.")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    resume: Annotated[bool, typer.Option("--resume/--no-resume", help="Continue an interrupted run in --out.")] = True,
+    max_minutes: MaxMinutesOpt = None,
+    threads: ThreadsOpt = None,
+    seed: SeedOpt = 0,
+    resume: ResumeOpt = True,
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
     """Train a DAN (Fivez et al. 2021) on level K of the hierarchy under --root."""

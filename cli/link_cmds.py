@@ -9,11 +9,10 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 
-from kgnorm.cli.common import QuietOpt, StoreOpt, info, setup
+from kgnorm.cli.common import (FormatOpt, MaxMinutesOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
+                               setup)
 from kgnorm.errors import InputError, KgnormError
 
-FormatOpt = Annotated[Optional[str], typer.Option(
-    "--input-format", help="concept, pubtator or tsv (default: detected from the file).")]
 AbbrOpt = Annotated[Optional[bool], typer.Option(
     "--abbreviations/--no-abbreviations", help="Expand abbreviations defined in the document.")]
 CompOpt = Annotated[Optional[bool], typer.Option(
@@ -67,15 +66,13 @@ def train_biosyn_cmd(
     max_steps: Annotated[Optional[int], typer.Option("--max-steps-per-epoch", help="Time-box each epoch.")] = None,
     merge_train: Annotated[bool, typer.Option("--merge-train-mentions/--no-merge-train-mentions",
                                               help="Add training mentions to the dictionary (BioSyn).")] = True,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    resume: Annotated[bool, typer.Option("--resume/--no-resume")] = True,
-    threads: Annotated[Optional[int], typer.Option("--threads", help="torch CPU threads.")] = None,
+    seed: SeedOpt = 0,
+    resume: ResumeOpt = True,
+    threads: ThreadsOpt = None,
     sparse_weight: Annotated[Optional[float], typer.Option(
         "--sparse-weight", help="Initial lambda (score = lambda * sparse + dense). Sparse cosines lie in [0, 1] "
                                 "while raw mean-pooled MiniLM inner products reach ~30, so 30 balances them.")] = None,
-    max_minutes: Annotated[Optional[float], typer.Option(
-        "--max-minutes", help="Time budget: no new epoch starts once it is spent (the best epoch is kept; "
-                              "--resume with a larger budget continues).")] = None,
+    max_minutes: MaxMinutesOpt = None,
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
     """Train BioSyn (Sung et al. 2020): sparse+dense scores, synonym marginalization."""

@@ -8,19 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kgnorm.cli.app import main
+from cli_runner import run
 
 FIX = Path(__file__).parent / "fixtures"
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kgnorm.cli.app import main
+from cli_runner import exit_code, run
 
 torch.set_num_threads(1)
 
@@ -87,23 +87,9 @@ NIL_DEV = ("id\ttext\tgold\n"
            "n5\tdiabetes type\t-1\n")
 
 
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def call(*args: str) -> int:
     """`main` outside a test function (module fixtures have no capsys)."""
-    try:
-        main(list(args))
-        return 0
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    return exit_code(list(args))
 
 
 def error_line(err: str) -> str:

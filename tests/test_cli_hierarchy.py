@@ -9,20 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kgnorm.cli.app import main
+from cli_runner import exit_code, run
 
 WORDS = ["cardiac", "renal", "ocular", "dermal", "neural", "hepatic"]
 SHAPES = ["ring", "cleft", "cyst", "fold"]
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _toy_obo(path: Path) -> None:
@@ -62,17 +52,9 @@ def toy(tmp_path_factory) -> dict:
     obo = tmp / "toy.obo"
     _toy_obo(obo)
     store = f"ladybug://{tmp}/graph"
-    code = main_ok(["ingest", "obo", str(obo), "--ontology", "toy", "--store", store, "-q"])
+    code = exit_code(["ingest", "obo", str(obo), "--ontology", "toy", "--store", store, "-q"])
     assert code == 0
     return {"store": store, "tmp": tmp}
-
-
-def main_ok(args: list[str]) -> int:
-    try:
-        main(args)
-        return 0
-    except SystemExit as exc:
-        return int(exc.code or 0)
 
 
 def _runs(capsys, store: str) -> int:

@@ -28,6 +28,11 @@ from it when the configuration fields that shape training, the base encoder and 
 are unchanged (otherwise KgnormError). Each epoch's batches are seeded with (seed, epoch)
 and each step's dropout with (seed, step), so a resumed run replays the uninterrupted one.
 The checkpoint is deleted once the model directory is complete (``keep_checkpoint``).
+
+Budgets: ``max_steps`` (steps in all) and ``max_seconds`` (wall-clock of the optimisation
+steps, dev evaluations excluded, summed over resumptions) stop training inside an epoch; the
+stopped model is evaluated on dev like a finished epoch, so a time-boxed run (benchmarks)
+still selects the best of what it trained.
 """
 from __future__ import annotations
 
@@ -83,6 +88,7 @@ class BiocomConfig:
     grad_clip: float | None = 1.0
     epochs: int = 10
     max_steps: int | None = None         # stop after this many steps in all (None: no limit)
+    max_seconds: float | None = None     # stop once the optimisation steps took this long
     max_length: int = 128
     window_chars: int = 200
     ks: tuple[int, ...] = (1, 3, 5, 10, 20)
@@ -99,8 +105,8 @@ class BiocomConfig:
     device: str | None = None
 
     # fields that may change between an interrupted run and its resumption
-    _RESUMABLE = ("epochs", "max_steps", "ks", "default_k", "index_names", "index_type",
-                  "eval_every", "eval_initial", "checkpoint_steps", "keep_checkpoint",
+    _RESUMABLE = ("epochs", "max_steps", "max_seconds", "ks", "default_k", "index_names",
+                  "index_type", "eval_every", "eval_initial", "checkpoint_steps", "keep_checkpoint",
                   "infer_batch_size", "threads", "device")
 
     def fingerprint_dict(self) -> dict:
@@ -119,6 +125,8 @@ class BiocomConfig:
             raise KgnormError("k values must be positive")
         if self.epochs < 1:
             raise KgnormError("epochs must be at least 1")
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise KgnormError("max_seconds must be positive")
 
 
 @dataclass
@@ -356,6 +364,14 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
         evaluate(0)
         save_checkpoint()
 
+    def over_time(since: float | None = None) -> bool:
+        # the budget counts optimisation steps only (state["train_seconds"] plus the running
+        # stretch), not dev evaluations; it applies across resumptions
+        if cfg.max_seconds is None:
+            return False
+        running = time.time() - since if since is not None else 0.0
+        return state["train_seconds"] + running >= cfg.max_seconds
+
     stop = False
     ran = 0                                       # steps taken by this call
     while state["epoch"] < cfg.epochs and not stop:
@@ -368,6 +384,9 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
         try:
             for b in range(state["step_in_epoch"], len(plan)):
                 if cfg.max_steps is not None and state["global_step"] >= cfg.max_steps:
+                    stop = True
+                    break
+                if over_time(t_epoch):
                     stop = True
                     break
                 rows = plan[b]
@@ -397,9 +416,9 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
             bar.close()
         state["train_seconds"] += time.time() - t_epoch
         if stop:
-            # max_steps reached inside the epoch: keep the position, so that a later run
-            # with a larger budget continues this epoch where it stopped
-            if ran:
+            # max_steps / max_seconds reached inside the epoch: keep the position, so that a
+            # later run with a larger budget continues this epoch where it stopped
+            if ran and state["epoch_batches"]:
                 state["history"].append({"epoch": epoch + state["step_in_epoch"] / len(plan),
                                          "steps": state["global_step"],
                                          "loss": state["epoch_loss"] / state["epoch_batches"],
@@ -413,7 +432,7 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
                                  "loss": state["epoch_loss"] / max(state["epoch_batches"], 1)})
         state.update(epoch=finished_epoch, step_in_epoch=0, epoch_loss=0.0, epoch_batches=0)
         last = finished_epoch >= cfg.epochs or (
-            cfg.max_steps is not None and state["global_step"] >= cfg.max_steps)
+            cfg.max_steps is not None and state["global_step"] >= cfg.max_steps) or over_time()
         if dev_items and (last or finished_epoch % max(cfg.eval_every, 1) == 0):
             evaluate(finished_epoch)
         save_checkpoint()
