@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 
-from kgnorm.cli.common import (FormatOpt, MaxMinutesOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
+from kgnorm.cli.common import (FormatOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
                                setup)
 from kgnorm.errors import InputError, KgnormError
 
@@ -72,7 +72,9 @@ def train_biosyn_cmd(
     sparse_weight: Annotated[Optional[float], typer.Option(
         "--sparse-weight", help="Initial lambda (score = lambda * sparse + dense). Sparse cosines lie in [0, 1] "
                                 "while raw mean-pooled MiniLM inner products reach ~30, so 30 balances them.")] = None,
-    max_minutes: MaxMinutesOpt = None,
+    max_minutes: Annotated[Optional[float], typer.Option(
+        "--max-minutes", help="Time budget: no epoch starts that the last epoch's duration says would end past "
+                              "it (the best epoch is kept; --resume with a larger budget continues).")] = None,
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
     """Train BioSyn (Sung et al. 2020): sparse+dense scores, synonym marginalization."""

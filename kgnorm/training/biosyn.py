@@ -84,7 +84,7 @@ class BioSynConfig:
     checkpoint_every_steps: int | None = None   # also checkpoint inside epochs ...
     checkpoint_every_seconds: float | None = 600.0  # ... and at least this often
     bucket: int = 64                            # texts per length bucket in a training step
-    max_seconds: float | None = None            # time budget: no new epoch once it is spent
+    max_seconds: float | None = None            # time budget: no epoch expected to end past it
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -435,8 +435,10 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
                 ebar.set_postfix(loss=rec["loss"], dev=(rec.get("dev") or {}).get("acc@1"))
             if on_epoch is not None:
                 on_epoch(rec)
-            if cfg.max_seconds is not None and time.perf_counter() - t_start >= cfg.max_seconds:
-                break
+            if cfg.max_seconds is not None:
+                # no epoch that would end past the budget, judged by the one just run
+                if time.perf_counter() - t_start + rec["seconds"] > cfg.max_seconds:
+                    break
     finally:
         if ebar is not None:
             ebar.close()
