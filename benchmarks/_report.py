@@ -5,6 +5,8 @@ import os
 import platform
 import resource
 import shlex
+import subprocess
+import time
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -46,3 +48,14 @@ def append(title: str, body: str) -> None:
     with path.open("a", encoding="utf-8") as fh:
         fh.write(f"\n## {title} ({stamp})\n\n- machine: {machine()}\n- command: `{command()}`\n\n{body.rstrip()}\n")
     print(body)
+
+
+def run_child(cmd: list[str], env: dict | None = None) -> tuple[float, float]:
+    """Run a command to completion: (wall seconds, peak RSS in MB of that one child)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd!r} exited with {proc.returncode}")
+    return time.perf_counter() - t0, usage.ru_maxrss / 1024
