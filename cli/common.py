@@ -29,6 +29,11 @@ def setup(quiet: bool) -> None:
     set_quiet(quiet)
 
 
+def warn(message: str) -> None:
+    """Warnings reach stderr even with --quiet: they change how a result should be read."""
+    typer.echo(f"kgnorm: {message}", err=True)
+
+
 def info(message: str, quiet: bool = False) -> None:
     """Human-facing status goes to stderr so stdout stays machine-readable."""
     if not quiet:

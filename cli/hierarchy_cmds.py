@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from kgnorm.cli.common import (MaxMinutesOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
-                               setup)
+                               setup, warn)
 from kgnorm.errors import KgnormError
 
 RootOpt = Annotated[str, typer.Option("--root", help="Root concept uid of the subgraph, e.g. HP:0000118.")]
@@ -132,7 +132,7 @@ def hypernyms_cmd(
         raise KgnormError("the model names no ontology: pass --ontology")
     free_names = read_names(names) if names is not None else None
     split, snap = _split(store, onto, root, meta.get("split_seed", 0) if seed is None else seed)
-    check_ontology_version(meta, onto, snap.version, lambda m: info(m, quiet))
+    check_ontology_version(meta, onto, snap.version, warn)
     encoder = load_encoder(model)
     class_names = split.class_names[level]
     candidates = list(split.classes[level])

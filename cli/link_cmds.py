@@ -10,7 +10,7 @@ import numpy as np
 import typer
 
 from kgnorm.cli.common import (FormatOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
-                               setup)
+                               setup, warn)
 from kgnorm.errors import InputError, KgnormError
 
 AbbrOpt = Annotated[Optional[bool], typer.Option(
@@ -282,7 +282,7 @@ def link_cmd(
             info_row = st.ontology_info(meta["ontology"])
             if info_row is None:
                 raise KgnormError(f"the model's ontology {meta['ontology']!r} is not in {st.uri}")
-            check_ontology_version(meta, meta["ontology"], info_row.get("version") or "", lambda m: info(m, quiet))
+            check_ontology_version(meta, meta["ontology"], info_row.get("version") or "", warn)
         rows: list[MentionRow] = []
         edges: list[LinkEdge] = []
         n = 0

@@ -145,6 +145,51 @@ def test_link_and_eval_with_tiny_bert(capsys, store, tmp_path, tiny_bert_dir):
     assert vecs.shape[0] == len(Path(f"{emb}.tsv").read_text().splitlines()) - 1 and vecs.shape[1] == 32
 
 
+def _run_and_link_counts(capsys, store: str) -> tuple[int, int]:
+    code, out, _ = run(capsys, "query", "MATCH (r:Run) OPTIONAL MATCH (:Mention)-[l:LINKED_TO]->(:Concept) "
+                       "RETURN count(DISTINCT r) AS runs, count(l) AS links", "--format", "json", "--store", store)
+    assert code == 0
+    row = json.loads(out)[0]
+    return row["runs"], row["links"]
+
+
+def test_linking_bad_input(capsys, store, tmp_path, tiny_bert_dir):
+    assert run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--ontology", "ctd",
+               "--store", store, "-q")[0] == 0
+    # unknown ontology: nothing written
+    out = tmp_path / "nope-model"
+    code, _, err = run(capsys, "train", "biosyn", "--ontology", "nope", "--out", str(out), "--encoder",
+                       str(tiny_bert_dir), "--store", store, "-q")
+    assert code != 0 and "nope" in err and not (out / "kgnorm-model.json").exists()
+    # an encoder directory that is not a model
+    not_model = tmp_path / "not-a-model"
+    not_model.mkdir()
+    code, _, err = run(capsys, "train", "biosyn", "--ontology", "ctd", "--out", str(tmp_path / "m2"), "--encoder",
+                       str(not_model), "--store", store, "-q")
+    assert code != 0 and "not-a-model" in err and not (tmp_path / "m2" / "kgnorm-model.json").exists()
+    # an untrained model (dictionary + index) to link with
+    model = tmp_path / "model"
+    assert run(capsys, "train", "biosyn", "--ontology", "ctd", "--out", str(model), "--encoder",
+               str(tiny_bert_dir), "--store", store, "-q")[0] == 0
+    # a mention file in the wrong layout: file and line named, nothing written
+    bad = tmp_path / "bad.concept"
+    bad.write_text("1||0|18||Disease||fictional syndrome||D900001\n2||zero|11||toe disease\n")
+    before = _run_and_link_counts(capsys, store)
+    code, _, err = run(capsys, "link", "--model", str(model), "--input", str(bad), "--store", store, "-q")
+    assert code != 0 and f"{bad}:2" in err and "Traceback" not in err
+    assert _run_and_link_counts(capsys, store) == before
+    # a model from another version of the ontology: it runs, and says so with both versions, even with -q
+    meta_path = model / "kgnorm-model.json"
+    meta = json.loads(meta_path.read_text())
+    store_version = meta["ontology_version"]
+    meta["ontology_version"] = "1999-01-01"
+    meta_path.write_text(json.dumps(meta))
+    ok = tmp_path / "ok.tsv"
+    ok.write_text("id\ttext\nq1\tfictional syndrome\n")
+    code, _, err = run(capsys, "link", "--model", str(model), "--input", str(ok), "--store", store, "-q")
+    assert code == 0 and "'1999-01-01'" in err and repr(str(store_version)) in err
+
+
 def test_biocom_corpus_train_and_link(capsys, store, tmp_path, tiny_bert_dir):
     assert run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--store", store, "-q")[0] == 0
     text = tmp_path / "docs.txt"
