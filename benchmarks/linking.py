@@ -4,7 +4,7 @@ Same process, same preprocessing (kgnorm's text pipeline: abbreviations, composi
 concept-level ranking for every scorer:
   (a) sparse only (char 1-2-gram tf-idf, exact top-k without a dense matrix),
   (b) dense only, untrained encoder (offline MiniLM, mean pooling, FAISS exact IP),
-  (c) sparse + dense untrained (BioSyn scoring with lambda = 1),
+  (c) sparse + dense untrained (BioSyn scoring with lambda = 1 and 30, the CLI's suggested start),
   (d) trained BioSyn model directories given with --model NAME=DIR (trained by the CLI),
 plus a naive baseline (sklearn TfidfVectorizer char 1-2-grams, full sparse product + argsort)
 for the throughput ratio. Refined split: dev mentions whose normalized text never occurs in
@@ -182,14 +182,16 @@ def main() -> None:
             speed.append(f"| {ds} | dense only (encode + FAISS) | {len(flat) / t_de:,.0f} queries/s |")
             # (c) BioSyn scoring, lambda = 1: union of candidates rescored with sparse + dense
             qs_mat = sparse.transform(flat)
-            comb = []
+            combos: dict[float, list] = {1.0: [], 30.0: []}
             for i in range(len(flat)):
                 cand = np.unique(np.concatenate([s_idx[i], d_idx[i]]))
                 cand = cand[cand >= 0]
                 s = np.asarray((qs_mat[i] @ sparse.names_matrix[cand].T).todense()).ravel()
                 d = vecs[cand] @ qv[i]
-                comb.append(cand[np.argsort(-(s + d), kind="stable")])
-            results["(c) sparse + dense untrained (λ=1)"] = comb
+                for lam, out in combos.items():
+                    out.append(cand[np.argsort(-(lam * s + d), kind="stable")])
+            for lam, comb in combos.items():
+                results[f"(c) sparse + dense untrained (λ={lam:g})"] = comb
         for label, res in results.items():
             r = evaluate(res, dev_m, dev_q, dictionary, refined)
             table.append(f"| {ds} | {label} | {r['acc1']:.4f} | {r['acc5']:.4f} | {r['r_acc1']:.4f} | "
