@@ -157,21 +157,26 @@ def main() -> None:
                                  ["|".join(m.gold) for m in dev_m])
         flat = [q for qs in dev_q for q in qs]
         results = {}
-        t0 = time.perf_counter()
-        _, s_idx = sparse.topk(flat, 20)
-        t_sp = time.perf_counter() - t0
+        sparse.topk(flat[:64], 20)  # warm-up: first-call set-up (thread pools, bf16 check) is not per query
+        t_sp = float("inf")
+        for _ in range(2):  # best of two: the machine is shared
+            t0 = time.perf_counter()
+            _, s_idx = sparse.topk(flat, 20)
+            t_sp = min(t_sp, time.perf_counter() - t0)
         results["(a) sparse only"] = list(s_idx)
-        speed.append(f"| {ds} | sparse only (kgnorm) | {len(flat) / t_sp:,.0f} queries/s |")
+        speed.append(f"| {ds} | sparse only (kgnorm, best of 2 after a warm-up) | {len(flat) / t_sp:,.0f} queries/s |")
         # naive baseline: full sparse product + argsort over all names
         from sklearn.feature_extraction.text import TfidfVectorizer
         vec = TfidfVectorizer(analyzer="char", ngram_range=(1, 2))
         dmat = vec.fit_transform(names)
         sub = flat[: min(len(flat), 1000)]
-        t0 = time.perf_counter()
-        scores = (vec.transform(sub) @ dmat.T).toarray()
-        np.argsort(-scores, axis=1)[:, :20]
-        t_naive = time.perf_counter() - t0
-        speed.append(f"| {ds} | naive tf-idf baseline (full product + argsort, {len(sub)} queries) | "
+        t_naive = float("inf")
+        for _ in range(2):
+            t0 = time.perf_counter()
+            scores = (vec.transform(sub) @ dmat.T).toarray()
+            np.argsort(-scores, axis=1)[:, :20]
+            t_naive = min(t_naive, time.perf_counter() - t0)
+        speed.append(f"| {ds} | naive tf-idf baseline (full product + argsort, {len(sub)} queries, best of 2) | "
                      f"{len(sub) / t_naive:,.0f} queries/s (kgnorm sparse is {(len(flat) / t_sp) / (len(sub) / t_naive):.1f}×) |")
         if dense is not None:
             t0 = time.perf_counter()
