@@ -51,11 +51,23 @@ def append(title: str, body: str) -> None:
 
 
 def run_child(cmd: list[str], env: dict | None = None) -> tuple[float, float]:
-    """Run a command to completion: (wall seconds, peak RSS in MB of that one child)."""
+    """Run a command to completion: (wall seconds, peak RSS in MB of that one child).
+
+    The peak is the child's own VmHWM, polled from /proc: the rusage of a waited-for child
+    also counts the parent's memory copied at fork time, which would report a big benchmark
+    process's peak instead of the command's."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    status = Path(f"/proc/{proc.pid}/status")
+    peak_kb = 0
+    while proc.poll() is None:
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak_kb = max(peak_kb, int(line.split()[1]))
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd!r} exited with {proc.returncode}")
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024
+    return time.perf_counter() - t0, peak_kb / 1024

@@ -98,6 +98,30 @@ def _training_summary(model_dir: Path) -> str:
             f" dev Acc@1 per epoch (the trainer's evaluation, composite parts scored separately): {devs}")
 
 
+def _cli_link(model_dir: str, dev: Path, threads: int) -> tuple[float, float]:
+    return run_child([sys.executable, "-m", "kgnorm.cli", "link", "--model", model_dir, "--input", str(dev),
+                      "--no-write", "--output", os.devnull, "-q"],
+                     env={"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads)})
+
+
+def cli_only(args) -> None:
+    from kgnorm.mention_io import read_mentions_with_abbreviations
+
+    rows = ["| dataset | model | mentions | wall incl. start-up and model load | mentions/s | peak RSS |",
+            "|---|---|---|---|---|---|"]
+    for spec in args.model:
+        label, _, path = spec.partition("=")
+        for ds, (_, dev_rel) in DATASETS.items():
+            if label in DATASETS and label != ds:
+                continue
+            dev = SHARED / "data" / dev_rel
+            n = sum(1 for _ in read_mentions_with_abbreviations(dev))
+            wall, rss = _cli_link(path, dev, args.threads)
+            rows.append(f"| {ds} | {label} | {n} | {wall:.1f} s | {n / wall:,.0f} | {rss:,.0f} MB |")
+    append("Linking: `kgnorm link --no-write` in a child process", "\n".join(
+        [f"torch threads {args.threads}; peak RSS is the child's own VmHWM.", "", *rows]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", action="append", default=[],
@@ -105,8 +129,12 @@ def main() -> None:
                          "(ncbi-disease, bc5cdr-disease) is scored on that dataset only")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--skip-dense", action="store_true")
+    ap.add_argument("--cli-only", action="store_true",
+                    help="only time `kgnorm link` (child process: wall, peak RSS) for each --model on its dev set")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.cli_only:
+        return cli_only(args)
     import torch
 
     from kgnorm.evaluation.linking import refined_subset
@@ -221,9 +249,7 @@ def main() -> None:
             speed.append(f"| {ds} | {label}: `kgnorm link` path (pipeline + sparse + dense + rescoring) | "
                          f"{len(linked) / t_link:,.0f} mentions/s |")
             # the CLI itself in a child process: start-up, model load, linking, TSV; its own peak RSS
-            wall, rss = run_child([sys.executable, "-m", "kgnorm.cli", "link", "--model", models_dir[label],
-                                   "--input", str(SHARED / "data" / dev_rel), "--no-write", "--output", os.devnull, "-q"],
-                                  env={"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(args.threads)})
+            wall, rss = _cli_link(models_dir[label], SHARED / "data" / dev_rel, args.threads)
             speed.append(f"| {ds} | {label}: `kgnorm link --no-write` child process, wall incl. start-up and model "
                          f"load | {len(linked) / wall:,.0f} mentions/s ({wall:.1f} s), peak RSS {rss:,.0f} MB |")
     body = "\n".join(lines + table + ["", "| timing | value |", "|---|---|", *timing, "",
