@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -61,3 +63,20 @@ def echo_stdout(text: str) -> None:
     sys.stdout.write(text)
     if not text.endswith("\n"):
         sys.stdout.write("\n")
+
+
+def ontology_word_vectors(word_vectors: Path | None, out: Path, resume: bool, texts: Callable[[], list[str]],
+                          seed: int, quiet: bool, label: str):
+    """A user file, or fastText trained on the ontology's text and cached in --out so that a
+    resumed run sees the very same vectors (training is not bit-reproducible with 2 workers)."""
+    from kgnorm.wordvectors import WordVectors, train_word_vectors
+
+    if word_vectors is not None:
+        return WordVectors.from_file(word_vectors)
+    cached = out / "wordvectors"
+    if resume and (cached / "meta.json").exists():
+        return WordVectors.load(cached)
+    info(f"training fastText word vectors on {label} …", quiet)
+    wv = train_word_vectors(texts(), seed=seed)
+    wv.save(cached)
+    return wv

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from kgnorm.cli.common import (FormatOpt, MaxMinutesOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
-                               setup)
+                               ontology_word_vectors, setup)
 from kgnorm.errors import InputError, KgnormError
 
 
@@ -42,30 +42,6 @@ def _name_dictionary(snap, pipeline):
     if len(dictionary) == 0:
         raise KgnormError(f"ontology {snap.name!r} gives an empty dictionary")
     return dictionary
-
-
-def _definitions(st, ontology: str) -> list[str]:
-    """Concept definitions: extra fastText text (the snapshot carries names only)."""
-    res = st.query("MATCH (c:Concept) WHERE c.ontology = $ontology AND c.definition IS NOT NULL "
-                   "RETURN c.definition AS definition", {"ontology": ontology})
-    return [r[0] for r in res.rows if r[0]]
-
-
-def _word_vectors(word_vectors: Path | None, out: Path, resume: bool, texts: Callable[[], list[str]],
-                  seed: int, quiet: bool, label: str):
-    """A user file, or fastText trained on the ontology's text and cached in --out so that a
-    resumed run sees the very same vectors (training is not bit-reproducible with 2 workers)."""
-    from kgnorm.wordvectors import WordVectors, train_word_vectors
-
-    if word_vectors is not None:
-        return WordVectors.from_file(word_vectors)
-    cached = out / "wordvectors"
-    if resume and (cached / "meta.json").exists():
-        return WordVectors.load(cached)
-    info(f"training fastText word vectors on {label} …", quiet)
-    wv = train_word_vectors(texts(), seed=seed)
-    wv.save(cached)
-    return wv
 
 
 def _run_with_budget(train_epochs: Callable[[int, bool], Any], epochs: int, resume: bool,
@@ -121,7 +97,7 @@ def train_bne_cmd(
         raise KgnormError("--epochs must be >= 1 and --batch-size >= 2")
     _set_threads(threads)
     from kgnorm.cli.link_cmds import _training_pairs
-    from kgnorm.graph_views import read_ontology
+    from kgnorm.graph_views import read_definitions, read_ontology
     from kgnorm.models import update_meta
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline
@@ -129,13 +105,13 @@ def train_bne_cmd(
 
     with open_store(store) as st:
         snap = read_ontology(st, ontology, with_edges=False)
-        definitions = _definitions(st, ontology) if word_vectors is None else []
+        definitions = read_definitions(st, ontology) if word_vectors is None else []
     pipeline = TextPipeline()
     dictionary = _name_dictionary(snap, pipeline)
     dev_pairs = _training_pairs(pipeline, dev, input_format) if dev else None
     if dev is not None and not dev_pairs:
         raise InputError("no dev mention has a gold concept", path=dev)
-    wv = _word_vectors(word_vectors, out, resume,
+    wv = ontology_word_vectors(word_vectors, out, resume,
                        lambda: [n for c in snap.concepts for n in c.all_names()] + definitions,
                        seed, quiet, f"{ontology}'s names and definitions")
     info(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts; "

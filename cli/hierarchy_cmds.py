@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from kgnorm.cli.common import (MaxMinutesOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
-                               setup, warn)
+                               ontology_word_vectors, setup, warn)
 from kgnorm.errors import KgnormError
 
 RootOpt = Annotated[str, typer.Option("--root", help="Root concept uid of the subgraph, e.g. HP:0000118.")]
@@ -54,7 +54,7 @@ def train_dan_cmd(
     level: LevelOpt,
     out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
     word_vectors: Annotated[Optional[Path], typer.Option(
-        "--word-vectors", help="fastText .bin / word2vec .vec file; default: train fastText on the ontology's names.")] = None,
+        "--word-vectors", help="fastText .bin / word2vec .vec file; default: train fastText on the ontology's names and definitions.")] = None,
     preset: Annotated[str, typer.Option(
         "--preset", help="paper: DAN's settings (hidden 2048, lr 1e-3, loss weights 1/1/1); cpu-fast: hidden 1024, "
                          "lr 2e-3, context/grounding weights 0.3, 30% class-name positives, 14-min budget "
@@ -75,23 +75,22 @@ def train_dan_cmd(
     _check_level(level)
     from kgnorm.models import update_meta
     from kgnorm.training.dan import train_dan
-    from kgnorm.wordvectors import WordVectors, train_word_vectors
 
-    split, snap = _split(store, ontology, root, seed)
-    info(split.summary_table(), quiet)
-    if word_vectors is not None:
-        wv = WordVectors.from_file(word_vectors)
-    else:
-        cached = out / "wordvectors"
-        if resume and (cached / "meta.json").exists():
-            wv = WordVectors.load(cached)
-        else:
-            info(f"training fastText word vectors on {ontology}'s names …", quiet)
-            texts = [n for c in snap.concepts for n in c.all_names()]
-            wv = train_word_vectors(texts)
     config = dan_config(preset, seed=seed, hidden=hidden, max_epochs=epochs, patience=patience,
                         batch_size=batch_size, lr=lr, threads=threads,
                         max_seconds=None if max_minutes is None else max_minutes * 60)
+    split, snap = _split(store, ontology, root, seed)
+    info(split.summary_table(), quiet)
+    definitions: list[str] = []
+    if word_vectors is None:
+        from kgnorm.graph_views import read_definitions
+        from kgnorm.stores import open_store
+
+        with open_store(store) as st:
+            definitions = read_definitions(st, ontology)
+    wv = ontology_word_vectors(word_vectors, out, resume,
+                               lambda: [n for c in snap.concepts for n in c.all_names()] + definitions,
+                               seed, quiet, f"{ontology}'s names and definitions")
     result = train_dan(split, wv, level, out, config, progress=not quiet, resume=resume)
     update_meta(out, ontology=ontology, ontology_version=snap.version, root=root, level=level,
                 split_seed=seed, n_levels=N_LEVELS)

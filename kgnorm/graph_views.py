@@ -52,6 +52,11 @@ def read_ontology(store: GraphStore, ontology: str, with_edges: bool = True) -> 
     return OntologySnapshot(ontology, info.get("version") or "", concepts, edges)
 
 
+def read_definitions(store: GraphStore, ontology: str) -> list[str]:
+    """Definitions of the ontology's concepts, in uid order (the snapshot carries names only)."""
+    return [r[0] for r in store.run_saved("ontology_definitions", {"ontology": ontology}).rows if r[0]]
+
+
 def hierarchy_from_store(store: GraphStore, ontology: str):  # -> Hierarchy
     from kgnorm.hierarchy import Hierarchy
 

@@ -69,6 +69,17 @@ def test_load_and_saved_queries(store):
     assert counts[0]["ontology"] == "toy" and counts[0]["concepts"] == 4 and counts[0]["is_a_edges"] == 4
 
 
+def test_read_definitions_in_uid_order(store):
+    from kgnorm.graph_views import read_definitions
+
+    g = make_graph()
+    g.concepts["T:b"].definition = "Beta is defined here."
+    g.concepts["T:a"].definition = "Alpha is defined here."
+    store.load_ontology(g)
+    assert read_definitions(store, "toy") == ["Alpha is defined here.", "Beta is defined here."]
+    assert read_definitions(store, "nope") == []
+
+
 def test_reingest_replaces_exactly_that_ontology(store):
     store.load_ontology(make_graph())
     store.load_ontology(make_graph("other", "O"))
