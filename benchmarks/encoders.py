@@ -78,23 +78,10 @@ def read_items(path: Path, limit: int | None = None) -> list[tuple[Any, dict[str
 
 
 def query_pairs(pipeline, items) -> list[tuple[str, set[str]]]:
-    """(normalized query, gold uids) per composite part -- the same rule as the CLI's
-    training-pair reader (`kgnorm train dilbert`), so training sees what `train` would."""
-    from kgnorm.mention_io import NIL_PART
+    """The CLI's training-pair rule, so training here sees what `kgnorm train dilbert` would."""
+    from kgnorm.link_job import training_pairs
 
-    pairs: list[tuple[str, set[str]]] = []
-    for mention, abbr in items:
-        if not mention.gold:
-            continue
-        queries = pipeline.prepare(mention, abbr)
-        golds = mention.gold if len(queries) == len(mention.gold) else ["|".join(mention.gold)]
-        if len(queries) != len(golds):
-            queries = [pipeline.normalize_name(mention.text)]
-        for q, g in zip(queries, golds):
-            ids = {x for part in g.split("|") for x in part.split("+") if x and x not in ("-1", NIL_PART)}
-            if q and ids:
-                pairs.append((q, ids))
-    return pairs
+    return training_pairs(pipeline, items)
 
 
 def build_dictionary(graph, pipeline, keep: set[str] | None = None):

@@ -28,22 +28,10 @@ def _mentions(path: Path, fmt: str | None):
 
 
 def _training_pairs(pipeline, path: Path, fmt: str | None) -> list[tuple[str, set[str]]]:
-    """(normalized query, gold uids) per composite part; unlinkable parts are dropped."""
-    from kgnorm.mention_io import NIL_PART
+    """(normalized query, gold uids) per composite part of a mention file."""
+    from kgnorm.link_job import training_pairs
 
-    pairs: list[tuple[str, set[str]]] = []
-    for mention, abbr in _mentions(path, fmt):
-        if not mention.gold:
-            continue
-        queries = pipeline.prepare(mention, abbr)
-        golds = mention.gold if len(queries) == len(mention.gold) else ["|".join(mention.gold)]
-        if len(queries) != len(golds):
-            queries = [pipeline.normalize_name(mention.text)]
-        for q, g in zip(queries, golds):
-            ids = {x for part in g.split("|") for x in part.split("+") if x and x not in ("-1", NIL_PART)}
-            if q and ids:
-                pairs.append((q, ids))
-    return pairs
+    return training_pairs(pipeline, _mentions(path, fmt))
 
 
 def train_biosyn_cmd(

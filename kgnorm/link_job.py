@@ -169,3 +169,25 @@ def edges_for(linked: LinkedMention, write_top_k: int) -> list[tuple[str, int, f
 
 def normalized_texts(pipeline: TextPipeline, mentions: Sequence[Mention]) -> list[str]:
     return [pipeline.normalize_name(m.text) for m in mentions]
+
+
+def training_pairs(pipeline: TextPipeline, items: Iterable[tuple[Mention, dict[str, str]]]
+                   ) -> list[tuple[str, set[str]]]:
+    """(normalized query, gold uids) per composite part, for training and dev selection;
+    mentions without gold and parts whose gold is nil are dropped. When the split does not
+    match the gold parts, the whole normalized mention keeps all its golds."""
+    from kgnorm.mention_io import NIL_PART
+
+    pairs: list[tuple[str, set[str]]] = []
+    for mention, abbr in items:
+        if not mention.gold:
+            continue
+        queries = pipeline.prepare(mention, abbr)
+        golds = mention.gold if len(queries) == len(mention.gold) else ["|".join(mention.gold)]
+        if len(queries) != len(golds):
+            queries = [pipeline.normalize_name(mention.text)]
+        for q, g in zip(queries, golds):
+            ids = {x for part in g.split("|") for x in part.split("+") if x and x not in ("-1", NIL_PART)}
+            if q and ids:
+                pairs.append((q, ids))
+    return pairs
