@@ -80,3 +80,20 @@ def ontology_word_vectors(word_vectors: Path | None, out: Path, resume: bool, te
     wv = train_word_vectors(texts(), seed=seed)
     wv.save(cached)
     return wv
+
+
+def read_mention_file(path: Path, fmt: str | None):
+    """Mentions (with the abbreviations their documents define) of a .concept, PubTator or TSV file."""
+    from kgnorm.errors import InputError
+    from kgnorm.mention_io import read_mentions_with_abbreviations
+
+    if not path.exists():
+        raise InputError("no such file", path=path)
+    return read_mentions_with_abbreviations(path, fmt)
+
+
+def training_pairs_from_file(pipeline, path: Path, fmt: str | None) -> list[tuple[str, set[str]]]:
+    """(normalized query, gold uids) per composite part of a mention file."""
+    from kgnorm.link_job import training_pairs
+
+    return training_pairs(pipeline, read_mention_file(path, fmt))

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from kgnorm.cli.common import (FormatOpt, MaxMinutesOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
-                               ontology_word_vectors, setup)
+                               ontology_word_vectors, setup, training_pairs_from_file)
 from kgnorm.errors import InputError, KgnormError
 
 
@@ -31,17 +31,6 @@ def _check_file(path: Path | None, what: str) -> None:
     """Fail before anything is written when an input file is missing."""
     if path is not None and not path.exists():
         raise InputError(f"{what} not found", path=path)
-
-
-def _name_dictionary(snap, pipeline):
-    """The ontology's names, normalized like queries, as a NameDictionary (with alt ids)."""
-    from kgnorm.linking.dictionary import NameDictionary
-
-    dictionary = NameDictionary.from_entries(
-        ((pipeline.normalize_name(n), c.uid) for c in snap.concepts for n in c.all_names()), snap.alt_ids())
-    if len(dictionary) == 0:
-        raise KgnormError(f"ontology {snap.name!r} gives an empty dictionary")
-    return dictionary
 
 
 def _run_with_budget(train_epochs: Callable[[int, bool], Any], epochs: int, resume: bool,
@@ -96,7 +85,7 @@ def train_bne_cmd(
     if epochs < 1 or batch_size < 2:
         raise KgnormError("--epochs must be >= 1 and --batch-size >= 2")
     _set_threads(threads)
-    from kgnorm.cli.link_cmds import _training_pairs
+    from kgnorm.linking.dictionary import ontology_dictionary
     from kgnorm.graph_views import read_definitions, read_ontology
     from kgnorm.models import update_meta
     from kgnorm.stores import open_store
@@ -107,8 +96,8 @@ def train_bne_cmd(
         snap = read_ontology(st, ontology, with_edges=False)
         definitions = read_definitions(st, ontology) if word_vectors is None else []
     pipeline = TextPipeline()
-    dictionary = _name_dictionary(snap, pipeline)
-    dev_pairs = _training_pairs(pipeline, dev, input_format) if dev else None
+    dictionary = ontology_dictionary(snap, pipeline.normalize_name)
+    dev_pairs = training_pairs_from_file(pipeline, dev, input_format) if dev else None
     if dev is not None and not dev_pairs:
         raise InputError("no dev mention has a gold concept", path=dev)
     wv = ontology_word_vectors(word_vectors, out, resume,
@@ -177,7 +166,7 @@ def train_dilbert_cmd(
     _check_file(dev, "dev mentions file")
     _check_file(encoder, "encoder directory")
     _set_threads(threads)
-    from kgnorm.cli.link_cmds import _training_pairs
+    from kgnorm.linking.dictionary import ontology_dictionary
     from kgnorm.graph_views import hierarchy_from_store, read_ontology
     from kgnorm.models import update_meta
     from kgnorm.stores import open_store
@@ -194,11 +183,11 @@ def train_dilbert_cmd(
         raise KgnormError(f"--strategy {strategy} needs IS_A edges and ontology {ontology!r} has none; "
                           "use random or resampling")
     pipeline = TextPipeline()
-    dictionary = _name_dictionary(snap, pipeline)
-    train_pairs = _training_pairs(pipeline, train, input_format)
+    dictionary = ontology_dictionary(snap, pipeline.normalize_name)
+    train_pairs = training_pairs_from_file(pipeline, train, input_format)
     if not train_pairs:
         raise InputError("no training mention has a gold concept", path=train)
-    dev_pairs = _training_pairs(pipeline, dev, input_format) if dev else None
+    dev_pairs = training_pairs_from_file(pipeline, dev, input_format) if dev else None
     info(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts; "
          f"{len(train_pairs):,} training queries; strategy {strategy}", quiet)
     cfg = DilbertConfig(strategy=strategy, n_negatives=negatives, k_parents=parents_k, k_siblings=siblings_k,

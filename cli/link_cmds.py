@@ -10,28 +10,13 @@ import numpy as np
 import typer
 
 from kgnorm.cli.common import (FormatOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
-                               setup, warn)
+                               read_mention_file, setup, training_pairs_from_file, warn)
 from kgnorm.errors import InputError, KgnormError
 
 AbbrOpt = Annotated[Optional[bool], typer.Option(
     "--abbreviations/--no-abbreviations", help="Expand abbreviations defined in the document.")]
 CompOpt = Annotated[Optional[bool], typer.Option(
     "--composites/--no-composites", help="Split composite mentions into parts.")]
-
-
-def _mentions(path: Path, fmt: str | None):
-    from kgnorm.mention_io import read_mentions_with_abbreviations
-
-    if not path.exists():
-        raise InputError("no such file", path=path)
-    return read_mentions_with_abbreviations(path, fmt)
-
-
-def _training_pairs(pipeline, path: Path, fmt: str | None) -> list[tuple[str, set[str]]]:
-    """(normalized query, gold uids) per composite part of a mention file."""
-    from kgnorm.link_job import training_pairs
-
-    return training_pairs(pipeline, _mentions(path, fmt))
 
 
 def train_biosyn_cmd(
@@ -71,7 +56,7 @@ def train_biosyn_cmd(
 
     from kgnorm.graph_views import read_ontology
     from kgnorm.linking.biosyn import BioSynModel
-    from kgnorm.linking.dictionary import NameDictionary
+    from kgnorm.linking.dictionary import ontology_dictionary
     from kgnorm.models import update_meta
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline
@@ -84,12 +69,9 @@ def train_biosyn_cmd(
     with open_store(store) as st:
         snap = read_ontology(st, ontology, with_edges=False)
     pipeline = TextPipeline()
-    dictionary = NameDictionary.from_entries(
-        ((pipeline.normalize_name(n), c.uid) for c in snap.concepts for n in c.all_names()), snap.alt_ids())
-    if len(dictionary) == 0:
-        raise KgnormError(f"ontology {ontology!r} gives an empty dictionary")
-    train_pairs = _training_pairs(pipeline, train, input_format) if train else []
-    dev_pairs = _training_pairs(pipeline, dev, input_format) if dev else None
+    dictionary = ontology_dictionary(snap, pipeline.normalize_name)
+    train_pairs = training_pairs_from_file(pipeline, train, input_format) if train else []
+    dev_pairs = training_pairs_from_file(pipeline, dev, input_format) if dev else None
     if train is not None and not train_pairs:
         raise InputError("no training mention has a gold concept", path=train)
     search_dict = dictionary.with_mentions(train_pairs) if merge_train and train_pairs else dictionary
@@ -189,7 +171,7 @@ def _auto_nil_threshold(linker, meta: dict[str, Any], pipeline, nil_dev: Path, i
     in_kb: list[bool] = []
     correct: list[bool] = []
     n_total = n_minus1 = n_unknown = 0
-    linked = list(link_stream(linker, pipeline, _mentions(nil_dev, input_format), top_k=1, batch_size=batch_size))
+    linked = list(link_stream(linker, pipeline, read_mention_file(nil_dev, input_format), top_k=1, batch_size=batch_size))
     if not any(lm.mention.gold for lm in linked):
         raise InputError("no dev mention has a gold field: --nil-dev needs gold concepts (-1 for out-of-KB)",
                          path=nil_dev)
@@ -252,7 +234,7 @@ def link_cmd(
     if top_k < 1 or write_top_k < 1:
         raise KgnormError("--top-k and --write-top-k must be >= 1")
     auto_nil = _parse_nil_option(nil_threshold, nil_dev, nil_strategy)
-    mentions = _mentions(input, input_format)
+    mentions = read_mention_file(input, input_format)
     linker, meta = open_linker(model)
     pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
     nil_value: float | None = None if auto_nil else (None if nil_threshold is None else float(nil_threshold))
@@ -391,7 +373,7 @@ def evaluate_link_model(model: Path, input: Path, train: Path | None, input_form
             if st.ontology_info(meta["ontology"]):
                 alt_ids = read_ontology(st, meta["ontology"], with_edges=False).alt_ids()
     preds, golds, mentions = [], [], []
-    for lm in link_stream(linker, pipeline, _mentions(input, input_format), top_k=5, batch_size=batch_size):
+    for lm in link_stream(linker, pipeline, read_mention_file(input, input_format), top_k=5, batch_size=batch_size):
         preds.append(candidate_sets(lm))
         golds.append(lm.mention.gold)
         mentions.append(lm.mention)
@@ -404,7 +386,7 @@ def evaluate_link_model(model: Path, input: Path, train: Path | None, input_form
 
     out: dict[str, Any] = {"full": summary(list(range(len(mentions))))}
     if train is not None:
-        train_texts = {pipeline.normalize_name(m.text) for m, _ in _mentions(train, input_format)}
+        train_texts = {pipeline.normalize_name(m.text) for m, _ in read_mention_file(train, input_format)}
         texts = [pipeline.normalize_name(m.text) for m in mentions]
         idx = refined_subset(texts, train_texts, ["|".join(g) for g in golds])
         out["refined"] = summary(idx)

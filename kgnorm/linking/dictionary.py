@@ -232,3 +232,13 @@ class NameDictionary:
             return cls(names=names, uids=uids, alt_ids=alt_ids, is_mention=flags)
         except KgnormError as e:
             raise InputError(str(e), path=path) from None
+
+
+def ontology_dictionary(snapshot, normalize) -> NameDictionary:
+    """Every name of an ontology snapshot (:class:`kgnorm.graph_views.OntologySnapshot`),
+    normalized like the queries, with its alt ids; an ontology without names is an error."""
+    dictionary = NameDictionary.from_entries(
+        ((normalize(n), c.uid) for c in snapshot.concepts for n in c.all_names()), snapshot.alt_ids())
+    if len(dictionary) == 0:
+        raise KgnormError(f"ontology {snapshot.name!r} gives an empty dictionary")
+    return dictionary
