@@ -41,8 +41,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -58,6 +56,7 @@ from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
 from kgnorm.linking.model_dir import load_biosyn, save_biosyn
 from kgnorm.progress import progress_bar
+from kgnorm.training.checkpoints import atomic_save, digest, rng_state, seed_all, set_rng_state
 
 CHECKPOINT = "last.pt"
 
@@ -124,31 +123,6 @@ def marginal_nll(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return (lse_all - lse_pos).mean()
 
 
-def _seed_all(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
-
-
-def _rng_state() -> dict:
-    np_state = np.random.get_state()
-    return {"python": random.getstate(), "torch": torch.get_rng_state(),
-            "numpy": {"key": np_state[0], "state": torch.from_numpy(np_state[1].astype(np.int64)),
-                      "pos": int(np_state[2]), "has_gauss": int(np_state[3]),
-                      "cached": float(np_state[4])},
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
-
-
-def _set_rng_state(st: dict) -> None:
-    random.setstate(st["python"])
-    torch.set_rng_state(st["torch"])
-    n = st["numpy"]
-    np.random.set_state((n["key"], n["state"].numpy().astype(np.uint32), n["pos"],
-                         n["has_gauss"], n["cached"]))
-    if st.get("cuda") and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(st["cuda"])
-
-
 def _prepare(pairs: Sequence[tuple[str, set[str] | Sequence[str] | str]], dedupe: bool
              ) -> tuple[list[str], list[frozenset[str]]]:
     qs, gs, seen = [], [], set()
@@ -206,14 +180,6 @@ def _combine(s_idx: np.ndarray, d_idx: np.ndarray, top_k: int, n_sparse: int,
     return out
 
 
-def _digest(items: Sequence[str]) -> str:
-    h = hashlib.sha1()
-    for s in items:
-        h.update(s.encode("utf-8"))
-        h.update(b"\x00")
-    return h.hexdigest()
-
-
 def _evaluate(model: BioSynModel, dev_q: list[str], dev_g: list[frozenset[str]],
               top_k: int, batch_size: int) -> dict:
     preds = []
@@ -225,12 +191,6 @@ def _evaluate(model: BioSynModel, dev_q: list[str], dev_g: list[frozenset[str]],
     rep = accuracy_at_k(preds, gold, ks=sorted({1, min(5, top_k), top_k}),
                         alt_ids=model.dictionary.alt_ids, conjunction="any")
     return {f"acc@{k}": v for k, v in rep.accuracy.items()} | {"n": rep.n_evaluated}
-
-
-def _atomic_save(obj: dict, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------------- trainer
@@ -250,7 +210,7 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
     ckdir = out / "checkpoints"
     ckdir.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    _seed_all(cfg.seed)
+    seed_all(cfg.seed)
 
     if cfg.max_length is not None:
         model.encoder.max_length = int(cfg.max_length)
@@ -271,9 +231,9 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
         n_batches = min(n_batches, int(cfg.max_steps_per_epoch))
 
     fingerprint = hashlib.sha1(json.dumps({
-        "config": cfg.fingerprint_dict(), "queries": _digest(queries),
-        "golds": _digest(["|".join(sorted(g)) for g in golds]), "names": _digest(names),
-        "uids": _digest(["|".join(u) for u in dictionary.uids]),
+        "config": cfg.fingerprint_dict(), "queries": digest(queries),
+        "golds": digest(["|".join(sorted(g)) for g in golds]), "names": digest(names),
+        "uids": digest(["|".join(u) for u in dictionary.uids]),
         "encoder": model.encoder.config(), "dim": model.encoder.dim,
     }, sort_keys=True).encode()).hexdigest()
 
@@ -312,18 +272,18 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
         best_acc, best_epoch = ck.get("best_acc"), ck.get("best_epoch")
         if step > 0:
             epoch_state = {k: ck["epoch_state"][k].numpy() for k in ck["epoch_state"]}
-        _set_rng_state(ck["rng"])
+        set_rng_state(ck["rng"])
         resumed_from = {"epoch": epoch, "step": step}
     elif not resume and ck_path.exists():
         ck_path.unlink()
 
     def checkpoint(ep: int, st: int, es: dict | None) -> None:
-        _atomic_save({
+        atomic_save({
             "fingerprint": fingerprint, "epoch": ep, "step": st,
             "model": model.encoder.model.state_dict(),
             "sparse_weight": model.sparse_weight.detach().cpu().clone(),
             "optimizer": optimizer.state_dict(), "history": history,
-            "best_acc": best_acc, "best_epoch": best_epoch, "rng": _rng_state(),
+            "best_acc": best_acc, "best_epoch": best_epoch, "rng": rng_state(),
             "epoch_state": {k: torch.from_numpy(np.ascontiguousarray(v))
                             for k, v in (es or {}).items()},
         }, ck_path)

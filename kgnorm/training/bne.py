@@ -65,7 +65,7 @@ from kgnorm.errors import KgnormError
 from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.progress import progress_bar
-from kgnorm.training.biosyn import _rng_state, _seed_all, _set_rng_state
+from kgnorm.training.checkpoints import atomic_save, digest, rng_state, seed_all, set_rng_state
 from kgnorm.wordvectors import WordVectors
 
 __all__ = ["BneConfig", "BneTrainResult", "train_bne", "logistic_inbatch_loss",
@@ -220,14 +220,6 @@ def _prepare_dev(dev: Iterable[tuple[str, Iterable[str] | str]] | None
     return qs, gs
 
 
-def _digest(items: Iterable[str]) -> str:
-    h = hashlib.sha1()
-    for s in items:
-        h.update(s.encode("utf-8"))
-        h.update(b"\x00")
-    return h.hexdigest()
-
-
 def evaluate_linking(model, queries: Sequence[str], golds: Sequence[Iterable[str]],
                      top_k: int = 5, batch_size: int = 512) -> dict:
     """Acc@1 / Acc@k of ``model.link`` (any model with a dictionary) on (query, gold set)
@@ -242,12 +234,6 @@ def evaluate_linking(model, queries: Sequence[str], golds: Sequence[Iterable[str
     ks = sorted({1, min(5, top_k), top_k})
     rep = accuracy_at_k(preds, gold, ks=ks, alt_ids=d.alt_ids, conjunction="any")
     return {f"acc@{k}": v for k, v in rep.accuracy.items()} | {"n": rep.n_evaluated}
-
-
-def _atomic_save(obj: dict, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
 
 
 def _save_weights(state: dict, path: Path) -> None:
@@ -275,7 +261,7 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
     if cfg.batch_size < 2:
         raise KgnormError("BneConfig.batch_size must be at least 2 (in-batch negatives)")
     t_start = time.perf_counter()
-    _seed_all(cfg.seed)
+    seed_all(cfg.seed)
     out = Path(out_dir)
     ckdir = out / "checkpoints"
     ckdir.mkdir(parents=True, exist_ok=True)
@@ -336,9 +322,9 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
         n_batches = min(n_batches, int(cfg.max_steps_per_epoch))
     kv = word_vectors.kv
     fingerprint = hashlib.sha1(json.dumps({
-        "config": cfg.fingerprint_dict(), "names": _digest(item_name),
-        "concepts": _digest(uids[c] for c in item_concept), "dev": _digest(dev_q),
-        "dev_gold": _digest("|".join(sorted(g)) for g in dev_g), "chars": _digest(chars),
+        "config": cfg.fingerprint_dict(), "names": digest(item_name),
+        "concepts": digest(uids[c] for c in item_concept), "dev": digest(dev_q),
+        "dev_gold": digest("|".join(sorted(g)) for g in dev_g), "chars": digest(chars),
         "wv": [word_vectors.kind, wd, len(kv.index_to_key),
                hashlib.sha1(np.ascontiguousarray(kv.vectors, np.float32).tobytes()).hexdigest()],
     }, sort_keys=True).encode()).hexdigest()
@@ -366,7 +352,7 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
         best_acc, best_epoch = ck.get("best_acc"), ck.get("best_epoch")
         evals_since_best = int(ck.get("evals_since_best", 0))
         stopped = bool(ck.get("stopped", False))
-        _set_rng_state(ck["rng"])
+        set_rng_state(ck["rng"])
         resumed_from = {"epoch": epoch, "step": step}
     elif not resume:
         for p in (ck_path, best_path):
@@ -374,11 +360,11 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
                 p.unlink()
 
     def checkpoint(ep: int, st: int) -> None:
-        _atomic_save({"fingerprint": fingerprint, "epoch": ep, "step": st,
+        atomic_save({"fingerprint": fingerprint, "epoch": ep, "step": st,
                       "model": net.state_dict(), "optimizer": optimizer.state_dict(),
                       "history": history, "best_acc": best_acc, "best_epoch": best_epoch,
                       "evals_since_best": evals_since_best, "stopped": stopped,
-                      "rng": _rng_state()}, ck_path)
+                      "rng": rng_state()}, ck_path)
 
     def evaluate(ep_float: float, losses: list[float]) -> None:
         nonlocal best_acc, best_epoch, evals_since_best, stopped

@@ -66,8 +66,8 @@ from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.progress import progress_bar
 from kgnorm.samplers import (EpochSeeded, ParentPositiveSampler, RandomNegativeSampler,
                              SiblingNegativeSampler)
-from kgnorm.training.biosyn import (_atomic_save, _digest, _positive_rows, _prepare,
-                                    _rng_state, _seed_all, _set_rng_state)
+from kgnorm.training.biosyn import _positive_rows, _prepare
+from kgnorm.training.checkpoints import atomic_save, digest, rng_state, seed_all, set_rng_state
 from kgnorm.training.bne import evaluate_linking
 
 __all__ = ["STRATEGIES", "DilbertConfig", "DilbertTrainResult", "DilbertSampler",
@@ -323,10 +323,10 @@ def make_triplets(samples: Sequence[MentionSample], pairing: str = "product",
 
 
 # ---------------------------------------------------------------------- trainer
-def _hierarchy_digest(h: Hierarchy | None) -> str:
+def _hierarchydigest(h: Hierarchy | None) -> str:
     if h is None:
         return ""
-    return _digest(sorted(f"{c}>{p}" for c, p in h.graph.edges))
+    return digest(sorted(f"{c}>{p}" for c, p in h.graph.edges))
 
 
 def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
@@ -349,7 +349,7 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
     if cfg.batch_size < 1:
         raise KgnormError("DilbertConfig.batch_size must be >= 1")
     t_start = time.perf_counter()
-    _seed_all(cfg.seed)
+    seed_all(cfg.seed)
     out = Path(out_dir)
     ckdir = out / "checkpoints"
     ckdir.mkdir(parents=True, exist_ok=True)
@@ -373,11 +373,11 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
         raise KgnormError("no training mention has its gold concept in the dictionary")
 
     fingerprint = hashlib.sha1(json.dumps({
-        "config": cfg.fingerprint_dict(), "queries": _digest(queries),
-        "golds": _digest("|".join(sorted(g)) for g in golds), "names": _digest(dictionary.names),
-        "uids": _digest("|".join(u) for u in dictionary.uids), "encoder": enc.config(),
+        "config": cfg.fingerprint_dict(), "queries": digest(queries),
+        "golds": digest("|".join(sorted(g)) for g in golds), "names": digest(dictionary.names),
+        "uids": digest("|".join(u) for u in dictionary.uids), "encoder": enc.config(),
         "base": str(getattr(enc, "base", "")), "dim": enc.dim,
-        "hierarchy": _hierarchy_digest(hierarchy), "dev": _digest(dev_q),
+        "hierarchy": _hierarchydigest(hierarchy), "dev": digest(dev_q),
     }, sort_keys=True).encode()).hexdigest()
 
     params = [p for p in enc.model.parameters() if p.requires_grad]
@@ -408,16 +408,16 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
             epoch_triplets = [tuple(t) for t in ck["triplets"]]
         else:
             step = 0
-        _set_rng_state(ck["rng"])
+        set_rng_state(ck["rng"])
         resumed_from = {"epoch": epoch, "step": step}
     elif not resume and ck_path.exists():
         ck_path.unlink()
 
     def checkpoint(ep: int, st: int, trip: list | None) -> None:
-        _atomic_save({"fingerprint": fingerprint, "epoch": ep, "step": st,
+        atomic_save({"fingerprint": fingerprint, "epoch": ep, "step": st,
                       "model": enc.model.state_dict(), "optimizer": optimizer.state_dict(),
                       "history": history, "best_acc": best_acc, "best_epoch": best_epoch,
-                      "rng": _rng_state(),
+                      "rng": rng_state(),
                       "triplets": [list(t) for t in trip] if trip else []}, ck_path)
 
     name_vecs: np.ndarray | None = None      # dictionary vectors of the current weights
