@@ -1,14 +1,14 @@
 """Shared pieces of the samplers: per-epoch seeding and (name, concept) item lists."""
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
 from kgnorm.errors import KgnormError
 from kgnorm.hierarchy import Hierarchy
 
-__all__ = ["EpochSeeded", "Pair", "Triplet", "name_items"]
+__all__ = ["EpochSeeded", "Pair", "RelatedNameSampler", "Triplet", "name_items"]
 
 
 class Pair(NamedTuple):
@@ -75,3 +75,40 @@ def pick(rng: np.random.Generator, pool: Sequence, k: int) -> list:
     else:
         idx = rng.choice(len(pool), size=k, replace=False)
     return [pool[i] for i in idx]
+
+
+class RelatedNameSampler(EpochSeeded):
+    """For each (name, concept) item, up to ``k`` names of related concepts, one
+    :class:`Pair` each; subclasses say which concepts are related (:meth:`related_names`).
+    Pools are computed once per concept and cached."""
+
+    def __init__(self, hierarchy: Hierarchy, items: object = None, k: int = 1,
+                 seed: int = 0) -> None:
+        super().__init__(seed)
+        self.hierarchy = hierarchy
+        self.k = check_k(k)
+        self.items = name_items(hierarchy, items)
+        self._pool: dict[str, list[tuple[str, str]]] = {}
+
+    def related_names(self, uid: str) -> list[tuple[str, str]]:
+        raise NotImplementedError
+
+    def pool(self, uid: str) -> list[tuple[str, str]]:
+        """(name, related uid) candidates for concept ``uid``."""
+        got = self._pool.get(uid)
+        if got is None:
+            got = self._pool[uid] = self.related_names(uid)
+        return got
+
+    def sample(self) -> list[Pair]:
+        rng = self.rng()
+        out: list[Pair] = []
+        for name, uid in self.items:
+            if uid not in self.hierarchy:
+                continue
+            for other, other_uid in pick(rng, self.pool(uid), self.k):
+                out.append(Pair(name, uid, other, other_uid))
+        return out
+
+    def __iter__(self) -> Iterator[Pair]:
+        return iter(self.sample())
