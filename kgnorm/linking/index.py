@@ -152,8 +152,38 @@ class NameIndex:
         k = min(int(k), self.ntotal)
         if k <= 0 or len(q) == 0:
             return np.zeros((len(q), max(k, 0)), np.float32), np.zeros((len(q), max(k, 0)), np.int64)
-        scores, idx = self._searcher().search(q, k)
+        searcher = self._searcher()
+        if searcher is self.index and self.kind == "flat" and not self.fp16:
+            return self._search_flat_cpu(q, k)
+        scores, idx = searcher.search(q, k)
         return scores.astype(np.float32, copy=False), idx.astype(np.int64, copy=False)
+
+    def _search_flat_cpu(self, q: np.ndarray, k: int, block: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+        """Exact search as a matrix product + top-k in torch over the index's own storage
+        (no copy). On CPU this is about 10x faster than faiss' IndexFlat search for the k of
+        the linkers (20-80), measured in-process on 72k names: faiss' per-query heaps are
+        the cost. Names are taken ``block`` at a time, so memory stays queries x block."""
+        import torch
+
+        n = self.ntotal
+        xb = faiss.rev_swig_ptr(self.index.get_xb(), n * self.dim).reshape(n, self.dim)
+        qt = torch.from_numpy(q)
+        best_s: torch.Tensor | None = None
+        best_i: torch.Tensor | None = None
+        with torch.inference_mode():
+            for start in range(0, n, block):
+                xs = torch.from_numpy(xb[start:start + block])
+                s = qt @ xs.T
+                kk = min(k, s.shape[1])
+                top_s, top_i = torch.topk(s, kk, dim=1)
+                top_i = top_i + start
+                if best_s is None:
+                    best_s, best_i = top_s, top_i
+                else:
+                    cat_s, cat_i = torch.cat([best_s, top_s], 1), torch.cat([best_i, top_i], 1)
+                    best_s, pos = torch.topk(cat_s, min(k, cat_s.shape[1]), dim=1)
+                    best_i = torch.gather(cat_i, 1, pos)
+        return best_s.numpy().astype(np.float32, copy=False), best_i.numpy().astype(np.int64, copy=False)
 
     def reconstruct(self, ids: np.ndarray) -> np.ndarray:
         """Stored vectors of ``ids`` (any shape of non-negative ints) -> ``ids.shape + (dim,)``."""
