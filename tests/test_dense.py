@@ -69,6 +69,18 @@ def test_save_round_trip(enc, tmp_path):
     np.testing.assert_array_equal(enc.encode(TEXTS), again.encode(TEXTS))
 
 
+def test_flat_cpu_search_matches_faiss_across_name_blocks():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1000, 16)).astype(np.float32)
+    q = rng.standard_normal((9, 16)).astype(np.float32)
+    idx = NameIndex.build(x, use_gpu=False)
+    ref_s, ref_i = idx.index.search(q, 200)  # faiss' own exact search
+    for block in (64, 300, 4096):  # k larger than a block, uneven last block, one block
+        s, i = idx._search_flat_cpu(q, 200, block=block)
+        assert np.array_equal(i, ref_i), block
+        np.testing.assert_allclose(s, ref_s, rtol=1e-5, atol=1e-5)
+
+
 def test_index_exact_and_round_trip(tmp_path):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((300, 16)).astype(np.float32)
