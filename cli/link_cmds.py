@@ -45,6 +45,11 @@ def train_biosyn_cmd(
     sparse_weight: Annotated[Optional[float], typer.Option(
         "--sparse-weight", help="Initial lambda (score = lambda * sparse + dense). Sparse cosines lie in [0, 1] "
                                 "while raw mean-pooled MiniLM inner products reach ~30, so 30 balances them.")] = None,
+    exclude_query_name: Annotated[bool, typer.Option(
+        "--exclude-query-name/--keep-query-name",
+        help="Never offer the dictionary name identical to the training query as a candidate: with merged "
+             "training mentions every query finds itself and the loss is ~0, so this makes training learn "
+             "synonyms. BioSyn keeps it (the default).")] = False,
     max_minutes: Annotated[Optional[float], typer.Option(
         "--max-minutes", help="Time budget: no epoch starts that the last epoch's duration says would end past "
                               "it (the best epoch is kept; --resume with a larger budget continues).")] = None,
@@ -85,6 +90,7 @@ def train_biosyn_cmd(
         cfg = BioSynConfig(epochs=epochs, top_k=top_k, dense_ratio=dense_ratio, learning_rate=lr,
                            weight_decay=weight_decay, batch_size=batch_size, max_length=max_length, seed=seed,
                            max_steps_per_epoch=max_steps, initial_sparse_weight=sparse_weight,
+                           exclude_query_name=exclude_query_name,
                            max_seconds=None if max_minutes is None else max_minutes * 60)
         def epoch_line(rec: dict) -> None:
             dev_acc = (rec.get("dev") or {}).get("acc@1")

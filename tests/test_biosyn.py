@@ -269,3 +269,16 @@ def test_time_budget_stops_after_an_epoch_and_reports_each_epoch(tiny_bert_dir, 
     res2 = train_biosyn(model, train_dict, TRAIN, DEV, tmp_path / "budget",
                         _cfg(epochs=2, initial_sparse_weight=7.0), progress=False)
     assert res2.resumed_from == {"epoch": 1, "step": 0} and res2.epochs_completed == 2
+
+
+def test_exclude_query_name_keeps_the_query_out_of_its_candidates(tiny_bert_dir, dictionary, tmp_path):
+    train_dict = dictionary.with_mentions([(q, sorted(g)[0]) for q, g in TRAIN])
+    torch.manual_seed(0)
+    model = BioSynModel(DenseEncoder(tiny_bert_dir, pooling="cls", max_length=16, device="cpu"), dictionary)
+    cfg = _cfg(epochs=1, exclude_query_name=True, checkpoint_every_steps=1)
+    seen: list[dict] = []
+    res = train_biosyn(model, train_dict, TRAIN, DEV, tmp_path / "excl", cfg, progress=False, on_epoch=seen.append)
+    assert res.epochs_completed == 1 and np.isfinite(seen[0]["loss"])
+    # BioSyn's candidate merge skips the excluded row (query 0) and leaves the others alone
+    cand = tb._combine(np.array([[0, 1, 2]] * 2), np.array([[2, 3, 4]] * 2), 3, 2, 5, exclude=[0, -1])
+    assert 0 not in cand[0] and list(cand[1]) == [0, 1, 2]

@@ -84,6 +84,7 @@ class BioSynConfig:
     checkpoint_every_seconds: float | None = 600.0  # ... and at least this often
     bucket: int = 64                            # texts per length bucket in a training step
     max_seconds: float | None = None            # time budget: no epoch expected to end past it
+    exclude_query_name: bool = False            # never a candidate: the name identical to the query
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -157,12 +158,13 @@ def _positive_rows(dictionary: NameDictionary, golds: list[frozenset[str]]) -> l
 
 
 def _combine(s_idx: np.ndarray, d_idx: np.ndarray, top_k: int, n_sparse: int,
-             n_names: int) -> np.ndarray:
-    """BioSyn's candidate list: n_sparse sparse, then dense not yet taken, then sparse."""
+             n_names: int, exclude: Sequence[int] | None = None) -> np.ndarray:
+    """BioSyn's candidate list: n_sparse sparse, then dense not yet taken, then sparse;
+    ``exclude[i]`` (a row, or -1) is never a candidate of query i."""
     out = np.empty((len(s_idx), top_k), np.int64)
     for i in range(len(s_idx)):
         chosen: list[int] = []
-        taken: set[int] = set()
+        taken: set[int] = {int(exclude[i])} if exclude is not None else set()
         for src in (s_idx[i, :n_sparse], d_idx[i], s_idx[i, n_sparse:]):
             for c in src:
                 c = int(c)
@@ -224,7 +226,7 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
         raise KgnormError("no training queries with a gold uid")
     dev_q, dev_g = _prepare(dev, dedupe=False) if dev else ([], [])
     pos_rows = _positive_rows(dictionary, golds)
-    n, top_k = len(queries), min(cfg.top_k, len(dictionary))
+    n, top_k = len(queries), min(cfg.top_k, len(dictionary) - (1 if cfg.exclude_query_name else 0))
     n_sparse = top_k - int(top_k * cfg.dense_ratio)
     n_batches = math.ceil(n / cfg.batch_size)
     if cfg.max_steps_per_epoch:
@@ -237,9 +239,14 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
         "encoder": model.encoder.config(), "dim": model.encoder.dim,
     }, sort_keys=True).encode()).hexdigest()
 
+    # with exclude_query_name, the row holding the query's own text is never a candidate (with
+    # merged training mentions every query finds itself, and the loss is ~0 from the start)
+    row_of = {name: r for r, name in enumerate(names)}
+    exclude = [row_of.get(q, -1) for q in queries] if cfg.exclude_query_name else None
+    fetch = top_k + (1 if exclude else 0)
     # sparse candidates: once
     q_sparse = model.sparse.transform(queries)
-    _, s_idx = model.sparse.topk(q_sparse, top_k)
+    _, s_idx = model.sparse.topk(q_sparse, fetch)
 
     bert_params = [p for p in model.encoder.model.parameters() if p.requires_grad]
     optimizer = torch.optim.Adam(
@@ -303,9 +310,9 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
                     dict_vecs = model.encode(names, batch_size=cfg.encode_batch_size,
                                              progress=progress)
                 q_vecs = model.encode(queries, batch_size=cfg.encode_batch_size)
-                _, d_idx = NameIndex.build(dict_vecs, use_gpu="auto").search(q_vecs, top_k)
+                _, d_idx = NameIndex.build(dict_vecs, use_gpu="auto").search(q_vecs, fetch)
                 t_enc = time.perf_counter() - t0
-                cand = _combine(s_idx, d_idx, top_k, n_sparse, len(names))
+                cand = _combine(s_idx, d_idx, top_k, n_sparse, len(names), exclude)
                 labels = np.zeros(cand.shape, np.float32)
                 for i in range(n):
                     labels[i] = [c in pos_rows[i] for c in cand[i]]
