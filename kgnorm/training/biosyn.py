@@ -56,7 +56,8 @@ from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
 from kgnorm.linking.model_dir import load_biosyn, save_biosyn
 from kgnorm.progress import progress_bar
-from kgnorm.training.checkpoints import atomic_save, digest, rng_state, seed_all, set_rng_state
+from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, rng_state, seed_all,
+                                        set_rng_state)
 
 CHECKPOINT = "last.pt"
 
@@ -262,14 +263,7 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
     resumed_from = None
     ck_path = ckdir / CHECKPOINT
     if resume and ck_path.is_file():
-        try:
-            ck = torch.load(ck_path, map_location="cpu", weights_only=True)
-        except Exception as e:  # noqa: BLE001 - corrupt file
-            raise KgnormError(f"{ck_path}: unreadable checkpoint ({e}); delete it or "
-                              "pass resume=False") from None
-        if ck.get("fingerprint") != fingerprint:
-            raise KgnormError(f"{ck_path} was written for other data or settings; "
-                              "use another out_dir or resume=False")
+        ck = load_checkpoint(ck_path, fingerprint)
         model.encoder.model.load_state_dict(ck["model"])
         with torch.no_grad():
             model.sparse_weight.copy_(ck["sparse_weight"].to(model.sparse_weight.device))

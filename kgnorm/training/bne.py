@@ -65,7 +65,8 @@ from kgnorm.errors import KgnormError
 from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.progress import progress_bar
-from kgnorm.training.checkpoints import atomic_save, digest, rng_state, seed_all, set_rng_state
+from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, rng_state, seed_all,
+                                        set_rng_state)
 from kgnorm.wordvectors import WordVectors
 
 __all__ = ["BneConfig", "BneTrainResult", "train_bne", "logistic_inbatch_loss",
@@ -337,14 +338,7 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
     resumed_from = None
     ck_path, best_path = ckdir / CHECKPOINT, ckdir / BEST
     if resume and ck_path.is_file():
-        try:
-            ck = torch.load(ck_path, map_location="cpu", weights_only=True)
-        except Exception as e:  # noqa: BLE001 - corrupt file
-            raise KgnormError(f"{ck_path}: unreadable checkpoint ({e}); delete it or pass "
-                              "resume=False") from None
-        if ck.get("fingerprint") != fingerprint:
-            raise KgnormError(f"{ck_path} was written for other data or settings; use another "
-                              "out_dir or resume=False")
+        ck = load_checkpoint(ck_path, fingerprint)
         net.load_state_dict(ck["model"])
         optimizer.load_state_dict(ck["optimizer"])
         epoch, step = int(ck["epoch"]), int(ck["step"])

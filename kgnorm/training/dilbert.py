@@ -67,7 +67,8 @@ from kgnorm.progress import progress_bar
 from kgnorm.samplers import (EpochSeeded, ParentPositiveSampler, RandomNegativeSampler,
                              SiblingNegativeSampler)
 from kgnorm.training.biosyn import _positive_rows, _prepare
-from kgnorm.training.checkpoints import atomic_save, digest, rng_state, seed_all, set_rng_state
+from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, rng_state, seed_all,
+                                        set_rng_state)
 from kgnorm.training.bne import evaluate_linking
 
 __all__ = ["STRATEGIES", "DilbertConfig", "DilbertTrainResult", "DilbertSampler",
@@ -391,14 +392,7 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
     resumed_from = None
     ck_path = ckdir / CHECKPOINT
     if resume and ck_path.is_file():
-        try:
-            ck = torch.load(ck_path, map_location="cpu", weights_only=True)
-        except Exception as e:  # noqa: BLE001
-            raise KgnormError(f"{ck_path}: unreadable checkpoint ({e}); delete it or pass "
-                              "resume=False") from None
-        if ck.get("fingerprint") != fingerprint:
-            raise KgnormError(f"{ck_path} was written for other data or settings; use another "
-                              "out_dir or resume=False")
+        ck = load_checkpoint(ck_path, fingerprint)
         enc.model.load_state_dict(ck["model"])
         optimizer.load_state_dict(ck["optimizer"])
         epoch, step = int(ck["epoch"]), int(ck["step"])
