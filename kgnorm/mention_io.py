@@ -10,11 +10,12 @@ import bisect
 import re
 import warnings
 from collections.abc import Iterator
+from itertools import groupby
 from pathlib import Path
 
 from kgnorm.errors import InputError
 from kgnorm.mentions import Document, Mention
-from kgnorm.text.abbreviations import find_abbreviations
+from kgnorm.text.abbreviations import abbreviations_from_mentions, find_abbreviations
 
 __all__ = [
     "curie", "parse_gold", "iter_lines", "read_pubtator", "read_concept", "read_tsv",
@@ -353,11 +354,18 @@ def read_mentions_with_abbreviations(path: str | Path, fmt: str | None = None
     """(mention, short -> long forms of its document): what TextPipeline.prepare needs.
 
     PubTator: the document's title and abstract (one dict shared by its mentions); TSV: the
-    mention's `context` column; .concept: no text, so {}."""
+    mention's `context` column; .concept: no text, so the document's own mentions and their
+    offsets (:func:`~kgnorm.text.abbreviations.abbreviations_from_mentions`; a document's
+    lines are consecutive in these files, so one document is held at a time)."""
     kind = fmt.strip().lower() if fmt is not None else sniff_format(path)
     if kind == "pubtator":
         return ((m, abbr) for doc in read_pubtator(path)
                 for abbr in (doc_abbreviations(doc),) for m in doc.mentions)
+    if kind == "concept":
+        return ((m, abbr) for _, group in groupby(read_concept(path), key=lambda m: m.doc_id)
+                for ms in (list(group),)
+                for abbr in (abbreviations_from_mentions((m.text, m.start, m.end) for m in ms),)
+                for m in ms)
     return ((m, find_abbreviations(m.context) if m.context else {})
             for m in read_mentions(path, kind))  # read_mentions rejects an unknown kind
 

@@ -294,6 +294,15 @@ def test_read_mentions_with_abbreviations(tmp_path: Path) -> None:
     assert got[0][1] == {"FMF": "Familial Mediterranean fever"} and got[1][1] == {}
     assert [a for _, a in read_mentions_with_abbreviations(
         write(tmp_path, "x.concept", CONCEPT))] == [{}] * 4
+    # .concept: no text, so each document's own mentions and offsets (BC5CDR train 11773892)
+    doc = ("11773892||0|23||Disease||End-stage renal disease||D007676\n"
+           "11773892||25|29||Disease||ESRD||D007676\n"
+           "11773892||542|563||Disease||chronic renal failure||D007676\n"
+           "11773892||565|568||Disease||CRF||D007676\n"
+           "11706060||185|187||Disease||CM||D009202\n")
+    got = list(read_mentions_with_abbreviations(write(tmp_path, "y.concept", doc)))
+    assert got[1][1] == {"ESRD": "End-stage renal disease", "CRF": "chronic renal failure"}
+    assert got[0][1] is got[3][1] and got[4][1] == {}  # one dict per document
     with pytest.raises(InputError, match="unknown mention format"):
         read_mentions_with_abbreviations(tsv, "xml")
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgnorm.text.abbreviations import best_long_form, expand, find_abbreviations
+from kgnorm.text.abbreviations import (abbreviations_from_mentions, best_long_form, expand,
+                                       find_abbreviations)
 
 APC = ("Most colon cancers arise from mutations in the gene encoding adenomatous polyposis coli "
        "(APC), a protein required for ubiquitin-mediated degradation of beta-catenin, but a small "
@@ -88,3 +89,45 @@ def test_expand_prefers_longer_short_form_and_is_single_pass() -> None:
     abbr = {"HD": "Huntington disease", "HD-like": "Huntington disease-like", "X": "HD"}
     assert expand("HD-like 2", abbr) == "Huntington disease-like 2"
     assert expand("X", abbr) == "HD"
+
+
+# ------------------------------------------------- documents without text (BioSyn .concept)
+# (text, start, end) of the mentions of BC5CDR-disease train documents
+
+def test_mentions_definition_site_lf_sf() -> None:
+    pmid_10091617 = [("postural hypotension", 19, 39), ("Parkinson's disease", 43, 62),
+                     ("Parkinson's disease", 247, 266), ("PD", 268, 270), ("PD", 1035, 1037)]
+    assert abbreviations_from_mentions(pmid_10091617) == {"PD": "Parkinson's disease"}
+    pmid_11706060 = [("cardiomyopathy", 169, 183), ("CM", 185, 187), ("AIDS", 228, 232)]
+    assert abbreviations_from_mentions(pmid_11706060) == {"CM": "cardiomyopathy"}
+
+
+def test_mentions_long_form_inside_a_longer_mention() -> None:
+    # "aneurysmal subarachnoid hemorrhage (SAH)": the long form is the mention's tail
+    got = abbreviations_from_mentions([("aneurysmal subarachnoid hemorrhage", 327, 361),
+                                       ("SAH", 363, 366), ("SAH", 605, 608)])
+    assert got == {"SAH": "subarachnoid hemorrhage"}
+
+
+def test_mentions_partly_annotated_definition() -> None:
+    # "... mood disorder (CIMD)": only the head "mood disorder" is a disease mention
+    pmid_10365197 = [("mood disorder", 16, 29), ("mood disorders", 232, 246),
+                     ("mood disorder", 303, 316), ("CIMD", 318, 322)]
+    assert abbreviations_from_mentions(pmid_10365197) == {"CIMD": "mood disorder"}
+    # the head's initials must end the short form: "AIDS" is not "... cardiomyopathy"
+    assert abbreviations_from_mentions([("cardiomyopathy", 10, 24), ("AIDS", 26, 30)]) == {}
+
+
+def test_mentions_far_from_definition_need_exact_initials() -> None:
+    # a short form whose definition was not annotated next to it: the word initials of
+    # exactly one other mention of the document
+    got = abbreviations_from_mentions([("ventricular septal defects", 1474, 1500),
+                                       ("midline defects", 1512, 1527), ("MDs", 1573, 1576),
+                                       ("VSD", 1800, 1803)])
+    assert got == {"MDs": "midline defects", "VSD": "ventricular septal defects"}
+    # ambiguous initials resolve nothing; neither does a lower-case word or a far mention
+    assert abbreviations_from_mentions([("myocardial infarction", 0, 21),
+                                        ("mitral insufficiency", 40, 60), ("MI", 90, 92)]) == {}
+    assert abbreviations_from_mentions([("renal failure", 0, 13), ("rf", 40, 42)]) == {}
+    assert abbreviations_from_mentions([("renal failure", 0, 13), ("RF", 40, 42)]) == {"RF": "renal failure"}
+    assert abbreviations_from_mentions([]) == {}

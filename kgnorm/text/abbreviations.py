@@ -21,9 +21,9 @@ Algorithm, written from the paper's description:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-__all__ = ["find_abbreviations", "expand", "best_long_form"]
+__all__ = ["find_abbreviations", "abbreviations_from_mentions", "expand", "best_long_form"]
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 _LF_WORD_SPLIT = re.compile(r"[\s\-]+")
@@ -142,6 +142,63 @@ def find_abbreviations(text: str) -> dict[str, str]:
             continue
         for short, long in _pairs_in_sentence(sentence):
             found.setdefault(short, long)
+    return found
+
+
+def _initials(long: str) -> str:
+    return "".join(w[0] for w in (re.sub(r"^[^\w]+", "", w) for w in _LF_WORD_SPLIT.split(long))
+                   if w).lower()
+
+
+def abbreviations_from_mentions(spans: Iterable[tuple[str, int, int]]) -> dict[str, str]:
+    """Short form -> long form from the mentions of one document when its text is absent
+    (BioSyn ``.concept`` files carry only mention texts and character offsets).
+
+    1. A definition site ``LF (SF)``: a short-form mention that starts 1-3 characters after
+       a mention that ends with the SF's long form (steps 3-4 above; "aneurysmal subarachnoid
+       hemorrhage (SAH)" gives "subarachnoid hemorrhage"), or whose word initials end the SF:
+       the mention is the head of a longer definition that was only partly annotated
+       ("contrast-induced nephropathy (CIN)" with the mention "nephropathy" gives
+       "nephropathy"); likewise ``SF (LF)`` when the whole LF mention spells the SF.
+    2. Otherwise a one-word short form with two or more capitals (a plural ``s`` allowed)
+       whose letters are exactly the word initials of one other mention ("VSD" -> "ventricular
+       septal defects"); ambiguous initials resolve nothing.
+    """
+    ms = sorted({(t.strip(), int(s), int(e)) for t, s, e in spans if t and t.strip()},
+                key=lambda x: (x[1], x[2]))
+    found: dict[str, str] = {}
+
+    def short_form(t: str) -> bool:
+        return _is_valid_short_form(t) and any(c.isupper() for c in t)
+
+    def letters(t: str) -> str:
+        core = t[:-1] if t.endswith("s") and t[:-1].isupper() else t
+        return "".join(c for c in core if c.isalnum()).lower()
+
+    for (a, _, a_end), (b, b_start, _) in zip(ms, ms[1:]):
+        if not 1 <= b_start - a_end <= 3:
+            continue
+        if short_form(b) and len(a) > len(b):
+            lf = best_long_form(b, a)
+            if lf and _accept(b, lf):
+                found.setdefault(b, lf)
+            elif len(_initials(a)) < len(letters(b)) and letters(b).endswith(_initials(a)):
+                found.setdefault(b, a)
+        elif (short_form(a) and (len(b.split()) > 2 or len(b) > len(a))
+              and best_long_form(a, b) == b and _accept(a, b)):
+            found.setdefault(a, b)
+    by_initials: dict[str, set[str]] = {}
+    for t, _, _ in ms:
+        if len(t.split()) >= 2:
+            by_initials.setdefault(_initials(t), set()).add(t)
+    for t, _, _ in ms:
+        if t in found or " " in t or not _is_valid_short_form(t):
+            continue
+        if sum(c.isupper() for c in t) < 2 or not t.isalnum():
+            continue
+        longs = by_initials.get(letters(t), set())
+        if len(longs) == 1:
+            found[t] = next(iter(longs))
     return found
 
 
