@@ -3,6 +3,7 @@ level split → trainer / ranker → TSV and PREDICTED_IS_A edges."""
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -36,6 +37,18 @@ def _split(store_uri: str | None, ontology: str, root: str, seed: int):
 
 
 DAN_PRESETS = ("paper", "cpu-fast")
+DAN_INPUTS = ("word-vectors", "encoder")
+
+
+def _encoder_inputs(encoder: Path | None, out: Path, resume: bool):
+    """Frozen-encoder inputs; a resumed run reuses the vectors kept in --out."""
+    from kgnorm.encoders.encoder_inputs import FORMAT, EncoderInputs
+    from kgnorm.linking.dense import DenseEncoder
+
+    meta = out / "wordvectors" / "meta.json"
+    if resume and encoder is None and meta.exists() and json.loads(meta.read_text()).get("format") == FORMAT:
+        return EncoderInputs.load(meta.parent)
+    return EncoderInputs(DenseEncoder(encoder, pooling="mean"))
 
 
 def dan_config(preset: str, **options):
@@ -55,6 +68,12 @@ def train_dan_cmd(
     out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
     word_vectors: Annotated[Optional[Path], typer.Option(
         "--word-vectors", help="fastText .bin / word2vec .vec file; default: train fastText on the ontology's names and definitions.")] = None,
+    input_kind: Annotated[str, typer.Option(
+        "--input", help="The DAN's input per name. word-vectors: the mean of its word vectors (the paper); encoder: "
+                        "the mean-pooled vector of a frozen encoder (--encoder), computed once for the split's names "
+                        "and kept with the model (stronger on HPO, see BENCHMARKS.md).")] = "word-vectors",
+    encoder: Annotated[Optional[Path], typer.Option(
+        "--encoder", help="Local Hugging Face encoder directory for --input encoder (default: the offline MiniLM).")] = None,
     preset: Annotated[str, typer.Option(
         "--preset", help="paper: DAN's settings (hidden 2048, lr 1e-3, loss weights 1/1/1); cpu-fast: hidden 1024, "
                          "lr 2e-3, context/grounding weights 0.3, 30% class-name positives, 14-min budget "
@@ -73,6 +92,12 @@ def train_dan_cmd(
     """Train a DAN (Fivez et al. 2021) on level K of the hierarchy under --root."""
     setup(quiet)
     _check_level(level)
+    if input_kind not in DAN_INPUTS:
+        raise KgnormError(f"unknown --input {input_kind!r}; valid inputs: {', '.join(DAN_INPUTS)}")
+    if input_kind == "encoder" and word_vectors is not None:
+        raise KgnormError("--word-vectors goes with --input word-vectors, not --input encoder")
+    if input_kind == "word-vectors" and encoder is not None:
+        raise KgnormError("--encoder goes with --input encoder")
     from kgnorm.models import update_meta
     from kgnorm.training.dan import train_dan
 
@@ -81,16 +106,19 @@ def train_dan_cmd(
                         max_seconds=None if max_minutes is None else max_minutes * 60)
     split, snap = _split(store, ontology, root, seed)
     info(split.summary_table(), quiet)
-    definitions: list[str] = []
-    if word_vectors is None:
-        from kgnorm.graph_views import read_definitions
-        from kgnorm.stores import open_store
+    if input_kind == "encoder":
+        wv = _encoder_inputs(encoder, out, resume)
+    else:
+        definitions: list[str] = []
+        if word_vectors is None:
+            from kgnorm.graph_views import read_definitions
+            from kgnorm.stores import open_store
 
-        with open_store(store) as st:
-            definitions = read_definitions(st, ontology)
-    wv = ontology_word_vectors(word_vectors, out, resume,
-                               lambda: [n for c in snap.concepts for n in c.all_names()] + definitions,
-                               seed, quiet, f"{ontology}'s names and definitions")
+            with open_store(store) as st:
+                definitions = read_definitions(st, ontology)
+        wv = ontology_word_vectors(word_vectors, out, resume,
+                                   lambda: [n for c in snap.concepts for n in c.all_names()] + definitions,
+                                   seed, quiet, f"{ontology}'s names and definitions")
     result = train_dan(split, wv, level, out, config, progress=not quiet, resume=resume)
     update_meta(out, ontology=ontology, ontology_version=snap.version, root=root, level=level,
                 split_seed=seed, n_levels=N_LEVELS)

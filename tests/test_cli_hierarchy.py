@@ -105,7 +105,39 @@ def test_train_dan_preset_hypernyms_and_eval(capsys, toy):
     assert "dan" in out and "map" in out.lower() and "mrr" in out.lower()
 
 
+def test_train_dan_on_encoder_inputs(capsys, toy):
+    """--input encoder: the frozen MiniLM's pooled name vectors are the DAN input, kept with
+    the model for the split's names; other names are encoded on demand, identically."""
+    import numpy as np
+
+    from kgnorm.encoders.encoder_inputs import EncoderInputs
+    from kgnorm.linking.dense import DenseEncoder
+    from kgnorm.models import load_encoder
+
+    store, model = toy["store"], toy["tmp"] / "dan-enc"
+    code, _, err = run(capsys, "train", "dan", "--ontology", "toy", "--root", "TOY:0000", "--level", "2",
+                       "--out", str(model), "--input", "encoder", "--preset", "cpu-fast", "--hidden", "32",
+                       "--epochs", "2", "--threads", "1", "--store", store, "-q")
+    assert code == 0, err
+    meta = json.loads((model / "kgnorm-model.json").read_text())
+    assert meta["word_vectors_info"]["kind"] == "encoder" and meta["architecture"]["dim"] == 384
+    enc = load_encoder(model)
+    assert isinstance(enc.inputs, EncoderInputs) and enc.wordvecs is None
+    kept = (model / "wordvectors" / "names.txt").read_text().splitlines()
+    assert "toy root" not in kept and len(kept) > 100
+    fresh = DenseEncoder(pooling="mean")
+    names = [kept[0], kept[-1], "a name the model never saw"]
+    np.testing.assert_allclose(enc.inputs(names), fresh.encode(names), atol=1e-4)
+    assert enc.inputs.precompute(kept) == 0 and len(enc.encode(names)) == 3
+    code, _, err = run(capsys, "hypernyms", "--model", str(model), "--root", "TOY:0000", "--level", "2",
+                       "--no-write", "--store", store, "-q")
+    assert code == 0, err
+
+
 @pytest.mark.parametrize("args,message", [
+    (["--root", "TOY:0000", "--level", "2", "--input", "fasttext"], "valid inputs: word-vectors, encoder"),
+    (["--root", "TOY:0000", "--level", "2", "--input", "encoder", "--word-vectors", "x.vec"],
+     "--word-vectors goes with --input word-vectors"),
     (["--root", "TOY:9999", "--level", "2"], "TOY:9999"),
     (["--root", "TOY:0001", "--level", "2"], "only 4 level(s) below it"),
     (["--root", "TOY:0000", "--level", "5"], "--level must be between 1 and 4"),

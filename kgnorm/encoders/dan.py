@@ -1,10 +1,14 @@
-"""DAN name encoder (Fivez et al. 2021): averaged word vectors -> wide hidden layer -> d.
+"""DAN name encoder (Fivez et al. 2021): name input vector -> wide hidden layer -> d.
+
+The input is the mean of the name's word vectors (the paper) or a frozen encoder's pooled
+name vector (:mod:`kgnorm.encoders.encoder_inputs`, ``kgnorm train dan --input encoder``).
 
 ``load_dan(model_dir)`` reads a directory written by :func:`kgnorm.training.dan.train_dan`:
 
     kgnorm-model.json     method "dan", hyper-parameters, metrics, library versions
     model.safetensors     the network weights (best validation epoch)
-    wordvectors/          the input word vectors (:class:`kgnorm.wordvectors.WordVectors`)
+    wordvectors/          the input: word vectors (:class:`kgnorm.wordvectors.WordVectors`)
+                          or encoder inputs (:class:`~kgnorm.encoders.encoder_inputs.EncoderInputs`)
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from kgnorm.encoders.encoder_inputs import load_name_inputs
 from kgnorm.errors import KgnormError
 from kgnorm.wordvectors import WordVectors
 
@@ -43,12 +48,14 @@ class DAN(nn.Module):
 
 
 class DanEncoder:
-    """Encodes names: average word vectors, run the DAN, L2-normalise (float32)."""
+    """Encodes names: input vectors (``inputs(names)``), run the DAN, L2-normalise (float32)."""
 
-    def __init__(self, net: DAN, wordvecs: WordVectors, meta: dict | None = None,
+    def __init__(self, net: DAN, inputs, meta: dict | None = None,
                  model_dir: str | None = None) -> None:
         self.net = net.eval()
-        self.wordvecs = wordvecs
+        self.inputs = inputs
+        # the averaged-word-vector baseline of `eval hierarchy` exists only for word vectors
+        self.wordvecs = inputs if isinstance(inputs, WordVectors) else None
         self.meta = dict(meta or {})
         self.model_dir = model_dir
 
@@ -57,7 +64,7 @@ class DanEncoder:
         return self.net.dim
 
     def encode_inputs(self, x: np.ndarray, batch_size: int = 8192) -> np.ndarray:
-        """Run the network on averaged word vectors; L2-normalised float32 rows."""
+        """Run the network on input vectors; L2-normalised float32 rows."""
         out = np.empty((len(x), self.net.dim), dtype=np.float32)
         with torch.inference_mode():
             for s in range(0, len(x), batch_size):
@@ -71,7 +78,7 @@ class DanEncoder:
         """(len(names), dim) L2-normalised float32 embeddings."""
         if isinstance(names, str):
             raise KgnormError("encode() takes a list of names, not a single string")
-        return self.encode_inputs(self.wordvecs.average(list(names)), batch_size)
+        return self.encode_inputs(self.inputs(list(names)), batch_size)
 
     __call__ = encode
 
@@ -99,7 +106,8 @@ def load_dan(model_dir: str | os.PathLike) -> DanEncoder:
         net.load_state_dict(load_file(str(w_p)))
     except Exception as e:
         raise KgnormError(f"cannot load DAN weights {w_p}: {type(e).__name__}: {e}") from e
-    wv = WordVectors.load(d / meta.get("word_vectors", WORDVECTORS))
-    if wv.dim != net.dim:
-        raise KgnormError(f"{d}: word vectors have {wv.dim} dimensions, the DAN expects {net.dim}")
-    return DanEncoder(net, wv, meta, str(d))
+    inputs = load_name_inputs(d / meta.get("word_vectors", WORDVECTORS))
+    if inputs.dim != net.dim:
+        raise KgnormError(f"{d}: the input vectors have {inputs.dim} dimensions, the DAN expects "
+                          f"{net.dim}")
+    return DanEncoder(net, inputs, meta, str(d))

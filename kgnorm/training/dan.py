@@ -4,7 +4,8 @@ representations").
 
 Per training name (one triplet per name per epoch by default, from
 :class:`~kgnorm.samplers.levels.LevelTripletSampler`, distance-weighted negatives over the
-current embeddings), with ``f`` the DAN, ``x`` the name's averaged word vectors and
+current embeddings), with ``f`` the DAN, ``x`` the name's input vector (averaged word vectors,
+or a frozen encoder's pooled vector: :mod:`kgnorm.encoders.encoder_inputs`) and
 ``cos_d(a, b) = 1 - cos(a, b)``:
 
 * triplet:     ``max(0, margin + cos_d(f(a), f(p)) - cos_d(f(a), f(n)))`` (margin 0.1)
@@ -36,6 +37,7 @@ from threadpoolctl import threadpool_limits
 
 import kgnorm
 from kgnorm.encoders.dan import DAN, MODEL_JSON, WEIGHTS, WORDVECTORS, DanEncoder, load_dan
+from kgnorm.encoders.encoder_inputs import EncoderInputs
 from kgnorm.errors import KgnormError
 from kgnorm.evaluation.hierarchy import evaluate_hierarchy
 from kgnorm.levels import LevelSplit
@@ -171,7 +173,7 @@ def _write_model_json(out: Path, meta: dict) -> None:
     os.replace(tmp, out / MODEL_JSON)
 
 
-def train_dan(split: LevelSplit, wordvecs: WordVectors, level: int,
+def train_dan(split: LevelSplit, wordvecs: WordVectors | EncoderInputs, level: int,
               out_dir: str | os.PathLike, config: DanConfig | None = None,
               progress: bool = True, resume: bool = False) -> TrainResult:
     """Train a DAN on level ``level`` of ``split``; write the model directory ``out_dir``.
@@ -179,7 +181,9 @@ def train_dan(split: LevelSplit, wordvecs: WordVectors, level: int,
     With ``resume=True`` an existing checkpoint in ``out_dir`` from the same configuration,
     split and word vectors is continued (a finished run is returned as is, unless
     ``max_epochs`` was raised); a checkpoint from anything else raises KgnormError.
-    Without it, any previous run in ``out_dir`` is overwritten.
+    Without it, any previous run in ``out_dir`` is overwritten. ``wordvecs`` is the DAN's
+    input: word vectors, or :class:`EncoderInputs` (then every name of the split is encoded
+    once, up front, and kept with the model).
     """
     cfg = config or DanConfig()
     if level not in split.classes:
@@ -203,6 +207,10 @@ def train_dan(split: LevelSplit, wordvecs: WordVectors, level: int,
         torch.set_num_threads(int(cfg.threads))
         limits = threadpool_limits(int(cfg.threads))
     try:
+        if isinstance(wordvecs, EncoderInputs):
+            wordvecs.precompute([it.name for it in split.items()] +
+                                [n for k in split.classes for c in split.classes[k]
+                                 for n in split.class_names[k][c]], progress=progress)
         return _train_loop(split, train_split, wordvecs, level, out, cfg, progress, resume)
     finally:
         torch.set_num_threads(old_threads)
@@ -210,7 +218,8 @@ def train_dan(split: LevelSplit, wordvecs: WordVectors, level: int,
             limits.restore_original_limits()
 
 
-def _train_loop(split: LevelSplit, train_split: LevelSplit, wordvecs: WordVectors, level: int,
+def _train_loop(split: LevelSplit, train_split: LevelSplit,
+                wordvecs: WordVectors | EncoderInputs, level: int,
                 out: Path, cfg: DanConfig, progress: bool, resume: bool) -> TrainResult:
     t_start = time.perf_counter()
     x_np = wordvecs.average([it.name for it in train_split.train])
