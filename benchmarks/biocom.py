@@ -309,7 +309,8 @@ def train_one(stats: CorpusStats, dev: list[DevMention], args: argparse.Namespac
                        max_seconds=args.max_minutes * 60, max_length=args.max_length,
                        window_chars=args.window_chars, ks=KS, eval_every=args.eval_every,
                        eval_initial=not args.no_initial_eval, threads=args.threads,
-                       seed=args.seed, device=args.device, infer_batch_size=args.batch_size)
+                       seed=args.seed, device=args.device, infer_batch_size=args.batch_size,
+                       index_names=args.index_names)
     model_dir = stats.directory.parent / f"model-cap{stats.cap}"
     t0 = time.perf_counter()
     res = train_biocom(stats.directory, model_dir, encoder,
@@ -407,7 +408,12 @@ def render(args: argparse.Namespace, half: HalfDictionary, dev: list[DevMention]
               f"max_length {args.max_length}, "
               f"{args.window_chars} context characters per side, torch threads {args.threads}, "
               f"device {device}. Single-sentence concepts are paired with a dictionary-name "
-              "pseudo-sentence (kgnorm default). Budget: "
+              "pseudo-sentence (kgnorm default). Search index: "
+              + {"none": "the corpus sentences only (the paper). ",
+                 "preferred": "the corpus sentences plus each concept's preferred name as a context-free entry. ",
+                 "all": "the corpus sentences plus every half-dictionary name as a context-free entry "
+                        "(`--index-names all`: concepts the text never mentions become reachable). "}[args.index_names]
+              + "Budget: "
               f"{args.max_minutes:g} min of optimisation steps per model (BiocomConfig."
               f"max_seconds; dev evaluations every {args.eval_every} epoch(s), at the stop"
               f"{' and of the untrained encoder' if not args.no_initial_eval else ''} are not "
@@ -469,6 +475,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0,
                     help="half dictionary, corpus sample and training seed")
     ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--index-names", default="none", choices=["none", "preferred", "all"],
+                    help="also index the half dictionary's names as context-free entries (BiocomConfig.index_names)")
     ap.add_argument("--warmup", type=int, default=10, help="linear warm-up steps")
     ap.add_argument("--epochs", type=int, default=100,
                     help="epoch ceiling; the time budget normally stops training first")

@@ -52,6 +52,13 @@ def train_biocom_cmd(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     resume: Annotated[bool, typer.Option("--resume/--no-resume")] = True,
     threads: Annotated[Optional[int], typer.Option("--threads")] = None,
+    index_names: Annotated[str, typer.Option(
+        "--index-names", help="Besides the corpus sentences, also index the corpus dictionary's names as "
+                              "context-free entries: none (the paper), preferred (one per concept) or all; "
+                              "concepts the text never mentions become reachable.")] = "none",
+    max_minutes: Annotated[Optional[float], typer.Option(
+        "--max-minutes", help="Budget for the optimisation steps (dev evaluations excluded); training stops "
+                              "inside an epoch once it is spent and the stopped model is evaluated like an epoch.")] = None,
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
     """Train BioCoM: 16 concepts × 2 sentences per batch, Multi-Similarity loss."""
@@ -67,7 +74,9 @@ def train_biocom_cmd(
     if info_row is None:
         raise KgnormError(f"unknown ontology {ontology!r}: run `kgnorm ingest` first")
     dev_mentions = list(read_mentions(dev)) if dev else None
-    cfg = BiocomConfig(epochs=epochs, max_steps=max_steps, lr=lr, seed=seed, threads=threads)
+    cfg = BiocomConfig(epochs=epochs, max_steps=max_steps, lr=lr, seed=seed, threads=threads,
+                       index_names=index_names, max_seconds=None if max_minutes is None else max_minutes * 60)
+    cfg.check()
     result = train_biocom(corpus, out, encoder or default_encoder_path(), dev=dev_mentions, config=cfg,
                           ontology=ontology, version=info_row.get("version") or "", resume=resume)
     update_meta(out, ontology=ontology, ontology_version=info_row.get("version") or "",

@@ -216,3 +216,17 @@ def test_biocom_corpus_train_and_link(capsys, store, tmp_path, tiny_bert_dir):
     code, _, err = run(capsys, "corpus", "build", "--ontology", "nope", "--text", str(text), "--out",
                        str(tmp_path / "c2"), "--store", store)
     assert code == 1 and "unknown ontology" in err
+    # --index-names all: the dictionary's names join the corpus sentences in the search index
+    model2 = tmp_path / "biocom-names"
+    code, _, err = run(capsys, "train", "biocom", "--ontology", "medic", "--corpus", str(corpus), "--out", str(model2),
+                       "--encoder", str(tiny_bert_dir), "--epochs", "1", "--max-steps", "2", "--index-names", "all",
+                       "--store", store, "-q")
+    assert code == 0, err
+    meta = json.loads((model2 / "kgnorm-model.json").read_text())
+    assert meta["hyper_parameters"]["index_names"] == "all"
+    import pyarrow.parquet as pq
+    rows = pq.read_table(model2 / "corpus_rows.parquet").to_pydict()
+    assert any(rows["pseudo"]) and not all(rows["pseudo"])
+    code, _, err = run(capsys, "train", "biocom", "--ontology", "medic", "--corpus", str(corpus), "--out",
+                       str(tmp_path / "bad"), "--encoder", str(tiny_bert_dir), "--index-names", "some", "--store", store)
+    assert code == 1 and "index_names must be none, preferred or all" in err and not (tmp_path / "bad").exists()
