@@ -142,22 +142,8 @@ class BioSynModel(torch.nn.Module):
 
     # ------------------------------------------------------------------ training forward
     def embed_bucketed(self, texts: Sequence[str], bucket: int = 64) -> torch.Tensor:
-        """Pooled vectors with autograd; texts are length-sorted into buckets so each is
-        padded only to its own longest text."""
-        texts = list(texts)
-        if not texts:
-            return torch.zeros((0, self.encoder.dim), device=self.device)
-        lens = [len(x) for x in self.encoder.tokenizer(texts, max_length=self.encoder.max_length,
-                                                       truncation=True)["input_ids"]]
-        order = sorted(range(len(texts)), key=lambda i: -lens[i])
-        parts = []
-        for s in range(0, len(order), bucket):
-            sel = order[s:s + bucket]
-            parts.append(self.encoder.embed([texts[i] for i in sel]))
-        out = torch.cat(parts, 0)
-        inv = torch.empty(len(order), dtype=torch.long)
-        inv[torch.tensor(order)] = torch.arange(len(order))
-        return out[inv.to(out.device)]
+        """Pooled vectors with autograd, length-bucketed (:meth:`DenseEncoder.embed_bucketed`)."""
+        return self.encoder.embed_bucketed(texts, bucket)
 
     def forward(self, queries: Sequence[str], candidates: Sequence[Sequence[str]],
                 sparse_scores: torch.Tensor | np.ndarray) -> torch.Tensor:

@@ -140,6 +140,23 @@ class DenseEncoder:
         """Pooled vectors of ``texts`` (one padded batch) with autograd."""
         return self.forward(self.tokenize(texts))
 
+    def embed_bucketed(self, texts: Sequence[str], bucket: int = 64) -> torch.Tensor:
+        """Pooled vectors with autograd; texts are length-sorted into buckets so each is
+        padded only to its own longest text (names are short, one long name would otherwise
+        set the width of the whole training batch)."""
+        texts = list(texts)
+        if not texts:
+            return torch.zeros((0, self.dim), device=self.device)
+        lens = [len(x) for x in self.tokenizer(texts, max_length=self.max_length,
+                                               truncation=True)["input_ids"]]
+        order = sorted(range(len(texts)), key=lambda i: -lens[i])
+        parts = [self.embed([texts[i] for i in order[s:s + bucket]])
+                 for s in range(0, len(order), bucket)]
+        out = torch.cat(parts, 0)
+        inv = torch.empty(len(order), dtype=torch.long)
+        inv[torch.tensor(order)] = torch.arange(len(order))
+        return out[inv.to(out.device)]
+
     # ------------------------------------------------------------------ inference
     def encode(self, texts: Sequence[str], batch_size: int = 256, normalize: bool | None = None,
                progress: bool = False, desc: str = "encode") -> np.ndarray:

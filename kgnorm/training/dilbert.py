@@ -457,7 +457,7 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
                 for t in batch:
                     for x in t:
                         uniq.setdefault(x, len(uniq))
-                vec = enc.embed(list(uniq))
+                vec = enc.embed_bucketed(list(uniq))
                 ix = torch.tensor([[uniq[x] for x in t] for t in batch], device=vec.device)
                 loss = triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin,
                                     cfg.distance)
