@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -63,6 +67,12 @@ def test_dictionary_dedupe_multi_uid_and_round_trip(dictionary, tmp_path):
     assert len(d2) == len(dictionary) + 2 and len(dictionary) == 19
     assert d2.is_mention[-1] and not d2.is_mention[i]
     assert d2.uids[i] == ("MESH:D4", "OMIM:168600", "MESH:D99")
+    # a set of gold uids gives its uids sorted, whatever the process's hash seed
+    script = ("from kgnorm.linking.dictionary import NameDictionary as D; "
+              "print(D.from_entries([('a', 'X:1')]).with_mentions([('b', set('QWERTYUIOP'))]).uids[1])")
+    outs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert outs == {repr(tuple(sorted("QWERTYUIOP"))) + "\n"}
     d2.save(tmp_path / "names")
     d3 = NameDictionary.load(tmp_path / "names")
     assert d3.names == d2.names and d3.uids == d2.uids and d3.is_mention == d2.is_mention

@@ -127,7 +127,10 @@ class NameDictionary:
         for text, gold in mentions:
             if not isinstance(text, str) or not text.strip():
                 continue
-            golds = [gold] if isinstance(gold, str) else list(gold)
+            # a set of uids is sorted: its iteration order changes with the hash seed, and the
+            # rows (first uid first) must not differ between processes (resume fingerprints)
+            golds = ([gold] if isinstance(gold, str) else
+                     list(gold) if isinstance(gold, (list, tuple)) else sorted(gold))
             golds = [_check_uid(g) for g in golds if g and g != "-1"]
             if not golds:
                 continue
