@@ -85,8 +85,6 @@ class EncoderInputs:
                                              batch_size=self.batch_size, normalize=False)
         return out
 
-    average = __call__  # the input interface the DAN shares with WordVectors
-
     def save(self, directory: str | os.PathLike) -> Path:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)

@@ -223,7 +223,7 @@ def _train_loop(split: LevelSplit, train_split: LevelSplit,
                 wordvecs: WordVectors | EncoderInputs, level: int,
                 out: Path, cfg: DanConfig, progress: bool, resume: bool,
                 t_start: float) -> TrainResult:
-    x_np = wordvecs.average([it.name for it in train_split.train])
+    x_np = wordvecs([it.name for it in train_split.train])
     fp = _fingerprint(cfg, train_split, level, x_np)
     ck_path = out / CHECKPOINT
     ck = None
@@ -244,7 +244,7 @@ def _train_loop(split: LevelSplit, train_split: LevelSplit,
     g = torch.from_numpy(_ground_targets(train_split, level, x_np))
     val_index = {it.name: i for i, it in enumerate(split.val)}
     train_index = {it.name: i for i, it in enumerate(split.train)}
-    x_val = wordvecs.average([it.name for it in split.val])
+    x_val = wordvecs([it.name for it in split.val])
 
     torch.manual_seed(cfg.seed)
     net = DAN(wordvecs.dim, cfg.hidden, cfg.dropout)
