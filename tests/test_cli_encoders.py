@@ -178,10 +178,10 @@ def test_missing_word_vectors_writes_nothing(capsys, world, tmp_path):
 
 
 @pytest.mark.parametrize("strategy,extra", [
-    ("random", ["--distance", "cosine"]),
+    ("random", ["--distance", "cosine", "--batching", "mention", "--pairing", "cycle", "--max-positives", "3"]),
     ("random+parents", ["--parents-k", "2"]),
     ("resampling", ["--epochs", "2", "--max-minutes", "0"]),
-    ("resampling+siblings", ["--siblings-k", "2"]),
+    ("resampling+siblings", ["--siblings-k", "2", "--no-merge-train-mentions"]),
 ])
 def test_train_dilbert_each_strategy_then_link(capsys, world, tmp_path, tiny_bert_dir, strategy, extra):
     out = tmp_path / "dilbert"
@@ -195,12 +195,26 @@ def test_train_dilbert_each_strategy_then_link(capsys, world, tmp_path, tiny_ber
     meta = json.loads((out / "kgnorm-model.json").read_text())
     assert meta["method"] == "dilbert" and meta["ontology"] == "tiny"
     assert meta["hyper_parameters"]["strategy"] == strategy
+    assert meta["hyper_parameters"]["batching"] == ("mention" if "mention" in extra else "shuffled")
+    # training mentions join the dictionary (as in BioSyn) unless --no-merge-train-mentions
+    assert ("training mentions" in err) == ("--no-merge-train-mentions" not in extra)
     assert meta["distance"] == ("cosine" if "cosine" in extra else "euclidean")
     code, stdout, err = run(capsys, "link", "--model", str(out), "--input", str(world["mentions"]), "--top-k", "2",
                             "--no-write", "--store", world["store"], "-q")
     assert code == 0, err
     rows = list(csv.DictReader(stdout.splitlines(), delimiter="\t"))
     assert len(rows) == 6 and all(r["concept_uids"].startswith("TY:") for r in rows)
+
+
+@pytest.mark.parametrize("option,value,valid", [("--batching", "bucket", ("shuffled", "mention")),
+                                                ("--pairing", "zip", ("product", "cycle"))])
+def test_bad_batching_or_pairing_lists_valid_ones(capsys, world, tmp_path, option, value, valid):
+    out = tmp_path / "dilbert"
+    code, _, err = run(capsys, "train", "dilbert", "--ontology", "tiny", "--out", str(out), "--train",
+                       str(world["train"]), option, value, "--store", world["store"])
+    line = error_line(err)
+    assert code != 0 and value in line and all(v in line for v in valid)
+    assert not out.exists()
 
 
 def test_bad_strategy_lists_valid_ones_and_writes_nothing(capsys, world, tmp_path):

@@ -169,6 +169,25 @@ def test_make_triplets_pairings(dictionary):
     assert sorted(shuffled) == sorted(prod)
     with pytest.raises(KgnormError):
         make_triplets(samples, "zip")
+    with pytest.raises(KgnormError, match="batching"):
+        make_triplets(samples, "product", np.random.default_rng(1), batching="bucket")
+
+
+def test_make_triplets_mention_batching_keeps_mentions_together(dictionary):
+    s = _sampler(dictionary, "random", max_positives=30, n_negatives=5)
+    s.set_epoch(0)
+    samples = s.sample()
+    prod = make_triplets(samples, "product")
+    grouped = make_triplets(samples, "product", np.random.default_rng(1), batching="mention")
+    assert sorted(grouped) == sorted(prod)
+    anchors = [t[0] for t in grouped]
+    runs = [a for i, a in enumerate(anchors) if i == 0 or anchors[i - 1] != a]
+    assert sorted(runs) == sorted({x.query for x in samples if x.positives and x.negatives})
+    # the mention order is shuffled with the seed
+    orders = {tuple(dict.fromkeys(t[0] for t in make_triplets(samples, "product", np.random.default_rng(k),
+                                                               batching="mention")))
+              for k in range(6)}
+    assert len(orders) > 1
 
 
 # ---------------------------------------------------------------- training / model dir

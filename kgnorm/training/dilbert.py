@@ -31,7 +31,11 @@ seeded with ``seed + epoch``):
   graph is used with the dictionary's (normalized) names.
 * triplets: ``pairing="product"`` crosses every positive with every negative (up to 30 x 5
   per mention, the DILBERT data layout); ``"cycle"`` pairs positive i with negative
-  ``i mod n_neg`` (one triplet per positive), for small budgets. Triplets are shuffled.
+  ``i mod n_neg`` (one triplet per positive), for small budgets. ``batching="shuffled"``
+  shuffles all the epoch's triplets (the paper's data loader); ``"mention"`` shuffles the
+  mentions and keeps each mention's (shuffled) triplets consecutive, so a batch holds the
+  triplets of two or three mentions and far fewer distinct texts to encode -- the same
+  triplets and loss, several times fewer encoder passes per step on a CPU.
 
 Optimisation: Adam (lr 1e-5), batch 48 triplets; texts repeated within a batch are
 encoded once per step. Dev selection: Acc@1 of :meth:`DilbertModel.link` on the dev
@@ -71,11 +75,12 @@ from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, r
                                         set_rng_state)
 from kgnorm.training.bne import evaluate_linking
 
-__all__ = ["STRATEGIES", "DilbertConfig", "DilbertTrainResult", "DilbertSampler",
+__all__ = ["STRATEGIES", "PAIRINGS", "BATCHINGS", "DilbertConfig", "DilbertTrainResult", "DilbertSampler",
            "MentionSample", "triplet_loss", "make_triplets", "train_dilbert", "load_dilbert"]
 
 STRATEGIES = ("random", "random+parents", "resampling", "resampling+siblings")
 PAIRINGS = ("product", "cycle")
+BATCHINGS = ("shuffled", "mention")
 CHECKPOINT = "last.pt"
 
 
@@ -95,6 +100,7 @@ class DilbertConfig:
     k_siblings: int = 1
     resample_depth: int = 50
     pairing: str = "product"
+    batching: str = "shuffled"
     margin: float = 1.0
     distance: str = "euclidean"
     learning_rate: float = 1e-5
@@ -303,24 +309,35 @@ class DilbertSampler(EpochSeeded):
 
 
 def make_triplets(samples: Sequence[MentionSample], pairing: str = "product",
-                  rng: np.random.Generator | None = None) -> list[tuple[str, str, str]]:
-    """(anchor, positive, negative) texts of the samples, shuffled when ``rng`` is given."""
+                  rng: np.random.Generator | None = None,
+                  batching: str = "shuffled") -> list[tuple[str, str, str]]:
+    """(anchor, positive, negative) texts of the samples; with ``rng``, shuffled as a whole
+    (``batching="shuffled"``) or mention by mention, each mention's triplets kept together
+    (``"mention"``)."""
     if pairing not in PAIRINGS:
         raise KgnormError(f"unknown pairing {pairing!r} (choose from {', '.join(PAIRINGS)})")
-    out: list[tuple[str, str, str]] = []
+    if batching not in BATCHINGS:
+        raise KgnormError(f"unknown batching {batching!r} (choose from {', '.join(BATCHINGS)})")
+    groups: list[list[tuple[str, str, str]]] = []
     for s in samples:
         if not s.positives or not s.negatives:
             continue
         if pairing == "product":
-            out.extend((s.query, p[0], n[0]) for p in s.positives for n in s.negatives)
+            groups.append([(s.query, p[0], n[0]) for p in s.positives for n in s.negatives])
         else:
             k = max(len(s.positives), len(s.negatives))
-            out.extend((s.query, s.positives[i % len(s.positives)][0],
-                        s.negatives[i % len(s.negatives)][0]) for i in range(k))
-    if rng is not None and out:
-        perm = rng.permutation(len(out))
-        out = [out[i] for i in perm]
-    return out
+            groups.append([(s.query, s.positives[i % len(s.positives)][0],
+                            s.negatives[i % len(s.negatives)][0]) for i in range(k)])
+    if rng is None:
+        return [t for g in groups for t in g]
+    if batching == "mention":
+        grouped: list[tuple[str, str, str]] = []
+        for gi in rng.permutation(len(groups)):
+            g = groups[int(gi)]
+            grouped.extend(g[int(i)] for i in rng.permutation(len(g)))
+        return grouped
+    out = [t for g in groups for t in g]
+    return [out[int(i)] for i in rng.permutation(len(out))]
 
 
 # ---------------------------------------------------------------------- trainer
@@ -347,6 +364,8 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
         raise KgnormError(f"unknown distance {cfg.distance!r} (choose from {', '.join(DISTANCES)})")
     if cfg.pairing not in PAIRINGS:
         raise KgnormError(f"unknown pairing {cfg.pairing!r} (choose from {', '.join(PAIRINGS)})")
+    if cfg.batching not in BATCHINGS:
+        raise KgnormError(f"unknown batching {cfg.batching!r} (choose from {', '.join(BATCHINGS)})")
     if cfg.batch_size < 1:
         raise KgnormError("DilbertConfig.batch_size must be >= 1")
     t_start = time.perf_counter()
@@ -438,7 +457,7 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
                     t_enc = time.perf_counter() - t0
                 samples = sampler.sample(ranked)
                 rng = np.random.default_rng([cfg.seed, epoch, 7])
-                epoch_triplets = make_triplets(samples, cfg.pairing, rng)
+                epoch_triplets = make_triplets(samples, cfg.pairing, rng, cfg.batching)
                 step = 0
             name_vecs = None  # weights change from here on
             trip = epoch_triplets
