@@ -6,7 +6,7 @@ and raw text.
     (floor(n/2), random.Random(--seed) over concepts in uid order) of its other synonyms.
   * Corpus: entity-linked sentences found by dictionary matching (kgnorm.biocom.corpus) in the
     texts of NCBI-disease train + dev (gold annotations ignored), capped at --caps sentences
-    per concept (seeded reservoir sample). The dev texts are in the corpus, as in the paper's
+    per concept (seeded reservoir sample; ``all``: no cap). The dev texts are in the corpus, as in the paper's
     setting; the report says how many dev mentions are themselves corpus rows.
   * Baselines over the same half dictionary: tf-idf (scikit-learn TfidfVectorizer, full
     product) and the BioSyn sparse scorer (kgnorm.linking.sparse.SparseScorer, char 1-2 tf-idf,
@@ -311,7 +311,7 @@ def train_one(stats: CorpusStats, dev: list[DevMention], args: argparse.Namespac
                        eval_initial=not args.no_initial_eval, threads=args.threads,
                        seed=args.seed, device=args.device, infer_batch_size=args.batch_size,
                        index_names=args.index_names)
-    model_dir = stats.directory.parent / f"model-cap{stats.cap}"
+    model_dir = stats.directory.parent / f"model-cap{stats.cap or 'all'}"
     t0 = time.perf_counter()
     res = train_biocom(stats.directory, model_dir, encoder,
                        dev=[(d.text, d.context, set(d.gold)) for d in dev], config=cfg,
@@ -397,7 +397,7 @@ def render(args: argparse.Namespace, half: HalfDictionary, dev: list[DevMention]
             best = e["best"]
             per_k = ", ".join(f"k={k}: {e['per_k'][k]['acc@1']:.4f}" for k in KS)
             lines.append(
-                f"| BioCoM, cap {m['cap']} ({m['rows']:,} corpus sentences) | {v} | "
+                f"| BioCoM, cap {m['cap'] or 'all'} ({m['rows']:,} corpus sentences) | {v} | "
                 f"{_pct(best['acc@1'])} | {_pct(best['acc@5'])} | k = {e['k']} chosen on dev "
                 f"(Acc@1 {per_k}) |")
     lines += ["", "### BioCoM training (one model per cap)", "",
@@ -429,14 +429,14 @@ def render(args: argparse.Namespace, half: HalfDictionary, dev: list[DevMention]
         ini = m["initial"]["acc@1"] if m["initial"] else float("nan")
         ic, oth = best["in_corpus"], best["others"]
         lines.append(
-            f"| {m['cap']} | {m['rows']:,} | {m['steps']} ({m['batches_per_epoch']}) | "
+            f"| {m['cap'] or 'all'} | {m['rows']:,} | {m['steps']} ({m['batches_per_epoch']}) | "
             f"{m['epochs_done']:.2f} | {m['opt_s'] / 60:.1f} min | {m['wall_s'] / 60:.1f} min | "
             f"{_pct(ini)} | {m['best_epoch']:g} | {e['k']} | {_pct(best['acc@1'])} | "
             f"{_pct(best['acc@5'])} | {ic[0]:.4f} (n={ic[1]}) / {oth[0]:.4f} (n={oth[1]}) | "
             f"{m['eval']['link_mps']:,.0f} mentions/s |")
     if models:
         lines += ["", "Accuracy vs corpus size (surface preprocessing, dev-selected k): " + "; ".join(
-            f"{m['rows']:,} sentences (cap {m['cap']}) → {m['eval']['surface']['best']['acc@1']:.4f}"
+            f"{m['rows']:,} sentences (cap {m['cap'] or 'all'}) → {m['eval']['surface']['best']['acc@1']:.4f}"
             for m in models) + "."]
     lines += ["", f"Whole benchmark: {total_s / 60:.1f} min wall; peak RSS of the process "
               f"{peak_rss_mb():,.0f} MB."]
@@ -445,10 +445,20 @@ def render(args: argparse.Namespace, half: HalfDictionary, dev: list[DevMention]
 
 # --------------------------------------------------------------------------- main
 
-def _caps(text: str) -> list[int]:
-    caps = [int(x) for x in text.split(",") if x.strip()]
-    if not caps or min(caps) < 1:
-        raise argparse.ArgumentTypeError("caps must be positive integers, e.g. 1,5,10,20")
+def _caps(text: str) -> list[int | None]:
+    """Positive integers, or ``all`` (no cap: every matched sentence)."""
+    caps: list[int | None] = []
+    for x in (t.strip() for t in text.split(",")):
+        if not x:
+            continue
+        if x == "all":
+            caps.append(None)
+        elif x.isdigit() and int(x) >= 1:
+            caps.append(int(x))
+        else:
+            raise argparse.ArgumentTypeError("caps must be positive integers or 'all', e.g. 1,5,10,20,all")
+    if not caps:
+        raise argparse.ArgumentTypeError("caps must be positive integers or 'all', e.g. 1,5,10,20,all")
     return caps
 
 
@@ -462,7 +472,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--caps", type=_caps, default=[1, 5, 10, 20],
-                    help="per-concept sentence caps, one BioCoM model each (default 1,5,10,20)")
+                    help="per-concept sentence caps, one BioCoM model each; 'all' = no cap (default 1,5,10,20)")
     ap.add_argument("--max-minutes", type=float, default=10.0,
                     help="wall-clock budget of each model's optimisation steps (default 10)")
     ap.add_argument("--threads", type=int, default=1, help="torch/BLAS threads (default 1)")
@@ -521,15 +531,15 @@ def main() -> None:
         for b in baselines:
             log(f"{b['method']} [{b['variant']}]: Acc@1 {b['acc1']:.4f} Acc@5 {b['acc5']:.4f}")
         corpora: list[CorpusStats] = []
-        for cap in [*sorted(set(args.caps)), None]:
+        for cap in [*sorted({c for c in args.caps if c is not None}), None]:
             c = build_one(half, cap, work / f"corpus-cap{cap or 'all'}", args.seed, dev)
             corpora.append(c)
             log(f"corpus cap {cap}: {c.rows:,} rows, {c.concepts:,} concepts, {c.seconds:.1f} s")
         models: list[dict] = []
         for c in corpora:
-            if c.cap is None:
+            if c.cap not in args.caps:
                 continue
-            log(f"training cap {c.cap} ({c.rows:,} rows, budget {args.max_minutes:g} min)")
+            log(f"training cap {c.cap or 'all'} ({c.rows:,} rows, budget {args.max_minutes:g} min)")
             m = train_one(c, dev, args, encoder)
             m["rows"] = c.rows
             models.append(m)

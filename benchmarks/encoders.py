@@ -53,7 +53,7 @@ BC5CDR = (DATA / "bc5cdr-disease/train.concept", DATA / "bc5cdr-disease/dev.conc
 NCBI = (DATA / "ncbi-disease/NCBItrainset_corpus.txt", DATA / "ncbi-disease/NCBIdevelopset_corpus.txt")
 UMNSRS = {"similarity": DATA / "umnsrs/UMNSRS_similarity.csv",
           "relatedness": DATA / "umnsrs/UMNSRS_relatedness.csv"}
-NIL_STRATEGIES = ("min_fp", "max_tp", "weighted")
+NIL_STRATEGIES = ("min_fp", "max_tp", "weighted", "dev_accuracy")
 R = TypeVar("R")
 T0 = time.perf_counter()
 

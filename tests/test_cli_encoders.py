@@ -277,6 +277,11 @@ def test_link_nil_threshold_auto(capsys, world, tmp_path):
                        "--nil-dev", str(dev), "--no-write", "--output", str(tmp_path / "auto.tsv"),
                        "--store", world["store"], "-q")
     assert code == 0 and "nil threshold: strategy" in err
+    # the most accurate cut on dev: at least as accurate on dev as DILBERT's heuristics
+    code, _, err2 = run(capsys, "link", "--model", str(world["bne"]), "--input", str(dev), "--nil-threshold", "auto",
+                        "--nil-dev", str(dev), "--nil-strategy", "dev_accuracy", "--no-write",
+                        "--output", str(tmp_path / "acc.tsv"), "--store", world["store"], "-q")
+    assert code == 0 and "nil threshold: strategy dev_accuracy" in err2, err2
     # a numeric threshold still works: cosine scores never reach 2, so everything is nil
     code, stdout, err = run(capsys, "link", "--model", str(world["bne"]), "--input", str(dev), "--nil-threshold",
                             "2", "--no-write", "--store", world["store"], "-q")

@@ -42,6 +42,31 @@ def test_strategies_by_hand():
     assert s == "min_fp"                                              # first of the ties
 
 
+def test_dev_accuracy_cut_beats_or_ties_every_heuristic():
+    t, s = choose_threshold(DEV, "dev_accuracy")
+    assert s == "dev_accuracy"
+    # sorted: 0.2 ok, 0.4 wrong, 0.5 ok, 0.7 nil, 0.9 ok, 1.5 nil -> the cut after 0.5 and the
+    # cut after 0.9 both get 4 of 6 right; the smaller one is kept, halfway to the next distance
+    assert t == pytest.approx((0.5 + 0.7) / 2)
+    best = nil_metrics(DEV, t)["accuracy"]
+    assert best == pytest.approx(4 / 6)
+    for name in ("min_fp", "max_tp", "weighted"):
+        assert nil_metrics(DEV, choose_threshold(DEV, name)[0])["accuracy"] <= best + 1e-12
+    # every dev mention nil is best when nothing in the KB is linked right
+    all_nil = [NilExample(0.3, False), NilExample(0.6, True, False), NilExample(0.8, False)]
+    t, _ = choose_threshold(all_nil, "dev_accuracy")
+    assert nil_metrics(all_nil, t)["predicted_nil"] == 3
+    # a random dev set: the cut is as good as the best of every possible threshold
+    rng = np.random.default_rng(0)
+    ex = [NilExample(float(x), bool(k), bool(k and c)) for x, k, c in
+          zip(rng.random(200), rng.random(200) < 0.8, rng.random(200) < 0.7)]
+    t, _ = choose_threshold(ex, "dev_accuracy")
+    brute = max(nil_metrics(ex, float(x))["accuracy"] for x in [-1.0] + [e.distance for e in ex])
+    assert nil_metrics(ex, t)["accuracy"] == pytest.approx(brute)
+    with pytest.raises(KgnormError, match="nil_dev_set"):
+        choose_threshold([NilExample(0.1, True, True)], "dev_accuracy")
+
+
 def test_auto_needs_nil_cases_and_unknown_strategy():
     only_kb = [NilExample(0.1, True, True), NilExample(0.3, True, False)]
     with pytest.raises(KgnormError, match="nil_dev_set"):
@@ -51,7 +76,7 @@ def test_auto_needs_nil_cases_and_unknown_strategy():
     assert choose_threshold(only_kb, "max_tp") == (0.1, "max_tp")
     with pytest.raises(KgnormError, match="correctly"):
         choose_threshold([NilExample(1.0, False), NilExample(0.2, True, False)], "max_tp")
-    with pytest.raises(KgnormError, match="valid: min_fp, max_tp, weighted, auto"):
+    with pytest.raises(KgnormError, match="valid: min_fp, max_tp, weighted, dev_accuracy, auto"):
         choose_threshold(DEV, "median")
     with pytest.raises(KgnormError):
         choose_threshold([], "max_tp")
