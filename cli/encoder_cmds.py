@@ -147,6 +147,10 @@ def train_dilbert_cmd(
     batching: Annotated[str, typer.Option(
         "--batching", help="shuffled: all triplets shuffled (the paper); mention: a mention's triplets stay in "
                            "consecutive batches, several times fewer texts to encode per step.")] = "shuffled",
+    mining: Annotated[str, typer.Option(
+        "--mining", help="all: every triplet counts (the paper); semi-hard: only triplets whose negative is "
+                         "farther than the positive (FaceNet), which keeps hard negatives from collapsing the "
+                         "space.")] = "all",
     merge_train: Annotated[bool, typer.Option(
         "--merge-train-mentions/--no-merge-train-mentions",
         help="Add the training mentions to the dictionary as extra names (as BioSyn does).")] = True,
@@ -165,7 +169,7 @@ def train_dilbert_cmd(
 ) -> None:
     """Train DILBERT (Miftahutdinov et al. 2021): triplet loss over mention/name distances."""
     setup(quiet)
-    from kgnorm.training.dilbert import BATCHINGS, PAIRINGS, STRATEGIES
+    from kgnorm.training.dilbert import BATCHINGS, MININGS, PAIRINGS, STRATEGIES
 
     if strategy not in STRATEGIES:
         raise KgnormError(f"unknown --strategy {strategy!r}; valid strategies: {', '.join(STRATEGIES)}")
@@ -173,6 +177,8 @@ def train_dilbert_cmd(
         raise KgnormError(f"unknown --pairing {pairing!r}; valid: {', '.join(PAIRINGS)}")
     if batching not in BATCHINGS:
         raise KgnormError(f"unknown --batching {batching!r}; valid: {', '.join(BATCHINGS)}")
+    if mining not in MININGS:
+        raise KgnormError(f"unknown --mining {mining!r}; valid: {', '.join(MININGS)}")
     if distance not in ("euclidean", "cosine"):
         raise KgnormError(f"unknown --distance {distance!r}; valid: euclidean, cosine")
     if not margin > 0:
@@ -212,6 +218,7 @@ def train_dilbert_cmd(
          + f"; {len(train_pairs):,} training queries; strategy {strategy}", quiet)
     cfg = DilbertConfig(strategy=strategy, n_negatives=negatives, k_parents=parents_k, k_siblings=siblings_k,
                         max_positives=max_positives, pairing=pairing, batching=batching, margin=margin,
+                        mining=mining,
                         distance=distance, learning_rate=lr, batch_size=batch_size, epochs=epochs,
                         max_length=max_length, seed=seed, max_steps_per_epoch=max_steps)
     onto = {"name": ontology, "version": snap.version}

@@ -181,7 +181,7 @@ def test_missing_word_vectors_writes_nothing(capsys, world, tmp_path):
     ("random", ["--distance", "cosine", "--margin", "0.3", "--batching", "mention", "--pairing", "cycle",
                 "--max-positives", "3"]),
     ("random+parents", ["--parents-k", "2"]),
-    ("resampling", ["--epochs", "2", "--max-minutes", "0"]),
+    ("resampling", ["--epochs", "2", "--max-minutes", "0", "--mining", "semi-hard"]),
     ("resampling+siblings", ["--siblings-k", "2", "--no-merge-train-mentions"]),
 ])
 def test_train_dilbert_each_strategy_then_link(capsys, world, tmp_path, tiny_bert_dir, strategy, extra):
@@ -198,6 +198,7 @@ def test_train_dilbert_each_strategy_then_link(capsys, world, tmp_path, tiny_ber
     assert meta["hyper_parameters"]["strategy"] == strategy
     assert meta["hyper_parameters"]["batching"] == ("mention" if "mention" in extra else "shuffled")
     assert meta["hyper_parameters"]["margin"] == (0.3 if "--margin" in extra else 1.0)
+    assert meta["hyper_parameters"]["mining"] == ("semi-hard" if "semi-hard" in extra else "all")
     # training mentions join the dictionary (as in BioSyn) unless --no-merge-train-mentions
     assert ("training mentions" in err) == ("--no-merge-train-mentions" not in extra)
     assert meta["distance"] == ("cosine" if "cosine" in extra else "euclidean")
@@ -210,7 +211,8 @@ def test_train_dilbert_each_strategy_then_link(capsys, world, tmp_path, tiny_ber
 
 @pytest.mark.parametrize("option,value,valid", [("--batching", "bucket", ("shuffled", "mention")),
                                                 ("--pairing", "zip", ("product", "cycle")),
-                                                ("--margin", "-1", ("> 0",))])
+                                                ("--margin", "-1", ("> 0",)),
+                                                ("--mining", "hardest", ("all", "semi-hard"))])
 def test_bad_batching_or_pairing_lists_valid_ones(capsys, world, tmp_path, option, value, valid):
     out = tmp_path / "dilbert"
     code, _, err = run(capsys, "train", "dilbert", "--ontology", "tiny", "--out", str(out), "--train",

@@ -87,6 +87,22 @@ def test_triplet_loss_by_hand():
         triplet_loss(a, a, a, distance="manhattan")
 
 
+def test_semi_hard_mining_drops_triplets_whose_negative_is_closer():
+    a = torch.tensor([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    p = torch.tensor([[3.0, 4.0], [1.0, 0.0], [2.0, 0.0]], requires_grad=True)  # d(a, p) = 5, 1, 2
+    n = torch.tensor([[0.0, 1.0], [0.0, 3.0], [0.0, 2.5]])                       # d(a, n) = 1, 3, 2.5
+    # triplet 0 (negative closer: hard) is left out; 1 is easy (loss 0); 2 is semi-hard (0.5)
+    got = triplet_loss(a, p, n, margin=1.0, mining="semi-hard")
+    assert got.item() == pytest.approx((0.0 + 0.5) / 2, abs=1e-5)
+    got.backward()
+    assert torch.all(p.grad[0] == 0) and torch.any(p.grad[2] != 0)
+    # only hard triplets: zero loss, still differentiable
+    only_hard = triplet_loss(a[:1], p[:1].detach().requires_grad_(), n[:1], mining="semi-hard")
+    assert only_hard.item() == 0.0 and only_hard.requires_grad
+    with pytest.raises(KgnormError, match="semi-hard"):
+        triplet_loss(a, p, n, mining="hardest")
+
+
 # ---------------------------------------------------------------- sampling guarantees
 def test_unknown_strategy_lists_the_valid_ones(dictionary):
     with pytest.raises(KgnormError) as e:

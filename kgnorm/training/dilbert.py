@@ -74,10 +74,11 @@ from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, r
 from kgnorm.training.dilbert_sampling import (BATCHINGS, PAIRINGS, STRATEGIES, DilbertSampler,
                                               MentionSample, check_strategy, make_triplets)
 
-__all__ = ["STRATEGIES", "PAIRINGS", "BATCHINGS", "DilbertConfig", "DilbertTrainResult", "DilbertSampler",
+__all__ = ["STRATEGIES", "PAIRINGS", "BATCHINGS", "MININGS", "DilbertConfig", "DilbertTrainResult", "DilbertSampler",
            "MentionSample", "triplet_loss", "make_triplets", "train_dilbert", "load_dilbert"]
 
 CHECKPOINT = "last.pt"
+MININGS = ("all", "semi-hard")
 
 
 @dataclass
@@ -90,6 +91,7 @@ class DilbertConfig:
     resample_depth: int = 50
     pairing: str = "product"
     batching: str = "shuffled"
+    mining: str = "all"
     margin: float = 1.0
     distance: str = "euclidean"
     learning_rate: float = 1e-5
@@ -129,8 +131,14 @@ class DilbertTrainResult:
 
 # ---------------------------------------------------------------------- loss
 def triplet_loss(anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor,
-                 margin: float = 1.0, distance: str = "euclidean") -> torch.Tensor:
-    """``mean(relu(d(a, p) - d(a, n) + margin))``; ``d`` Euclidean or ``1 - cosine``."""
+                 margin: float = 1.0, distance: str = "euclidean",
+                 mining: str = "all") -> torch.Tensor:
+    """``mean(relu(d(a, p) - d(a, n) + margin))``; ``d`` Euclidean or ``1 - cosine``.
+
+    ``mining="semi-hard"`` (FaceNet, Schroff et al. 2015) averages over the triplets whose
+    negative is farther than the positive (``d(a, n) > d(a, p)``) only: a triplet whose
+    negative is closer lowers its loss most easily by shrinking every distance, which
+    with the hardest negatives drives the encoder towards a collapsed space."""
     if distance == "euclidean":
         dp = torch.nn.functional.pairwise_distance(anchor, positive)
         dn = torch.nn.functional.pairwise_distance(anchor, negative)
@@ -139,7 +147,15 @@ def triplet_loss(anchor: torch.Tensor, positive: torch.Tensor, negative: torch.T
         dn = 1.0 - torch.nn.functional.cosine_similarity(anchor, negative)
     else:
         raise KgnormError(f"unknown distance {distance!r} (choose from {', '.join(DISTANCES)})")
-    return torch.relu(dp - dn + float(margin)).mean()
+    losses = torch.relu(dp - dn + float(margin))
+    if mining == "all":
+        return losses.mean()
+    if mining != "semi-hard":
+        raise KgnormError(f"unknown triplet mining {mining!r} (choose from {', '.join(MININGS)})")
+    keep = (dn > dp).detach()
+    if not bool(keep.any()):
+        return (losses * 0.0).sum()  # keeps the graph: a step with no semi-hard triplet is a no-op
+    return losses[keep].mean()
 
 
 # ---------------------------------------------------------------------- trainer
@@ -168,6 +184,8 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
         raise KgnormError(f"unknown pairing {cfg.pairing!r} (choose from {', '.join(PAIRINGS)})")
     if cfg.batching not in BATCHINGS:
         raise KgnormError(f"unknown batching {cfg.batching!r} (choose from {', '.join(BATCHINGS)})")
+    if cfg.mining not in MININGS:
+        raise KgnormError(f"unknown triplet mining {cfg.mining!r} (choose from {', '.join(MININGS)})")
     if cfg.batch_size < 1:
         raise KgnormError("DilbertConfig.batch_size must be >= 1")
     t_start = time.perf_counter()
@@ -281,7 +299,7 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
                 vec = enc.embed_bucketed(list(uniq))
                 ix = torch.tensor([[uniq[x] for x in t] for t in batch], device=vec.device)
                 loss = triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin,
-                                    cfg.distance)
+                                    cfg.distance, cfg.mining)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
