@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -63,18 +62,16 @@ def test_rank_hypernyms_best_name_and_order():
         rank_hypernyms(enc, ["x"], uids, names, top_k=0)
 
 
-def test_rank_hypernyms_speed():
+def test_rank_hypernyms_many_queries():
+    # speed is measured by benchmarks/hierarchy.py, not here: a loaded machine fails timed tests
     rng = np.random.default_rng(0)
     table = rng.normal(size=(5000, 64)).astype(np.float32)
     enc = lambda names: table[[int(n.split()[1]) % 5000 for n in names]]  # noqa: E731
     uids = [f"U{i}" for i in range(1000)]
     names = {u: [f"name {i}", f"syn {i + 1000}"] for i, u in enumerate(uids)}
     queries = [f"q {i}" for i in range(3000)]
-    t = time.perf_counter()
     hits = rank_hypernyms(enc, queries, uids, names, top_k=10)
-    rate = len(queries) / (time.perf_counter() - t)
     assert len(hits) == 30000
-    assert rate > 1000, rate
 
 
 def test_average_precision_against_bruteforce():
