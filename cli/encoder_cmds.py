@@ -149,8 +149,7 @@ def train_dilbert_cmd(
                            "consecutive batches, several times fewer texts to encode per step.")] = "shuffled",
     mining: Annotated[str, typer.Option(
         "--mining", help="all: every triplet counts (the paper); semi-hard: only triplets whose negative is "
-                         "farther than the positive (FaceNet), which keeps hard negatives from collapsing the "
-                         "space.")] = "all",
+                         "farther than the positive (FaceNet), so hard negatives cannot shrink the space.")] = "all",
     merge_train: Annotated[bool, typer.Option(
         "--merge-train-mentions/--no-merge-train-mentions",
         help="Add the training mentions to the dictionary as extra names (as BioSyn does).")] = True,

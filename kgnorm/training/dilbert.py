@@ -39,8 +39,9 @@ seeded with ``seed + epoch``):
 
 Mining (:func:`triplet_loss`): ``"all"`` triplets count (the paper) or only ``"semi-hard"``
 ones (negative farther than the positive). With MiniLM and the resampled (hardest)
-negatives, ``"all"`` shrank the pooled vectors (mean norm 6.9 -> 1.3 in one BC5CDR epoch) and
-dev accuracy fell below the untrained encoder's; ``"semi-hard"`` does not.
+negatives, ``"all"`` shrank the pooled vectors (mean norm 6.9 -> 1.3 in one BC5CDR epoch);
+``"semi-hard"`` does not shrink them (7.4 after 300 steps). After one epoch both were still
+below the untrained encoder's dev accuracy (BENCHMARKS.md).
 
 Optimisation: Adam (lr 1e-5), batch 48 triplets; texts repeated within a batch are
 encoded once per step. Dev selection: Acc@1 of :meth:`DilbertModel.link` on the dev
