@@ -153,6 +153,10 @@ def train_dilbert_cmd(
     merge_train: Annotated[bool, typer.Option(
         "--merge-train-mentions/--no-merge-train-mentions",
         help="Add the training mentions to the dictionary as extra names (as BioSyn does).")] = True,
+    eval_initial: Annotated[bool, typer.Option(
+        "--eval-initial/--no-eval-initial",
+        help="With --dev, the starting encoder competes as epoch 0: if no epoch beats it on dev "
+             "Acc@1, it is the model written.")] = True,
     distance: Annotated[str, typer.Option("--distance", help="euclidean (the paper) or cosine.")] = "euclidean",
     margin: Annotated[float, typer.Option("--margin", help="Triplet margin (the paper: 1, in distance units).")] = 1.0,
     epochs: Annotated[int, typer.Option("--epochs")] = 1,
@@ -219,7 +223,8 @@ def train_dilbert_cmd(
                         max_positives=max_positives, pairing=pairing, batching=batching, margin=margin,
                         mining=mining,
                         distance=distance, learning_rate=lr, batch_size=batch_size, epochs=epochs,
-                        max_length=max_length, seed=seed, max_steps_per_epoch=max_steps)
+                        max_length=max_length, seed=seed, max_steps_per_epoch=max_steps,
+                        eval_initial=eval_initial)
     onto = {"name": ontology, "version": snap.version}
 
     def run(n_epochs: int, res: bool):
@@ -235,6 +240,9 @@ def train_dilbert_cmd(
         msg += f" ({result.n_skipped} skipped: gold not in the dictionary)"
     if result.best_dev_acc1 is not None:
         msg += f"; best dev Acc@1 {result.best_dev_acc1:.4f} at epoch {result.best_epoch}"
+        if result.best_epoch == 0:
+            msg += (" (no trained epoch beat the starting encoder on dev: the model written is "
+                    "the starting encoder)")
     info(msg + f" → {out}", quiet)
 
 

@@ -218,7 +218,8 @@ def test_train_random_save_load_resume(tiny_bert_dir, dictionary, tmp_path):
     r = train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "m",
                       config=cfg, progress=False, ontology={"name": "toy"})
     assert r.epochs_completed == 2 and r.n_queries == 4 and r.n_skipped == 1
-    assert all(np.isfinite(h["loss"]) for h in r.history)
+    assert [h["epoch"] for h in r.history] == [0, 1, 2]      # 0: the starting encoder on dev
+    assert all(np.isfinite(h["loss"]) for h in r.history[1:])
     meta = read_model_meta(tmp_path / "m")
     assert meta["method"] == "dilbert" and meta["distance"] == "euclidean"
     assert meta["encoder"]["pooling"] == "mean"
@@ -241,14 +242,34 @@ def test_train_random_save_load_resume(tiny_bert_dir, dictionary, tmp_path):
     r2 = train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "m",
                        config=cfg3, progress=False)
     assert r2.resumed_from == {"epoch": 2, "step": 0} and r2.epochs_completed == 3
+    assert [h["epoch"] for h in r2.history] == [0, 1, 2, 3]  # epoch 0 is not evaluated again
     straight = train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "s",
                              config=cfg3, progress=False)
-    assert [h["loss"] for h in straight.history] == pytest.approx(
-        [h["loss"] for h in r2.history], rel=1e-4)
+    assert [h["loss"] for h in straight.history[1:]] == pytest.approx(
+        [h["loss"] for h in r2.history[1:]], rel=1e-4)
     with pytest.raises(KgnormError, match="other data or settings"):
         train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "m",
                       config=DilbertConfig(**{**cfg3.to_dict(), "margin": 2.0}),
                       progress=False)
+
+
+def test_starting_encoder_competes_as_epoch_zero(tiny_bert_dir, dictionary, tmp_path):
+    # lr 0: training leaves the weights as they were, so no epoch beats (ties with) epoch 0
+    # and the model written is the starting encoder
+    cfg = DilbertConfig(strategy="random", epochs=1, batch_size=8, learning_rate=0.0,
+                        max_positives=2, n_negatives=1, pairing="cycle", seed=0)
+    r = train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "z",
+                      config=cfg, progress=False)
+    assert r.best_epoch == 0 and r.history[0]["epoch"] == 0
+    assert r.best_dev_acc1 == r.history[0]["dev"]["acc@1"] == r.history[1]["dev"]["acc@1"]
+    assert read_model_meta(tmp_path / "z")["metrics"]["epoch"] == 0
+    start = _encoder(tiny_bert_dir).embed(["heart attack"]).detach().numpy()
+    assert np.allclose(load_dilbert(tmp_path / "z").encode(["heart attack"]), start, atol=1e-5)
+    # without the epoch-0 candidate the trained epoch is the one written
+    r = train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "n",
+                      config=DilbertConfig(**{**cfg.to_dict(), "eval_initial": False}),
+                      progress=False)
+    assert r.best_epoch == 1 and [h["epoch"] for h in r.history] == [1]
 
 
 def test_train_resampling_siblings_cosine(tiny_bert_dir, dictionary, hierarchy, tmp_path):

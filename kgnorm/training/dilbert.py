@@ -46,7 +46,10 @@ below the untrained encoder's dev accuracy (BENCHMARKS.md).
 Optimisation: Adam (lr 1e-5), batch 48 triplets; texts repeated within a batch are
 encoded once per step. Dev selection: Acc@1 of :meth:`DilbertModel.link` on the dev
 queries after every epoch; the best model is written to ``out_dir`` (model directory with
-names and index). Without dev the last epoch's model is written.
+names and index). Without dev the last epoch's model is written. With dev, the starting
+encoder is a candidate too (``eval_initial``, "epoch 0"): fine-tuning that makes the dev
+accuracy worse -- which happened with MiniLM (BENCHMARKS.md) -- then writes the starting
+encoder instead, and ``best_epoch == 0`` says so.
 
 Checkpoints: ``out_dir/checkpoints/last.pt`` after every epoch and every
 ``checkpoint_every_steps`` steps (weights, optimizer, epoch, step, the epoch's triplets,
@@ -112,8 +115,9 @@ class DilbertConfig:
     encode_batch_size: int = 256
     max_steps_per_epoch: int | None = None
     checkpoint_every_steps: int | None = None
+    eval_initial: bool = True              # dev-evaluate the starting encoder as "epoch 0"
 
-    _RESUMABLE = ("epochs", "encode_batch_size", "checkpoint_every_steps")
+    _RESUMABLE = ("epochs", "encode_batch_size", "checkpoint_every_steps", "eval_initial")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -261,6 +265,24 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
                       "triplets": [list(t) for t in trip] if trip else []}, ck_path)
 
     name_vecs: np.ndarray | None = None      # dictionary vectors of the current weights
+    if dev_q and cfg.eval_initial and epoch == 0 and step == 0 and not history:
+        enc.model.eval()
+        t0 = time.perf_counter()
+        name_vecs = model.encode(dictionary.names, batch_size=cfg.encode_batch_size,
+                                 progress=progress, desc="encode names")
+        model.build_index(vectors=name_vecs)
+        rec0 = {"epoch": 0, "loss": None, "steps": 0, "triplets": 0, "seconds_train": 0.0,
+                "seconds_encode": round(time.perf_counter() - t0, 2)}
+        t0 = time.perf_counter()
+        rec0["dev"] = evaluate_linking(model, dev_q, dev_g, cfg.eval_top_k, cfg.encode_batch_size)
+        rec0["seconds_dev"] = round(time.perf_counter() - t0, 2)
+        history.append(rec0)
+        best_acc, best_epoch = rec0["dev"]["acc@1"], 0
+        model.save(out, hyper_parameters=cfg.to_dict(), ontology=ontology,
+                   metrics={"epoch": 0, "train_loss": None, "dev": rec0["dev"]},
+                   extra={"training": {"n_queries": len(sampler), "n_skipped": sampler.n_skipped,
+                                       "history": history}})
+        checkpoint(0, 0, None)
     ebar = progress_bar(total=cfg.epochs, desc="dilbert epochs", unit="epoch") if progress else None
     if ebar is not None:
         ebar.update(min(epoch, cfg.epochs))
