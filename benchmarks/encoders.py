@@ -18,9 +18,10 @@ MEDIC 2012 dictionary (the DNorm pipe file; 11,915 concepts):
    NCBI-disease dev; the untrained MiniLM (same distance, same dictionary) as a
    dense-only baseline; optionally a BioSyn directory.
 3. Nil: DILBERT's constructed out-of-KB dev set (20% of BC5CDR-disease dev's gold concepts
-   removed from that dictionary, seeded); the three threshold strategies are fitted on one
-   seeded half of the dev queries and scored on the other half, for DILBERT, MiniLM and the
-   BioSyn directory when one is given.
+   removed from that dictionary, seeded); DILBERT's three threshold strategies, the most
+   accurate cut and the nil classifier are fitted on half of the dev documents and scored on
+   the other half (three seeded splits; benchmarks/_encoders_nil.py), for DILBERT, MiniLM
+   and the BioSyn directory when one is given.
 
 Budgets: the first epoch always runs; a further epoch starts only when it is expected to end
 within the budget (epoch time measured so far). A DILBERT epoch on one core takes longer than
@@ -45,6 +46,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _encoders_nil import nil_section  # noqa: E402
 from _report import SHARED, append, peak_rss_mb  # noqa: E402
 
 DATA = SHARED / "data"
@@ -53,7 +55,6 @@ BC5CDR = (DATA / "bc5cdr-disease/train.concept", DATA / "bc5cdr-disease/dev.conc
 NCBI = (DATA / "ncbi-disease/NCBItrainset_corpus.txt", DATA / "ncbi-disease/NCBIdevelopset_corpus.txt")
 UMNSRS = {"similarity": DATA / "umnsrs/UMNSRS_similarity.csv",
           "relatedness": DATA / "umnsrs/UMNSRS_relatedness.csv"}
-NIL_STRATEGIES = ("min_fp", "max_tp", "weighted", "dev_accuracy")
 R = TypeVar("R")
 T0 = time.perf_counter()
 
@@ -390,7 +391,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     from kgnorm.encoders.dilbert import DilbertModel
     from kgnorm.hierarchy import Hierarchy
     from kgnorm.link_job import DictionaryLinker
-    from kgnorm.linking.nil import choose_threshold, evaluate_nil, nil_dev_set, nil_metrics
+    from kgnorm.linking.nil import nil_dev_set
     from kgnorm.training.dilbert import DilbertConfig, train_dilbert
 
     pipeline, dictionary, graph = ctx["pipeline"], ctx["dictionary"], ctx["graph"]
@@ -422,7 +423,8 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     cfg = DilbertConfig(strategy=args.strategy, max_length=25, seed=args.seed,
                         max_steps_per_epoch=args.max_steps_per_epoch, pairing=args.pairing,
                         batching=args.batching, max_positives=args.max_positives,
-                        distance=args.distance, margin=args.margin, mining=args.mining)
+                        distance=args.distance, margin=args.margin, mining=args.mining,
+                        eval_initial=False)  # the untrained encoder has its own row below
     budget_s = args.dilbert_minutes * 60
     cap_note = ""
     if args.max_steps_per_epoch is None:
@@ -479,45 +481,30 @@ def dilbert_section(args, ctx: dict) -> list[str]:
             rows.append(f"| {ds} | {label} | {r['acc1']:.4f} | {r['acc5']:.4f} | {f4(r['r_acc1'])} | "
                         f"{f4(r['r_acc5'])} | {r['n']} / {r['r_n']} | {r['rate']:,.0f} |")
 
-    # 3. nil: DILBERT's constructed dev set, thresholds fitted on half A, scored on half B
+    # 3. nil: DILBERT's constructed dev set, every strategy fitted and scored on document halves
     log("nil: constructed dev set …")
     nil_set = nil_dev_set(search, dev_pairs, fraction=0.2, seed=args.seed)
-    perm = np.random.default_rng([args.seed, 23]).permutation(len(nil_set.queries))
-    half_a, half_b = perm[: len(perm) // 2], perm[len(perm) // 2:]
-    nil_rows = []
-    nil_models: list[tuple[str, Callable[[], list]]] = []
+    pair_docs = [m.doc_id for m, abbr in dev_items for _ in query_pairs(pipeline, [(m, abbr)])]
+    assert len(pair_docs) == len(dev_pairs), "dev pairs and their documents are out of step"
+    nil_docs = [pair_docs[i] for i in nil_set.source]
+    nil_models: list[tuple[str, Callable[[], object]]] = []
     for label, m, vecs in (("DILBERT", model, index_vectors(model)), ("MiniLM untrained", base, base_vecs)):
-        def dense_examples(m=m, vecs=vecs):
+        def dense_probe(m=m, vecs=vecs):
             rows_of = np.array([m.dictionary.index_of(n) for n in nil_set.dictionary.names])
-            probe = DilbertModel(m.encoder, distance=m.distance)  # evaluate_nil swaps the dictionary
-            return evaluate_nil(probe, nil_set, distance_of=probe.distance_of, name_vectors=vecs[rows_of])
-        nil_models.append((label, dense_examples))
+            probe = DilbertModel(m.encoder, distance=m.distance)
+            probe.set_dictionary(nil_set.dictionary)
+            probe.build_index(vectors=vecs[rows_of])
+            return probe
+        nil_models.append((label, dense_probe))
     if args.biosyn:
         from kgnorm.models import load_encoder
-        # BioSyn has no distance: its nil "distance" is the negated top-1 score (lambda * sparse + dense)
-        nil_models.append((f"BioSyn `{args.biosyn}` (distance = -score)",
-                           lambda: evaluate_nil(load_encoder(args.biosyn), nil_set)))
-    for label, examples in nil_models:
-        log(f"nil: linking the constructed dev set with {label} …")
-        ex = examples()
-        a, b = [ex[int(i)] for i in half_a], [ex[int(i)] for i in half_b]
-        for strat in NIL_STRATEGIES:
-            try:
-                t, _ = choose_threshold(a, strat)
-            except Exception as e:  # noqa: BLE001 - a tiny smoke half may lack nil mentions
-                nil_rows.append(f"| {label} | {strat} | n/a ({e}) | | | | | | |")
-                continue
-            met = nil_metrics(b, t)
-            nil_rows.append(f"| {label} | {strat} | {t:.4f} | {met['accuracy']:.4f} | {f4(met['nil_precision'])} | "
-                            f"{f4(met['nil_recall'])} | {f4(met['nil_f1'])} | {f4(met['in_kb_accuracy'])} | "
-                            f"{met['predicted_nil']} / {met['n_nil']} |")
-        try:
-            _, auto = choose_threshold(a, "auto")
-        except Exception:  # noqa: BLE001
-            auto = "n/a"
-        nil_rows.append(f"| {label} | (`auto` on half A picks `{auto}`) | | | | | | | |")
-    n_nil_a = sum(1 for i in half_a if not nil_set.in_kb[int(i)])
-    n_nil_b = sum(1 for i in half_b if not nil_set.in_kb[int(i)])
+
+        def biosyn_probe():
+            b = load_encoder(args.biosyn)
+            b.set_dictionary(nil_set.dictionary)
+            return b
+        nil_models.append((f"BioSyn `{args.biosyn}`", biosyn_probe))
+    nil_lines = nil_section(nil_models, nil_set, nil_docs, log)
 
     return [
         "### 2. DILBERT trained on BC5CDR-disease",
@@ -553,21 +540,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
         "|---|---|---|---|---|---|---|---|",
         *rows,
         "",
-        "### 3. Nil detection (DILBERT's constructed dev set)",
-        "",
-        f"{len(nil_set.removed)} of the gold concepts of the BC5CDR-disease dev queries (20%, seed {args.seed}) "
-        f"removed from the dictionary ({len(nil_set.dictionary):,} names left); {len(nil_set.queries):,} dev queries, "
-        f"{nil_set.n_nil} of them now out-of-KB. Queries split in two seeded halves: thresholds are chosen "
-        f"on half A ({len(half_a)} queries, {n_nil_a} nil) with each strategy and **all figures below are "
-        f"measured on half B** ({len(half_b)} queries, {n_nil_b} nil). Nil = top-1 distance > threshold "
-        f"({args.distance} distance for the dense models; BioSyn: the negated score). Accuracy counts a nil query "
-        "declared nil and an in-KB query "
-        "linked correctly; precision/recall are for the nil class.",
-        "",
-        "| model | strategy | threshold | accuracy | nil precision | nil recall | nil F1 | in-KB accuracy | predicted nil / nil |",
-        "|---|---|---|---|---|---|---|---|---|",
-        *nil_rows,
-        "",
+        *nil_lines,
     ]
 
 

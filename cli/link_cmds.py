@@ -113,7 +113,7 @@ def train_biosyn_cmd(
     info(f"model → {out}", quiet)
 
 
-NIL_STRATEGIES = ("auto", "min_fp", "max_tp", "weighted", "dev_accuracy")
+NIL_STRATEGIES = ("auto", "min_fp", "max_tp", "weighted", "dev_accuracy", "classifier")
 
 
 def _parse_nil_option(nil_threshold: str | None, nil_dev: Path | None, nil_strategy: str) -> bool:
@@ -164,12 +164,14 @@ def _known_ids(linker, meta: dict[str, Any], store: str | None) -> tuple[set[str
 
 
 def _auto_nil_threshold(linker, meta: dict[str, Any], pipeline, nil_dev: Path, input_format: str | None,
-                        strategy: str, batch_size: int, store: str | None) -> tuple[float, dict[str, Any]]:
+                        strategy: str, batch_size: int, store: str | None) -> tuple[Any, dict[str, Any]]:
     """Link the dev mentions, then pick DILBERT's distance threshold t (kgnorm.linking.nil);
-    `link_stream` takes the score threshold -t (distance = -score)."""
+    `link_stream` takes the score threshold -t (distance = -score). With strategy
+    `classifier`, fit a NilClassifier (kgnorm.linking.nil_classifier) instead and return it."""
     from kgnorm.evaluation.linking import GoldMention, MentionPrediction, mention_rank
     from kgnorm.link_job import candidate_sets, link_stream
     from kgnorm.linking.nil import choose_threshold, from_scores, nil_metrics
+    from kgnorm.linking.nil_classifier import DEFAULT_DEPTH
     from kgnorm.mention_io import NIL_PART
 
     known, alt = _known_ids(linker, meta, store)
@@ -177,7 +179,9 @@ def _auto_nil_threshold(linker, meta: dict[str, Any], pipeline, nil_dev: Path, i
     in_kb: list[bool] = []
     correct: list[bool] = []
     n_total = n_minus1 = n_unknown = 0
-    linked = list(link_stream(linker, pipeline, read_mention_file(nil_dev, input_format), top_k=1, batch_size=batch_size))
+    depth = DEFAULT_DEPTH if strategy == "classifier" else 1
+    linked = list(link_stream(linker, pipeline, read_mention_file(nil_dev, input_format), top_k=depth,
+                              batch_size=batch_size))
     if not any(lm.mention.gold for lm in linked):
         raise InputError("no dev mention has a gold field: --nil-dev needs gold concepts (-1 for out-of-KB)",
                          path=nil_dev)
@@ -201,12 +205,39 @@ def _auto_nil_threshold(linker, meta: dict[str, Any], pipeline, nil_dev: Path, i
         raise InputError(f"none of the {n_total} dev mention(s) is out-of-KB (gold -1, or a concept the model's "
                          "dictionary lacks), so no nil threshold can be chosen; give --nil-threshold NUMBER",
                          path=nil_dev)
+    if strategy == "classifier":
+        return _fit_nil_classifier(linked, in_kb, correct, nil_dev, n_total, n_out)
     examples = from_scores(scores, in_kb, correct)
     t, used = choose_threshold(examples, strategy)
     m = nil_metrics(examples, t)
     return -t, {"nil_strategy": used, "nil_distance_threshold": t, "nil_dev": str(nil_dev),
                 "nil_dev_n": n_total, "nil_dev_out_of_kb": n_out, "nil_dev_accuracy": m["accuracy"],
                 "nil_dev_f1": None if m["nil_f1"] != m["nil_f1"] else m["nil_f1"]}
+
+
+def _fit_nil_classifier(linked: list, in_kb: list[bool], correct: list[bool], nil_dev: Path,
+                        n_total: int, n_out: int) -> tuple[Any, dict[str, Any]]:
+    """Fit the nil classifier on every dev mention's parts (a composite's parts share its
+    flags); its accuracy is reported 5-fold cross-validated by document, not on the mentions
+    it was fitted on."""
+    from kgnorm.linking.nil_classifier import NilClassifier, cross_validated_accuracy, hit_features
+
+    X, kb, ok, docs = [], [], [], []
+    for lm, k, c in zip(linked, in_kb, correct):
+        for q, hits in zip(lm.queries, lm.parts):
+            X.append(hit_features(q, [(h.name, h.score) for h in hits]))
+            kb.append(k)
+            ok.append(c)
+            docs.append(lm.mention.doc_id or lm.mention.mention_id)
+    X = np.vstack(X) if X else np.zeros((0, 8))
+    try:
+        clf = NilClassifier.fit(X, kb, ok)
+    except KgnormError as e:
+        raise InputError(str(e), path=nil_dev) from None
+    cv = cross_validated_accuracy(X, kb, ok, docs)
+    return clf, {"nil_strategy": "classifier", "nil_dev": str(nil_dev), "nil_dev_n": n_total,
+                 "nil_dev_out_of_kb": n_out, "nil_dev_accuracy": cv,
+                 "nil_dev_accuracy_kind": "5-fold cross-validated by document"}
 
 
 def link_cmd(
@@ -225,7 +256,9 @@ def link_cmd(
                           "concept the model's dictionary lacks, is out-of-KB.")] = None,
     nil_strategy: Annotated[str, typer.Option(
         "--nil-strategy", help="With auto: min_fp, max_tp, weighted, auto (the best of DILBERT's three on dev), "
-                                "or dev_accuracy (the most accurate cut on dev).")] = "auto",
+                                "dev_accuracy (the most accurate cut on dev), or classifier (gradient-boosted trees "
+                                "on the top-5 distances and the lexical overlap with the top-1 name, fitted on "
+                                "dev; kgnorm.linking.nil_classifier).")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Mentions linked per batch.")] = 256,
     abbreviations: AbbrOpt = None, composites: CompOpt = None,
     store: StoreOpt = None, quiet: QuietOpt = False,
@@ -246,13 +279,23 @@ def link_cmd(
     pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
     nil_value: float | None = None if auto_nil else (None if nil_threshold is None else float(nil_threshold))
     nil_params: dict[str, Any] = {}
+    nil_classifier = None
     if auto_nil:  # before the store or the output is touched: a failure here writes nothing
-        nil_value, nil_params = _auto_nil_threshold(linker, meta, pipeline, nil_dev, input_format, nil_strategy,
-                                                    batch_size, store)
-        typer.echo(f"kgnorm: nil threshold: strategy {nil_params['nil_strategy']}: a top-1 score below "
-                   f"{nil_value:.4f} is nil; dev: {nil_params['nil_dev_n']} "
-                   f"mention(s), {nil_params['nil_dev_out_of_kb']} out-of-KB, nil accuracy "
-                   f"{nil_params['nil_dev_accuracy']:.4f}", err=True)
+        decision, nil_params = _auto_nil_threshold(linker, meta, pipeline, nil_dev, input_format, nil_strategy,
+                                                   batch_size, store)
+        dev_note = (f"dev: {nil_params['nil_dev_n']} mention(s), {nil_params['nil_dev_out_of_kb']} out-of-KB")
+        if nil_strategy == "classifier":
+            nil_classifier = decision
+            cv = nil_params["nil_dev_accuracy"]
+            typer.echo(f"kgnorm: nil classifier fitted on {decision.n_fit} dev part(s) ({decision.n_fit_nil} "
+                       f"out-of-KB); {dev_note}, nil accuracy "
+                       + (f"{cv:.4f} (5-fold, by document)" if cv is not None else "n/a (too few documents)"),
+                       err=True)
+        else:
+            nil_value = decision
+            typer.echo(f"kgnorm: nil threshold: strategy {nil_params['nil_strategy']}: a top-1 score below "
+                       f"{nil_value:.4f} is nil; {dev_note}, nil accuracy "
+                       f"{nil_params['nil_dev_accuracy']:.4f}", err=True)
     st = open_store(store) if write else None
     try:
         if st is not None and meta.get("ontology"):
@@ -268,7 +311,8 @@ def link_cmd(
             fh.write("\t".join(TSV_HEADER) + "\n")
             bar = progress_bar(desc="link", unit="mention")
             for lm in link_stream(linker, pipeline, mentions, top_k=max(top_k, write_top_k),
-                                  batch_size=batch_size, nil_threshold=nil_value):
+                                  batch_size=batch_size, nil_threshold=nil_value,
+                                  nil_classifier=nil_classifier):
                 write_tsv_rows(fh, lm, top_k)
                 n += 1
                 bar.update(1)
@@ -288,7 +332,8 @@ def link_cmd(
             known.update(r[0] for r in st.run_saved("existing_uids", {"uids": uids[i:i + 5000]}).rows)
         kept = [e for e in edges if e.concept_uid in known]
         uid = run_uid("link", model=str(model.resolve()), input=file_digest(input), top_k=write_top_k,
-                      nil=nil_value, abbreviations=abbreviations, composites=composites)
+                      nil=nil_value, abbreviations=abbreviations, composites=composites,
+                      **({"nil_classifier": file_digest(nil_dev)} if nil_classifier is not None else {}))
         run = RunRecord(uid, "link", linker.method, str(model.resolve()),
                         params={"input": str(input), "write_top_k": write_top_k, "nil_threshold": nil_value,
                                 **nil_params})
@@ -349,18 +394,87 @@ def eval_link_cmd(
     batch_size: Annotated[int, typer.Option("--batch-size")] = 256,
     abbreviations: AbbrOpt = None, composites: CompOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    nil_fraction: Annotated[Optional[float], typer.Option(
+        "--nil-fraction", help="Also evaluate nil detection on DILBERT's constructed dev set: this fraction of "
+                               "the input's gold concepts (e.g. 0.2) is removed from the model's dictionary; every "
+                               "--nil-strategy is fitted on half of the documents and scored on the other half "
+                               "(3 seeded splits).")] = None,
+    nil_seed: Annotated[int, typer.Option("--nil-seed", help="Seed of the removed concepts.")] = 0,
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
     """Acc@1/Acc@5 with BioSyn's rules (composites need every part; gold -1 skipped)."""
     setup(quiet)
+    if nil_fraction is not None and not 0.0 < nil_fraction < 1.0:
+        raise KgnormError(f"--nil-fraction must be between 0 and 1 (exclusive), got {nil_fraction}")
     report = evaluate_link_model(model, input, train, input_format, batch_size, abbreviations, composites,
                                  store, quiet)
+    if nil_fraction is not None:
+        report["nil"] = evaluate_nil_detection(model, input, input_format, nil_fraction, nil_seed, batch_size,
+                                               abbreviations, composites, quiet)
     if fmt == "json":
-        typer.echo(json.dumps(report, indent=2))
-    else:
-        for split, r in report.items():
-            if isinstance(r, dict):
-                typer.echo(f"{split:8s} n={r['n']:5d}  Acc@1 {r['acc1']:.4f}  Acc@5 {r['acc5']:.4f}")
+        typer.echo(json.dumps(_nan_to_null(report), indent=2))
+        return
+    for split, r in report.items():
+        if split != "nil" and isinstance(r, dict):
+            typer.echo(f"{split:8s} n={r['n']:5d}  Acc@1 {r['acc1']:.4f}  Acc@5 {r['acc5']:.4f}")
+    if "nil" in report:
+        nil = report["nil"]
+        typer.echo(f"nil: {nil['removed']} concept(s) removed, {nil['queries']} queries from {nil['documents']} "
+                   f"document(s), {nil['out_of_kb']} out-of-KB; fitted on half of the documents, scored on the "
+                   f"other half (mean of {len(nil['splits'])} splits)")
+        for strategy, r in nil["strategies"].items():
+            if strategy == "ceiling":
+                continue
+            m = r["mean"]
+            if m is None:
+                typer.echo(f"  {strategy:12s} n/a ({r['splits'][0]['error']})")
+                continue
+            typer.echo(f"  {strategy:12s} accuracy {m['accuracy']:.4f}  nil P {m['nil_precision']:.4f}  "
+                       f"R {m['nil_recall']:.4f}  F1 {m['nil_f1']:.4f}  in-KB accuracy {m['in_kb_accuracy']:.4f}")
+
+
+def _nan_to_null(x: Any) -> Any:
+    """JSON has no NaN: undefined ratios (no predicted nil) become null."""
+    if isinstance(x, float) and x != x:
+        return None
+    if isinstance(x, dict):
+        return {k: _nan_to_null(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_nan_to_null(v) for v in x]
+    return x
+
+
+def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, fraction: float, seed: int,
+                           batch_size: int = 256, abbreviations: bool | None = None,
+                           composites: bool | None = None, quiet: bool = True) -> dict[str, Any]:
+    """DILBERT's constructed out-of-KB dev set from the input's gold mentions (one query per
+    composite part, as training pairs) and every nil strategy on it (kgnorm.evaluation.nil)."""
+    from kgnorm.evaluation.nil import SPLIT_SEEDS, concept_hits, evaluate_nil_strategies
+    from kgnorm.link_job import open_linker, pipeline_from_meta, training_pairs
+    from kgnorm.linking.nil import nil_dev_set
+
+    linker, meta = open_linker(model)
+    inner = getattr(linker, "model", None)
+    if getattr(inner, "dictionary", None) is None or not hasattr(inner, "set_dictionary"):
+        raise KgnormError(f"{model}: --nil-fraction needs a model that links through a name dictionary "
+                          f"(a {meta['method']} model has none)")
+    pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
+    pairs, docs = [], []
+    for m, abbr in read_mention_file(input, input_format):
+        for pair in training_pairs(pipeline, [(m, abbr)]):
+            pairs.append(pair)
+            docs.append(m.doc_id or m.mention_id)
+    if not pairs:
+        raise InputError("no mention with a gold concept to build the nil dev set from", path=input)
+    nil_set = nil_dev_set(inner.dictionary, pairs, fraction=fraction, seed=seed)
+    info(f"nil: {len(nil_set.removed)} concept(s) removed; linking {len(nil_set.queries):,} queries against the "
+         f"reduced dictionary ({len(nil_set.dictionary):,} names) …", quiet)
+    inner.set_dictionary(nil_set.dictionary)
+    hits = concept_hits(inner, nil_set.queries, batch_size=batch_size)
+    nil_docs = [docs[i] for i in nil_set.source]
+    return {"fraction": fraction, "seed": seed, "removed": len(nil_set.removed), "queries": len(nil_set.queries),
+            "documents": len(set(nil_docs)), "out_of_kb": nil_set.n_nil, "splits": list(SPLIT_SEEDS),
+            "strategies": evaluate_nil_strategies(nil_set, hits, nil_docs)}
 
 
 def evaluate_link_model(model: Path, input: Path, train: Path | None, input_format: str | None,

@@ -113,8 +113,12 @@ def pipeline_from_meta(meta: dict[str, Any], **overrides: Any) -> TextPipeline:
 
 def link_stream(linker: PartLinker, pipeline: TextPipeline,
                 mentions: Iterable[tuple[Mention, dict[str, str]]], top_k: int = 5,
-                batch_size: int = 256, nil_threshold: float | None = None) -> Iterator[LinkedMention]:
-    """Link mentions batch by batch; `nil_threshold`: a top-1 score below it marks nil."""
+                batch_size: int = 256, nil_threshold: float | None = None,
+                nil_classifier: Any = None) -> Iterator[LinkedMention]:
+    """Link mentions batch by batch; `nil_threshold`: a top-1 score below it marks nil;
+    `nil_classifier` (a :class:`~kgnorm.linking.nil_classifier.NilClassifier`) instead
+    decides from each part's top hits (a mention is nil when any of its parts is)."""
+    fetch = max(top_k, nil_classifier.depth) if nil_classifier is not None else top_k
     batch: list[tuple[Mention, dict[str, str]]] = []
 
     def flush() -> Iterator[LinkedMention]:
@@ -123,10 +127,14 @@ def link_stream(linker: PartLinker, pipeline: TextPipeline,
         flat_q = [q for lm in linked for q in lm.queries]
         flat_m = [lm.mention for lm in linked for _ in lm.queries]
         whole = [len(lm.queries) == 1 for lm in linked for _ in lm.queries]
-        hits = linker.link_parts(flat_q, flat_m, whole, top_k) if flat_q else []
+        hits = linker.link_parts(flat_q, flat_m, whole, fetch) if flat_q else []
+        part_nil = (nil_classifier.decide(flat_q, [[(h.name, h.score) for h in p] for p in hits])
+                    if nil_classifier is not None else None)
         pos = 0
         for lm in linked:
-            lm.parts = hits[pos:pos + len(lm.queries)]
+            lm.parts = [p[:top_k] for p in hits[pos:pos + len(lm.queries)]]
+            if part_nil is not None:
+                lm.nil = not lm.parts or any(part_nil[pos:pos + len(lm.queries)])
             pos += len(lm.queries)
             if nil_threshold is not None:
                 top = [p[0].score for p in lm.parts if p]

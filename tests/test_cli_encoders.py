@@ -294,6 +294,57 @@ def test_link_nil_threshold_auto(capsys, world, tmp_path):
     assert {r["nil"] for r in csv.DictReader(stdout.splitlines(), delimiter="\t")} == {"1"}
 
 
+def test_link_nil_classifier(capsys, world, tmp_path):
+    dev = tmp_path / "nil_dev.tsv"
+    dev.write_text(NIL_DEV)
+    out = tmp_path / "links.tsv"
+    code, _, err = run(capsys, "link", "--model", str(world["bne"]), "--input", str(dev), "--nil-threshold", "auto",
+                       "--nil-dev", str(dev), "--nil-strategy", "classifier", "--top-k", "1", "--output", str(out),
+                       "--store", world["store"], "-q")
+    assert code == 0, err
+    assert "nil classifier fitted on" in err and "2 out-of-KB" in err
+    rows = _links(out)
+    assert {r["rank"] for r in rows} == {"1"} and {r["nil"] for r in rows} <= {"0", "1"}
+    code, q, _ = run(capsys, "query", "MATCH (r:Run) WHERE r.params_json CONTAINS 'classifier' "
+                     "RETURN r.params_json AS p", "--format", "json", "--store", world["store"])
+    params = json.loads(json.loads(q)[0]["p"])
+    assert params["nil_strategy"] == "classifier" and params["nil_threshold"] is None
+    assert params["nil_dev_accuracy_kind"].startswith("5-fold")
+    # a dev set without any out-of-KB mention cannot train it: clear error, nothing written
+    in_kb_only = tmp_path / "dev_in_kb.tsv"
+    in_kb_only.write_text("id\ttext\tgold\nk1\theart attack\tTY:0000011\n")
+    code, _, err = run(capsys, "link", "--model", str(world["bne"]), "--input", str(dev), "--nil-threshold", "auto",
+                       "--nil-dev", str(in_kb_only), "--nil-strategy", "classifier",
+                       "--output", str(tmp_path / "x.tsv"), "--store", world["store"])
+    assert code != 0 and "out-of-KB" in error_line(err) and not (tmp_path / "x.tsv").exists()
+
+
+def test_eval_link_nil_fraction(capsys, world, tmp_path):
+    dev = tmp_path / "nil_eval.tsv"
+    # 12 mentions in 6 documents: enough for document halves with both kinds of mention
+    dev.write_text("id\ttext\tgold\tdoc_id\n" + "".join(
+        f"e{i}\t{text}\t{gold}\td{i // 2}\n" for i, (text, gold) in enumerate(
+            [("heart attack", "TY:0000011"), ("acute renal failure", "TY:0000021"), ("lung tumor", "TY:0000030"),
+             ("heart attacks", "TY:0000011"), ("renal failure", "TY:0000021"), ("lung tumour", "TY:0000030")] * 2)))
+    code, out, err = run(capsys, "eval", "link", "--model", str(world["bne"]), "--input", str(dev),
+                         "--nil-fraction", "0.34", "--format", "json", "--store", world["store"], "-q")
+    assert code == 0, err
+    nil = json.loads(out)["nil"]
+    assert nil["removed"] == 1 and nil["queries"] == 12 and nil["out_of_kb"] == 4
+    assert set(nil["strategies"]) == {"min_fp", "max_tp", "weighted", "dev_accuracy", "classifier", "ceiling"}
+    for strategy, r in nil["strategies"].items():
+        if strategy != "ceiling":
+            assert len(r["splits"]) == 3
+            for m in r["splits"]:
+                assert "error" in m or (m["n"] == m["n_nil"] + m["n_in_kb"] and 0 <= m["accuracy"] <= 1)
+    code, out, _ = run(capsys, "eval", "link", "--model", str(world["bne"]), "--input", str(dev),
+                       "--nil-fraction", "0.34", "--store", world["store"], "-q")
+    assert code == 0 and "nil: 1 concept(s) removed" in out and "classifier" in out
+    code, _, err = run(capsys, "eval", "link", "--model", str(world["bne"]), "--input", str(dev),
+                       "--nil-fraction", "1.5", "--store", world["store"])
+    assert code != 0 and "--nil-fraction" in error_line(err)
+
+
 def test_link_nil_auto_errors_write_nothing(capsys, world, tmp_path):
     store = world["store"]
     runs_before = _count(capsys, store, "MATCH (r:Run) RETURN count(r) AS n")

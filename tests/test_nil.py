@@ -7,8 +7,9 @@ import pytest
 from kgnorm.errors import KgnormError
 from kgnorm.linking.biosyn import Candidate
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.nil import (NilExample, choose_threshold, evaluate_nil, from_scores,
-                                is_nil, nil_dev_set, nil_metrics, threshold_candidates)
+from kgnorm.linking.nil import (NilExample, choose_threshold, decision_metrics, evaluate_nil,
+                                from_scores, is_nil, nil_dev_set, nil_metrics,
+                                threshold_candidates)
 
 # distance, in_kb, correct
 DEV = [NilExample(0.2, True, True), NilExample(0.5, True, True), NilExample(0.9, True, True),
@@ -103,6 +104,20 @@ NDEV = [("heart attacks", {"MESH:D1"}), ("kidney failures", {"OMIM:2"}), ("fever
         ("nothing", {"-1"}), ("strange", {"MESH:D99"})]
 
 
+def test_decision_metrics_agree_with_thresholds():
+    rng = np.random.default_rng(3)
+    ex = [NilExample(float(d), bool(k), bool(k and c)) for d, k, c in
+          zip(rng.uniform(0, 2, 60), rng.random(60) < 0.7, rng.random(60) < 0.8)]
+    for t in (0.3, 1.0, 1.7):
+        m = nil_metrics(ex, t)
+        assert m.pop("threshold") == t
+        d = decision_metrics(ex, [e.distance > t for e in ex])
+        assert d.keys() == m.keys()
+        assert all(d[k] == m[k] or (d[k] != d[k] and m[k] != m[k]) for k in m)  # NaN == NaN
+    with pytest.raises(KgnormError, match="decisions"):
+        decision_metrics(ex, [True])
+
+
 def test_nil_dev_set_is_seeded_and_consistent():
     s = nil_dev_set(DICT, NDEV, fraction=0.34, seed=0)
     assert len(s.removed) == 2                               # round(0.34 * 6 concepts)
@@ -110,6 +125,7 @@ def test_nil_dev_set_is_seeded_and_consistent():
     assert any(nil_dev_set(DICT, NDEV, fraction=0.34, seed=k).removed != s.removed
                for k in range(1, 6))
     assert len(s.queries) == 7                               # "-1" skipped
+    assert [NDEV[i][0] for i in s.source] == s.queries        # where each query came from
     gone = set(s.removed)
     remaining = {u for us in s.dictionary.uids for u in us}
     assert not gone & remaining

@@ -49,7 +49,8 @@ from kgnorm.errors import KgnormError
 from kgnorm.linking.dictionary import NameDictionary
 
 __all__ = ["NilExample", "NilDevSet", "STRATEGIES", "from_scores", "choose_threshold",
-           "threshold_candidates", "nil_metrics", "nil_dev_set", "is_nil", "evaluate_nil"]
+           "threshold_candidates", "nil_metrics", "decision_metrics", "nil_dev_set", "is_nil",
+           "evaluate_nil"]
 
 STRATEGIES = ("min_fp", "max_tp", "weighted", "dev_accuracy", "auto")
 
@@ -163,8 +164,18 @@ def _best_cut(d: np.ndarray, kb: np.ndarray, ok: np.ndarray) -> float:
 def nil_metrics(examples: Sequence[NilExample], threshold: float) -> dict[str, float | int]:
     """Nil precision / recall / F1, overall accuracy, in-KB accuracy and counts at
     ``threshold`` (nil = ``distance > threshold``). Undefined ratios are NaN."""
+    d, _, _ = _arrays(examples)
+    return {"threshold": float(threshold), **decision_metrics(examples, d > float(threshold))}
+
+
+def decision_metrics(examples: Sequence[NilExample], pred_nil: Sequence[bool] | np.ndarray
+                     ) -> dict[str, float | int]:
+    """:func:`nil_metrics` for any nil decisions (one flag per example), e.g. a
+    :class:`~kgnorm.linking.nil_classifier.NilClassifier`'s."""
     d, kb, ok = _arrays(examples)
-    pred_nil = d > float(threshold)
+    pred_nil = np.asarray(pred_nil, dtype=bool)
+    if len(pred_nil) != len(d):
+        raise KgnormError(f"{len(pred_nil)} nil decisions for {len(d)} examples")
     true_nil = ~kb
     tp_nil = int((pred_nil & true_nil).sum())
     n_pred, n_true = int(pred_nil.sum()), int(true_nil.sum())
@@ -174,7 +185,7 @@ def nil_metrics(examples: Sequence[NilExample], threshold: float) -> dict[str, f
         0.0 if n_pred and n_true else float("nan"))
     right = (pred_nil & true_nil) | (~pred_nil & ok)
     n_kb = int(kb.sum())
-    return {"threshold": float(threshold), "n": len(d), "n_nil": n_true, "n_in_kb": n_kb,
+    return {"n": len(d), "n_nil": n_true, "n_in_kb": n_kb,
             "predicted_nil": n_pred, "nil_precision": prec, "nil_recall": rec, "nil_f1": f1,
             "accuracy": float(right.mean()),
             "in_kb_accuracy": float((~pred_nil & ok)[kb].mean()) if n_kb else float("nan"),
@@ -194,6 +205,7 @@ class NilDevSet:
     golds: list[frozenset[str]]
     in_kb: list[bool]
     removed: list[str] = field(default_factory=list)
+    source: list[int] = field(default_factory=list)   # index of each query in the dev input
 
     @property
     def n_nil(self) -> int:
@@ -226,7 +238,8 @@ def nil_dev_set(dictionary: NameDictionary,
     queries: list[str] = []
     golds: list[frozenset[str]] = []
     resolved: list[frozenset[str]] = []
-    for item in dev:
+    source: list[int] = []
+    for i, item in enumerate(dev):
         try:
             text, gold = item
         except (TypeError, ValueError):
@@ -235,6 +248,7 @@ def nil_dev_set(dictionary: NameDictionary,
         if not isinstance(text, str) or not text.strip() or not gs:
             continue
         queries.append(text)
+        source.append(i)
         golds.append(gs)
         resolved.append(frozenset(prim[g] for g in gs if g in prim))
     concepts = sorted(set().union(*resolved)) if resolved else []
@@ -259,7 +273,7 @@ def nil_dev_set(dictionary: NameDictionary,
                                       if u not in gone},
                              is_mention=flags)
     in_kb = [bool(r - gone) for r in resolved]
-    return NilDevSet(reduced, queries, golds, in_kb, removed)
+    return NilDevSet(reduced, queries, golds, in_kb, removed, source)
 
 
 def evaluate_nil(model, nil_set: NilDevSet, top_k: int = 1, batch_size: int = 512,
