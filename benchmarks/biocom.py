@@ -231,14 +231,15 @@ class CorpusStats:
 
 
 def build_one(half: HalfDictionary, cap: int | None, out: Path, seed: int,
-              dev: list[DevMention]) -> CorpusStats:
+              dev: list[DevMention], abbreviations: bool = True) -> CorpusStats:
     """Build the corpus for one cap and measure it (time, counts, bytes, dev coverage)."""
     from kgnorm.biocom.corpus import SENTENCES_FILE, build_corpus, load_corpus
     from kgnorm.biocom.linker import as_items
 
     t0 = time.perf_counter()
     summary = build_corpus(half.names, [TRAIN, DEV], out, ontology="medic",
-                           version=half.graph.version, cap=cap, seed=seed)
+                           version=half.graph.version, cap=cap, seed=seed,
+                           abbreviations=abbreviations)
     seconds = time.perf_counter() - t0
     corpus = load_corpus(out, "medic", half.graph.version)
     keys = set(zip(corpus.sentences, corpus.starts, corpus.ends))
@@ -310,7 +311,7 @@ def train_one(stats: CorpusStats, dev: list[DevMention], args: argparse.Namespac
                        window_chars=args.window_chars, ks=KS, eval_every=args.eval_every,
                        eval_initial=not args.no_initial_eval, threads=args.threads,
                        seed=args.seed, device=args.device, infer_batch_size=args.batch_size,
-                       index_names=args.index_names)
+                       index_names=args.index_names, substitutions=args.substitutions)
     model_dir = stats.directory.parent / f"model-cap{stats.cap or 'all'}"
     t0 = time.perf_counter()
     res = train_biocom(stats.directory, model_dir, encoder,
@@ -353,7 +354,10 @@ def render(args: argparse.Namespace, half: HalfDictionary, dev: list[DevMention]
         f"seeded half of each concept's other synonyms (seed {args.seed}): {half.n_kept:,} of "
         f"{half.n_full:,} names. Corpus: dictionary-matched sentences of the NCBI-disease train "
         "+ dev texts (gold annotations ignored; dev texts are part of the corpus, as in the paper's "
-        "setting). Dev: the single-concept NCBI-disease dev mentions "
+        "setting)" + ("; a document's short forms are labelled with the concept of their long form when "
+                      "that is a half-dictionary name (`corpus build --abbreviations`, the default)"
+                      if args.corpus_abbreviations else
+                      "; no abbreviation labelling (`--no-corpus-abbreviations`)") + ". Dev: the single-concept NCBI-disease dev mentions "
         f"({n:,} evaluated{'' if args.dev_limit is None else f', first {args.dev_limit} only (--dev-limit)'}; "
         f"{skipped} composite/NIL mentions skipped); right = the gold uid or the MEDIC concept "
         "holding it as an alt id.",
@@ -371,7 +375,7 @@ def render(args: argparse.Namespace, half: HalfDictionary, dev: list[DevMention]
         "",
         "### Corpus per cap (sentences kept per concept)",
         "",
-        "| cap | build | sentences scanned | matches | entities (rows) | distinct sentences | "
+        "| cap | build | sentences scanned | matches (through abbreviations) | entities (rows) | distinct sentences | "
         "concepts | sentences.parquet | corpus dir | dev mentions whose gold concept is in the "
         "corpus | dev mentions that are corpus rows |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -379,7 +383,8 @@ def render(args: argparse.Namespace, half: HalfDictionary, dev: list[DevMention]
     for c in corpora:
         lines.append(
             f"| {c.cap if c.cap is not None else 'none (all)'} | {c.seconds:.1f} s | "
-            f"{c.counts['sentences']:,} | {c.counts['matches']:,} | {c.rows:,} | {c.sentences:,} | "
+            f"{c.counts['sentences']:,} | {c.counts['matches']:,} ({c.counts.get('abbreviation_matches', 0):,}) | "
+            f"{c.rows:,} | {c.sentences:,} | "
             f"{c.concepts:,} | {c.sentences_bytes / 1024:,.0f} KiB | {c.total_bytes / 1024:,.0f} KiB | "
             f"{c.dev_gold_covered} ({c.dev_gold_covered / n:.1%}) | "
             f"{c.dev_rows_in_corpus} ({c.dev_rows_in_corpus / n:.1%}) |")
@@ -413,6 +418,9 @@ def render(args: argparse.Namespace, half: HalfDictionary, dev: list[DevMention]
                  "preferred": "the corpus sentences plus each concept's preferred name as a context-free entry. ",
                  "all": "the corpus sentences plus every half-dictionary name as a context-free entry "
                         "(`--index-names all`: concepts the text never mentions become reachable). "}[args.index_names]
+              + (f"Synonym substitution: up to {args.substitutions} extra training row(s) per corpus row "
+                 "with the matched text replaced by another half-dictionary name of its concept "
+                 "(`--substitutions`). " if args.substitutions else "")
               + "Budget: "
               f"{args.max_minutes:g} min of optimisation steps per model (BiocomConfig."
               f"max_seconds; dev evaluations every {args.eval_every} epoch(s), at the stop"
@@ -485,6 +493,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0,
                     help="half dictionary, corpus sample and training seed")
     ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--no-corpus-abbreviations", dest="corpus_abbreviations", action="store_false",
+                    help="build the corpus from dictionary matches only (no document abbreviations)")
+    ap.add_argument("--substitutions", type=int, default=0,
+                    help="training rows per corpus row with the mention replaced by another "
+                         "dictionary name of its concept (BiocomConfig.substitutions)")
     ap.add_argument("--index-names", default="none", choices=["none", "preferred", "all"],
                     help="also index the half dictionary's names as context-free entries (BiocomConfig.index_names)")
     ap.add_argument("--warmup", type=int, default=10, help="linear warm-up steps")
@@ -532,7 +545,8 @@ def main() -> None:
             log(f"{b['method']} [{b['variant']}]: Acc@1 {b['acc1']:.4f} Acc@5 {b['acc5']:.4f}")
         corpora: list[CorpusStats] = []
         for cap in [*sorted({c for c in args.caps if c is not None}), None]:
-            c = build_one(half, cap, work / f"corpus-cap{cap or 'all'}", args.seed, dev)
+            c = build_one(half, cap, work / f"corpus-cap{cap or 'all'}", args.seed, dev,
+                          abbreviations=args.corpus_abbreviations)
             corpora.append(c)
             log(f"corpus cap {cap}: {c.rows:,} rows, {c.concepts:,} concepts, {c.seconds:.1f} s")
         models: list[dict] = []

@@ -26,6 +26,10 @@ def corpus_build_cmd(
     out: Annotated[Path, typer.Option("--out", help="Corpus directory to write (Parquet + corpus.json).")],
     cap: Annotated[int, typer.Option("--cap", help="Sentences kept per concept (seeded sample).")] = 20,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    abbreviations: Annotated[bool, typer.Option(
+        "--abbreviations/--no-abbreviations",
+        help="Label a document's short forms with the concept of their long form when it is a dictionary "
+             "name (`long form (SF)` definitions).")] = True,
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
     """Entity-linked sentences by longest dictionary match over token boundaries."""
@@ -33,8 +37,11 @@ def corpus_build_cmd(
     from kgnorm.biocom.corpus import build_corpus
 
     records, snap = _ontology_records(store, ontology)
-    summary = build_corpus(records, text, out, ontology=ontology, version=snap.version, cap=cap, seed=seed)
-    info(f"{summary.documents:,} documents, {summary.sentences:,} sentences, {summary.matches:,} matches → "
+    summary = build_corpus(records, text, out, ontology=ontology, version=snap.version, cap=cap, seed=seed,
+                           abbreviations=abbreviations)
+    n_abbr = summary.manifest["counts"]["abbreviation_matches"]
+    info(f"{summary.documents:,} documents, {summary.sentences:,} sentences, {summary.matches:,} matches "
+         f"({n_abbr:,} through document abbreviations) → "
          f"{summary.rows:,} rows for {summary.concepts_matched:,} of {summary.concepts_in_dictionary:,} concepts "
          f"in {summary.seconds:.1f}s → {out}", quiet)
 
@@ -56,6 +63,9 @@ def train_biocom_cmd(
         "--index-names", help="Besides the corpus sentences, also index the corpus dictionary's names as "
                               "context-free entries: none (the paper), preferred (one per concept) or all; "
                               "concepts the text never mentions become reachable.")] = "none",
+    substitutions: Annotated[int, typer.Option(
+        "--substitutions", help="Extra training rows per corpus row with the mention replaced by another "
+                                "dictionary name of its concept (0: off).")] = 0,
     max_minutes: Annotated[Optional[float], typer.Option(
         "--max-minutes", help="Budget for the optimisation steps (dev evaluations excluded); training stops "
                               "inside an epoch once it is spent and the stopped model is evaluated like an epoch.")] = None,
@@ -75,7 +85,8 @@ def train_biocom_cmd(
         raise KgnormError(f"unknown ontology {ontology!r}: run `kgnorm ingest` first")
     dev_mentions = list(read_mentions(dev)) if dev else None
     cfg = BiocomConfig(epochs=epochs, max_steps=max_steps, lr=lr, seed=seed, threads=threads,
-                       index_names=index_names, max_seconds=None if max_minutes is None else max_minutes * 60)
+                       index_names=index_names, substitutions=substitutions,
+                       max_seconds=None if max_minutes is None else max_minutes * 60)
     cfg.check()
     result = train_biocom(corpus, out, encoder or default_encoder_path(), dev=dev_mentions, config=cfg,
                           ontology=ontology, version=info_row.get("version") or "", resume=resume)

@@ -189,3 +189,38 @@ def test_check_corpus_rejects_other_ontology_or_version(tmp_path):
         check_corpus(out, "mesh", None)
     with pytest.raises(KgnormError, match="not a BioCoM corpus"):
         check_corpus(tmp_path, "medic", None)
+
+
+def test_document_abbreviations_label_their_short_forms(tmp_path):
+    """A definition `long form (SF)` whose long form is a dictionary name labels the SF in
+    its own document only; a local definition beats a dictionary acronym of the same span;
+    a longer dictionary match keeps its span; off, the matcher alone runs."""
+    d = {**DICT, "U:DM": ["Dystrophia myotonica", "DM"], "U:DIAB": ["Diabetes mellitus"],
+         "U:DMT": ["DM type 2"]}
+    p = tmp_path / "abbr.pubtator"
+    p.write_text("1|t|Ovarian carcinoma (OVC) and diabetes mellitus (DM).\n"
+                 "1|a|OVC recurs. DM boys. OVCs and xOVC are not OVC tokens. DM type 2 here.\n\n"
+                 "2|t|OVC elsewhere means nothing.\n"
+                 "2|a|DM is dystrophia here.\n\n", encoding="utf-8")
+    s = build_corpus(d, [p], tmp_path / "on", ontology="toy", cap=None)
+    rows = pq.read_table(tmp_path / "on" / SENTENCES_FILE).to_pylist()
+    got = sorted((r["doc_id"], r["sentence"][r["start"]:r["end"]], r["uid"], r["name"]) for r in rows)
+    assert got == sorted([
+        ("1", "Ovarian carcinoma", "U:OC", "ovarian carcinoma"),
+        ("1", "OVC", "U:OC", "ovarian carcinoma"),                 # the definition site
+        ("1", "diabetes mellitus", "U:DIAB", "Diabetes mellitus"),
+        ("1", "DM", "U:DIAB", "Diabetes mellitus"),                # local beats the acronym
+        ("1", "OVC", "U:OC", "ovarian carcinoma"),                 # "OVC recurs."
+        ("1", "DM", "U:DIAB", "Diabetes mellitus"),                # "DM boys."
+        ("1", "OVC", "U:OC", "ovarian carcinoma"),                 # "... not OVC tokens."
+        ("1", "DM type 2", "U:DMT", "DM type 2"),                  # the longer match keeps its span
+        ("2", "DM", "U:DM", "DM"),                                 # doc 2: the dictionary's acronym
+    ])
+    assert s.manifest["abbreviations"] is True
+    assert s.manifest["counts"]["abbreviation_matches"] == 5
+    s_off = build_corpus(d, [p], tmp_path / "off", ontology="toy", cap=None, abbreviations=False)
+    off = pq.read_table(tmp_path / "off" / SENTENCES_FILE).to_pylist()
+    assert sorted((r["sentence"][r["start"]:r["end"]], r["uid"]) for r in off) == sorted(
+        [("Ovarian carcinoma", "U:OC"), ("diabetes mellitus", "U:DIAB"), ("DM", "U:DM"),
+         ("DM", "U:DM"), ("DM type 2", "U:DMT"), ("DM", "U:DM")])
+    assert s_off.manifest["counts"]["abbreviation_matches"] == 0

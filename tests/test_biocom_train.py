@@ -175,3 +175,35 @@ def test_corpus_of_another_version_is_refused(setup, tmp_path):
     with pytest.raises(KgnormError, match="v2"):
         train_biocom(root / "corpus", tmp_path / "x", tiny, config=cfg(),
                      ontology="toy", version="v2")
+
+
+def test_synonym_substitution_rows(setup, tmp_path):
+    """Each corpus row gives up to n training rows with its mention replaced, in place, by
+    other names of its concept (never one with the same tokens); index rows are untouched;
+    the rows are seeded and training runs with them."""
+    from kgnorm.biocom.corpus import load_corpus, name_tokens
+
+    root, bert, dev = setup
+    corpus = load_corpus(root / "corpus", "toy", "v1")
+    plain = train_mod._prepare(corpus, cfg())
+    data = train_mod._prepare(corpus, cfg(substitutions=2))
+    assert data.index_items == plain.index_items
+    extra = data.train_items[len(plain.train_items):]
+    assert len(extra) == data.substituted_rows > 0
+    # every concept here has at most 2 names, so the substitute is the other one, in row order
+    expected, labels = [], []
+    for r in range(len(corpus)):
+        sent, a, b, uid = corpus.sentences[r], corpus.starts[r], corpus.ends[r], corpus.uids[r]
+        others = [n for n in corpus.names[uid] if name_tokens(n) != name_tokens(sent[a:b])]
+        for n in others:
+            expected.append((sent[:a] + n + sent[b:], a, a + len(n)))
+            labels.append(plain.train_labels[r])
+    assert extra == expected and data.train_labels[len(plain.train_items):] == labels
+    again = train_mod._prepare(corpus, cfg(substitutions=2))
+    assert again.train_items == data.train_items
+    res = train_biocom(root / "corpus", tmp_path / "m", bert, config=cfg(substitutions=1, epochs=1),
+                       ontology="toy", version="v1")
+    meta = json.loads((tmp_path / "m" / MODEL_JSON).read_text())
+    assert meta["corpus"]["substituted_training_rows"] > 0 and res.steps > 0
+    with pytest.raises(KgnormError, match="substitutions"):
+        cfg(substitutions=-1).check()

@@ -200,7 +200,10 @@ def test_biocom_corpus_train_and_link(capsys, store, tmp_path, tiny_bert_dir):
     code, _, err = run(capsys, "corpus", "build", "--ontology", "medic", "--text", str(text), "--out", str(corpus),
                        "--store", store)
     assert code == 0, err
-    assert (corpus / "corpus.json").exists() and "rows for" in err
+    assert (corpus / "corpus.json").exists() and "rows for" in err and "through document abbreviations" in err
+    code, _, err = run(capsys, "corpus", "build", "--ontology", "medic", "--text", str(text), "--out",
+                       str(tmp_path / "c-noabbr"), "--no-abbreviations", "--store", store)
+    assert code == 0 and json.loads((tmp_path / "c-noabbr" / "corpus.json").read_text())["abbreviations"] is False
     model = tmp_path / "biocom"
     code, _, err = run(capsys, "train", "biocom", "--ontology", "medic", "--corpus", str(corpus), "--out", str(model),
                        "--encoder", str(tiny_bert_dir), "--epochs", "1", "--max-steps", "2", "--store", store, "-q")
@@ -220,10 +223,11 @@ def test_biocom_corpus_train_and_link(capsys, store, tmp_path, tiny_bert_dir):
     model2 = tmp_path / "biocom-names"
     code, _, err = run(capsys, "train", "biocom", "--ontology", "medic", "--corpus", str(corpus), "--out", str(model2),
                        "--encoder", str(tiny_bert_dir), "--epochs", "1", "--max-steps", "2", "--index-names", "all",
-                       "--store", store, "-q")
+                       "--substitutions", "1", "--store", store, "-q")
     assert code == 0, err
     meta = json.loads((model2 / "kgnorm-model.json").read_text())
     assert meta["hyper_parameters"]["index_names"] == "all"
+    assert meta["hyper_parameters"]["substitutions"] == 1
     import pyarrow.parquet as pq
     rows = pq.read_table(model2 / "corpus_rows.parquet").to_pydict()
     assert any(rows["pseudo"]) and not all(rows["pseudo"])

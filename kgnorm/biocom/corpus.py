@@ -35,6 +35,14 @@ Matching rules (decided here, tested in tests/test_biocom_corpus.py)
     name inside it cannot match there -- but yields no row (its label would be a guess).
   * Names shorter than ``min_name_chars`` letters/digits in total are ignored.
   * The same (concept, sentence, start) seen twice (a repeated abstract) counts once.
+  * Document-local abbreviations (``abbreviations=True``, the default): a definition
+    ``long form (SF)`` found by Schwartz-Hearst (:func:`kgnorm.text.abbreviations.
+    find_abbreviations`) whose long form is, as a whole, one unambiguous dictionary match
+    labels every whole-token, same-case occurrence of ``SF`` in that document with the long
+    form's concept (``name`` = the dictionary name the long form matched). The local
+    definition overrides a dictionary acronym with the same span; a longer dictionary match
+    around the short form keeps its span. Abstracts use their abbreviations far more often
+    than the long forms, so this labels many sentences a name-only matcher misses.
 
 Output directory
   ``sentences.parquet``  sentence, start, end (character span in the sentence), uid, doc_id,
@@ -60,10 +68,12 @@ from typing import Any
 from kgnorm.errors import InputError, KgnormError
 from kgnorm.mention_io import iter_lines, read_pubtator, sentence_spans
 from kgnorm.progress import progress_bar
+from kgnorm.text.abbreviations import find_abbreviations
 
 __all__ = [
     "CORPUS_JSON", "SENTENCES_FILE", "NAMES_FILE", "COUNTS_FILE", "DEFAULT_CAP",
-    "Match", "NameMatcher", "name_tokens", "dictionary_entries", "iter_documents",
+    "Match", "NameMatcher", "name_tokens", "dictionary_entries", "local_abbreviations",
+    "with_abbreviations", "iter_documents",
     "iter_sentences", "build_corpus", "CorpusSummary", "Corpus", "load_corpus",
     "check_corpus", "read_manifest",
 ]
@@ -227,6 +237,39 @@ class NameMatcher:
         return out
 
 
+def local_abbreviations(text: str, matcher: NameMatcher) -> dict[str, Match]:
+    """Short form -> the dictionary match of its long form, for the definitions in ``text``
+    whose long form is exactly one unambiguous dictionary match (module doc)."""
+    out: dict[str, Match] = {}
+    for short, long in find_abbreviations(text).items():
+        hits = matcher.find(long)
+        if (len(hits) == 1 and len(hits[0].uids) == 1 and hits[0].start == 0
+                and hits[0].end == len(long.rstrip())):
+            out[short] = hits[0]
+    return out
+
+
+def with_abbreviations(sentence: str, found: list[Match], local: Mapping[str, Match]
+                       ) -> list[Match]:
+    """``found`` plus the occurrences of the document's short forms (module doc)."""
+    if not local:
+        return found
+    out = list(found)
+    for short, long_match in local.items():
+        for m in re.finditer(r"(?<![^\W_])" + re.escape(short) + r"(?![^\W_])", sentence):
+            a, b = m.start(), m.end()
+            same = [i for i, f in enumerate(out) if f.start == a and f.end == b]
+            if any(f.start < b and a < f.end for f in out if (f.start, f.end) != (a, b)):
+                continue                   # inside (or across) a longer dictionary match
+            hit = Match(a, b, long_match.uids, long_match.name, 1)
+            if same:
+                out[same[0]] = hit
+            else:
+                out.append(hit)
+    out.sort(key=lambda m: m.start)
+    return out
+
+
 # --------------------------------------------------------------------------- text input
 
 def _sniff_pubtator(path: Path) -> bool:
@@ -294,7 +337,7 @@ def _kgnorm_version() -> str:
 def build_corpus(dictionary: Any, texts: str | Path | Sequence[str | Path],
                  out_dir: str | Path, *, ontology: str | None = None,
                  version: str | None = None, cap: int | None = DEFAULT_CAP, seed: int = 0,
-                 min_name_chars: int = 2) -> CorpusSummary:
+                 min_name_chars: int = 2, abbreviations: bool = True) -> CorpusSummary:
     """Build an entity-linked corpus from raw text files (see the module doc).
 
     dictionary: anything :func:`dictionary_entries` accepts; with an OntologyGraph the
@@ -335,19 +378,20 @@ def build_corpus(dictionary: Any, texts: str | Path | Sequence[str | Path],
     reservoirs: dict[str, list[tuple]] = {}
     matches: dict[str, int] = {}
     seen: set[int] = set()
-    n_docs = n_sent = n_match = n_ambiguous = n_dup = 0
+    n_docs = n_sent = n_match = n_ambiguous = n_dup = n_abbr = 0
     inputs = []
     for p in paths:
         bar = progress_bar(total=p.stat().st_size, desc=f"corpus {p.name}", unit="B")
         for doc_id, text, breaks in iter_documents(p):
             n_docs += 1
             bar.update(len(text.encode("utf-8", "replace")) + 1)
+            local = local_abbreviations(text, matcher) if abbreviations else {}
             for s, e in sentence_spans(text, breaks):
                 if e <= s:
                     continue
                 sentence = text[s:e]
                 n_sent += 1
-                for m in matcher.find(sentence):
+                for m in with_abbreviations(sentence, matcher.find(sentence), local):
                     if len(m.uids) > 1:
                         n_ambiguous += 1
                         continue
@@ -358,6 +402,7 @@ def build_corpus(dictionary: Any, texts: str | Path | Sequence[str | Path],
                         continue
                     seen.add(key)
                     n_match += 1
+                    n_abbr += sentence[m.start:m.end] in local
                     count = matches.get(uid, 0) + 1
                     matches[uid] = count
                     row = (sentence, m.start, m.end, uid, doc_id, sentence[m.start:m.end],
@@ -412,9 +457,11 @@ def build_corpus(dictionary: Any, texts: str | Path | Sequence[str | Path],
         "kind": "biocom-corpus", "format_version": FORMAT_VERSION,
         "ontology": {"name": ontology, "version": version or ""},
         "cap": cap, "seed": seed, "min_name_chars": min_name_chars,
+        "abbreviations": bool(abbreviations),
         "inputs": inputs,
         "counts": {
             "documents": n_docs, "sentences": n_sent, "matches": n_match,
+            "abbreviation_matches": n_abbr,
             "ambiguous_matches_dropped": n_ambiguous, "duplicate_matches_dropped": n_dup,
             "rows": len(rows), "concepts_in_dictionary": len(entries),
             "concepts_matched": len(matches), "names": matcher.n_names,

@@ -15,6 +15,13 @@ a small corpus sees once in training and ties the name and context spaces togeth
 either way). Pseudo-sentences are training rows only; the index holds corpus sentences,
 plus dictionary names when ``index_names`` is ``"preferred"`` or ``"all"``.
 
+Synonym substitution (``substitutions=n``, off by default): each corpus row also gives up to
+n training rows in which the matched text is replaced, inside the same sentence, by another
+dictionary name of its concept (seeded, distinct names). A small corpus only ever shows the
+names the dictionary matched, while the mentions to link often use other synonyms; the
+substituted rows ask the encoder to place a concept's synonyms in one context together.
+Training rows only, like the pseudo-sentences.
+
 Model selection: with dev mentions -- ``(mention text, context, gold)`` triples, gold a uid or
 a set of uids (alt ids included by the caller), or :class:`~kgnorm.mentions.Mention` objects
 (mentions with several gold parts are skipped) -- the corpus is re-encoded every
@@ -77,6 +84,7 @@ class BiocomConfig:
     concepts_per_batch: int = 16
     sentences_per_concept: int = 2
     single_sentence: str = "pseudo"      # "pseudo" (pair with a dictionary name) or "skip"
+    substitutions: int = 0               # extra training rows per corpus row: mention -> synonym
     alpha: float = 2.0
     beta: float = 50.0
     lam: float = 1.0
@@ -116,6 +124,8 @@ class BiocomConfig:
         if self.single_sentence not in ("pseudo", "skip"):
             raise KgnormError(f"single_sentence must be 'pseudo' or 'skip', "
                               f"got {self.single_sentence!r}")
+        if self.substitutions < 0:
+            raise KgnormError(f"substitutions must be >= 0, got {self.substitutions}")
         if self.index_names not in ("none", "preferred", "all"):
             raise KgnormError(f"index_names must be none, preferred or all, "
                               f"got {self.index_names!r}")
@@ -216,6 +226,7 @@ class _Data:
     index_rows: dict[str, list]
     pseudo_training_rows: int
     single_sentence_concepts: int
+    substituted_rows: int = 0
 
 
 def _prepare(corpus: Corpus, cfg: BiocomConfig) -> _Data:
@@ -239,6 +250,18 @@ def _prepare(corpus: Corpus, cfg: BiocomConfig) -> _Data:
             train_items.append((name, 0, len(name)))
             train_uids.append(u)
             n_pseudo += 1
+    n_subst = 0
+    if cfg.substitutions:
+        rng = random.Random(cfg.seed + 1)
+        for r, u in enumerate(uids):
+            sent, a, b = items[r]
+            own = name_tokens(sent[a:b])
+            pool = sorted({n for n in corpus.names.get(u, []) if name_tokens(n) != own})
+            for name in rng.sample(pool, min(cfg.substitutions, len(pool))):
+                groups[u].append(len(train_items))
+                train_items.append((sent[:a] + name + sent[b:], a, a + len(name)))
+                train_uids.append(u)
+                n_subst += 1
     labels = [concept_ids.setdefault(u, len(concept_ids)) for u in train_uids]
 
     index_items = list(items)
@@ -256,7 +279,8 @@ def _prepare(corpus: Corpus, cfg: BiocomConfig) -> _Data:
                 rows["end"].append(len(name))
                 rows["doc_id"].append("")
                 rows["pseudo"].append(True)
-    return _Data(train_items, labels, groups, index_items, rows, n_pseudo, len(singles))
+    return _Data(train_items, labels, groups, index_items, rows, n_pseudo, len(singles),
+                 n_subst)
 
 
 def _fingerprint(cfg: BiocomConfig, encoder_path: str, corpus: Corpus) -> str:
@@ -469,6 +493,7 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
                    "seed": corpus.manifest.get("seed"),
                    "single_sentence_concepts": data.single_sentence_concepts,
                    "pseudo_training_rows": data.pseudo_training_rows,
+                   "substituted_training_rows": data.substituted_rows,
                    "skipped_concepts": len(sampler.skipped)},
         "index": {"file": "corpus.faiss", "rows_file": "corpus_rows.parquet",
                   "type": cfg.index_type, "metric": "inner_product",
