@@ -20,7 +20,9 @@ n training rows in which the matched text is replaced, inside the same sentence,
 dictionary name of its concept (seeded, distinct names). A small corpus only ever shows the
 names the dictionary matched, while the mentions to link often use other synonyms; the
 substituted rows ask the encoder to place a concept's synonyms in one context together.
-Training rows only, like the pseudo-sentences.
+Training rows only, like the pseudo-sentences. Measured on the NCBI-disease low-resource
+benchmark (one substitution per row, 40-min budget): dev Acc@1 0.548 vs 0.560 without, so it
+stays off by default.
 
 Model selection: with dev mentions -- ``(mention text, context, gold)`` triples, gold a uid or
 a set of uids (alt ids included by the caller), or :class:`~kgnorm.mentions.Mention` objects
