@@ -24,6 +24,10 @@ dev mentions for which the decision matters -- out-of-KB mentions and in-KB ment
 top-1 is right (an in-KB mention with a wrong top-1 is wrong whether declared nil or not).
 A mention is nil when the predicted probability exceeds 0.5: the decision with the higher
 expected accuracy.
+
+Measured (benchmarks/encoders.py, BC5CDR-disease constructed nil set, fitted and scored on
+disjoint halves of the documents): 0.878 accuracy with the untrained MiniLM ranking, 0.875
+with BioSyn, 0.848 with a one-epoch DILBERT, against 0.82 for the best distance cut.
 """
 from __future__ import annotations
 
