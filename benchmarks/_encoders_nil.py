@@ -11,18 +11,16 @@ def _f(x: float | None) -> str:
 
 
 def nil_rows(label: str, report: dict) -> list[str]:
+    from kgnorm.evaluation.nil import strategy_summaries
+
     rows = []
-    for strategy, r in report.items():
-        if strategy == "ceiling":
-            continue
-        m = r["mean"]
+    for strategy, m, error, accs in strategy_summaries(report):
         if m is None:
-            rows.append(f"| {label} | {strategy} | n/a ({r['splits'][0]['error']}) | | | | | |")
+            rows.append(f"| {label} | {strategy} | n/a ({error}) | | | | | |")
             continue
-        accs = ", ".join(_f(s.get("accuracy")) for s in r["splits"])
-        rows.append(f"| {label} | {strategy} | **{m['accuracy']:.4f}** ({accs}) | {_f(m['nil_precision'])} | "
-                    f"{_f(m['nil_recall'])} | {_f(m['nil_f1'])} | {_f(m['in_kb_accuracy'])} | "
-                    f"{m['predicted_nil']} / {m['n_nil']} |")
+        rows.append(f"| {label} | {strategy} | **{m['accuracy']:.4f}** ({', '.join(map(_f, accs))}) | "
+                    f"{_f(m['nil_precision'])} | {_f(m['nil_recall'])} | {_f(m['nil_f1'])} | "
+                    f"{_f(m['in_kb_accuracy'])} | {m['predicted_nil']} / {m['n_nil']} |")
     rows.append(f"| {label} | (ceiling: every nil found, every in-KB top-1 kept) | "
                 f"{_f(report['ceiling']['accuracy'])} | | | | | |")
     return rows

@@ -422,12 +422,11 @@ def eval_link_cmd(
         typer.echo(f"nil: {nil['removed']} concept(s) removed, {nil['queries']} queries from {nil['documents']} "
                    f"document(s), {nil['out_of_kb']} out-of-KB; fitted on half of the documents, scored on the "
                    f"other half (mean of {len(nil['splits'])} splits)")
-        for strategy, r in nil["strategies"].items():
-            if strategy == "ceiling":
-                continue
-            m = r["mean"]
+        from kgnorm.evaluation.nil import strategy_summaries
+
+        for strategy, m, error, _ in strategy_summaries(nil["strategies"]):
             if m is None:
-                typer.echo(f"  {strategy:12s} n/a ({r['splits'][0]['error']})")
+                typer.echo(f"  {strategy:12s} n/a ({error})")
                 continue
             typer.echo(f"  {strategy:12s} accuracy {m['accuracy']:.4f}  nil P {m['nil_precision']:.4f}  "
                        f"R {m['nil_recall']:.4f}  F1 {m['nil_f1']:.4f}  in-KB accuracy {m['in_kb_accuracy']:.4f}")

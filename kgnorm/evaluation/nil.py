@@ -21,7 +21,7 @@ from kgnorm.linking.nil import (NilDevSet, NilExample, choose_threshold, decisio
 from kgnorm.linking.nil_classifier import DEFAULT_DEPTH, NilClassifier, hit_features
 
 __all__ = ["EVALUATED_STRATEGIES", "SPLIT_SEEDS", "concept_hits", "document_halves",
-           "nil_examples", "evaluate_nil_strategies"]
+           "nil_examples", "evaluate_nil_strategies", "strategy_summaries"]
 
 EVALUATED_STRATEGIES = ("min_fp", "max_tp", "weighted", "dev_accuracy", "classifier")
 SPLIT_SEEDS = (0, 1, 2)
@@ -119,4 +119,17 @@ def evaluate_nil_strategies(nil_set: NilDevSet, hits: Sequence[Hits], docs: Sequ
             mean["n_nil"] = int(sum(m["n_nil"] for m in good))
         out[strategy] = {"mean": mean, "splits": splits}
     out["ceiling"] = {"accuracy": float(np.mean(np.where(kb, ok, True))) if len(kb) else None}
+    return out
+
+
+def strategy_summaries(report: dict[str, dict]
+                       ) -> list[tuple[str, dict | None, str | None, list[float | None]]]:
+    """(strategy, mean metrics or None, the first split's error when no split worked,
+    per-split accuracies) of an :func:`evaluate_nil_strategies` report, for printing."""
+    out = []
+    for strategy, r in report.items():
+        if strategy == "ceiling":
+            continue
+        error = None if r["mean"] is not None else r["splits"][0].get("error")
+        out.append((strategy, r["mean"], error, [m.get("accuracy") for m in r["splits"]]))
     return out
