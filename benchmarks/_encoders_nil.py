@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-
-def _f(x: float | None) -> str:
-    return "n/a" if x is None or x != x else f"{x:.4f}"
+from _report import f4 as _f
 
 
 def nil_rows(label: str, report: dict) -> list[str]:

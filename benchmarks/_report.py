@@ -15,6 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("KGNORM_SHARED", ROOT.parent / "shared"))
 
 
+def f4(x: float | None) -> str:
+    """A figure with 4 decimals, or n/a (None, NaN)."""
+    return "n/a" if x is None or x != x else f"{x:.4f}"
+
+
 def machine() -> str:
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     cpu = platform.processor() or platform.machine()

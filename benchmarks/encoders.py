@@ -47,7 +47,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _encoders_nil import nil_section  # noqa: E402
-from _report import SHARED, append, peak_rss_mb  # noqa: E402
+from _report import SHARED, append, f4, peak_rss_mb  # noqa: E402
 
 DATA = SHARED / "data"
 MEDIC = DATA / "medic/medic_06Jul2012.txt"
@@ -62,10 +62,6 @@ T0 = time.perf_counter()
 def log(msg: str) -> None:
     """Stage lines on stderr so that a long run shows where it is (stdout gets the table)."""
     print(f"[{time.perf_counter() - T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
-
-
-def f4(x: float | None) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4f}"
 
 
 # ---------------------------------------------------------------------- data

@@ -59,6 +59,17 @@ def parse_params(pairs: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def json_safe(x: Any) -> Any:
+    """JSON has no NaN: undefined ratios become null (dicts and lists recursively)."""
+    if isinstance(x, float) and x != x:
+        return None
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    return x
+
+
 def echo_stdout(text: str) -> None:
     sys.stdout.write(text)
     if not text.endswith("\n"):

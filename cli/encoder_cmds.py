@@ -3,7 +3,6 @@ hierarchy view → trainer → model directory that `link`, `embed` and `hyperny
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from kgnorm.cli.common import (FormatOpt, MaxMinutesOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
-                               ontology_word_vectors, setup, training_pairs_from_file)
+                               json_safe, ontology_word_vectors, setup, training_pairs_from_file)
 from kgnorm.errors import InputError, KgnormError
 
 
@@ -250,12 +249,8 @@ def train_dilbert_cmd(
 BASELINES = ("word-vectors",)
 
 
-def _nan_to_none(x: Any) -> Any:
-    return None if isinstance(x, float) and math.isnan(x) else x
-
-
 def _report_dict(path: Path, rep) -> dict[str, Any]:
-    d = {k: _nan_to_none(v) for k, v in rep.as_dict().items()}
+    d = json_safe(rep.as_dict())
     d["file"] = str(path)
     d["unencodable_pairs"] = [[p.term1, p.term2] for p in rep.unencodable]
     return d

@@ -10,7 +10,7 @@ import numpy as np
 import typer
 
 from kgnorm.cli.common import (FormatOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
-                               read_mention_file, setup, training_pairs_from_file, warn)
+                               json_safe, read_mention_file, setup, training_pairs_from_file, warn)
 from kgnorm.errors import InputError, KgnormError
 
 AbbrOpt = Annotated[Optional[bool], typer.Option(
@@ -409,10 +409,10 @@ def eval_link_cmd(
     report = evaluate_link_model(model, input, train, input_format, batch_size, abbreviations, composites,
                                  store, quiet)
     if nil_fraction is not None:
-        report["nil"] = evaluate_nil_detection(model, input, input_format, nil_fraction, nil_seed, batch_size,
+        report["nil"] = evaluate_nil_detection(model, input, input_format, nil_fraction, nil_seed,
                                                abbreviations, composites, quiet)
     if fmt == "json":
-        typer.echo(json.dumps(_nan_to_null(report), indent=2))
+        typer.echo(json.dumps(json_safe(report), indent=2))
         return
     for split, r in report.items():
         if split != "nil" and isinstance(r, dict):
@@ -432,25 +432,13 @@ def eval_link_cmd(
                        f"R {m['nil_recall']:.4f}  F1 {m['nil_f1']:.4f}  in-KB accuracy {m['in_kb_accuracy']:.4f}")
 
 
-def _nan_to_null(x: Any) -> Any:
-    """JSON has no NaN: undefined ratios (no predicted nil) become null."""
-    if isinstance(x, float) and x != x:
-        return None
-    if isinstance(x, dict):
-        return {k: _nan_to_null(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_nan_to_null(v) for v in x]
-    return x
-
-
 def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, fraction: float, seed: int,
-                           batch_size: int = 256, abbreviations: bool | None = None,
-                           composites: bool | None = None, quiet: bool = True) -> dict[str, Any]:
-    """DILBERT's constructed out-of-KB dev set from the input's gold mentions (one query per
-    composite part, as training pairs) and every nil strategy on it (kgnorm.evaluation.nil)."""
-    from kgnorm.evaluation.nil import SPLIT_SEEDS, concept_hits, evaluate_nil_strategies
-    from kgnorm.link_job import open_linker, pipeline_from_meta, training_pairs
-    from kgnorm.linking.nil import nil_dev_set
+                           abbreviations: bool | None = None, composites: bool | None = None,
+                           quiet: bool = True) -> dict[str, Any]:
+    """`eval link --nil-fraction`: DILBERT's constructed out-of-KB set from the input's gold mentions and
+    every nil strategy on it (kgnorm.evaluation.nil)."""
+    from kgnorm.evaluation.nil import constructed_nil_report
+    from kgnorm.link_job import open_linker, pipeline_from_meta
 
     linker, meta = open_linker(model)
     inner = getattr(linker, "model", None)
@@ -458,22 +446,13 @@ def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, f
         raise KgnormError(f"{model}: --nil-fraction needs a model that links through a name dictionary "
                           f"(a {meta['method']} model has none)")
     pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
-    pairs, docs = [], []
-    for m, abbr in read_mention_file(input, input_format):
-        for pair in training_pairs(pipeline, [(m, abbr)]):
-            pairs.append(pair)
-            docs.append(m.doc_id or m.mention_id)
-    if not pairs:
-        raise InputError("no mention with a gold concept to build the nil dev set from", path=input)
-    nil_set = nil_dev_set(inner.dictionary, pairs, fraction=fraction, seed=seed)
-    info(f"nil: {len(nil_set.removed)} concept(s) removed; linking {len(nil_set.queries):,} queries against the "
-         f"reduced dictionary ({len(nil_set.dictionary):,} names) …", quiet)
-    inner.set_dictionary(nil_set.dictionary)
-    hits = concept_hits(inner, nil_set.queries, batch_size=batch_size)
-    nil_docs = [docs[i] for i in nil_set.source]
-    return {"fraction": fraction, "seed": seed, "removed": len(nil_set.removed), "queries": len(nil_set.queries),
-            "documents": len(set(nil_docs)), "out_of_kb": nil_set.n_nil, "splits": list(SPLIT_SEEDS),
-            "strategies": evaluate_nil_strategies(nil_set, hits, nil_docs)}
+    info(f"nil: removing {fraction:g} of the gold concepts from the dictionary and linking again …", quiet)
+    try:
+        return constructed_nil_report(inner, pipeline, read_mention_file(input, input_format), fraction, seed)
+    except InputError:
+        raise
+    except KgnormError as e:  # about the input's gold mentions (none, or too few concepts)
+        raise InputError(str(e), path=input) from None
 
 
 def evaluate_link_model(model: Path, input: Path, train: Path | None, input_format: str | None,

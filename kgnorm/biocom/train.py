@@ -64,7 +64,8 @@ import torch
 from kgnorm.errors import KgnormError
 from kgnorm.progress import progress_bar
 
-from .corpus import Corpus, load_corpus, name_tokens
+from .corpus import Corpus, load_corpus
+from .matching import name_tokens
 from .linker import (ENCODER_DIR, INDEX_TYPES, MODEL_JSON, BiocomLinker, as_items,
                      build_index, evaluate_rankings, load_biocom, save_linker,
                      vote_rankings)

@@ -10,18 +10,19 @@ across documents counts as it would on a user's new documents.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from kgnorm.errors import KgnormError
 from kgnorm.linking.nil import (NilDevSet, NilExample, choose_threshold, decision_metrics,
-                                nil_metrics)
+                                nil_dev_set, nil_metrics)
 from kgnorm.linking.nil_classifier import DEFAULT_DEPTH, NilClassifier, hit_features
 
 __all__ = ["EVALUATED_STRATEGIES", "SPLIT_SEEDS", "concept_hits", "document_halves",
-           "nil_examples", "evaluate_nil_strategies", "strategy_summaries"]
+           "nil_examples", "evaluate_nil_strategies", "strategy_summaries",
+           "constructed_nil_report"]
 
 EVALUATED_STRATEGIES = ("min_fp", "max_tp", "weighted", "dev_accuracy", "classifier")
 SPLIT_SEEDS = (0, 1, 2)
@@ -30,22 +31,15 @@ METRICS = ("accuracy", "nil_precision", "nil_recall", "nil_f1", "in_kb_accuracy"
 Hits = list[tuple[tuple[str, ...], str, float]]
 
 
-def concept_hits(model: Any, queries: Sequence[str], depth: int = DEFAULT_DEPTH,
-                 batch_size: int = 256) -> list[Hits]:
-    """Top ``depth`` concepts per query as (uids, name, score) from a name-dictionary model
-    (``link``), names collapsed to their concept's best one, as `kgnorm link` does."""
-    out: list[Hits] = []
-    for cands in model.link(list(queries), top_k=depth * 4, batch_size=batch_size):
-        seen: set[str] = set()
-        hits: Hits = []
-        for c in cands:
-            if c.uids and c.uids[0] not in seen:
-                seen.add(c.uids[0])
-                hits.append((tuple(c.uids), c.name, float(c.score)))
-                if len(hits) == depth:
-                    break
-        out.append(hits)
-    return out
+def concept_hits(model: Any, queries: Sequence[str], depth: int = DEFAULT_DEPTH) -> list[Hits]:
+    """Top ``depth`` concepts per query as (uids, name, score) from a name-dictionary model,
+    names collapsed to their concept's best one exactly as `kgnorm link` does
+    (:class:`kgnorm.link_job.DictionaryLinker`)."""
+    from kgnorm.link_job import DictionaryLinker
+
+    qs = list(queries)
+    parts = DictionaryLinker(model, "nil").link_parts(qs, [None] * len(qs), [True] * len(qs), depth)
+    return [[(h.uids, h.name, h.score) for h in hits] for hits in parts]
 
 
 def document_halves(docs: Sequence[str], seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -133,3 +127,28 @@ def strategy_summaries(report: dict[str, dict]
         error = None if r["mean"] is not None else r["splits"][0].get("error")
         out.append((strategy, r["mean"], error, [m.get("accuracy") for m in r["splits"]]))
     return out
+
+
+def constructed_nil_report(model: Any, pipeline: Any, mentions: Iterable[tuple[Any, dict[str, str]]],
+                           fraction: float = 0.2, seed: int = 0) -> dict[str, Any]:
+    """DILBERT's constructed set from gold ``mentions`` ((Mention, abbreviations) pairs; one
+    query per composite part, as training pairs) against ``model``'s dictionary, linked
+    with ``model`` (its dictionary is replaced by the reduced one) and every strategy
+    scored by :func:`evaluate_nil_strategies`."""
+    from kgnorm.link_job import training_pairs
+
+    pairs, docs = [], []
+    for m, abbr in mentions:
+        for pair in training_pairs(pipeline, [(m, abbr)]):
+            pairs.append(pair)
+            docs.append(m.doc_id or m.mention_id)
+    if not pairs:
+        raise KgnormError("no mention with a gold concept to build the nil dev set from")
+    nil_set = nil_dev_set(model.dictionary, pairs, fraction=fraction, seed=seed)
+    model.set_dictionary(nil_set.dictionary)
+    hits = concept_hits(model, nil_set.queries)
+    nil_docs = [docs[i] for i in nil_set.source]
+    return {"fraction": fraction, "seed": seed, "removed": len(nil_set.removed),
+            "queries": len(nil_set.queries), "documents": len(set(nil_docs)),
+            "out_of_kb": nil_set.n_nil, "splits": list(SPLIT_SEEDS),
+            "strategies": evaluate_nil_strategies(nil_set, hits, nil_docs)}
