@@ -77,18 +77,29 @@ def echo_stdout(text: str) -> None:
 
 
 def ontology_word_vectors(word_vectors: Path | None, out: Path, resume: bool, texts: Callable[[], list[str]],
-                          seed: int, quiet: bool, label: str):
-    """A user file, or fastText trained on the ontology's text and cached in --out so that a
-    resumed run sees the very same vectors (training is not bit-reproducible with 2 workers)."""
+                          seed: int, quiet: bool, label: str, source: str = "fasttext",
+                          encoder: Path | None = None):
+    """A user file, or vectors made from the ontology's text -- fastText trained on it, or
+    static vectors of its words from a transformer encoder (``source="encoder"``) -- cached
+    in --out so that a resumed run sees the very same vectors (fastText training is not
+    bit-reproducible with 2 workers)."""
     from kgnorm.wordvectors import WordVectors, train_word_vectors
 
     if word_vectors is not None:
         return WordVectors.from_file(word_vectors)
     cached = out / "wordvectors"
     if resume and (cached / "meta.json").exists():
-        return WordVectors.load(cached)
-    info(f"training fastText word vectors on {label} …", quiet)
-    wv = train_word_vectors(texts(), seed=seed)
+        wv = WordVectors.load(cached)
+        if wv.source.startswith("encoder:") == (source == "encoder"):
+            return wv
+    if source == "encoder":
+        from kgnorm.linking.dense import DenseEncoder
+
+        info(f"encoding the words of {label} with {encoder or 'the offline MiniLM'} …", quiet)
+        wv = WordVectors.from_encoder(DenseEncoder(encoder, pooling="mean"), texts(), progress=not quiet)
+    else:
+        info(f"training fastText word vectors on {label} …", quiet)
+        wv = train_word_vectors(texts(), seed=seed)
     wv.save(cached)
     return wv
 

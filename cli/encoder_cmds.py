@@ -54,12 +54,22 @@ def _run_with_budget(train_epochs: Callable[[int, bool], Any], epochs: int, resu
 
 
 # ---------------------------------------------------------------------- train bne
+WORD_SOURCES = ("fasttext", "encoder")
+
+
 def train_bne_cmd(
     ontology: Annotated[str, typer.Option("--ontology", help="Ontology name in the store.")],
     out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
     word_vectors: Annotated[Optional[Path], typer.Option(
-        "--word-vectors", help="fastText .bin / word2vec .vec file; default: train fastText on the "
-                               "ontology's names and definitions.")] = None,
+        "--word-vectors", help="fastText .bin / word2vec .vec file; default: made from the ontology's names "
+                               "and definitions (--word-source).")] = None,
+    word_source: Annotated[str, typer.Option(
+        "--word-source", help="Without --word-vectors: fasttext (trained on the ontology's text) or encoder "
+                              "(each word of that text encoded alone by --encoder: static transformer "
+                              "vectors, far better synonym retrieval on MEDIC, see BENCHMARKS.md).")] = "fasttext",
+    encoder: Annotated[Optional[Path], typer.Option(
+        "--encoder", help="Local Hugging Face encoder directory for --word-source encoder (default: the "
+                          "offline MiniLM).")] = None,
     dev: Annotated[Optional[Path], typer.Option(
         "--dev", help="Dev mentions for early stopping (Acc@1); default: a seeded held-out slice of "
                       "the ontology's synonyms.")] = None,
@@ -81,6 +91,13 @@ def train_bne_cmd(
     setup(quiet)
     _check_file(word_vectors, "word-vectors file")
     _check_file(dev, "dev mentions file")
+    _check_file(encoder, "encoder directory")
+    if word_source not in WORD_SOURCES:
+        raise KgnormError(f"unknown --word-source {word_source!r}; valid: {', '.join(WORD_SOURCES)}")
+    if word_vectors is not None and (word_source != "fasttext" or encoder is not None):
+        raise KgnormError("--word-vectors is a finished file: it goes without --word-source and --encoder")
+    if encoder is not None and word_source != "encoder":
+        raise KgnormError("--encoder goes with --word-source encoder")
     if epochs < 1 or batch_size < 2:
         raise KgnormError("--epochs must be >= 1 and --batch-size >= 2")
     _set_threads(threads)
@@ -100,8 +117,8 @@ def train_bne_cmd(
     if dev is not None and not dev_pairs:
         raise InputError("no dev mention has a gold concept", path=dev)
     wv = ontology_word_vectors(word_vectors, out, resume,
-                       lambda: [n for c in snap.concepts for n in c.all_names()] + definitions,
-                       seed, quiet, f"{ontology}'s names and definitions")
+                               lambda: [n for c in snap.concepts for n in c.all_names()] + definitions,
+                               seed, quiet, f"{ontology}'s names and definitions", word_source, encoder)
     info(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts; "
          f"word vectors: {wv.kind}, {wv.dim} dimensions", quiet)
     cfg = BneConfig(char_hidden=hidden, word_hidden=hidden, out_dim=dim, learning_rate=lr,
@@ -149,6 +166,9 @@ def train_dilbert_cmd(
     mining: Annotated[str, typer.Option(
         "--mining", help="all: every triplet counts (the paper); semi-hard: only triplets whose negative is "
                          "farther than the positive (FaceNet), so hard negatives cannot shrink the space.")] = "all",
+    synonym_anchors: Annotated[int, typer.Option(
+        "--synonym-anchors", help="Also train on N dictionary names as queries, one each of N seeded concepts "
+                                  "with another name (SapBERT-like self-alignment; 0: mentions only).")] = 0,
     merge_train: Annotated[bool, typer.Option(
         "--merge-train-mentions/--no-merge-train-mentions",
         help="Add the training mentions to the dictionary as extra names (as BioSyn does).")] = True,
@@ -185,6 +205,8 @@ def train_dilbert_cmd(
         raise KgnormError(f"unknown --distance {distance!r}; valid: euclidean, cosine")
     if not margin > 0:
         raise KgnormError(f"--margin must be > 0, got {margin}")
+    if synonym_anchors < 0:
+        raise KgnormError(f"--synonym-anchors must be >= 0, got {synonym_anchors}")
     if min(epochs, batch_size, negatives, parents_k, siblings_k, max_positives) < 1:
         raise KgnormError("--epochs, --batch-size, --negatives, --max-positives, --parents-k and --siblings-k "
                           "must be >= 1")
@@ -217,13 +239,14 @@ def train_dilbert_cmd(
     search_dict = dictionary.with_mentions(train_pairs) if merge_train else dictionary
     info(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts"
          + (f" + {len(search_dict) - len(dictionary):,} training mentions" if merge_train else "")
-         + f"; {len(train_pairs):,} training queries; strategy {strategy}", quiet)
+         + f"; {len(train_pairs):,} training queries"
+         + (f" + {synonym_anchors:,} synonym anchors" if synonym_anchors else "") + f"; strategy {strategy}", quiet)
     cfg = DilbertConfig(strategy=strategy, n_negatives=negatives, k_parents=parents_k, k_siblings=siblings_k,
                         max_positives=max_positives, pairing=pairing, batching=batching, margin=margin,
                         mining=mining,
                         distance=distance, learning_rate=lr, batch_size=batch_size, epochs=epochs,
                         max_length=max_length, seed=seed, max_steps_per_epoch=max_steps,
-                        eval_initial=eval_initial)
+                        eval_initial=eval_initial, synonym_anchors=synonym_anchors)
     onto = {"name": ontology, "version": snap.version}
 
     def run(n_epochs: int, res: bool):

@@ -1,5 +1,12 @@
-"""Word vectors for name encoders: train gensim FastText on ontology text, or load a user's
-fastText ``.bin`` / word2vec ``.vec`` file; average them over the tokens of a name.
+"""Word vectors for name encoders: train gensim FastText on ontology text, derive static
+vectors from a transformer encoder, or load a user's fastText ``.bin`` / word2vec ``.vec``
+file; average them over the tokens of a name.
+
+Encoder-derived vectors (:meth:`WordVectors.from_encoder`) stand in for pretrained biomedical
+word embeddings, which cannot be downloaded here: every word of the ontology's text is
+encoded alone by a transformer (mean pooling over its word pieces) -- a "decontextualized"
+static embedding. On MEDIC their average ranks synonyms far better than fastText trained on
+MEDIC's own 217k name tokens (BENCHMARKS.md).
 
 Model-directory layout (no pickles, arrays saved with ``allow_pickle=False``)::
 
@@ -91,6 +98,26 @@ class WordVectors:
                 "tokens": int(sum(len(s) for s in sentences)),
                 "train_seconds": round(time.perf_counter() - t0, 2)}
         return cls(model.wv, "fasttext", "trained", info)
+
+    @classmethod
+    def from_encoder(cls, encoder, texts: Iterable[str], batch_size: int = 512,
+                     progress: bool = False) -> "WordVectors":
+        """Plain vectors for every token of ``texts``, each word encoded alone by ``encoder``
+        (a :class:`kgnorm.linking.dense.DenseEncoder`; mean pooling is what makes a word's
+        pieces one vector). Words outside ``texts`` stay unknown, as with any plain file."""
+        from gensim.models import KeyedVectors
+
+        vocab = sorted({t for x in texts if x for t in tokenize(x)})
+        if not vocab:
+            raise KgnormError("no text to derive word vectors from")
+        t0 = time.perf_counter()
+        vectors = encoder.encode(vocab, batch_size=batch_size, progress=progress,
+                                 desc="encode words")
+        kv = KeyedVectors(int(vectors.shape[1]))
+        kv.add_vectors(vocab, np.asarray(vectors, dtype=np.float32))
+        info = {"encoder": str(getattr(encoder, "base", "")), "pooling": getattr(encoder, "pooling", None),
+                "words": len(vocab), "encode_seconds": round(time.perf_counter() - t0, 2)}
+        return cls(kv, "plain", f"encoder:{info['encoder']}", info)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "WordVectors":

@@ -168,6 +168,39 @@ def test_train_bne_user_vectors_dev_and_time_budget(capsys, world, tmp_path):
     assert [h["epoch"] for h in meta["training"]["history"]] == [1.0, 2.0, 3.0]
 
 
+def test_train_bne_with_encoder_word_vectors(capsys, world, tmp_path, tiny_bert_dir):
+    out = tmp_path / "bne"
+    code, _, err = run(capsys, "train", "bne", "--ontology", "tiny", "--out", str(out), "--word-source", "encoder",
+                       "--encoder", str(tiny_bert_dir), "--epochs", "1", "--hidden", "8", "--dim", "8",
+                       "--batch-size", "4", "--threads", "1", "--store", world["store"])
+    assert code == 0, err
+    assert "encoding the words of tiny's names and definitions" in err
+    meta = json.loads((out / "kgnorm-model.json").read_text())
+    info = meta["word_vectors_info"]
+    assert info["dim"] == 32 and info["kind"] == "plain" and info["source"].startswith("encoder:")
+    code, stdout, err = run(capsys, "link", "--model", str(out), "--input", str(world["mentions"]), "--top-k", "2",
+                            "--no-write", "--store", world["store"], "-q")
+    assert code == 0, err
+    rows = list(csv.DictReader(stdout.splitlines(), delimiter="\t"))
+    assert len(rows) == 6 and all(r["concept_uids"].startswith("TY:") for r in rows)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--word-source", "glove"], "fasttext, encoder"),
+    (["--encoder", "ENC"], "--word-source encoder"),
+    (["--word-vectors", "VEC", "--word-source", "encoder"], "without --word-source"),
+])
+def test_train_bne_word_source_errors(capsys, world, tmp_path, tiny_bert_dir, args, message):
+    vec = tmp_path / "tiny.vec"
+    vec.write_text("1 2\nheart 0.1 0.2\n")
+    args = [str(tiny_bert_dir) if a == "ENC" else str(vec) if a == "VEC" else a for a in args]
+    out = tmp_path / "bne"
+    code, _, err = run(capsys, "train", "bne", "--ontology", "tiny", "--out", str(out), *args,
+                       "--store", world["store"])
+    assert code != 0 and message in error_line(err)
+    assert not out.exists()
+
+
 def test_missing_word_vectors_writes_nothing(capsys, world, tmp_path):
     out = tmp_path / "bne"
     missing = tmp_path / "nope.vec"
@@ -180,7 +213,7 @@ def test_missing_word_vectors_writes_nothing(capsys, world, tmp_path):
 @pytest.mark.parametrize("strategy,extra", [
     ("random", ["--distance", "cosine", "--margin", "0.3", "--batching", "mention", "--pairing", "cycle",
                 "--max-positives", "3"]),
-    ("random+parents", ["--parents-k", "2"]),
+    ("random+parents", ["--parents-k", "2", "--synonym-anchors", "2"]),
     ("resampling", ["--epochs", "2", "--max-minutes", "0", "--mining", "semi-hard"]),
     ("resampling+siblings", ["--siblings-k", "2", "--no-merge-train-mentions"]),
 ])
@@ -199,6 +232,8 @@ def test_train_dilbert_each_strategy_then_link(capsys, world, tmp_path, tiny_ber
     assert meta["hyper_parameters"]["batching"] == ("mention" if "mention" in extra else "shuffled")
     assert meta["hyper_parameters"]["margin"] == (0.3 if "--margin" in extra else 1.0)
     assert meta["hyper_parameters"]["mining"] == ("semi-hard" if "semi-hard" in extra else "all")
+    assert meta["hyper_parameters"]["synonym_anchors"] == (2 if "--synonym-anchors" in extra else 0)
+    assert ("+ 2 synonym anchors" in err) == ("--synonym-anchors" in extra)
     # training mentions join the dictionary (as in BioSyn) unless --no-merge-train-mentions
     assert ("training mentions" in err) == ("--no-merge-train-mentions" not in extra)
     assert meta["distance"] == ("cosine" if "cosine" in extra else "euclidean")
@@ -212,6 +247,7 @@ def test_train_dilbert_each_strategy_then_link(capsys, world, tmp_path, tiny_ber
 @pytest.mark.parametrize("option,value,valid", [("--batching", "bucket", ("shuffled", "mention")),
                                                 ("--pairing", "zip", ("product", "cycle")),
                                                 ("--margin", "-1", ("> 0",)),
+                                                ("--synonym-anchors", "-3", (">= 0",)),
                                                 ("--mining", "hardest", ("all", "semi-hard"))])
 def test_bad_batching_or_pairing_lists_valid_ones(capsys, world, tmp_path, option, value, valid):
     out = tmp_path / "dilbert"

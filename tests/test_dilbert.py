@@ -13,7 +13,8 @@ from kgnorm.linking.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.model_dir import read_model_meta
 from kgnorm.training.dilbert import (STRATEGIES, DilbertConfig, DilbertSampler,
-                                     make_triplets, train_dilbert, triplet_loss)
+                                     make_triplets, synonym_anchor_pairs, train_dilbert,
+                                     triplet_loss)
 
 #            R
 #        /       \
@@ -270,6 +271,37 @@ def test_starting_encoder_competes_as_epoch_zero(tiny_bert_dir, dictionary, tmp_
                       config=DilbertConfig(**{**cfg.to_dict(), "eval_initial": False}),
                       progress=False)
     assert r.best_epoch == 1 and [h["epoch"] for h in r.history] == [1]
+
+
+def test_synonym_anchor_pairs(dictionary):
+    # with a training mention merged in and a name shared by two concepts
+    d = NameDictionary.from_entries(ENTRIES + [("cardiac failure", "MESH:D1")], alt_ids=ALT)
+    d = d.with_mentions([("heart attacks", {"MESH:D3"})])
+    pairs = synonym_anchor_pairs(d, 100, seed=0)
+    uids = [next(iter(g)) for _, g in pairs]
+    # one anchor per concept with two single-concept dictionary names; "R" has one name,
+    # D4 keeps only "heart failure" once "cardiac failure" is shared
+    assert sorted(uids) == sorted("MESH:" + u for u in ("D1", "D2", "D3", "D5", "D6"))
+    for name, gold in pairs:
+        row = d.index_of(name)
+        assert d.uids[row] == tuple(gold) and not d.is_mention[row]
+        assert name not in ("cardiac failure", "heart attacks")
+    assert synonym_anchor_pairs(d, 100, seed=0) == pairs                      # seeded
+    assert len(synonym_anchor_pairs(d, 2, seed=0)) == 2
+    assert synonym_anchor_pairs(d, 0, seed=0) == []
+
+
+def test_synonym_anchors_join_the_training_queries(tiny_bert_dir, dictionary, tmp_path):
+    cfg = DilbertConfig(strategy="random", epochs=1, batch_size=8, learning_rate=1e-3,
+                        max_positives=2, n_negatives=1, pairing="cycle", seed=0,
+                        synonym_anchors=3, eval_initial=False)
+    r = train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "a",
+                      config=cfg, progress=False)
+    assert r.n_queries == 4 + 3 and r.history[0]["triplets"] > 0
+    with pytest.raises(KgnormError, match="other data or settings"):  # anchors change the data
+        train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "a",
+                      config=DilbertConfig(**{**cfg.to_dict(), "epochs": 2, "synonym_anchors": 4}),
+                      progress=False)
 
 
 def test_train_resampling_siblings_cosine(tiny_bert_dir, dictionary, hierarchy, tmp_path):

@@ -93,3 +93,22 @@ def test_missing_and_bad_files(tmp_path):
         WordVectors.load(tmp_path)
     with pytest.raises(KgnormError):
         WordVectors.train(["", "  ,, "])
+
+
+def test_static_vectors_from_an_encoder(tiny_bert_dir, tmp_path):
+    from kgnorm.linking.dense import DenseEncoder
+
+    enc = DenseEncoder(tiny_bert_dir, pooling="mean")
+    wv = WordVectors.from_encoder(enc, ["Heart failure", "renal failure", ""])
+    assert wv.kind == "plain" and wv.dim == 32
+    assert list(wv.kv.index_to_key) == ["failure", "heart", "renal"]
+    # each word is the encoder's vector of the word alone
+    assert np.allclose(wv.word_vector("heart"), enc.encode(["heart"])[0], atol=1e-5)
+    assert wv.word_vector("kidney") is None                     # not in the texts: unknown
+    avg = wv.average(["heart failure"])[0]
+    assert np.allclose(avg, enc.encode(["heart", "failure"]).mean(axis=0), atol=1e-5)
+    assert wv.info["words"] == 3 and wv.source.startswith("encoder:")
+    back = WordVectors.load(wv.save(tmp_path / "wv"))
+    assert back.kind == "plain" and np.allclose(back.word_vector("renal"), wv.word_vector("renal"))
+    with pytest.raises(KgnormError, match="no text"):
+        WordVectors.from_encoder(enc, ["", "--"])
