@@ -23,6 +23,9 @@ MEDIC 2012 dictionary (the DNorm pipe file; 11,915 concepts):
    the other half (three seeded splits; benchmarks/_encoders_nil.py), for DILBERT, MiniLM
    and the BioSyn directory when one is given.
 
+Sections: BNE in ``_encoders_bne.py``, nil in ``_encoders_nil.py``, the shared data and budget
+helpers in ``_encoders_data.py``; DILBERT and the driver here.
+
 Budgets: the first epoch always runs; a further epoch starts only when it is expected to end
 within the budget (epoch time measured so far). A DILBERT epoch on one core takes longer than
 the default budget, so its steps are capped to what fits (step time measured on a few steps
@@ -39,100 +42,21 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _encoders_bne import bne_section  # noqa: E402
+from _encoders_data import (BC5CDR, MEDIC, NCBI, T0, build_dictionary, gold_ids,  # noqa: E402
+                            limited_concepts, log, query_pairs, read_items, run_with_budget)
 from _encoders_nil import nil_section  # noqa: E402
-from _report import SHARED, append, f4, peak_rss_mb  # noqa: E402
-
-DATA = SHARED / "data"
-MEDIC = DATA / "medic/medic_06Jul2012.txt"
-BC5CDR = (DATA / "bc5cdr-disease/train.concept", DATA / "bc5cdr-disease/dev.concept")
-NCBI = (DATA / "ncbi-disease/NCBItrainset_corpus.txt", DATA / "ncbi-disease/NCBIdevelopset_corpus.txt")
-UMNSRS = {"similarity": DATA / "umnsrs/UMNSRS_similarity.csv",
-          "relatedness": DATA / "umnsrs/UMNSRS_relatedness.csv"}
-R = TypeVar("R")
-T0 = time.perf_counter()
+from _report import append, f4, peak_rss_mb  # noqa: E402
 
 
-def log(msg: str) -> None:
-    """Stage lines on stderr so that a long run shows where it is (stdout gets the table)."""
-    print(f"[{time.perf_counter() - T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------------- data
-def read_items(path: Path, limit: int | None = None) -> list[tuple[Any, dict[str, str]]]:
-    """(mention, document abbreviations) pairs, the first ``limit`` only (smoke runs)."""
-    from kgnorm.mention_io import read_mentions_with_abbreviations
-
-    items = []
-    for it in read_mentions_with_abbreviations(path):
-        if limit is not None and len(items) >= limit:
-            break
-        items.append(it)
-    return items
-
-
-def query_pairs(pipeline, items) -> list[tuple[str, set[str]]]:
-    """The CLI's training-pair rule, so training here sees what `kgnorm train dilbert` would."""
-    from kgnorm.link_job import training_pairs
-
-    return training_pairs(pipeline, items)
-
-
-def build_dictionary(graph, pipeline, keep: set[str] | None = None):
-    """MEDIC names normalized like queries (as benchmarks/linking.py), optionally restricted
-    to the concepts in ``keep`` (``--dict-limit`` smoke runs)."""
-    from kgnorm.linking.dictionary import NameDictionary
-
-    concepts = [c for c in graph.concepts.values() if keep is None or c.uid in keep]
-    entries = ((pipeline.normalize_name(n), c.uid) for c in concepts for n in c.names())
-    alt = {c.uid: list(c.alt_ids) for c in concepts if c.alt_ids}
-    return NameDictionary.from_entries(entries, alt)
-
-
-def limited_concepts(graph, golds: set[str], n: int, seed: int) -> set[str]:
-    """Every concept some used mention points at (through alt ids too), plus a seeded sample
-    of the others, ``n`` concepts in all when the golds leave room."""
-    prim: dict[str, str] = {}
-    for c in graph.concepts.values():
-        for a in c.alt_ids:
-            prim.setdefault(a, c.uid)
-        prim[c.uid] = c.uid
-    keep = {prim[g] for g in golds if g in prim}
-    rest = sorted(set(graph.concepts) - keep)
-    extra = max(0, n - len(keep))
-    if extra and rest:
-        pick = np.random.default_rng(seed).choice(len(rest), min(extra, len(rest)), replace=False)
-        keep.update(rest[int(i)] for i in pick)
-    return keep
-
-
-def gold_ids(items) -> set[str]:
-    return {x for m, _ in items for g in m.gold for part in g.split("|") for x in part.split("+")}
-
-
-# ---------------------------------------------------------------------- budget
-def run_with_budget(run: Callable[[int, bool], R], budget_s: float, max_epochs: int,
-                    completed: Callable[[R], int], stopped: Callable[[R], bool]) -> tuple[R, float]:
-    """Call a resumable trainer for 1 epoch, then for as many more as the measured epoch
-    time says fit in the budget (fewer calls than one per epoch: each call ends by writing
-    and re-loading the model, and DILBERT re-encodes the dictionary at a call's start)."""
-    t0 = time.perf_counter()
-    res = run(1, False)
-    while not stopped(res) and completed(res) < max_epochs:
-        elapsed = time.perf_counter() - t0
-        more = int((budget_s - elapsed) // (elapsed / max(completed(res), 1)))
-        if more < 1:
-            break
-        res = run(min(max_epochs, completed(res) + more), True)
-    return res, time.perf_counter() - t0
-
-
+# ---------------------------------------------------------------------- DILBERT budget
 def dilbert_step_seconds(dictionary, train_pairs, cfg, n_steps: int = 4) -> tuple[float, int]:
     """(seconds per training step, steps of one epoch) measured on a throwaway MiniLM copy
     with random negatives: the trainer cannot stop inside an epoch, so a budget shorter than
@@ -170,27 +94,6 @@ def dilbert_step_seconds(dictionary, train_pairs, cfg, n_steps: int = 4) -> tupl
     return step, epoch_steps
 
 
-# ---------------------------------------------------------------------- encoders
-class CachedEncode:
-    """``encode(names)`` backed by vectors of every dictionary name computed once (the
-    synonym evaluations ask for the same names several times); other names are encoded."""
-
-    def __init__(self, names: Sequence[str], vectors: np.ndarray, encode: Callable[[list[str]], np.ndarray]):
-        self.row = {n: i for i, n in enumerate(names)}
-        self.vectors = np.asarray(vectors, np.float32)
-        self.encode = encode
-
-    def __call__(self, names: list[str]) -> np.ndarray:
-        out = np.zeros((len(names), self.vectors.shape[1]), np.float32)
-        miss = [i for i, n in enumerate(names) if n not in self.row]
-        hit = [i for i, n in enumerate(names) if n in self.row]
-        if hit:
-            out[hit] = self.vectors[[self.row[names[i]] for i in hit]]
-        if miss:
-            out[miss] = self.encode([names[i] for i in miss])
-        return out
-
-
 def index_vectors(model) -> np.ndarray:
     """A DILBERT model's name vectors read back from its FAISS index (Euclidean indexes
     store ``[x, -|x|^2/2]``); re-encoded when the index cannot give them back."""
@@ -201,26 +104,6 @@ def index_vectors(model) -> np.ndarray:
         return model.index.reconstruct(np.arange(n))[:, :model.dim]
     except (KgnormError, RuntimeError, AttributeError):
         return model.encode(model.dictionary.names)
-
-
-def lexical_coverage(scorer, names: Sequence[str], uids: Sequence[tuple[str, ...]],
-                     queries: Sequence[tuple[str, str]], k: int) -> float:
-    """Mean coverage@k (the definition of kgnorm.evaluation.synonyms.mean_coverage) with the
-    char tf-idf scorer as the neighbour function, which has no dense vectors to index."""
-    row = {n: i for i, n in enumerate(names)}
-    by_uid: dict[str, set[int]] = {}
-    for i, us in enumerate(uids):
-        for u in us:
-            by_uid.setdefault(u, set()).add(i)
-    qrows = [row[q] for q, _ in queries]
-    _, nn = scorer.topk([q for q, _ in queries], min(k + 1, len(names)))
-    covs = []
-    for qi, r in enumerate(qrows):
-        syn = set().union(*(by_uid[u] for u in uids[r])) - {r}
-        if syn:
-            top = [int(j) for j in nn[qi] if j >= 0 and j != r][:k]
-            covs.append(len(syn.intersection(top)) / min(k, len(syn)))
-    return float(np.mean(covs)) if covs else float("nan")
 
 
 # ---------------------------------------------------------------------- linking evaluation
@@ -250,137 +133,6 @@ def refined_indices(pipeline, dev_items, train_items) -> list[int]:
                           ["|".join(m.gold) for m, _ in dev_items])
 
 
-# ---------------------------------------------------------------------- 1. BNE
-def bne_section(args, ctx: dict) -> list[str]:
-    """Train BNE within the budget and run the synonym and relatedness evaluations."""
-    from kgnorm.encoders.bne import concept_names
-    from kgnorm.evaluation.relatedness import load_umnsrs, spearman_on, spearman_relatedness, wordvector_can_encode
-    from kgnorm.evaluation.synonyms import mean_coverage, synonym_retrieval_map
-    from kgnorm.linking.sparse import SparseScorer
-    from kgnorm.training.bne import BneConfig, hold_out_synonyms, train_bne
-    from kgnorm.wordvectors import train_word_vectors
-
-    dictionary = ctx["dictionary"]
-    seed = args.seed
-    all_concepts = concept_names(dictionary)
-    train_concepts, held = hold_out_synonyms(all_concepts, 0.05, 2 * args.held_out, seed)
-    order = np.random.default_rng([seed, 11]).permutation(len(held))
-    half = len(held) // 2
-    dev = [held[int(i)] for i in order[:half]]
-    test = [(n, next(iter(g))) for n, g in (held[int(i)] for i in order[half:])]
-    if args.dev_limit:
-        dev, test = dev[:args.dev_limit], test[:args.dev_limit]
-    log(f"BNE: {sum(map(len, train_concepts.values())):,} training names, {len(dev)} dev / {len(test)} test "
-        "held-out synonyms; fastText …")
-    t0 = time.perf_counter()
-    texts = [n for ns in train_concepts.values() for n in ns]
-    wv = train_word_vectors(texts, seed=seed, workers=args.threads)
-    t_wv = time.perf_counter() - t0
-
-    cfg = BneConfig(seed=seed, max_steps_per_epoch=args.max_steps_per_epoch)
-    out = ctx["work"] / "bne"
-    onto = {"name": "medic", "version": "06Jul2012"}
-
-    def run(n_epochs: int, resume: bool):
-        log(f"BNE: training up to epoch {n_epochs} …")
-        cfg.max_epochs = n_epochs
-        return train_bne(train_concepts, wv, out, dev=dev, config=cfg, alt_ids=dictionary.alt_ids,
-                         resume=resume, progress=False, ontology=onto)
-
-    res, t_train = run_with_budget(run, args.bne_minutes * 60, args.bne_epochs,
-                                   lambda r: r.epochs_completed, lambda r: r.stopped_early)
-    model = res.model
-    devs = ", ".join(f"{h['dev']['acc@1']:.4f}" for h in res.history if h.get("dev"))
-    log(f"BNE: {res.epochs_completed} epoch(s) in {t_train:.0f}s; encoding the dictionary …")
-
-    names = list(dictionary.names)
-    t0 = time.perf_counter()
-    bne_enc = CachedEncode(names, model.encode(names, batch_size=512), model.encode)
-    t_enc = time.perf_counter() - t0
-    scorer = SparseScorer(n_threads=args.threads).fit(names)
-    encoders: list[tuple[str, Callable | None]] = [("char tf-idf (lexical)", None),
-                                                    ("avg fastText word vectors", wv.average),
-                                                    ("BNE", bne_enc)]
-    if ctx.get("minilm_vectors") is not None:
-        base = ctx["minilm"]
-        encoders.append(("MiniLM (untrained)", CachedEncode(names, ctx["minilm_vectors"], base.encode)))
-    syn_rows = []
-    for label, enc in encoders:
-        log(f"BNE: synonym retrieval / coverage for {label} …")
-        rep = synonym_retrieval_map(dictionary, enc, queries=test, scorer=scorer, seed=seed)
-        covs = []
-        for k in (5, 10):
-            if enc is None:
-                covs.append(lexical_coverage(scorer, names, dictionary.uids, test, k))
-            else:
-                covs.append(mean_coverage(dictionary, enc, k=k, queries=test).value)
-        syn_rows.append(f"| {label} | {rep.value:.4f} | {covs[0]:.4f} | {covs[1]:.4f} | "
-                        f"{rep.n_queries} | {rep.mean_candidates:.1f} |")
-
-    rel_rows = []
-    minilm = ctx["minilm_encoder"]()
-    can_wv = wordvector_can_encode(wv, subwords=True)
-    for label, path in UMNSRS.items():
-        pairs = load_umnsrs(path)
-        reps = [spearman_relatedness(lambda t: model.encode(list(t)), pairs, name="BNE"),
-                spearman_relatedness(lambda t: wv.average(list(t)), pairs, can_encode=can_wv,
-                                     name="avg fastText word vectors"),
-                spearman_relatedness(lambda t: minilm.encode(list(t)), pairs, name="MiniLM (untrained)")]
-        common = np.logical_and.reduce([r.encodable for r in reps])
-        scores = [p.score for p in pairs]
-        for r in reps:
-            rho_c, _ = spearman_on(scores, r.similarities, common)
-            unenc = str(r.n_unencodable)
-            if r.unencodable:
-                more = " …" if r.n_unencodable > 3 else ""
-                unenc += " (" + "; ".join(f"{p.term1} / {p.term2}" for p in r.unencodable[:3]) + more + ")"
-            rel_rows.append(f"| {label} | {r.name} | {f4(r.spearman)} | {r.n_used} / {r.n_pairs} | {unenc} | "
-                            f"{f4(r.spearman_all)} | {f4(rho_c)} ({int(common.sum())}) |")
-
-    info = wv.info
-    n_steps = math.ceil(res.n_train_names / cfg.batch_size)
-    if cfg.max_steps_per_epoch:
-        n_steps = min(n_steps, cfg.max_steps_per_epoch)
-    return [
-        "### 1. BNE trained on MEDIC 2012",
-        "",
-        f"Dictionary: {len(dictionary):,} normalized names of {dictionary.concept_count:,} concepts. "
-        f"Held out of training (names carried by one concept, at most one per concept, seed {seed}): "
-        f"{len(dev)} synonyms select the epoch (trainer dev Acc@1 against the training names), "
-        f"{len(test)} others are the test queries below. fastText (gensim, skip-gram, subwords) on the "
-        f"{info.get('sentences', 0):,} training names ({info.get('tokens', 0):,} tokens; the pipe file has no "
-        f"definitions) in {t_wv:.0f} s, {wv.dim} dimensions.",
-        "",
-        "| BNE training | value |",
-        "|---|---|",
-        f"| budget | {args.bne_minutes:g} min, at most {args.bne_epochs} epochs |",
-        f"| train time (calls to `train_bne`, incl. per-epoch dev evaluation and writing the model) | {t_train:.0f} s |",
-        f"| epochs | {res.epochs_completed} (best {res.best_epoch}; stopped early: {res.stopped_early}) |",
-        f"| training names / steps per epoch | {res.n_train_names:,} / {n_steps:,} |",
-        f"| dev Acc@1 per epoch | {devs or 'n/a'} |",
-        f"| encoding all {len(names):,} dictionary names with the selected model | {t_enc:.1f} s |",
-        "",
-        f"Synonym retrieval on the {len(test)} held-out test synonyms. MAP: candidates = every other "
-        "name of the 20 concepts ranked first by char 1-2-gram tf-idf (a concept scores as its best "
-        "name), relevant = names of the query's concept, ranked by cosine (the lexical row ranks by "
-        "tf-idf itself). Coverage@k: share of the query's synonyms among its k nearest names out of "
-        "all dictionary names (divided by min(k, |synonyms|)).",
-        "",
-        "| method | MAP (top-20 concepts) | coverage@5 | coverage@10 | queries | mean candidates |",
-        "|---|---|---|---|---|---|",
-        *syn_rows,
-        "",
-        "UMNSRS (Spearman between cosine and the human score; terms normalized like dictionary names). "
-        "Unencodable: BNE and MiniLM only when the vector is zero; averaged word vectors when no token "
-        "has a word or n-gram vector. The last column scores every method on the pairs all three encode.",
-        "",
-        "| file | method | Spearman | pairs used | unencodable | Spearman, all pairs (cos 0) | Spearman on common pairs (n) |",
-        "|---|---|---|---|---|---|---|",
-        *rel_rows,
-        "",
-    ]
-
-
 # ---------------------------------------------------------------------- 2. DILBERT + 3. nil
 def dilbert_section(args, ctx: dict) -> list[str]:
     """Train DILBERT within the budget, score it and the baselines, then the nil thresholds."""
@@ -388,7 +140,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     from kgnorm.hierarchy import Hierarchy
     from kgnorm.link_job import DictionaryLinker
     from kgnorm.linking.nil import nil_dev_set
-    from kgnorm.training.dilbert import DilbertConfig, train_dilbert
+    from kgnorm.training.dilbert import DilbertConfig, synonym_anchor_pairs, train_dilbert
 
     pipeline, dictionary, graph = ctx["pipeline"], ctx["dictionary"], ctx["graph"]
     edges = list(graph.is_a)
@@ -420,12 +172,14 @@ def dilbert_section(args, ctx: dict) -> list[str]:
                         max_steps_per_epoch=args.max_steps_per_epoch, pairing=args.pairing,
                         batching=args.batching, max_positives=args.max_positives,
                         distance=args.distance, margin=args.margin, mining=args.mining,
+                        synonym_anchors=args.synonym_anchors,
                         eval_initial=False)  # the untrained encoder has its own row below
     budget_s = args.dilbert_minutes * 60
     cap_note = ""
     if args.max_steps_per_epoch is None:
         log("DILBERT: timing training steps …")
-        step_s, epoch_steps = dilbert_step_seconds(search, train_pairs, cfg)
+        anchors = synonym_anchor_pairs(search, cfg.synonym_anchors, cfg.seed) if cfg.synonym_anchors else []
+        step_s, epoch_steps = dilbert_step_seconds(search, train_pairs + anchors, cfg)
         # per epoch besides the steps: the dictionary is encoded twice (resampling ranking at
         # the call's start, selection after the epoch), as long as the MiniLM encoding measured
         overhead = 2.2 * ctx["minilm_seconds"] + 10.0
@@ -510,7 +264,10 @@ def dilbert_section(args, ctx: dict) -> list[str]:
         f"{'semi-hard triplets only (FaceNet), ' if cfg.mining == 'semi-hard' else ''}"
         f"Adam 1e-5, 48 triplets per batch, 5 negatives, up to {cfg.max_positives} "
         f"positives, pairing `{cfg.pairing}`, batching `{cfg.batching}`), "
-        f"strategy `{args.strategy}`, on {len(train_pairs):,} BC5CDR-disease train queries (composite parts); "
+        f"strategy `{args.strategy}`, on {len(train_pairs):,} BC5CDR-disease train queries (composite parts)"
+        + (f" and {cfg.synonym_anchors:,} MEDIC names as queries (synonym anchors: one name each of "
+           f"{cfg.synonym_anchors:,} seeded concepts with another name, `--synonym-anchors`)"
+           if cfg.synonym_anchors else "") + "; "
         f"epoch selected by Acc@1 on {len(dev_pairs):,} BC5CDR-disease dev queries. "
         + (f"Dictionary: MEDIC + the {n_extra:,} BC5CDR-disease training mentions that are not MEDIC names "
            f"(`kgnorm train dilbert`'s default, as BioSyn's); DILBERT, the untrained MiniLM and the nil "
@@ -546,6 +303,8 @@ def main() -> None:
     ap.add_argument("--bne-minutes", type=float, default=20.0, help="BNE training budget (default 20)")
     ap.add_argument("--dilbert-minutes", type=float, default=20.0, help="DILBERT training budget (default 20)")
     ap.add_argument("--bne-epochs", type=int, default=20, help="BNE epoch cap (default 20, the CLI's)")
+    ap.add_argument("--bne-word-vectors", default="fasttext", choices=["fasttext", "encoder"],
+                    help="BNE's input word vectors: fastText on the training names, or MiniLM static vectors")
     ap.add_argument("--dilbert-epochs", type=int, default=10, help="DILBERT epoch cap (default 10)")
     ap.add_argument("--strategy", default="resampling+siblings",
                     help="DILBERT negative sampling: random, random+parents, resampling, resampling+siblings")
@@ -555,6 +314,8 @@ def main() -> None:
     ap.add_argument("--distance", default="euclidean", choices=["euclidean", "cosine"],
                     help="DILBERT's distance, also the untrained MiniLM baseline's ranking (default euclidean)")
     ap.add_argument("--margin", type=float, default=1.0, help="DILBERT triplet margin (default 1, the paper's)")
+    ap.add_argument("--synonym-anchors", type=int, default=0,
+                    help="DILBERT: also train on N MEDIC names as queries (one per seeded concept; default 0)")
     ap.add_argument("--mining", default="all", choices=["all", "semi-hard"],
                     help="DILBERT triplets that count: all (the paper) or semi-hard (FaceNet)")
     ap.add_argument("--no-merge-train-mentions", dest="merge_train_mentions", action="store_false",
@@ -632,17 +393,17 @@ def main() -> None:
 
     ctx["minilm_encoder"] = minilm_encoder
     timing = []
-    if not args.skip_dilbert:  # shared: MiniLM rows of the synonym table and the dense baseline
-        log("MiniLM: encoding the dictionary …")
-        base = minilm_encoder()
-        t0 = time.perf_counter()
-        ctx["minilm_vectors"] = base.encode(dictionary.names, batch_size=256)
-        t_enc = time.perf_counter() - t0
-        ctx["minilm_seconds"] = t_enc
-        base.build_index(vectors=ctx["minilm_vectors"])
-        ctx["minilm"] = base
-        timing.append(f"Untrained MiniLM encoded the {len(dictionary):,} dictionary names in {t_enc:.0f} s "
-                      f"({len(dictionary) / t_enc:,.0f} names/s).")
+    # shared: MiniLM rows of the synonym table and DILBERT's dense baseline
+    log("MiniLM: encoding the dictionary …")
+    base = minilm_encoder()
+    t0 = time.perf_counter()
+    ctx["minilm_vectors"] = base.encode(dictionary.names, batch_size=256)
+    t_enc = time.perf_counter() - t0
+    ctx["minilm_seconds"] = t_enc
+    base.build_index(vectors=ctx["minilm_vectors"])
+    ctx["minilm"] = base
+    timing.append(f"Untrained MiniLM encoded the {len(dictionary):,} dictionary names in {t_enc:.0f} s "
+                  f"({len(dictionary) / t_enc:,.0f} names/s).")
 
     smoke_opts = [f"--{k.replace('_', '-')} {v}" for k, v in
                   (("dev_limit", args.dev_limit), ("train_limit", args.train_limit),
