@@ -90,8 +90,11 @@ def ontology_word_vectors(word_vectors: Path | None, out: Path, resume: bool, te
     cached = out / "wordvectors"
     if resume and (cached / "meta.json").exists():
         wv = WordVectors.load(cached)
-        if wv.source.startswith("encoder:") == (source == "encoder"):
-            return wv
+        had = "encoder" if wv.source.startswith("encoder:") else "fasttext"
+        if had != source:  # replacing them would break the model already in --out
+            raise KgnormError(f"{out} holds a run on {had} word vectors, not {source}: resume it with "
+                              f"--word-source {had}, or start over with --no-resume or another --out")
+        return wv
     if source == "encoder":
         from kgnorm.linking.dense import DenseEncoder
 

@@ -183,6 +183,12 @@ def test_train_bne_with_encoder_word_vectors(capsys, world, tmp_path, tiny_bert_
     assert code == 0, err
     rows = list(csv.DictReader(stdout.splitlines(), delimiter="\t"))
     assert len(rows) == 6 and all(r["concept_uids"].startswith("TY:") for r in rows)
+    # resuming that run on fastText vectors would swap the vectors under the trained model
+    before = {f.name: f.read_bytes() for f in (out / "wordvectors").iterdir()}
+    code, _, err = run(capsys, "train", "bne", "--ontology", "tiny", "--out", str(out), "--epochs", "2",
+                       "--hidden", "8", "--dim", "8", "--batch-size", "4", "--threads", "1", "--store", world["store"])
+    assert code != 0 and "encoder word vectors, not fasttext" in error_line(err)
+    assert {f.name: f.read_bytes() for f in (out / "wordvectors").iterdir()} == before
 
 
 @pytest.mark.parametrize("args,message", [
