@@ -58,11 +58,14 @@ def bne_section(args, ctx: dict) -> list[str]:
     t0 = time.perf_counter()
     texts = [n for ns in train_concepts.values() for n in ns]
     if args.bne_word_vectors == "encoder":
-        wv = WordVectors.from_encoder(ctx["minilm_encoder"]().encoder, texts)
+        # the vocabulary `kgnorm train bne --word-source encoder` builds: every word of the
+        # ontology's names, held-out ones included (a word's vector is the encoder's reading
+        # of the word alone and carries nothing of the held-out name's concept)
+        wv = WordVectors.from_encoder(ctx["minilm_encoder"]().encoder, list(dictionary.names))
         wv_label = "avg MiniLM static word vectors"
-        wv_note = (f"Word vectors: MiniLM static (each of the {wv.info['words']:,} distinct words of the training "
-                   f"names encoded alone, mean pooling; words only in held-out names stay unknown) in "
-                   f"{time.perf_counter() - t0:.0f} s, {wv.dim} dimensions.")
+        wv_note = (f"Word vectors: MiniLM static (each of the {wv.info['words']:,} distinct words of the dictionary "
+                   f"names, held-out ones included as `train bne --word-source encoder` does, encoded alone, "
+                   f"mean pooling) in {time.perf_counter() - t0:.0f} s, {wv.dim} dimensions.")
     else:
         wv = train_word_vectors(texts, seed=seed, workers=args.threads)
         wv_label = "avg fastText word vectors"

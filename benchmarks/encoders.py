@@ -304,7 +304,7 @@ def main() -> None:
     ap.add_argument("--dilbert-minutes", type=float, default=20.0, help="DILBERT training budget (default 20)")
     ap.add_argument("--bne-epochs", type=int, default=20, help="BNE epoch cap (default 20, the CLI's)")
     ap.add_argument("--bne-word-vectors", default="fasttext", choices=["fasttext", "encoder"],
-                    help="BNE's input word vectors: fastText on the training names, or MiniLM static vectors")
+                    help="BNE's input word vectors: fastText on the training names, or MiniLM static vectors of every dictionary word")
     ap.add_argument("--dilbert-epochs", type=int, default=10, help="DILBERT epoch cap (default 10)")
     ap.add_argument("--strategy", default="resampling+siblings",
                     help="DILBERT negative sampling: random, random+parents, resampling, resampling+siblings")
