@@ -356,7 +356,9 @@ def render(args: argparse.Namespace, half: HalfDictionary, dev: list[DevMention]
         f"seeded half of each concept's other synonyms (seed {args.seed}): {half.n_kept:,} of "
         f"{half.n_full:,} names. Corpus: dictionary-matched sentences of the NCBI-disease train "
         "+ dev texts (gold annotations ignored; dev texts are part of the corpus, as in the paper's "
-        "setting)" + (f" and the text of {', '.join(f'`{t}`' for t in args.text)} (`--text`)" if args.text else "") + ("; a document's short forms are labelled with the concept of their long form when "
+        "setting)"
+        + (f" and the text of {', '.join(f'`{t}`' for t in args.text)} (`--text`)" if args.text else "")
+        + ("; a document's short forms are labelled with the concept of their long form when "
                       "that is a half-dictionary name (`corpus build --abbreviations`, the default)"
                       if args.corpus_abbreviations else
                       "; no abbreviation labelling (`--no-corpus-abbreviations`)") + ". Dev: the single-concept NCBI-disease dev mentions "
