@@ -42,7 +42,7 @@ def bench_hpo(workdir: Path) -> list[str]:
     t0, c0 = time.perf_counter(), time.process_time()
     graph = obo.load(path)
     t_load, c_load = time.perf_counter() - t0, time.process_time() - c0
-    with open_store(f"ladybug://{workdir}/hpo-graph") as st:
+    with open_store(f"ladybug://{workdir}/hpo-graph", create=True) as st:
         t0, c0 = time.perf_counter(), time.process_time()
         st.load_ontology(graph)
         t_store, c_store = time.perf_counter() - t0, time.process_time() - c0
@@ -99,7 +99,7 @@ def bench_synthetic(workdir: Path, n: int) -> list[str]:
     rss = peak_rss_mb(children=True)
     rng = random.Random(1)
     lat: list[float] = []
-    with open_store(f"ladybug://{store}") as st:
+    with open_store(f"ladybug://{store}", read_only=True) as st:
         st.run_saved("concept", {"uid": "MESH:D0000001"})  # warm-up
         for _ in range(300):
             uid = f"MESH:D{rng.randrange(n):07d}"

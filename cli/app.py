@@ -48,11 +48,15 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args or bool(os.environ.get("KGNORM_DEBUG"))
     args = [a for a in args if a != "--debug"]
     try:
-        app(args=args, prog_name="kgnorm", standalone_mode=False)
+        rc = app(args=args, prog_name="kgnorm", standalone_mode=False)
+        if rc == 130:  # typer returns (not raises) 130 for a Ctrl-C it turned into Abort
+            typer.echo("kgnorm: interrupted; store unchanged", err=True)
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        typer.echo("kgnorm: aborted", err=True)
+    except typer.Abort:  # click turns Ctrl-C into Abort; every store write is one transaction
+        typer.echo("kgnorm: interrupted; store unchanged", err=True)
         sys.exit(130)
     except _cx.ClickException as exc:
         exc.show()
@@ -63,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(f"kgnorm: error: {exc}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
-        typer.echo("kgnorm: interrupted; the store was left as it was", err=True)
+        typer.echo("kgnorm: interrupted; store unchanged", err=True)
         sys.exit(130)
     except Exception as exc:  # a bug or an unexpected library failure: still one line
         if debug:

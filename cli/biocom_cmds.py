@@ -14,7 +14,7 @@ def _ontology_records(store: str | None, ontology: str):
     from kgnorm.graph_views import read_ontology
     from kgnorm.stores import open_store
 
-    with open_store(store) as st:
+    with open_store(store, read_only=True) as st:
         snap = read_ontology(st, ontology, with_edges=False)
     records = [{"uid": c.uid, "name": c.name, "synonyms": c.synonyms} for c in snap.concepts]
     return records, snap
@@ -79,7 +79,7 @@ def train_biocom_cmd(
     from kgnorm.models import update_meta
     from kgnorm.stores import open_store
 
-    with open_store(store) as st:
+    with open_store(store, read_only=True) as st:
         info_row = st.ontology_info(ontology)
     if info_row is None:
         raise KgnormError(f"unknown ontology {ontology!r}: run `kgnorm ingest` first")

@@ -16,6 +16,9 @@ StoreOpt = Annotated[Optional[str], typer.Option(
     "--store", help="Graph store: a path or ladybug:///path (default ./kgnorm-data/graph, env KGNORM_STORE), "
                     "or a Neo4j URI bolt://… / neo4j://… / neo4j+s://…")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or chatter.")]
+LockTimeoutOpt = Annotated[float, typer.Option(
+    "--lock-timeout", help="Seconds to wait for an embedded store another process is writing to; "
+                           "then the error names that process.")]
 # options every trainer shares
 FormatOpt = Annotated[Optional[str], typer.Option(
     "--input-format", help="concept, pubtator or tsv (default: detected from the file).")]

@@ -108,7 +108,7 @@ def train_bne_cmd(
     from kgnorm.text.pipeline import TextPipeline
     from kgnorm.training.bne import BneConfig, train_bne
 
-    with open_store(store) as st:
+    with open_store(store, read_only=True) as st:
         snap = read_ontology(st, ontology, with_edges=False)
         definitions = read_definitions(st, ontology) if word_vectors is None else []
     pipeline = TextPipeline()
@@ -222,7 +222,7 @@ def train_dilbert_cmd(
     from kgnorm.training.dilbert import DilbertConfig, train_dilbert
 
     hierarchy = None
-    with open_store(store) as st:
+    with open_store(store, read_only=True) as st:
         if strategy in HIERARCHY_STRATEGIES:
             hierarchy, snap = hierarchy_from_store(st, ontology)
         else:

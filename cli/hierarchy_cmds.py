@@ -29,7 +29,7 @@ def _split(store_uri: str | None, ontology: str, root: str, seed: int):
     from kgnorm.levels import build_levels
     from kgnorm.stores import open_store
 
-    with open_store(store_uri) as st:
+    with open_store(store_uri, read_only=True) as st:
         hierarchy, snap = hierarchy_from_store(st, ontology)
     if root not in hierarchy:
         raise KgnormError(f"root {root} is not a concept of ontology {ontology!r}")
@@ -114,7 +114,7 @@ def train_dan_cmd(
             from kgnorm.graph_views import read_definitions
             from kgnorm.stores import open_store
 
-            with open_store(store) as st:
+            with open_store(store, read_only=True) as st:
                 definitions = read_definitions(st, ontology)
         wv = ontology_word_vectors(word_vectors, out, resume,
                                    lambda: [n for c in snap.concepts for n in c.all_names()] + definitions,

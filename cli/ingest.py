@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from kgnorm.cli.common import QuietOpt, StoreOpt, info, setup
+from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, info, setup
 from kgnorm.errors import InputError
 from kgnorm.stores import open_store
 
@@ -20,7 +20,7 @@ DanglingOpt = Annotated[bool, typer.Option("--allow-dangling", help="Drop IS_A e
 
 
 def _ingest(fmt: str, path: Path, name: str | None, allow_dangling: bool, store: str | None,
-            quiet: bool, **options: Any) -> None:
+            quiet: bool, lock_timeout: float, **options: Any) -> None:
     setup(quiet)
     if not path.exists():
         raise InputError("no such file or directory", path=path)
@@ -30,47 +30,51 @@ def _ingest(fmt: str, path: Path, name: str | None, allow_dangling: bool, store:
         info(f"warning: {warning}", quiet)
     if not graph.concepts:
         raise InputError(f"no concepts found; is this a {fmt} file?", path=path)
-    with open_store(store) as st:
+    with open_store(store, create=True, lock_timeout=lock_timeout) as st:
+        if getattr(st, "created", False):  # said even with --quiet: a typo'd --store makes a new store
+            typer.echo(f"kgnorm: creating a new store at {st.uri}", err=True)
         summary = st.load_ontology(graph)
     verb = "replaced" if summary.replaced else "loaded"
     info(f"{verb} {graph.name} {graph.version}".rstrip() +
          f": {summary.concepts:,} concepts, {summary.is_a:,} IS_A, {summary.xrefs:,} XREF "
          f"({graph.report.cycle_edges_removed} cycle edge(s) broken, {graph.report.roots} root(s)) "
          f"into {st.uri} in {summary.seconds:.1f}s", quiet)
+    if summary.replaced:
+        typer.echo(f"kgnorm: {graph.name}: {summary.reingest_note()}", err=True)
 
 
 @app.command("obo")
 def obo(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
-        store: StoreOpt = None, quiet: QuietOpt = False) -> None:
+        store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
     """Any OBO ontology (via pronto), e.g. HPO's hp.obo."""
-    _ingest("obo", path, ontology, allow_dangling, store, quiet)
+    _ingest("obo", path, ontology, allow_dangling, store, quiet, lock_timeout)
 
 
 @app.command("mesh")
 def mesh(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
-         store: StoreOpt = None, quiet: QuietOpt = False) -> None:
+         store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
     """MeSH descriptor/supplementary XML (a file, .xml.gz, or a directory holding them)."""
-    _ingest("mesh", path, ontology, allow_dangling, store, quiet)
+    _ingest("mesh", path, ontology, allow_dangling, store, quiet, lock_timeout)
 
 
 @app.command("medic")
 def medic(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
-          store: StoreOpt = None, quiet: QuietOpt = False) -> None:
+          store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
     """CTD MEDIC: CTD_diseases.tsv/.csv or the DNorm pipe file (medic_06Jul2012.txt)."""
-    _ingest("medic", path, ontology, allow_dangling, store, quiet)
+    _ingest("medic", path, ontology, allow_dangling, store, quiet, lock_timeout)
 
 
 @app.command("snomed")
 def snomed(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
-           store: StoreOpt = None, quiet: QuietOpt = False) -> None:
+           store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
     """SNOMED CT RF2 Snapshot (release root, Snapshot/ or Terminology/ directory)."""
-    _ingest("snomed", path, ontology, allow_dangling, store, quiet)
+    _ingest("snomed", path, ontology, allow_dangling, store, quiet, lock_timeout)
 
 
 @app.command("meddra")
 def meddra(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
            include_noncurrent: Annotated[bool, typer.Option(
                "--include-noncurrent", help="Also keep non-current LLTs as synonyms.")] = False,
-           store: StoreOpt = None, quiet: QuietOpt = False) -> None:
+           store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
     """MedDRA ASCII release (the MedAscii directory)."""
-    _ingest("meddra", path, ontology, allow_dangling, store, quiet, include_noncurrent=include_noncurrent)
+    _ingest("meddra", path, ontology, allow_dangling, store, quiet, lock_timeout, include_noncurrent=include_noncurrent)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 
-from kgnorm.cli.common import (FormatOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
+from kgnorm.cli.common import (FormatOpt, LockTimeoutOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
                                json_safe, read_mention_file, setup, training_pairs_from_file, warn)
 from kgnorm.errors import InputError, KgnormError
 
@@ -71,7 +71,7 @@ def train_biosyn_cmd(
         raise KgnormError(f"--pooling must be cls or mean, got {pooling!r}")
     if threads:
         torch.set_num_threads(threads)
-    with open_store(store) as st:
+    with open_store(store, read_only=True) as st:
         snap = read_ontology(st, ontology, with_edges=False)
     pipeline = TextPipeline()
     dictionary = ontology_dictionary(snap, pipeline.normalize_name)
@@ -153,7 +153,7 @@ def _known_ids(linker, meta: dict[str, Any], store: str | None) -> tuple[set[str
     if not known and meta.get("ontology"):
         from kgnorm.graph_views import read_ontology
         from kgnorm.stores import open_store
-        with open_store(store) as st:
+        with open_store(store, read_only=True) as st:
             snap = read_ontology(st, meta["ontology"], with_edges=False)
         alt, known = snap.alt_ids(), {c.uid for c in snap.concepts}
     if not known:
@@ -261,14 +261,14 @@ def link_cmd(
                                 "dev; kgnorm.linking.nil_classifier).")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Mentions linked per batch.")] = 256,
     abbreviations: AbbrOpt = None, composites: CompOpt = None,
-    store: StoreOpt = None, quiet: QuietOpt = False,
+    store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
 ) -> None:
     """Link mentions to concepts; TSV out, LINKED_TO edges into the store."""
     setup(quiet)
     from kgnorm.link_job import TSV_HEADER, edges_for, link_stream, open_linker, pipeline_from_meta, write_tsv_rows
     from kgnorm.models import check_ontology_version
     from kgnorm.progress import progress_bar
-    from kgnorm.runs import file_digest, run_uid
+    from kgnorm.runs import file_digest, mention_uid, run_uid
     from kgnorm.stores import LinkEdge, MentionRow, RunRecord, RunWrite, open_store
 
     if top_k < 1 or write_top_k < 1:
@@ -296,54 +296,58 @@ def link_cmd(
             typer.echo(f"kgnorm: nil threshold: strategy {nil_params['nil_strategy']}: a top-1 score below "
                        f"{nil_value:.4f} is nil; {dev_note}, nil accuracy "
                        f"{nil_params['nil_dev_accuracy']:.4f}", err=True)
-    st = open_store(store) if write else None
+    if write:  # check the store before the work; the write lock is taken only to write (below)
+        with open_store(store, read_only=True) as st:
+            if meta.get("ontology"):
+                info_row = st.ontology_info(meta["ontology"])
+                if info_row is None:
+                    raise KgnormError(f"the model's ontology {meta['ontology']!r} is not in {st.uri}")
+                check_ontology_version(meta, meta["ontology"], info_row.get("version") or "", warn)
+    digest = file_digest(input)
+    rows: dict[str, MentionRow] = {}
+    edges: list[LinkEdge] = []
+    n = 0
+    fh = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
     try:
-        if st is not None and meta.get("ontology"):
-            info_row = st.ontology_info(meta["ontology"])
-            if info_row is None:
-                raise KgnormError(f"the model's ontology {meta['ontology']!r} is not in {st.uri}")
-            check_ontology_version(meta, meta["ontology"], info_row.get("version") or "", warn)
-        rows: list[MentionRow] = []
-        edges: list[LinkEdge] = []
-        n = 0
-        fh = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
-        try:
-            fh.write("\t".join(TSV_HEADER) + "\n")
-            bar = progress_bar(desc="link", unit="mention")
-            for lm in link_stream(linker, pipeline, mentions, top_k=max(top_k, write_top_k),
-                                  batch_size=batch_size, nil_threshold=nil_value,
-                                  nil_classifier=nil_classifier):
-                write_tsv_rows(fh, lm, top_k)
-                n += 1
-                bar.update(1)
-                if st is not None:
-                    m = lm.mention
-                    rows.append(MentionRow(m.mention_id, m.text, m.doc_id, m.start, m.end, m.context))
-                    edges.extend(LinkEdge(m.mention_id, uid, score, rank) for uid, rank, score in edges_for(lm, write_top_k))
-            bar.close()
-        finally:
-            if output:
-                fh.close()
-        if st is None:
-            return
-        known = set()
+        fh.write("\t".join(TSV_HEADER) + "\n")
+        bar = progress_bar(desc="link", unit="mention")
+        for lm in link_stream(linker, pipeline, mentions, top_k=max(top_k, write_top_k),
+                              batch_size=batch_size, nil_threshold=nil_value,
+                              nil_classifier=nil_classifier):
+            write_tsv_rows(fh, lm, top_k)
+            n += 1
+            bar.update(1)
+            if write:
+                m = lm.mention
+                muid = mention_uid(digest, m.mention_id)
+                if muid in rows:
+                    raise InputError(f"mention id {m.mention_id} is given twice; each mention needs its own id",
+                                     path=input)
+                rows[muid] = MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id,
+                                        str(input))
+                edges.extend(LinkEdge(muid, uid, score, rank) for uid, rank, score in edges_for(lm, write_top_k))
+        bar.close()
+    finally:
+        if output:
+            fh.close()
+    if not write:
+        return
+    uid = run_uid("link", model=str(model.resolve()), input=digest, top_k=write_top_k,
+                  nil=nil_value, abbreviations=abbreviations, composites=composites,
+                  **({"nil_classifier": file_digest(nil_dev)} if nil_classifier is not None else {}))
+    run = RunRecord(uid, "link", linker.method, str(model.resolve()),
+                    params={"input": str(input), "write_top_k": write_top_k, "nil_threshold": nil_value,
+                            **nil_params})
+    with open_store(store, lock_timeout=lock_timeout) as st:
+        known: set[str] = set()
         uids = sorted({e.concept_uid for e in edges})
         for i in range(0, len(uids), 5000):
             known.update(r[0] for r in st.run_saved("existing_uids", {"uids": uids[i:i + 5000]}).rows)
         kept = [e for e in edges if e.concept_uid in known]
-        uid = run_uid("link", model=str(model.resolve()), input=file_digest(input), top_k=write_top_k,
-                      nil=nil_value, abbreviations=abbreviations, composites=composites,
-                      **({"nil_classifier": file_digest(nil_dev)} if nil_classifier is not None else {}))
-        run = RunRecord(uid, "link", linker.method, str(model.resolve()),
-                        params={"input": str(input), "write_top_k": write_top_k, "nil_threshold": nil_value,
-                                **nil_params})
-        st.write_run(RunWrite(run, rows, kept, []))
-        skipped = len(edges) - len(kept)
-        info(f"linked {n:,} mention(s); wrote {len(kept):,} LINKED_TO edge(s) as run {uid}"
-             + (f" ({skipped} to concepts not in the store skipped)" if skipped else ""), quiet)
-    finally:
-        if st is not None:
-            st.close()
+        st.write_run(RunWrite(run, list(rows.values()), kept, []))
+    skipped = len(edges) - len(kept)
+    info(f"linked {n:,} mention(s); wrote {len(kept):,} LINKED_TO edge(s) as run {uid}"
+         + (f" ({skipped} to concepts not in the store skipped)" if skipped else ""), quiet)
 
 
 def embed_cmd(
@@ -366,7 +370,7 @@ def embed_cmd(
     else:
         from kgnorm.graph_views import read_ontology
         from kgnorm.stores import open_store
-        with open_store(store) as st:
+        with open_store(store, read_only=True) as st:
             snap = read_ontology(st, ontology, with_edges=False)
         pairs = [(c.uid, n) for c in snap.concepts for n in c.all_names()]
         uids, texts = [p[0] for p in pairs], [p[1] for p in pairs]
@@ -468,7 +472,7 @@ def evaluate_link_model(model: Path, input: Path, train: Path | None, input_form
     if not alt_ids and meta.get("ontology"):
         from kgnorm.graph_views import read_ontology
         from kgnorm.stores import open_store
-        with open_store(store) as st:
+        with open_store(store, read_only=True) as st:
             if st.ontology_info(meta["ontology"]):
                 alt_ids = read_ontology(st, meta["ontology"], with_edges=False).alt_ids()
     preds, golds, mentions = [], [], []

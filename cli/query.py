@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import QuietOpt, StoreOpt, echo_stdout, parse_params, setup
+from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, echo_stdout, parse_params, setup
 from kgnorm.cli.output import render
 from kgnorm.cypher_files import fill_slots, saved_query, saved_query_names
 from kgnorm.errors import InputError, KgnormError
@@ -22,9 +22,13 @@ def query(
     param: Annotated[Optional[list[str]], typer.Option("--param", help="Bind $k: k=v (JSON when it parses).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
     list_saved: Annotated[bool, typer.Option("--list", help="List the saved queries and exit.")] = False,
-    store: StoreOpt = None, quiet: QuietOpt = False,
+    write: Annotated[bool, typer.Option(
+        "--write", help="Allow the statement to change the store (default: read-only; LadybugDB is opened "
+                        "read-only, Neo4j sessions run in READ access mode).")] = False,
+    store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
 ) -> None:
-    """Run Cypher against the store; `--saved NAME` runs one of the shipped queries."""
+    """Run one Cypher statement against the store (read-only unless --write); `--saved NAME`
+    runs one of the shipped queries."""
     setup(quiet)
     if list_saved:
         for name in saved_query_names():
@@ -46,7 +50,7 @@ def query(
     else:
         text = cypher or ""
     text, params = fill_slots(text, parse_params(param))
-    with open_store(store) as st:
+    with open_store(store, read_only=not write, lock_timeout=lock_timeout) as st:
         result = st.query(text, params)
     echo_stdout(render(result, fmt))
 
@@ -59,6 +63,6 @@ def ontologies(
     setup(quiet)
     if fmt not in FORMATS:
         raise KgnormError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    with open_store(store) as st:
+    with open_store(store, read_only=True) as st:
         result = st.run_saved("ontology_counts")
     echo_stdout(render(result, fmt))

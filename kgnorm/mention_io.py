@@ -281,7 +281,7 @@ def read_tsv(path: str | Path) -> Iterator[Mention]:
         raise InputError(f"TSV header lacks column(s) {', '.join(missing)} "
                          f"(has: {', '.join(header)})", p, lineno)
     col = {name: i for i, name in enumerate(header)}
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for lineno, line in lines:
         if not line.strip():
             continue
@@ -298,9 +298,10 @@ def read_tsv(path: str | Path) -> Iterator[Mention]:
             raise InputError("empty id", p, lineno)
         if not text.strip():
             raise InputError("empty text", p, lineno, record=mid)
-        if mid in seen:
-            warnings.warn(f"{p}:{lineno}: duplicate id {mid}", stacklevel=2)
-        seen.add(mid)
+        if mid in seen:  # links of both would land on one Mention node
+            raise InputError(f"duplicate id {mid} (first on line {seen[mid]}); each mention needs its own id",
+                             p, lineno)
+        seen[mid] = lineno
         parts = get("parts")
         yield Mention(text=text, id=mid, doc_id=get("doc_id").strip(), context=get("context"),
                       type=get("type").strip(), gold=_gold(get("gold"), p, lineno),

@@ -312,7 +312,7 @@ def test_link_nil_threshold_auto(capsys, world, tmp_path):
     top1 = {r["mention_id"]: r for r in _links(out) if r["rank"] == "1"}
     # min_fp declares every out-of-KB dev mention nil; nil mentions get no LINKED_TO edge
     assert top1["n4"]["nil"] == "1" and top1["n5"]["nil"] == "1"
-    code, q, _ = run(capsys, "query", "MATCH (m:Mention)-[:LINKED_TO]->(:Concept) RETURN m.uid AS id",
+    code, q, _ = run(capsys, "query", "MATCH (m:Mention)-[:LINKED_TO]->(:Concept) RETURN m.mention_id AS id",
                      "--format", "json", "--store", world["store"])
     linked = {r["id"] for r in json.loads(q) if r["id"] in top1}
     assert linked.isdisjoint({"n4", "n5"}) and linked == {k for k, r in top1.items() if r["nil"] == "0"}

@@ -1,10 +1,9 @@
 """Graph stores: atomic replace, XREF resolution, run writes, and the shared saved queries.
 
-Every test runs on the embedded LadybugDB; the same tests run on Neo4j when
-KGNORM_TEST_NEO4J_URI points at a disposable Neo4j 5 database (it is wiped first)."""
+Every test runs on the embedded LadybugDB and again over Bolt: against the Neo4j 5 database
+KGNORM_TEST_NEO4J_URI names (disposable: it is wiped first), or else against an ArcadeDB
+server the `bolt_server` fixture starts (tests/conftest.py)."""
 from __future__ import annotations
-
-import os
 
 import pytest
 
@@ -32,18 +31,18 @@ def make_graph(name: str = "toy", prefix: str = "T", version: str = "1", extra: 
     return g
 
 
-NEO4J_URI = os.environ.get("KGNORM_TEST_NEO4J_URI")
-
-
 @pytest.fixture(params=["ladybug", "neo4j"])
-def store(request, tmp_path):
+def store(request, tmp_path, monkeypatch):
     if request.param == "neo4j":
-        if not NEO4J_URI:
-            pytest.skip("KGNORM_TEST_NEO4J_URI is not set: no live Neo4j to test against")
-        st = open_store(NEO4J_URI)
+        uri, database, kind = request.getfixturevalue("bolt_server")
+        if database:
+            monkeypatch.setenv("KGNORM_NEO4J_DATABASE", database)
+        st = open_store(uri)
+        st.server_kind, st.test_uri = kind, uri
         st.query("MATCH (n) DETACH DELETE n")
     else:
-        st = open_store(f"ladybug://{tmp_path}/graph")
+        st = open_store(f"ladybug://{tmp_path}/graph", create=True)
+        st.test_uri = st.uri
     yield st
     st.close()
 

@@ -2,6 +2,9 @@
 CREATE NODE TABLE IF NOT EXISTS Ontology(name STRING PRIMARY KEY, version STRING, source_path STRING, format STRING, loaded_at STRING, concept_count INT64);
 CREATE NODE TABLE IF NOT EXISTS Concept(uid STRING PRIMARY KEY, ontology STRING, code STRING, name STRING, synonyms STRING[], synonym_scopes STRING[], alt_ids STRING[], xrefs STRING[], definition STRING, depth INT64, level_label STRING, obsolete BOOLEAN);
 CREATE NODE TABLE IF NOT EXISTS Mention(uid STRING PRIMARY KEY, text STRING, doc_id STRING, start INT64, `end` INT64, context STRING);
+// Added after 0.1 (stores made before get them, empty): the file's own id and the file.
+ALTER TABLE Mention ADD IF NOT EXISTS mention_id STRING DEFAULT '';
+ALTER TABLE Mention ADD IF NOT EXISTS source STRING DEFAULT '';
 CREATE NODE TABLE IF NOT EXISTS Run(uid STRING PRIMARY KEY, kind STRING, method STRING, model_path STRING, params_json STRING, metrics_json STRING, created_at STRING);
 CREATE REL TABLE IF NOT EXISTS IS_A(FROM Concept TO Concept);
 CREATE REL TABLE IF NOT EXISTS XREF(FROM Concept TO Concept, source STRING);

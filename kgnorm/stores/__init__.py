@@ -16,12 +16,16 @@ def resolve_store_uri(uri: str | None) -> str:
     return uri or os.environ.get("KGNORM_STORE") or DEFAULT_STORE
 
 
-def open_store(uri: str | None = None, read_only: bool = False) -> GraphStore:
-    """`ladybug:///path`, a plain path, or a Neo4j URI (bolt://, neo4j://, neo4j+s://)."""
+def open_store(uri: str | None = None, read_only: bool = False, create: bool = False,
+               lock_timeout: float = 30.0) -> GraphStore:
+    """`ladybug:///path`, a plain path, or a Neo4j URI (bolt://, neo4j://, neo4j+s://).
+
+    Only `create=True` (ingest) makes a new embedded store; readers pass `read_only=True`
+    (LadybugDB opened read-only, Neo4j sessions in READ access mode) and share the store."""
     uri = resolve_store_uri(uri)
     if uri.startswith(NEO4J_SCHEMES):
         from kgnorm.stores.neo4j_store import Neo4jStore
-        return Neo4jStore(uri)
+        return Neo4jStore(uri, read_only=read_only)
     if uri.startswith("ladybug://"):
         path = uri[len("ladybug://"):]
     elif "://" in uri:
@@ -30,7 +34,7 @@ def open_store(uri: str | None = None, read_only: bool = False) -> GraphStore:
     else:
         path = uri
     from kgnorm.stores.ladybug_store import LadybugStore
-    return LadybugStore(Path(path), read_only=read_only)
+    return LadybugStore(Path(path), read_only=read_only, create=create, lock_timeout=lock_timeout)
 
 
 __all__ = ["GraphStore", "LinkEdge", "LoadSummary", "MentionRow", "PredictionEdge", "QueryResult",

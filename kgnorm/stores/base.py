@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from kgnorm.cypher_files import fill_slots, saved_query
+from kgnorm.errors import StoreError
 from kgnorm.ontology_graph import OntologyGraph
 
 CONCEPT_COLUMNS = ["uid", "ontology", "code", "name", "synonyms", "synonym_scopes", "alt_ids",
@@ -30,12 +31,33 @@ class QueryResult:
 
 @dataclass
 class LoadSummary:
+    """What an ingest did. On a re-ingest, links (LINKED_TO, PREDICTED_IS_A) into concepts that
+    are still there are kept; those into concepts gone from the new version are removed with
+    them and counted here, never dropped silently."""
+
     ontology: str
     concepts: int
     is_a: int
     xrefs: int
     replaced: bool
     seconds: float = 0.0
+    removed_concepts: list[str] = field(default_factory=list)
+    links_kept: int = 0
+    links_removed: int = 0
+    links_removed_to: list[str] = field(default_factory=list)  # removed concepts that had links
+
+    def reingest_note(self, show: int = 10) -> str:
+        """One line for the user: what happened to the links of a replaced ontology."""
+        if not self.replaced:
+            return ""
+        note = (f"kept {self.links_kept:,} link(s); {len(self.removed_concepts):,} concept(s) absent from "
+                f"the new version removed")
+        if self.links_removed:
+            shown = ", ".join(self.links_removed_to[:show])
+            more = len(self.links_removed_to) - show
+            note += (f", with the {self.links_removed:,} link(s) that pointed to them: {shown}"
+                     + (f" (and {more:,} more)" if more > 0 else ""))
+        return note
 
 
 @dataclass
@@ -59,12 +81,18 @@ class RunRecord:
 
 @dataclass
 class MentionRow:
+    """A `Mention` node. `uid` is its identity in the graph (see `kgnorm.runs.mention_uid`:
+    the input file's digest plus the id, so files that reuse ids never share a node);
+    `mention_id` is the id the user's file gave it (the TSV's mention_id), `source` that file."""
+
     uid: str
     text: str
     doc_id: str = ""
     start: int = -1
     end: int = -1
     context: str = ""
+    mention_id: str = ""
+    source: str = ""
 
 
 @dataclass
@@ -133,6 +161,46 @@ class GraphStore(ABC):
         rows = self.run_saved("ontology_info", {"name": name}).records()
         return rows[0] if rows else None
 
+    def link_ends(self, ontology: str) -> list[tuple[str, str, int]]:
+        """(source, target, edges) of the LINKED_TO and PREDICTED_IS_A edges touching a concept
+        of `ontology`; an end outside the ontology is ""."""
+        o = {"o": ontology}
+        rows = [("", c, int(n)) for c, n in self.query(
+            "MATCH (:Mention)-[l:LINKED_TO]->(c:Concept) WHERE c.ontology = $o RETURN c.uid, count(l)", o).rows]
+        rows += [("", c, int(n)) for c, n in self.query(
+            "MATCH (:Mention)-[p:PREDICTED_IS_A]->(c:Concept) WHERE c.ontology = $o RETURN c.uid, count(p)", o).rows]
+        for s, so, c, co, n in self.query(
+                "MATCH (s:Concept)-[p:PREDICTED_IS_A]->(c:Concept) WHERE s.ontology = $o OR c.ontology = $o "
+                "RETURN s.uid, s.ontology, c.uid, c.ontology, count(p)", o).rows:
+            rows.append((s if so == ontology else "", c if co == ontology else "", int(n)))
+        return rows
+
+    def reingest_plan(self, graph: OntologyGraph, summary: LoadSummary) -> None:
+        """Fill `summary` with the concepts a re-ingest removes and the links it keeps/removes."""
+        stored = {r[0] for r in self.query("MATCH (c:Concept) WHERE c.ontology = $o RETURN c.uid",
+                                           {"o": graph.name}).rows}
+        summary.removed_concepts = sorted(stored - set(graph.concepts))
+        gone = set(summary.removed_concepts)
+        hit: set[str] = set()
+        for s, c, n in self.link_ends(graph.name):
+            ends = {s, c} & gone
+            if ends:
+                summary.links_removed += n
+                hit |= ends
+            else:
+                summary.links_kept += n
+        summary.links_removed_to = sorted(hit)
+
+    def claimed_elsewhere(self, graph: OntologyGraph) -> list[tuple[str, str]]:
+        """(uid, ontology) of the graph's uids that another ontology in the store already holds."""
+        uids = sorted(graph.concepts)
+        out: list[tuple[str, str]] = []
+        for i in range(0, len(uids), 5000):
+            out.extend((u, o) for u, o in self.query(
+                "UNWIND $u AS x MATCH (c:Concept {uid: x}) WHERE c.ontology <> $o RETURN c.uid, c.ontology",
+                {"u": uids[i:i + 5000], "o": graph.name}).rows)
+        return out
+
     def xref_edges_for(self, graph: OntologyGraph) -> list[tuple[str, str, str]]:
         """XREF (from, to, source) between `graph` and concepts already in the store.
 
@@ -178,3 +246,11 @@ def concept_columns(graph: OntologyGraph) -> dict[str, list[Any]]:
 def ontology_record(graph: OntologyGraph) -> dict[str, Any]:
     return {"name": graph.name, "version": graph.version or "", "source_path": graph.source_path,
             "format": graph.format, "loaded_at": graph.loaded_at, "concept_count": len(graph.concepts)}
+
+
+def refuse_claimed(claimed: list[tuple[str, str]], ontology: str) -> None:
+    if claimed:
+        uid, other = claimed[0]
+        raise StoreError(f"cannot load {ontology}: {len(claimed):,} of its ids already belong to another "
+                         f"ontology in this store (first: {uid} in {other}); a concept id lives in one "
+                         "ontology per store: use a separate --store for it")

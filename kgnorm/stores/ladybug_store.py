@@ -6,6 +6,10 @@ transaction that is rolled back on any failure, leaving the previous state intac
 """
 from __future__ import annotations
 
+import json
+import os
+import re
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -18,31 +22,73 @@ from kgnorm.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.ontology_graph import OntologyGraph
 from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite,
-                                concept_columns, ontology_record)
+                                concept_columns, ontology_record, refuse_claimed)
+
+
+LOCK_POLL_S = 0.25
+_WRITES_FILES = re.compile(r"\s*(COPY|EXPORT|IMPORT|INSTALL|ATTACH|DETACH\s+DATABASE|USE)\b", re.IGNORECASE)
+MENTION_COLUMNS = ["uid", "text", "doc_id", "start", "end", "context", "mention_id", "source"]
 
 
 class LadybugStore(GraphStore):
-    def __init__(self, path: str | Path, read_only: bool = False) -> None:
+    """`create=False` refuses a missing store (a typo'd path is an error, not a new empty
+    store); `read_only` opens share the store with other readers; a lock held by another
+    process is waited for up to `lock_timeout` seconds, then its holder is named."""
+
+    def __init__(self, path: str | Path, read_only: bool = False, create: bool = False,
+                 lock_timeout: float = 30.0) -> None:
         self.path = Path(path)
         self.uri = f"ladybug://{self.path}"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = lb.Database(str(self.path), read_only=read_only)
-            self._conn = lb.Connection(self._db)
-        except RuntimeError as exc:
-            raise StoreError(f"cannot open LadybugDB store at {self.path}: {exc}") from None
+        self.read_only = read_only
+        self.created = not self.path.exists()
+        if self.created and (read_only or not create):
+            raise StoreError(f"no store at {self.path}: check --store (or KGNORM_STORE); "
+                             "only `kgnorm ingest` creates a store")
+        if self.created:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db, self._conn = self._open(lock_timeout)
+        self._holder = Path(f"{self.path}.holder")
         if not read_only:
+            self._holder.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv)}), encoding="utf-8")
             for stmt in schema_statements("ladybug"):
                 self._conn.execute(stmt)
 
+    def _open(self, lock_timeout: float) -> tuple[Any, Any]:
+        deadline = time.monotonic() + max(0.0, lock_timeout)
+        while True:
+            try:
+                db = lb.Database(str(self.path), read_only=self.read_only)
+                return db, lb.Connection(db)
+            except RuntimeError as exc:
+                if "lock" not in str(exc).lower():
+                    raise StoreError(f"cannot open LadybugDB store at {self.path}: {_one_line(exc)}") from None
+                if time.monotonic() >= deadline:
+                    raise StoreError(f"store {self.path} is locked by {self._holder_text()}; waited "
+                                     f"{lock_timeout:g} s (--lock-timeout)") from None
+                time.sleep(LOCK_POLL_S)
+
+    def _holder_text(self) -> str:
+        try:
+            h = json.loads(Path(f"{self.path}.holder").read_text(encoding="utf-8"))
+            return f"another process (pid {h['pid']}: {h['command']})"
+        except (OSError, ValueError, KeyError):
+            return "another process"
+
     # -- reads ---------------------------------------------------------------------
     def query(self, cypher: str, params: dict[str, Any] | None = None) -> QueryResult:
+        if self.read_only and _WRITES_FILES.match(cypher):  # LadybugDB allows these on a read-only store
+            raise StoreError("query failed: the store is opened read-only and this statement writes files or "
+                             "changes the database: pass --write to run it")
         try:
-            res = self._conn.execute(cypher, params or {})
+            res = self._conn.execute(cypher, params or {"_kgnorm_single": 0})
         except RuntimeError as exc:
-            raise StoreError(f"query failed: {_one_line(exc)}") from None
-        if isinstance(res, list):  # several statements: keep the last result
-            res = res[-1]
+            msg = _one_line(exc)
+            if "multiple statements" in msg:  # refused before any of them ran
+                raise StoreError("query failed: give one statement at a time (several were given)") from None
+            if "read-only" in msg:
+                raise StoreError(f"query failed: {msg}; the store is opened read-only: "
+                                 "pass --write to change it") from None
+            raise StoreError(f"query failed: {msg}") from None
         columns = list(res.get_column_names())
         rows: list[list[Any]] = []
         while res.has_next():
@@ -55,7 +101,10 @@ class LadybugStore(GraphStore):
         try:
             out = body()
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            try:  # the store may already have rolled back itself: keep the real cause
+                self._conn.execute("ROLLBACK")
+            except RuntimeError:
+                pass
             raise
         self._conn.execute("COMMIT")
         return out
@@ -67,14 +116,23 @@ class LadybugStore(GraphStore):
         self._conn.execute(f"COPY {table} FROM frame{options}")
 
     def load_ontology(self, graph: OntologyGraph) -> LoadSummary:
+        """Replace the ontology's concepts and edges in one transaction, keeping every link
+        (LINKED_TO, PREDICTED_IS_A) into a concept the new version still has: the links are
+        read out, the concepts replaced by a fast COPY, and the links copied back."""
         t0 = time.perf_counter()
-        replaced = self.ontology_info(graph.name) is not None
+        summary = LoadSummary(graph.name, len(graph.concepts), len(graph.is_a), 0,
+                              self.ontology_info(graph.name) is not None)
+        refuse_claimed(self.claimed_elsewhere(graph), graph.name)
+        if summary.replaced:
+            self.reingest_plan(graph, summary)
         # Arrow tables COPY faster than DataFrames of Python lists (list columns stay columnar).
         columns = concept_columns(graph)
         concepts = pa.Table.from_pydict({k: columns[k] for k in CONCEPT_COLUMNS})
         is_a = pa.Table.from_pydict({"from": [c for c, _ in graph.is_a], "to": [p for _, p in graph.is_a]})
+        keep = set(graph.concepts)
 
         def body() -> int:
+            saved = self._links_into(graph.name, keep)
             self._conn.execute("MATCH (c:Concept) WHERE c.ontology = $o DETACH DELETE c", {"o": graph.name})
             self._conn.execute("MATCH (o:Ontology) WHERE o.name = $o DELETE o", {"o": graph.name})
             self._copy("Concept", concepts)
@@ -82,13 +140,37 @@ class LadybugStore(GraphStore):
             xrefs = self.xref_edges_for(graph)
             self._copy("XREF", pd.DataFrame(xrefs, columns=["from", "to", "source"]))
             self._copy("Ontology", pd.DataFrame([ontology_record(graph)]))
+            for table, frame, options in saved:
+                self._copy(table, frame, options)
             return len(xrefs)
 
         try:
-            n_xref = self._transaction(body)
+            summary.xrefs = self._transaction(body)
         except RuntimeError as exc:
             raise StoreError(f"loading ontology {graph.name} failed, store unchanged: {_one_line(exc)}") from None
-        return LoadSummary(graph.name, concepts.num_rows, is_a.num_rows, n_xref, replaced, time.perf_counter() - t0)
+        summary.seconds = time.perf_counter() - t0
+        return summary
+
+    def _links_into(self, ontology: str, keep: set[str]) -> list[tuple[str, pd.DataFrame, str]]:
+        """The LINKED_TO / PREDICTED_IS_A edges touching `ontology` whose ends in it stay in `keep`,
+        as frames to COPY back after its concepts are replaced."""
+        o = {"o": ontology}
+        links = self.query("MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) WHERE c.ontology = $o "
+                           "RETURN m.uid, c.uid, l.score, l.rank, l.method, l.run", o).rows
+        links = [r for r in links if r[1] in keep]
+        out = [("LINKED_TO", pd.DataFrame(links, columns=["from", "to", "score", "rank", "method", "run"]),
+                ' (from="Mention", to="Concept")')]
+        cols = ["from", "to", "score", "rank", "level", "method", "run"]
+        from_mentions = [r for r in self.query(
+            "MATCH (m:Mention)-[p:PREDICTED_IS_A]->(c:Concept) WHERE c.ontology = $o "
+            "RETURN m.uid, c.uid, p.score, p.rank, p.level, p.method, p.run", o).rows if r[1] in keep]
+        out.append(("PREDICTED_IS_A", pd.DataFrame(from_mentions, columns=cols), ' (from="Mention", to="Concept")'))
+        from_concepts = [r[:7] for r in self.query(
+            "MATCH (s:Concept)-[p:PREDICTED_IS_A]->(c:Concept) WHERE s.ontology = $o OR c.ontology = $o "
+            "RETURN s.uid, c.uid, p.score, p.rank, p.level, p.method, p.run, s.ontology, c.ontology", o).rows
+            if (r[7] != ontology or r[0] in keep) and (r[8] != ontology or r[1] in keep)]
+        out.append(("PREDICTED_IS_A", pd.DataFrame(from_concepts, columns=cols), ' (from="Concept", to="Concept")'))
+        return out
 
     def write_run(self, write: RunWrite) -> None:
         run = write.run
@@ -103,7 +185,7 @@ class LadybugStore(GraphStore):
                 have = {r[0] for r in self.query("MATCH (m:Mention) WHERE m.uid IN $u RETURN m.uid",
                                                  {"u": list(mentions)}).rows}
                 new = [vars(m) for uid, m in mentions.items() if uid not in have]
-                self._copy("Mention", pd.DataFrame(new, columns=["uid", "text", "doc_id", "start", "end", "context"]))
+                self._copy("Mention", pd.DataFrame(new, columns=MENTION_COLUMNS))
             if write.links:
                 self._copy("LINKED_TO", pd.DataFrame(
                     [(e.mention_uid, e.concept_uid, float(e.score), int(e.rank), run.method, run.uid)
@@ -127,6 +209,8 @@ class LadybugStore(GraphStore):
             self._db.close()
         except Exception:  # closing twice is harmless
             pass
+        if not self.read_only:
+            self._holder.unlink(missing_ok=True)
 
 
 def _plain(value: Any) -> Any:

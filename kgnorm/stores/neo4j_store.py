@@ -16,7 +16,7 @@ from kgnorm.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.ontology_graph import OntologyGraph
 from kgnorm.stores.base import (GraphStore, LoadSummary, QueryResult, RunWrite, concept_records,
-                                ontology_record)
+                                ontology_record, refuse_claimed)
 
 BATCH = 10_000
 
@@ -39,24 +39,33 @@ def split_credentials(uri: str) -> tuple[str, tuple[str, str] | None]:
 
 
 class Neo4jStore(GraphStore):
-    def __init__(self, uri: str, database: str | None = None) -> None:
+    """`read_only`: every session runs in READ access mode (Neo4j refuses writes there) and the
+    schema DDL is not run, so readers never need write rights."""
+
+    def __init__(self, uri: str, database: str | None = None, read_only: bool = False) -> None:
         import neo4j
         from neo4j.exceptions import AuthError, ServiceUnavailable
 
         clean, auth = split_credentials(uri)
         self.uri = clean
+        self.read_only = read_only
+        self._mode = neo4j.READ_ACCESS if read_only else neo4j.WRITE_ACCESS
         self.database = database or os.environ.get("KGNORM_NEO4J_DATABASE") or None
         try:
             self._driver = neo4j.GraphDatabase.driver(clean, auth=auth)
             self._driver.verify_connectivity()
         except (ServiceUnavailable, AuthError, OSError, ValueError) as exc:
             raise StoreError(f"cannot reach Neo4j at {clean}: {' '.join(str(exc).split())}") from None
-        with self._session() as session:
-            for stmt in schema_statements("neo4j"):
-                session.run(stmt).consume()
+        if not read_only:
+            with self._session() as session:
+                for stmt in schema_statements("neo4j"):
+                    session.run(stmt).consume()
 
     def _session(self) -> Any:
-        return self._driver.session(database=self.database) if self.database else self._driver.session()
+        kw: dict[str, Any] = {"default_access_mode": self._mode}
+        if self.database:
+            kw["database"] = self.database
+        return self._driver.session(**kw)
 
     # -- reads ---------------------------------------------------------------------
     def query(self, cypher: str, params: dict[str, Any] | None = None) -> QueryResult:
@@ -80,35 +89,50 @@ class Neo4jStore(GraphStore):
                 return session.execute_write(work)
         except Neo4jError as exc:
             raise StoreError(f"{what} failed, store unchanged: {' '.join(str(exc.message or exc).split())}") from None
+        except StoreError as exc:
+            raise StoreError(f"{what} failed, store unchanged: {exc}") from None
 
     def load_ontology(self, graph: OntologyGraph) -> LoadSummary:
+        """Update the ontology in place by uid: concepts still there keep their node and every
+        link into it; concepts gone from the new version are removed (and counted)."""
         t0 = time.perf_counter()
-        replaced = self.ontology_info(graph.name) is not None
+        summary = LoadSummary(graph.name, len(graph.concepts), len(graph.is_a), 0,
+                              self.ontology_info(graph.name) is not None)
+        refuse_claimed(self.claimed_elsewhere(graph), graph.name)
+        if summary.replaced:
+            self.reingest_plan(graph, summary)
         concepts = list(concept_records(graph))
         is_a = [{"c": c, "p": p} for c, p in graph.is_a]
-        xrefs = [{"a": a, "b": b, "s": s} for a, b, s in self.xref_edges_for(graph)]
         onto = ontology_record(graph)
+        removed = summary.removed_concepts
+        xrefs = [{"a": a, "b": b, "s": s} for a, b, s in self.xref_edges_for(graph)]
 
-        def work(tx: Any) -> None:
-            # Delete in batches so a large ontology does not build one huge delete state.
-            while tx.run("MATCH (c:Concept {ontology: $o}) WITH c LIMIT 10000 DETACH DELETE c "
-                         "RETURN count(*) AS n", o=graph.name).single()["n"]:
+        def work(tx: Any) -> int:
+            # Batched deletes: a large ontology does not build one huge delete state.
+            while tx.run("MATCH (c:Concept {ontology: $o})-[r:IS_A|XREF]-() WITH DISTINCT r LIMIT 10000 "
+                         "DELETE r RETURN count(*) AS n", o=graph.name).single()["n"]:
                 pass
-            tx.run("MATCH (o:Ontology {name: $o}) DELETE o", o=graph.name).consume()
+            for batch in _batches(removed):
+                tx.run("UNWIND $u AS x MATCH (c:Concept {uid: x}) DETACH DELETE c", u=batch).consume()
             for batch in _batches(concepts):
-                tx.run("UNWIND $rows AS r CREATE (c:Concept) SET c = r", rows=batch).consume()
+                tx.run("UNWIND $rows AS r MERGE (c:Concept {uid: r.uid}) SET c = r", rows=batch).consume()
             for batch in _batches(is_a):
-                tx.run("UNWIND $rows AS r MATCH (c:Concept {uid: r.c}) MATCH (p:Concept {uid: r.p}) "
-                       "CREATE (c)-[:IS_A]->(p)", rows=batch).consume()
+                _all_written(tx, tx.run("UNWIND $rows AS r MATCH (c:Concept {uid: r.c}) MATCH (p:Concept {uid: r.p}) "
+                                        "CREATE (c)-[:IS_A]->(p) RETURN count(*) AS n", rows=batch), batch, "IS_A",
+                             (("c", "Concept"), ("p", "Concept")))
             for batch in _batches(xrefs):
                 tx.run("UNWIND $rows AS r MATCH (a:Concept {uid: r.a}) MATCH (b:Concept {uid: r.b}) "
                        "MERGE (a)-[x:XREF]->(b) SET x.source = r.s", rows=batch).consume()
-            tx.run("CREATE (o:Ontology) SET o = $row", row=onto).consume()
+            tx.run("MERGE (o:Ontology {name: $name}) SET o = $row", name=graph.name, row=onto).consume()
+            return len(xrefs)
 
-        self._write(work, f"loading ontology {graph.name}")
-        return LoadSummary(graph.name, len(concepts), len(is_a), len(xrefs), replaced, time.perf_counter() - t0)
+        summary.xrefs = self._write(work, f"loading ontology {graph.name}")
+        summary.seconds = time.perf_counter() - t0
+        return summary
 
     def write_run(self, write: RunWrite) -> None:
+        """All or nothing: a MATCH that misses an end creates no edge and raises no error in
+        Neo4j, so every batch counts what it wrote and a shortfall rolls the run back."""
         run = write.run
         mentions = [vars(m) for m in write.mentions]
         links = [{"m": e.mention_uid, "c": e.concept_uid, "score": float(e.score), "rank": int(e.rank)}
@@ -124,19 +148,42 @@ class Neo4jStore(GraphStore):
             for batch in _batches(mentions):
                 tx.run("UNWIND $rows AS r MERGE (m:Mention {uid: r.uid}) SET m += r", rows=batch).consume()
             for batch in _batches(links):
-                tx.run("UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) MATCH (c:Concept {uid: r.c}) "
-                       "CREATE (m)-[:LINKED_TO {score: r.score, rank: r.rank, method: $method, run: $run}]->(c)",
-                       rows=batch, method=run.method, run=run.uid).consume()
+                _all_written(tx, tx.run(
+                    "UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) MATCH (c:Concept {uid: r.c}) "
+                    "CREATE (m)-[:LINKED_TO {score: r.score, rank: r.rank, method: $method, run: $run}]->(c) "
+                    "RETURN count(*) AS n", rows=batch, method=run.method, run=run.uid), batch, "LINKED_TO",
+                    (("m", "Mention"), ("c", "Concept")))
             for flag, label in ((False, "Concept"), (True, "Mention")):
                 for batch in _batches(preds[flag]):
-                    tx.run(f"UNWIND $rows AS r MATCH (s:{label} {{uid: r.s}}) MATCH (h:Concept {{uid: r.h}}) "
-                           "CREATE (s)-[:PREDICTED_IS_A {score: r.score, rank: r.rank, level: r.level, "
-                           "method: $method, run: $run}]->(h)", rows=batch, method=run.method, run=run.uid).consume()
+                    _all_written(tx, tx.run(
+                        f"UNWIND $rows AS r MATCH (s:{label} {{uid: r.s}}) MATCH (h:Concept {{uid: r.h}}) "
+                        "CREATE (s)-[:PREDICTED_IS_A {score: r.score, rank: r.rank, level: r.level, "
+                        "method: $method, run: $run}]->(h) RETURN count(*) AS n",
+                        rows=batch, method=run.method, run=run.uid), batch, "PREDICTED_IS_A",
+                        (("s", label), ("h", "Concept")))
 
         self._write(work, f"writing run {run.uid}")
 
     def close(self) -> None:
         self._driver.close()
+
+
+def _all_written(tx: Any, result: Any, batch: list[dict[str, Any]], what: str,
+                 ends: tuple[tuple[str, str], ...]) -> None:
+    """Raise (rolling the transaction back) when a batch wrote fewer edges than it was given,
+    naming a node that is missing; `ends`: (row key, label) of each edge end."""
+    n = result.single()["n"]
+    if n == len(batch):
+        return
+    missing = ""
+    for key, label in ends:
+        uids = sorted({r[key] for r in batch})
+        rows = tx.run(f"UNWIND $u AS x OPTIONAL MATCH (n:{label} {{uid: x}}) WITH x, n WHERE n IS NULL "
+                      "RETURN x LIMIT 3", u=uids).values()
+        if rows:
+            missing = f": no {label} {', '.join(r[0] for r in rows)}"
+            break
+    raise StoreError(f"{len(batch) - n} of {len(batch)} {what} edge(s) name a node that is not in the store{missing}")
 
 
 def _plain(value: Any) -> Any:

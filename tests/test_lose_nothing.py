@@ -1,0 +1,216 @@
+"""Issue 15: nothing a user wrote is lost. Links survive re-ingest, mentions keep their
+identity, queries are read-only unless asked, failures name their cause, readers share
+the store and a held lock is waited for and named. Store-level tests run on LadybugDB and
+over Bolt (the `store` fixture of test_stores)."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cli_runner import run
+from kgnorm.errors import InputError, StoreError
+from kgnorm.stores import LinkEdge, MentionRow, PredictionEdge, RunRecord, RunWrite, open_store
+from test_stores import count, make_graph, store  # noqa: F401  (the two-backend fixture)
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def _linked_run(st) -> None:
+    st.write_run(RunWrite(
+        RunRecord("run-1", "link", "biosyn"),
+        mentions=[MentionRow("f:m1", "alpha", "d1", 0, 5, mention_id="m1"),
+                  MentionRow("f:m2", "gamma", "d1", 6, 11, mention_id="m2")],
+        links=[LinkEdge("f:m1", "T:a", 0.9, 1), LinkEdge("f:m2", "T:c", 0.8, 1)],
+        predictions=[PredictionEdge("T:b", "T:root", 0.7, 1, 1),
+                     PredictionEdge("f:m2", "T:a", 0.6, 1, 1, source_is_mention=True)]))
+
+
+# -- row 1: re-ingest keeps links ---------------------------------------------------
+def test_reingest_keeps_links_and_reports_removed(store):  # noqa: F811
+    store.load_ontology(make_graph())
+    _linked_run(store)
+    same = store.load_ontology(make_graph(version="2", extra=True))
+    assert same.replaced and same.links_kept == 4 and same.links_removed == 0 and not same.removed_concepts
+    assert count(store, "MATCH (:Mention)-[l:LINKED_TO]->(:Concept) RETURN count(l)") == 2
+    assert count(store, "MATCH ()-[p:PREDICTED_IS_A]->(:Concept) RETURN count(p)") == 2
+    assert [r["concept"] for r in store.run_saved("run_links", {"run": "run-1"}).records()] == ["T:a", "T:c"]
+    # a version without T:c: its link goes with it, counted and named; the others stay
+    g = make_graph(version="3", extra=True)
+    del g.concepts["T:c"]
+    g.is_a = [(c, p) for c, p in g.is_a if "T:c" not in (c, p)]
+    summary = store.load_ontology(g)
+    assert summary.removed_concepts == ["T:c"] and summary.links_removed == 1
+    assert summary.links_removed_to == ["T:c"] and summary.links_kept == 3
+    assert "1 link(s) that pointed to them: T:c" in summary.reingest_note()
+    assert [r["concept"] for r in store.run_saved("run_links", {"run": "run-1"}).records()] == ["T:a"]
+    assert count(store, "MATCH ()-[p:PREDICTED_IS_A]->(:Concept) RETURN count(p)") == 2
+    assert count(store, "MATCH (c:Concept) RETURN count(c)") == 4
+
+
+def test_reingest_updates_concepts_in_place(store):  # noqa: F811
+    store.load_ontology(make_graph())
+    _linked_run(store)
+    g = make_graph(version="2")
+    g.concepts["T:a"].name = "Alpha disease, renamed"
+    store.load_ontology(g)
+    row = store.run_saved("concept_links", {"uid": "T:a"}).records()
+    assert [r["mention_id"] for r in row] == ["m1"]
+    assert store.run_saved("concept", {"uid": "T:a"}).records()[0]["name"] == "Alpha disease, renamed"
+    assert count(store, "MATCH (:Concept)-[r:IS_A]->(:Concept) RETURN count(r)") == 4
+
+
+# -- row 4: the real cause, not the failed ROLLBACK ------------------------------------
+def test_failed_ingest_names_its_cause(store):  # noqa: F811
+    store.load_ontology(make_graph())
+    bad = make_graph(version="broken", extra=True)
+    bad.is_a.append(("T:d", "T:nowhere"))
+    with pytest.raises(StoreError) as err:
+        store.load_ontology(bad)
+    assert "T:nowhere" in str(err.value) and "ROLLBACK" not in str(err.value)
+    assert store.ontology_info("toy")["version"] == "1"
+
+
+def test_ontology_claiming_stored_ids_is_refused_by_name(store):  # noqa: F811
+    store.load_ontology(make_graph())
+    with pytest.raises(StoreError, match="first: T:a in toy"):
+        store.load_ontology(make_graph("other", "T"))
+    assert count(store, "MATCH (c:Concept) RETURN count(c)") == 4
+
+
+# -- row 9 (Bolt): a run is all or nothing ----------------------------------------------
+def test_run_with_a_missing_concept_writes_nothing(store):  # noqa: F811
+    store.load_ontology(make_graph())
+    with pytest.raises(StoreError, match="store unchanged"):
+        store.write_run(RunWrite(RunRecord("r", "link", "x"), mentions=[MentionRow("m", "t")],
+                                 links=[LinkEdge("m", "T:a", 1.0, 1), LinkEdge("m", "T:missing", 1.0, 2)]))
+    assert count(store, "MATCH (r:Run) RETURN count(r)") == 0
+    assert count(store, "MATCH ()-[l:LINKED_TO]->() RETURN count(l)") == 0
+
+
+# -- row 3: read-only unless asked --------------------------------------------------------
+def test_read_only_store_refuses_writes(store, tmp_path):  # noqa: F811
+    store.load_ontology(make_graph())
+    if getattr(store, "server_kind", "") == "arcadedb":
+        pytest.skip("test server differs from Neo4j 5: ArcadeDB's Bolt plugin runs writes in READ access mode")
+    store.close()
+    reader = open_store(store.test_uri, read_only=True)
+    try:
+        with pytest.raises(StoreError, match="query failed"):
+            reader.query("MATCH (c:Concept) DETACH DELETE c")
+        assert count(reader, "MATCH (c:Concept) RETURN count(c)") == 4
+    finally:
+        reader.close()
+
+
+@pytest.fixture()
+def medic_store(capsys, tmp_path) -> str:
+    uri = f"ladybug://{tmp_path}/graph"
+    code, _, err = run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--store", uri, "-q")
+    assert code == 0, err
+    assert "creating a new store at" in err
+    return uri
+
+
+def _concepts(capsys, uri: str) -> int:
+    code, out, err = run(capsys, "query", "MATCH (c:Concept) RETURN count(c) AS n", "--format", "json",
+                         "--store", uri)
+    assert code == 0, err
+    return json.loads(out)[0]["n"]
+
+
+def test_query_is_read_only_unless_write(capsys, medic_store, tmp_path):
+    n = _concepts(capsys, medic_store)
+    for stmt in ("MATCH (c:Concept) DETACH DELETE c", "CREATE (c:Concept {uid: 'X:1'})", "DROP TABLE Run",
+                 f"COPY (MATCH (c:Concept) RETURN c.uid) TO '{tmp_path}/leak.csv'"):
+        code, _, err = run(capsys, "query", stmt, "--store", medic_store)
+        assert code == 1 and "read-only" in err and "--write" in err, (stmt, err)
+    assert not (tmp_path / "leak.csv").exists() and _concepts(capsys, medic_store) == n
+    code, out, err = run(capsys, "query", "MATCH (c:Concept) RETURN count(*); MATCH (c) DETACH DELETE c",
+                         "--write", "--store", medic_store)
+    assert code == 1 and "one statement" in err
+    assert _concepts(capsys, medic_store) == n
+    code, _, err = run(capsys, "query", "CREATE (c:Concept {uid: 'X:1', ontology: 'x'})", "--write",
+                       "--store", medic_store)
+    assert code == 0, err
+    assert _concepts(capsys, medic_store) == n + 1
+
+
+# -- row 5: reads never create a store ----------------------------------------------------
+def test_reads_never_create_a_store(capsys, tmp_path):
+    typo = tmp_path / "grpah"
+    for args in (["ontologies"], ["query", "MATCH (c:Concept) RETURN c"], ["query", "--saved", "ontology_counts"]):
+        code, out, err = run(capsys, *args, "--store", str(typo))
+        assert code == 1 and f"no store at {typo}" in err and out == ""
+    assert not typo.exists() and list(tmp_path.iterdir()) == []
+
+
+# -- row 4: Ctrl-C ---------------------------------------------------------------------------
+def test_ctrl_c_during_ingest_exits_130_store_unchanged(capsys, medic_store, monkeypatch):
+    from kgnorm.stores.ladybug_store import LadybugStore
+
+    before = run(capsys, "ontologies", "--format", "json", "--store", medic_store)[1]
+    calls = []
+    real = LadybugStore._copy
+
+    def interrupted(self, table, frame, options=""):
+        calls.append(table)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, table, frame, options)
+
+    monkeypatch.setattr(LadybugStore, "_copy", interrupted)
+    code, _, err = run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--store", medic_store, "-q")
+    monkeypatch.undo()
+    assert code == 130 and err.strip().splitlines()[-1] == "kgnorm: interrupted; store unchanged"
+    assert run(capsys, "ontologies", "--format", "json", "--store", medic_store)[1] == before
+
+
+# -- row 6: readers share the store; a held lock is waited for, then named -----------------
+HOLD = textwrap.dedent("""
+    import sys, time
+    from kgnorm.stores import open_store
+    st = open_store(sys.argv[1], read_only=sys.argv[2] == "ro")
+    print("open", flush=True)
+    time.sleep(float(sys.argv[3]))
+    st.close()
+""")
+
+
+def _hold(uri: str, mode: str, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, uri, mode, str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "open"
+    return proc
+
+
+def test_readers_share_and_a_held_lock_is_named(capsys, medic_store):
+    reader = _hold(medic_store, "ro", 30)
+    try:
+        assert _concepts(capsys, medic_store) > 0  # a second reader while the first holds the store
+    finally:
+        reader.kill()
+        reader.wait()
+    writer = _hold(medic_store, "rw", 30)
+    try:
+        assert _concepts(capsys, medic_store) > 0  # reads do not wait for a writer
+        code, _, err = run(capsys, "query", "CREATE (c:Concept {uid: 'X:1'})", "--write", "--lock-timeout", "0.5",
+                           "--store", medic_store)
+        assert code == 1 and f"pid {writer.pid}" in err and "--lock-timeout" in err, err
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+# -- row 2: duplicate ids within one file ------------------------------------------------------
+def test_duplicate_mention_id_names_both_lines(tmp_path):
+    from kgnorm.mention_io import read_mentions
+
+    f = tmp_path / "m.tsv"
+    f.write_text("id\ttext\nm1\tstroke\nm2\tfever\nm1\tseizures\n")
+    with pytest.raises(InputError, match=r"m.tsv:4: duplicate id m1 \(first on line 2\)"):
+        list(read_mentions(f))
