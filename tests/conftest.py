@@ -79,6 +79,8 @@ def bolt_server(tmp_path_factory):
     try:
         import arcadedb_embedded  # noqa: F401  (its import starts no JVM)
     except ImportError:
+        if os.environ.get("KGNORM_REQUIRE_BOLT"):
+            pytest.fail("KGNORM_REQUIRE_BOLT is set but arcadedb-embedded is not installed")
         pytest.skip("no live Bolt server: set KGNORM_TEST_NEO4J_URI or install the test extra arcadedb-embedded")
     import secrets
 
