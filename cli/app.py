@@ -8,6 +8,7 @@ import typer
 
 from kgnorm.cli import biocom_cmds, encoder_cmds, hierarchy_cmds, ingest, link_cmds, query
 from kgnorm.errors import KgnormError
+from kgnorm.stores.base import redact
 
 try:  # recent typer vendors its own click; older ones use click itself
     from typer._click import exceptions as _cx
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     except KgnormError as exc:
         if debug:
             raise
-        typer.echo(f"kgnorm: error: {exc}", err=True)
+        typer.echo(f"kgnorm: error: {redact(str(exc))}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         typer.echo("kgnorm: interrupted; store unchanged", err=True)
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug or an unexpected library failure: still one line
         if debug:
             raise
-        msg = " ".join(str(exc).split())
+        msg = redact(" ".join(str(exc).split()))
         typer.echo(f"kgnorm: error: {type(exc).__name__}: {msg} (rerun with --debug for a traceback)", err=True)
         sys.exit(1)
 

@@ -9,7 +9,7 @@ import typer
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, info, setup
 from kgnorm.errors import InputError
-from kgnorm.stores import open_store
+from kgnorm.stores import check_store_uri, open_store
 
 app = typer.Typer(help="Load an ontology into the graph store (replaces an ontology of the same name).",
                   no_args_is_help=True)
@@ -22,6 +22,7 @@ DanglingOpt = Annotated[bool, typer.Option("--allow-dangling", help="Drop IS_A e
 def _ingest(fmt: str, path: Path, name: str | None, allow_dangling: bool, store: str | None,
             quiet: bool, lock_timeout: float, **options: Any) -> None:
     setup(quiet)
+    check_store_uri(store)  # a malformed --store fails before the parse, not after it
     if not path.exists():
         raise InputError("no such file or directory", path=path)
     loader = importlib.import_module(f"kgnorm.ontologies.{fmt}")

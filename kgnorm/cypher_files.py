@@ -54,14 +54,32 @@ def fill_slots(cypher: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]
             value = default
         else:
             raise KgnormError(f"query needs --param {name}=N (an integer)")
-        try:
-            iv = int(value)
-        except (TypeError, ValueError):
-            raise KgnormError(f"--param {name} must be an integer, got {value!r}") from None
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):  # not true → 1, not 2.9 → 2
+            raise KgnormError(f"--param {name} must be an integer, got {value!r}")
+        iv = value
         if iv < 0:
             raise KgnormError(f"--param {name} must be >= 0, got {iv}")
         return str(iv)
 
     out = _SLOT.sub(repl, cypher)
-    rest = {k: v for k, v in params.items() if re.search(rf"\${k}\b", out)}
+    wanted = query_parameters(out)
+    unknown = sorted(k for k in params if k not in wanted and k not in used)
+    if unknown:  # a misspelt name would otherwise be ignored, and its $slot left null
+        takes = ", ".join(sorted(wanted | used)) or "no parameters"
+        raise KgnormError(f"query has no parameter {unknown[0]!r} (it takes: {takes})")
+    missing = sorted(k for k in wanted if k not in params)
+    if missing:  # an unbound $x would silently be null
+        raise KgnormError(f"query needs --param {missing[0]}=… (it takes: {', '.join(sorted(wanted))})")
+    rest = {k: v for k, v in params.items() if k in wanted}
     return out.strip().rstrip(";"), rest
+
+
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
+_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
+
+
+def query_parameters(cypher: str) -> set[str]:
+    """The `$names` a statement uses (not those inside string literals or `quoted` names)."""
+    return set(_PARAM.findall(_QUOTED.sub("", cypher)))

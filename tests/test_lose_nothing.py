@@ -214,3 +214,45 @@ def test_duplicate_mention_id_names_both_lines(tmp_path):
     f.write_text("id\ttext\nm1\tstroke\nm2\tfever\nm1\tseizures\n")
     with pytest.raises(InputError, match=r"m.tsv:4: duplicate id m1 \(first on line 2\)"):
         list(read_mentions(f))
+
+
+# -- rows 5 and 7: malformed URIs are refused before the disk is touched; no password is echoed --
+@pytest.mark.parametrize("uri,needle", [
+    ("bolt//user:secret@host", "malformed store URI 'bolt//user:***@host'"),
+    ("neo4j:/db.example", "malformed store URI"),
+    ("http://user:secret@host/db", "unknown store URI scheme in 'http://user:***@host/db'"),
+    ("bolt+x://user:secret@host", "unknown store URI scheme in 'bolt+x://user:***@host'"),
+])
+def test_malformed_uri_refused_and_redacted(capsys, tmp_path, monkeypatch, uri, needle):
+    monkeypatch.chdir(tmp_path)
+    for args in (["ontologies"], ["ingest", "obo", str(FIX / "obo/hp_mini.obo")]):
+        code, _, err = run(capsys, *args, "--store", uri)
+        assert code == 1 and needle in err and "secret" not in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_neo4j_routing_failure_names_its_cause_on_one_line(capsys):
+    code, _, err = run(capsys, "ontologies", "--store", "neo4j://user:secret@127.0.0.1:1")
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "Connection refused" in err and "secret" not in err
+
+
+# -- row 9: unbound or misspelt parameters and ill-typed slots are errors ---------------------
+@pytest.mark.parametrize("args,needle", [
+    (["--saved", "concept", "--param", "id=MESH:D900002"], "no parameter 'id' (it takes: uid)"),
+    (["--saved", "concept"], "needs --param uid"),
+    (["MATCH (c:Concept) WHERE c.uid = $u RETURN c.uid"], "needs --param u"),
+    (["--saved", "descendants", "--param", "root=MESH:D900000", "--param", "depth=true"], "must be an integer"),
+    (["--saved", "descendants", "--param", "root=MESH:D900000", "--param", "depth=2.9"], "must be an integer"),
+    (["--saved", "descendants", "--param", "root=MESH:D900000", "--param", "dept=2"], "no parameter 'dept'"),
+])
+def test_unbound_params_and_bad_slots_are_errors(capsys, medic_store, args, needle):
+    code, out, err = run(capsys, "query", *args, "--store", medic_store)
+    assert code == 1 and needle in err and out == "", err
+
+
+def test_params_inside_strings_are_not_parameters():
+    from kgnorm.cypher_files import fill_slots
+
+    text, params = fill_slots("MATCH (c) WHERE c.name = '$notaparam' AND c.uid = $u RETURN c", {"u": "X"})
+    assert params == {"u": "X"}

@@ -2,18 +2,37 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from kgnorm.errors import KgnormError
 from kgnorm.stores.base import (GraphStore, LinkEdge, LoadSummary, MentionRow, PredictionEdge,
-                                QueryResult, RunRecord, RunWrite)
+                                QueryResult, RunRecord, RunWrite, redact)
 
 DEFAULT_STORE = "./kgnorm-data/graph"
 NEO4J_SCHEMES = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
 
 
+_SCHEME_NAMES = re.compile(r"^(bolt|neo4j|ladybug)(\+[a-z]*)?(?!://)[:/]", re.IGNORECASE)
+
+
 def resolve_store_uri(uri: str | None) -> str:
     return uri or os.environ.get("KGNORM_STORE") or DEFAULT_STORE
+
+
+def check_store_uri(uri: str | None) -> str:
+    """The resolved URI, or a clear error before anything touches the disk: an unknown scheme,
+    or a misspelt known one (`bolt//…`, `neo4j:/…`) that would otherwise become a local path."""
+    uri = resolve_store_uri(uri)
+    if uri.startswith(NEO4J_SCHEMES) or uri.startswith("ladybug://"):
+        return uri
+    if "://" in uri:
+        raise KgnormError(f"unknown store URI scheme in {redact(uri)!r}: use ladybug:///path, a path, "
+                          f"or one of {', '.join(NEO4J_SCHEMES)}")
+    if _SCHEME_NAMES.match(uri):
+        raise KgnormError(f"malformed store URI {redact(uri)!r}: a scheme is followed by '://' "
+                          "(bolt://host:7687, ladybug:///path)")
+    return uri
 
 
 def open_store(uri: str | None = None, read_only: bool = False, create: bool = False,
@@ -22,20 +41,14 @@ def open_store(uri: str | None = None, read_only: bool = False, create: bool = F
 
     Only `create=True` (ingest) makes a new embedded store; readers pass `read_only=True`
     (LadybugDB opened read-only, Neo4j sessions in READ access mode) and share the store."""
-    uri = resolve_store_uri(uri)
+    uri = check_store_uri(uri)
     if uri.startswith(NEO4J_SCHEMES):
         from kgnorm.stores.neo4j_store import Neo4jStore
         return Neo4jStore(uri, read_only=read_only)
-    if uri.startswith("ladybug://"):
-        path = uri[len("ladybug://"):]
-    elif "://" in uri:
-        raise KgnormError(f"unknown store URI scheme in {uri!r}: use ladybug:///path, a path, "
-                          f"or one of {', '.join(NEO4J_SCHEMES)}")
-    else:
-        path = uri
+    path = uri[len("ladybug://"):] if uri.startswith("ladybug://") else uri
     from kgnorm.stores.ladybug_store import LadybugStore
     return LadybugStore(Path(path), read_only=read_only, create=create, lock_timeout=lock_timeout)
 
 
 __all__ = ["GraphStore", "LinkEdge", "LoadSummary", "MentionRow", "PredictionEdge", "QueryResult",
-           "RunRecord", "RunWrite", "open_store", "resolve_store_uri", "DEFAULT_STORE"]
+           "RunRecord", "RunWrite", "check_store_uri", "open_store", "redact", "resolve_store_uri", "DEFAULT_STORE"]

@@ -7,6 +7,7 @@ writes differ per backend.
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -15,6 +16,8 @@ from typing import Any, Iterable
 from kgnorm.cypher_files import fill_slots, saved_query
 from kgnorm.errors import StoreError
 from kgnorm.ontology_graph import OntologyGraph
+
+_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/*|^|/)([^/@:\s]+):([^@/\s]*)@")
 
 CONCEPT_COLUMNS = ["uid", "ontology", "code", "name", "synonyms", "synonym_scopes", "alt_ids",
                    "xrefs", "definition", "depth", "level_label", "obsolete"]
@@ -254,3 +257,8 @@ def refuse_claimed(claimed: list[tuple[str, str]], ontology: str) -> None:
         raise StoreError(f"cannot load {ontology}: {len(claimed):,} of its ids already belong to another "
                          f"ontology in this store (first: {uid} in {other}); a concept id lives in one "
                          "ontology per store: use a separate --store for it")
+
+
+def redact(text: str) -> str:
+    """`user:password@` in a URI (or anything that looks like one) → `user:***@`."""
+    return _CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}:***@", text)

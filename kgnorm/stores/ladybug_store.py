@@ -22,7 +22,7 @@ from kgnorm.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.ontology_graph import OntologyGraph
 from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite,
-                                concept_columns, ontology_record, refuse_claimed)
+                                concept_columns, ontology_record, redact, refuse_claimed)
 
 
 LOCK_POLL_S = 0.25
@@ -42,7 +42,7 @@ class LadybugStore(GraphStore):
         self.read_only = read_only
         self.created = not self.path.exists()
         if self.created and (read_only or not create):
-            raise StoreError(f"no store at {self.path}: check --store (or KGNORM_STORE); "
+            raise StoreError(f"no store at {redact(str(self.path))}: check --store (or KGNORM_STORE); "
                              "only `kgnorm ingest` creates a store")
         if self.created:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,7 +61,8 @@ class LadybugStore(GraphStore):
                 return db, lb.Connection(db)
             except RuntimeError as exc:
                 if "lock" not in str(exc).lower():
-                    raise StoreError(f"cannot open LadybugDB store at {self.path}: {_one_line(exc)}") from None
+                    raise StoreError(f"cannot open LadybugDB store at {redact(str(self.path))}: "
+                                     f"{redact(_one_line(exc))}") from None
                 if time.monotonic() >= deadline:
                     raise StoreError(f"store {self.path} is locked by {self._holder_text()}; waited "
                                      f"{lock_timeout:g} s (--lock-timeout)") from None

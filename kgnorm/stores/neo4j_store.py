@@ -7,8 +7,10 @@ leaves the previous state intact. Reads use the same saved queries as LadybugDB.
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
+from contextlib import contextmanager
 from typing import Any, Iterator
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -16,7 +18,7 @@ from kgnorm.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.ontology_graph import OntologyGraph
 from kgnorm.stores.base import (GraphStore, LoadSummary, QueryResult, RunWrite, concept_records,
-                                ontology_record, refuse_claimed)
+                                ontology_record, redact, refuse_claimed)
 
 BATCH = 10_000
 
@@ -52,10 +54,11 @@ class Neo4jStore(GraphStore):
         self._mode = neo4j.READ_ACCESS if read_only else neo4j.WRITE_ACCESS
         self.database = database or os.environ.get("KGNORM_NEO4J_DATABASE") or None
         try:
-            self._driver = neo4j.GraphDatabase.driver(clean, auth=auth)
-            self._driver.verify_connectivity()
+            with _quiet_driver():
+                self._driver = neo4j.GraphDatabase.driver(clean, auth=auth)
+                self._driver.verify_connectivity()
         except (ServiceUnavailable, AuthError, OSError, ValueError) as exc:
-            raise StoreError(f"cannot reach Neo4j at {clean}: {' '.join(str(exc).split())}") from None
+            raise StoreError(f"cannot reach Neo4j at {clean}: {redact(_cause(exc))}") from None
         if not read_only:
             with self._session() as session:
                 for stmt in schema_statements("neo4j"):
@@ -166,6 +169,34 @@ class Neo4jStore(GraphStore):
 
     def close(self) -> None:
         self._driver.close()
+
+
+@contextmanager
+def _quiet_driver() -> Iterator[None]:
+    """The driver logs a routing failure to stderr itself; the error message carries it instead."""
+    log = logging.getLogger("neo4j")
+    handler, propagate = logging.NullHandler(), log.propagate
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.propagate = propagate
+
+
+def _cause(exc: BaseException) -> str:
+    """The message plus the underlying failures (neo4j:// wraps them in 'Unable to retrieve routing …')."""
+    parts = [" ".join(str(exc).split())]
+    cause = exc.__cause__
+    while cause is not None:
+        inner = getattr(cause, "exceptions", None)
+        for sub in inner or [cause]:
+            text = " ".join(str(sub).split())
+            if text and text not in parts:
+                parts.append(text)
+        cause = cause.__cause__ if not inner else None
+    return ": ".join(parts)
 
 
 def _all_written(tx: Any, result: Any, batch: list[dict[str, Any]], what: str,
