@@ -167,7 +167,24 @@ def read_head(path: str | Path, size: int = 16384) -> str:
                 data = out
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from exc
+    other = wide_encoding(data)
+    if other:
+        raise InputError(f"not UTF-8 (looks like {other}): save it as UTF-8 "
+                         f"(e.g. iconv -f {other} -t UTF-8)", path=path)
     return decode_text(data)[0]
+
+
+def wide_encoding(data: bytes) -> str | None:
+    """"UTF-16"/"UTF-32" when the bytes carry that BOM or the NUL pattern of ASCII text in it;
+    such a file would otherwise decode as garbage and be rejected as the wrong layout."""
+    if data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        return "UTF-32"
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "UTF-16"
+    sample = data[:4096]
+    if len(sample) >= 8 and sample.count(0) * 3 >= len(sample):
+        return "UTF-16"
+    return None
 
 
 _MEDIC_PIPE = re.compile(r"^(?:[A-Z]*:?[A-Z]?\d+|C)(?:\|(?:[A-Z]*:?[A-Z]?\d+))*\|\|[^|]")

@@ -4,11 +4,13 @@ Layouts (detected from the file itself, see FORMATS.md §2):
 - CTD report `CTD_diseases.tsv|.csv[.gz]`: `#` comment lines (one names the columns), then
   8 or 9 columns DiseaseName, DiseaseID, AltDiseaseIDs, Definition, ParentIDs, TreeNumbers,
   ParentTreeNumbers, Synonyms[, SlimMappings]. IDs are already CURIEs (`MESH:D…`, `OMIM:…`);
-  `ParentIDs` become IS_A edges, `AltDiseaseIDs` alt_ids. When some row names the MEDIC
+  `ParentIDs` become IS_A edges, `AltDiseaseIDs` alt_ids; a row whose DiseaseID is an
+  OMIM id with a MeSH id among its alt ids takes the MeSH id as uid, like the pipe layout. When some row names the MEDIC
   root `MESH:C` as parent and no row defines it, a synthetic root `MESH:C` "Diseases" is
   added (the CTD report's top rows point at it); any other unknown parent is dangling.
 - DNorm/BioSyn pipe file (`medic_06Jul2012.txt`): `IDS||NAMES`, bare IDs (`D…`/`C…` MeSH,
-  digits OMIM). The first ID is the primary CURIE, the others become alt_ids; the first
+  digits OMIM). The first MeSH ID is the primary CURIE (else the first ID), the others
+  become alt_ids (so an OMIM-first line still gets its MeSH id as uid); the first
   name is the preferred name, the rest synonyms; HTML entities (`&apos;`) are unescaped.
   The line `C||Diseases` becomes `MESH:C`. This layout has no hierarchy (all roots).
 
@@ -77,6 +79,15 @@ def normalize_id(raw: str) -> str | None:
     return None
 
 
+def mesh_first(uids: list[str]) -> list[str]:
+    """The line's first MeSH id leads (CTD's convention: the MeSH id is the concept id, OMIM ids
+    are alternatives); 772 lines of the 2012 pipe file list an OMIM id first."""
+    mesh = next((u for u in uids if u.startswith("MESH:")), None)
+    if mesh is None or uids[0] == mesh:
+        return uids
+    return [mesh] + [u for u in uids if u != mesh]
+
+
 def _detect_layout(path: Path) -> str:
     head = read_head(path)
     kind = guess_format(head)
@@ -120,6 +131,7 @@ def _load_pipe(path: Path, graph: OntologyGraph, stats: dict[str, int]) -> None:
         names = [n for n in names if n]
         if not names:
             raise InputError("line has IDs but no name", path=path, line=lineno)
+        uids = mesh_first(uids)
         primary = uids[0]
         con = Concept(uid=primary, code=primary.split(":", 1)[1], name=names[0])
         for syn in names[1:]:
@@ -132,6 +144,7 @@ def _load_pipe(path: Path, graph: OntologyGraph, stats: dict[str, int]) -> None:
 def _load_ctd(path: Path, graph: OntologyGraph, stats: dict[str, int], delimiter: str) -> None:
     columns = list(CTD_COLUMNS)
     parents_seen: set[str] = set()
+    renamed: dict[str, str] = {}  # OMIM DiseaseID -> the MeSH alt id that became the uid
     for lineno, line in iter_lines(path, desc=f"medic {path.name}", stats=stats):
         if line.startswith("#"):
             _read_comment(line, graph, columns, delimiter)
@@ -149,12 +162,17 @@ def _load_ctd(path: Path, graph: OntologyGraph, stats: dict[str, int], delimiter
         name = row.get("DiseaseName", "").strip()
         if not name:
             raise InputError("empty DiseaseName", path=path, line=lineno, record=uid)
+        alts = [normalize_id(a) or a for a in _split(row.get("AltDiseaseIDs", ""))]
+        ordered = mesh_first([uid] + alts)
+        if ordered[0] != uid:
+            renamed[uid] = ordered[0]
+            uid, alts = ordered[0], ordered[1:]
         con = Concept(uid=uid, code=uid.split(":", 1)[1], name=name,
                       definition=row.get("Definition", "").strip())
         for syn in _split(row.get("Synonyms", "")):
             con.add_synonym(syn)
-        for alt in _split(row.get("AltDiseaseIDs", "")):
-            con.add_alt_id(normalize_id(alt) or alt)
+        for alt in alts:
+            con.add_alt_id(alt)
         graph.add_concept(con)
         for raw_parent in _split(row.get("ParentIDs", "")):
             parent = normalize_id(raw_parent)
@@ -164,6 +182,10 @@ def _load_ctd(path: Path, graph: OntologyGraph, stats: dict[str, int], delimiter
             graph.add_is_a(uid, parent, origin=f"{path}:{lineno}")
     if not graph.concepts:
         raise InputError("no MEDIC rows found", path=path)
+    if renamed:  # parents named by the OMIM id point at the MeSH uid now
+        graph.is_a = [(renamed.get(c, c), renamed.get(p, p)) for c, p in graph.is_a]
+        graph.is_a_origin = {(renamed.get(c, c), renamed.get(p, p)): o for (c, p), o in graph.is_a_origin.items()}
+        parents_seen = {renamed.get(p, p) for p in parents_seen}
     if ROOT_UID in parents_seen and ROOT_UID not in graph.concepts:
         graph.add_concept(Concept(uid=ROOT_UID, code="C", name=ROOT_NAME))
         graph.warnings.append(f"added synthetic root {ROOT_UID} {ROOT_NAME!r}")

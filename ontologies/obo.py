@@ -27,7 +27,7 @@ import pronto
 from kgnorm.errors import InputError
 from kgnorm.ontology_graph import Concept, OntologyGraph
 
-from .common import decode_text, find_line, finish, open_stream, reject_other_format, \
+from .common import decode_text, find_line, finish, iter_lines, open_stream, reject_other_format, \
     require_path, unescape_obo
 
 FORMAT = "obo"
@@ -63,6 +63,11 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
     for term in ont.terms():
         (obsolete if term.obsolete else live)[term.id] = term
 
+    duplicates = _duplicate_stanzas(path)
+    for tid, lines in duplicates.items():
+        graph.warnings.append(f"term {tid} has {len(lines)} [Term] stanzas (lines "
+                              f"{', '.join(str(n) for n, _ in lines)}); they are merged, and a name "
+                              "that is not the merged one is kept as a synonym")
     for tid, term in live.items():
         uid = unescape_obo(tid)
         con = Concept(uid=uid, code=uid.split(":", 1)[1] if ":" in uid else uid,
@@ -77,6 +82,9 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
                              path=path, line=line, record=tid) from exc
         for syn in synonyms:
             con.add_synonym(syn.description, syn.scope or "RELATED")
+        for _, other in duplicates.get(tid, ()):  # pronto keeps the last stanza's name only
+            if other and other != con.name:
+                con.add_synonym(other, "EXACT")
         for alt in sorted(term.alternate_ids):
             con.add_alt_id(unescape_obo(alt))
         for xref in sorted(term.xrefs, key=lambda x: x.id):
@@ -106,6 +114,23 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
         graph.warnings.append(f"{dropped_obsolete} is_a edge(s) to obsolete terms without a single "
                               f"live replaced_by dropped")
     return finish(graph, allow_dangling)
+
+
+def _duplicate_stanzas(path: Path) -> dict[str, list[tuple[int, str]]]:
+    """Term ids with more than one `[Term]` stanza: (line of the `id:`, the stanza's name) each."""
+    seen: dict[str, list[tuple[int, str]]] = {}
+    current: list[tuple[int, str]] | None = None
+    in_term = False
+    for lineno, line in iter_lines(path):
+        if line.startswith("["):
+            in_term, current = line.strip() == "[Term]", None
+        elif in_term and line.startswith("id:"):
+            entry = (lineno, "")
+            seen.setdefault(line[3:].split("!")[0].strip(), []).append(entry)
+            current = seen[line[3:].split("!")[0].strip()]
+        elif in_term and current is not None and line.startswith("name:") and not current[-1][1]:
+            current[-1] = (current[-1][0], line[5:].strip())
+    return {tid: lines for tid, lines in seen.items() if len(lines) > 1}
 
 
 def _default_name(header: str | None, path: Path) -> str:

@@ -120,3 +120,29 @@ def test_normalize_id():
     assert medic.normalize_id("DO:DOID:1234") == "DO:DOID:1234"
     assert medic.normalize_id("C") == "MESH:C"
     assert medic.normalize_id("x y") is None
+
+
+# the line of Diabetes Mellitus, Type 2 in medic_06Jul2012.txt (OMIM first), names shortened
+T2D_LINE = ("125853|D003924||Diabetes Mellitus, Type 2|Adult-Onset Diabetes Mellitus|NIDDM|"
+            "Type 2 Diabetes Mellitus\n")
+
+
+def test_pipe_line_listing_omim_first_takes_the_mesh_id(tmp_path):
+    f = tmp_path / "medic_06Jul2012.txt"
+    f.write_text("D003920||Diabetes Mellitus\n" + T2D_LINE)
+    g = medic.load(f)
+    t2d = g.concepts["MESH:D003924"]
+    assert t2d.name == "Diabetes Mellitus, Type 2" and t2d.alt_ids == ["OMIM:125853"]
+    assert "OMIM:125853" not in g.concepts
+
+
+def test_ctd_row_with_omim_id_and_mesh_alt_takes_the_mesh_id(tmp_path):
+    f = tmp_path / "CTD_diseases.tsv"
+    f.write_text("# Fields:\n# DiseaseName\tDiseaseID\tAltDiseaseIDs\tDefinition\tParentIDs\tTreeNumbers\t"
+                 "ParentTreeNumbers\tSynonyms\tSlimMappings\n"
+                 "Diseases X\tMESH:D900000\t\t\t\t\t\t\t\n"
+                 "Parent thing\tOMIM:125853\tMESH:D003924|DO:DOID:9352\t\tMESH:D900000\t\t\t\t\n"
+                 "Child thing\tMESH:D900005\t\t\tOMIM:125853\t\t\t\t\n")
+    g = medic.load(f)
+    assert g.concepts["MESH:D003924"].alt_ids == ["OMIM:125853", "DO:DOID:9352"]
+    assert ("MESH:D900005", "MESH:D003924") in g.is_a and "OMIM:125853" not in g.concepts

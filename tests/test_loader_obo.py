@@ -145,3 +145,45 @@ def test_is_a_to_obsolete_term_follows_replaced_by(tmp_path):
     g = obo.load(p)
     assert g.is_a == [("OBS:4", "OBS:1")]
     assert len(g.warnings) == 2
+
+
+DUP_OBO = """format-version: 1.2
+ontology: dup
+
+[Term]
+id: X:1
+name: Root
+
+[Term]
+id: X:2
+name: First name
+synonym: "first syn" EXACT []
+is_a: X:1 ! Root
+
+[Term]
+id: X:2
+name: Second name
+"""
+
+
+def test_duplicate_stanzas_warn_with_lines_and_keep_both_names(tmp_path):
+    from kgnorm.ontologies import obo as obo_loader
+
+    f = tmp_path / "dup.obo"
+    f.write_text(DUP_OBO)
+    g = obo_loader.load(f)
+    c = g.concepts["X:2"]
+    assert {c.name, *c.synonyms} == {"First name", "Second name", "first syn"}
+    assert any("X:2 has 2 [Term] stanzas (lines 9, 15)" in w for w in g.warnings), g.warnings
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"])
+def test_utf16_file_is_named_as_such(tmp_path, encoding):
+    from kgnorm.errors import InputError
+    from kgnorm.ontologies import medic, obo as obo_loader
+
+    for loader, body, name in ((obo_loader, DUP_OBO, "x.obo"), (medic, "D900001||Fictional\n", "m.txt")):
+        f = tmp_path / name
+        f.write_bytes(body.encode(encoding))
+        with pytest.raises(InputError, match=r"not UTF-8 \(looks like UTF-16\)"):
+            loader.load(f)
