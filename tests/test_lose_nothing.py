@@ -165,7 +165,8 @@ def test_ctrl_c_during_ingest_exits_130_store_unchanged(capsys, medic_store, mon
         return real(self, table, frame, options)
 
     monkeypatch.setattr(LadybugStore, "_copy", interrupted)
-    code, _, err = run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--store", medic_store, "-q")
+    code, _, err = run(capsys, "ingest", "medic", str(FIX / "medic/medic_01Jan2099.txt"), "--store", medic_store,
+                       "-q")  # another version: an unchanged one would write nothing
     monkeypatch.undo()
     assert code == 130 and err.strip().splitlines()[-1] == "kgnorm: interrupted; store unchanged"
     assert run(capsys, "ontologies", "--format", "json", "--store", medic_store)[1] == before
@@ -256,3 +257,34 @@ def test_params_inside_strings_are_not_parameters():
 
     text, params = fill_slots("MATCH (c) WHERE c.name = '$notaparam' AND c.uid = $u RETURN c", {"u": "X"})
     assert params == {"u": "X"}
+
+
+# -- row 8: an unchanged re-ingest rewrites nothing, so the store does not grow ---------------
+def test_unchanged_reingest_rewrites_nothing(store, tmp_path):  # noqa: F811
+    store.load_ontology(make_graph())
+    _linked_run(store)
+    first = store.load_ontology(make_graph(version="1"))
+    assert first.unchanged and first.links_kept == 4 and "nothing rewritten" in first.reingest_note()
+    assert count(store, "MATCH (:Mention)-[l:LINKED_TO]->(:Concept) RETURN count(l)") == 2
+    changed = make_graph(version="2")
+    changed.concepts["T:b"].name = "Beta disease, renamed"
+    assert not store.load_ontology(changed).unchanged
+    assert store.ontology_info("toy")["version"] == "2"
+
+
+def test_store_size_bounded_on_unchanged_reingest(tmp_path):
+    from kgnorm.ontologies import obo
+
+    path = tmp_path / "graph"
+    g = obo.load(FIX / "obo/hp_mini.obo")
+
+    def size() -> int:
+        return sum(f.stat().st_size for f in tmp_path.glob("graph*") if f.is_file())
+
+    with open_store(str(path), create=True) as st:
+        st.load_ontology(g)
+    once = size()
+    for _ in range(3):
+        with open_store(str(path)) as st:
+            assert st.load_ontology(g).unchanged
+    assert size() < once * 1.5  # a full rewrite each time would add about `once` per re-ingest

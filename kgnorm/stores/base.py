@@ -6,6 +6,7 @@ writes differ per backend.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from abc import ABC, abstractmethod
@@ -48,11 +49,14 @@ class LoadSummary:
     links_kept: int = 0
     links_removed: int = 0
     links_removed_to: list[str] = field(default_factory=list)  # removed concepts that had links
+    unchanged: bool = False  # same content as stored: only the Ontology record was updated
 
     def reingest_note(self, show: int = 10) -> str:
         """One line for the user: what happened to the links of a replaced ontology."""
         if not self.replaced:
             return ""
+        if self.unchanged:
+            return f"kept {self.links_kept:,} link(s); same concepts and IS_A as stored, nothing rewritten"
         note = (f"kept {self.links_kept:,} link(s); {len(self.removed_concepts):,} concept(s) absent from "
                 f"the new version removed")
         if self.links_removed:
@@ -160,6 +164,13 @@ class GraphStore(ABC):
     def ontologies(self) -> list[dict[str, Any]]:
         return self.run_saved("ontology_counts").records()
 
+    def unchanged(self, graph: OntologyGraph, summary: LoadSummary) -> bool:
+        """True when the stored ontology holds exactly this content (see `content_digest`)."""
+        if not summary.replaced:
+            return False
+        rows = self.query("MATCH (o:Ontology {name: $n}) RETURN o.content_digest", {"n": graph.name}).rows
+        return bool(rows and rows[0][0] and rows[0][0] == content_digest(graph))
+
     def ontology_info(self, name: str) -> dict[str, Any] | None:
         rows = self.run_saved("ontology_info", {"name": name}).records()
         return rows[0] if rows else None
@@ -248,7 +259,18 @@ def concept_columns(graph: OntologyGraph) -> dict[str, list[Any]]:
 
 def ontology_record(graph: OntologyGraph) -> dict[str, Any]:
     return {"name": graph.name, "version": graph.version or "", "source_path": graph.source_path,
-            "format": graph.format, "loaded_at": graph.loaded_at, "concept_count": len(graph.concepts)}
+            "format": graph.format, "loaded_at": graph.loaded_at, "concept_count": len(graph.concepts),
+            "content_digest": content_digest(graph)}
+
+
+def content_digest(graph: OntologyGraph) -> str:
+    """Digest of what an ingest writes (concepts and IS_A): an unchanged re-ingest rewrites nothing,
+    so the embedded store does not grow by a full copy each time."""
+    h = hashlib.sha1()
+    for rec in sorted(concept_records(graph), key=lambda r: r["uid"]):
+        h.update(json.dumps(rec, sort_keys=True).encode("utf-8"))
+    h.update(json.dumps(sorted(graph.is_a)).encode("utf-8"))
+    return h.hexdigest()
 
 
 def refuse_claimed(claimed: list[tuple[str, str]], ontology: str) -> None:

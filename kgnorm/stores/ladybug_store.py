@@ -126,6 +126,13 @@ class LadybugStore(GraphStore):
         refuse_claimed(self.claimed_elsewhere(graph), graph.name)
         if summary.replaced:
             self.reingest_plan(graph, summary)
+        if self.unchanged(graph, summary):
+            rec = ontology_record(graph)
+            self.query("MATCH (o:Ontology) WHERE o.name = $name SET o.version = $version, "
+                       "o.source_path = $source_path, o.format = $format, o.loaded_at = $loaded_at", rec)
+            summary.unchanged = True
+            summary.seconds = time.perf_counter() - t0
+            return summary
         # Arrow tables COPY faster than DataFrames of Python lists (list columns stay columnar).
         columns = concept_columns(graph)
         concepts = pa.Table.from_pydict({k: columns[k] for k in CONCEPT_COLUMNS})

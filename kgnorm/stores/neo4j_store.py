@@ -104,6 +104,12 @@ class Neo4jStore(GraphStore):
         refuse_claimed(self.claimed_elsewhere(graph), graph.name)
         if summary.replaced:
             self.reingest_plan(graph, summary)
+        if self.unchanged(graph, summary):
+            self._write(lambda tx: tx.run("MATCH (o:Ontology {name: $name}) SET o = $row", name=graph.name,
+                                          row=ontology_record(graph)).consume(), f"loading ontology {graph.name}")
+            summary.unchanged = True
+            summary.seconds = time.perf_counter() - t0
+            return summary
         concepts = list(concept_records(graph))
         is_a = [{"c": c, "p": p} for c, p in graph.is_a]
         onto = ontology_record(graph)
