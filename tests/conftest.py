@@ -53,17 +53,6 @@ def tiny_bert_dir(tmp_path_factory):
 
 
 # -- a live Bolt server for the Neo4j legs ----------------------------------------
-BOLT_DATABASE = "kgnorm"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def bolt_server(tmp_path_factory):
     """(uri, database, kind) of a live Bolt server, or skip.
@@ -71,7 +60,7 @@ def bolt_server(tmp_path_factory):
     KGNORM_TEST_NEO4J_URI names a disposable Neo4j 5 database (wiped by the tests);
     otherwise, when the `arcadedb-embedded` test extra is installed, an ArcadeDB server
     with its Bolt plugin is started on 127.0.0.1 with a throwaway password and stopped
-    with `stop()` at the end of the session."""
+    with `stop()` at the end of the session (tests/bolt_server.py)."""
     uri = os.environ.get("KGNORM_TEST_NEO4J_URI")
     if uri:
         yield uri, os.environ.get("KGNORM_NEO4J_DATABASE") or None, "neo4j"
@@ -82,23 +71,10 @@ def bolt_server(tmp_path_factory):
         if os.environ.get("KGNORM_REQUIRE_BOLT"):
             pytest.fail("KGNORM_REQUIRE_BOLT is set but arcadedb-embedded is not installed")
         pytest.skip("no live Bolt server: set KGNORM_TEST_NEO4J_URI or install the test extra arcadedb-embedded")
-    import secrets
+    from bolt_server import start_arcadedb
 
-    root = tmp_path_factory.mktemp("arcadedb")
-    password = secrets.token_hex(12)
-    port = _free_port()
-    here = os.getcwd()
-    os.chdir(root)  # ArcadeDB writes ./log relative to the working directory the JVM starts in
+    server, uri, database = start_arcadedb(tmp_path_factory.mktemp("arcadedb"))
     try:
-        server = arcadedb_embedded.create_server(
-            str(root / "databases"), root_password=password,
-            config={"host": "127.0.0.1", "http_port": _free_port(), "bolt_port": port,
-                    "server_plugins": "Bolt:com.arcadedb.bolt.BoltProtocolPlugin"})
-        server.start()
-        server.create_database(BOLT_DATABASE)
-    finally:
-        os.chdir(here)
-    try:
-        yield f"bolt://root:{password}@127.0.0.1:{port}", BOLT_DATABASE, "arcadedb"
+        yield uri, database, "arcadedb"
     finally:
         server.stop()
