@@ -202,7 +202,7 @@ def hypernyms_cmd(
                     params={"root": root, "level": level, "top_k": top_k, "write_top_k": write_top_k,
                             "names": str(names) if names else "held-out test names", "ontology": onto})
     with open_store(store) as st:
-        st.write_run(RunWrite(run, list(mentions.values()), [], list(best.values())))
+        st.write_run(RunWrite(run, list(mentions.values()), [], list(best.values()), ontology=onto))
     info(f"wrote {len(best)} PREDICTED_IS_A edge(s) for {len(queries)} name(s) as run {uid}", quiet)
 
 

@@ -339,12 +339,10 @@ def link_cmd(
                     params={"input": str(input), "write_top_k": write_top_k, "nil_threshold": nil_value,
                             **nil_params})
     with open_store(store, lock_timeout=lock_timeout) as st:
-        known: set[str] = set()
-        uids = sorted({e.concept_uid for e in edges})
-        for i in range(0, len(uids), 5000):
-            known.update(r[0] for r in st.run_saved("existing_uids", {"uids": uids[i:i + 5000]}).rows)
+        onto = meta.get("ontology") or ""
+        known = st.concept_keys(sorted({e.concept_uid for e in edges}), onto)
         kept = [e for e in edges if e.concept_uid in known]
-        st.write_run(RunWrite(run, list(rows.values()), kept, []))
+        st.write_run(RunWrite(run, list(rows.values()), kept, [], ontology=onto))
     skipped = len(edges) - len(kept)
     info(f"linked {n:,} mention(s); wrote {len(kept):,} LINKED_TO edge(s) as run {uid}"
          + (f" ({skipped} to concepts not in the store skipped)" if skipped else ""), quiet)

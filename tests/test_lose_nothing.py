@@ -76,19 +76,50 @@ def test_failed_ingest_names_its_cause(store):  # noqa: F811
     assert store.ontology_info("toy")["version"] == "1"
 
 
-def test_ontology_claiming_stored_ids_is_refused_by_name(store):  # noqa: F811
+def test_two_ontologies_sharing_curies_live_in_one_store(store):  # noqa: F811
     store.load_ontology(make_graph())
-    with pytest.raises(StoreError, match="first: T:a in toy"):
-        store.load_ontology(make_graph("other", "T"))
-    assert count(store, "MATCH (c:Concept) RETURN count(c)") == 4
+    _linked_run(store)
+    other = make_graph("other", "T", version="9")  # the same uids, another ontology (MeSH and MEDIC)
+    other.concepts["T:a"].name = "Alpha, as the other ontology names it"
+    assert not store.load_ontology(other).replaced
+    assert count(store, "MATCH (c:Concept) RETURN count(c)") == 8
+    rows = store.run_saved("concept", {"uid": "T:a"}).records()
+    assert sorted((r["ontology"], r["name"]) for r in rows) == [
+        ("other", "Alpha, as the other ontology names it"), ("toy", "Alpha disease")]
+    assert count(store, "MATCH (:Concept)-[r:IS_A]->(:Concept) RETURN count(r)") == 8
+    # a run names its ontology; the links land on that ontology's node only
+    store.write_run(RunWrite(RunRecord("run-o", "link", "x"), mentions=[MentionRow("f:m9", "alpha")],
+                             links=[LinkEdge("f:m9", "T:a", 1.0, 1)], ontology="other"))
+    assert store.query("MATCH (:Mention)-[:LINKED_TO]->(c:Concept) WHERE c.uid = 'T:a' "
+                       "RETURN c.ontology ORDER BY c.ontology").rows == [["other"], ["toy"]]
+    with pytest.raises(StoreError, match="several ontologies"):  # without one, a shared uid is ambiguous
+        store.write_run(RunWrite(RunRecord("run-x", "link", "x"), mentions=[MentionRow("f:m9", "alpha")],
+                                 links=[LinkEdge("f:m9", "T:a", 1.0, 1)]))
+    # re-ingesting one leaves the other, and its links, alone
+    store.load_ontology(make_graph(version="2", extra=True))
+    assert count(store, "MATCH (c:Concept) WHERE c.ontology = 'other' RETURN count(c)") == 4
+    assert count(store, "MATCH (:Mention)-[l:LINKED_TO]->(:Concept) RETURN count(l)") == 3
+
+
+def test_mesh_and_medic_in_one_store(capsys, tmp_path):
+    uri = f"ladybug://{tmp_path}/graph"
+    for fmt, path in (("mesh", "mesh/release"), ("medic", "medic/CTD_diseases.tsv")):
+        code, _, err = run(capsys, "ingest", fmt, str(FIX / path), "--store", uri, "-q")
+        assert code == 0, err
+    code, out, _ = run(capsys, "query", "--saved", "concept", "--param", "uid=MESH:D900001", "--format", "json",
+                       "--store", uri)
+    assert sorted(r["ontology"] for r in json.loads(out)) == ["medic", "mesh"]
 
 
 # -- row 9 (Bolt): a run is all or nothing ----------------------------------------------
 def test_run_with_a_missing_concept_writes_nothing(store):  # noqa: F811
     store.load_ontology(make_graph())
-    with pytest.raises(StoreError, match="store unchanged"):
+    with pytest.raises(StoreError, match="store unchanged.*T:missing"):
         store.write_run(RunWrite(RunRecord("r", "link", "x"), mentions=[MentionRow("m", "t")],
                                  links=[LinkEdge("m", "T:a", 1.0, 1), LinkEdge("m", "T:missing", 1.0, 2)]))
+    with pytest.raises(StoreError, match="store unchanged"):  # a mention the run does not write
+        store.write_run(RunWrite(RunRecord("r", "link", "x"), mentions=[MentionRow("m", "t")],
+                                 links=[LinkEdge("m", "T:a", 1.0, 1), LinkEdge("elsewhere", "T:b", 1.0, 1)]))
     assert count(store, "MATCH (r:Run) RETURN count(r)") == 0
     assert count(store, "MATCH ()-[l:LINKED_TO]->() RETURN count(l)") == 0
 
@@ -135,7 +166,7 @@ def test_query_is_read_only_unless_write(capsys, medic_store, tmp_path):
                          "--write", "--store", medic_store)
     assert code == 1 and "one statement" in err
     assert _concepts(capsys, medic_store) == n
-    code, _, err = run(capsys, "query", "CREATE (c:Concept {uid: 'X:1', ontology: 'x'})", "--write",
+    code, _, err = run(capsys, "query", "CREATE (c:Concept {key: 'x|X:1', uid: 'X:1', ontology: 'x'})", "--write",
                        "--store", medic_store)
     assert code == 0, err
     assert _concepts(capsys, medic_store) == n + 1
@@ -288,3 +319,27 @@ def test_store_size_bounded_on_unchanged_reingest(tmp_path):
         with open_store(str(path)) as st:
             assert st.load_ontology(g).unchanged
     assert size() < once * 1.5  # a full rewrite each time would add about `once` per re-ingest
+
+
+def test_store_from_before_concept_keys_is_read_not_rewritten(capsys, tmp_path):
+    import ladybug as lb
+
+    from kgnorm.cypher_files import split_statements
+
+    old = (Path(__file__).parent / "fixtures/ladybug_schema_0_1.cypher").read_text()
+    path = tmp_path / "old"
+    db = lb.Database(str(path))
+    conn = lb.Connection(db)
+    for stmt in split_statements(old):
+        conn.execute(stmt)
+    conn.execute("CREATE (c:Concept {uid: 'MESH:D1', ontology: 'medic', name: 'old'})")
+    conn.execute("CREATE (o:Ontology {name: 'medic', version: '1'})")
+    conn.close()
+    db.close()
+    code, out, err = run(capsys, "query", "--saved", "concept", "--param", "uid=MESH:D1", "--format", "json",
+                         "--store", str(path))
+    assert code == 0 and json.loads(out)[0]["name"] == "old", err
+    code, _, err = run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--store", str(path))
+    assert code == 1 and "made by an earlier kgnorm" in err
+    code, out, _ = run(capsys, "query", "MATCH (c:Concept) RETURN c.name AS n", "--format", "json", "--store", str(path))
+    assert json.loads(out) == [{"n": "old"}]

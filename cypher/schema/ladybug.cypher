@@ -1,7 +1,8 @@
 // LadybugDB (Kùzu dialect) schema for the kgnorm graph model (DESIGN §3). Statements end with ';'.
 CREATE NODE TABLE IF NOT EXISTS Ontology(name STRING PRIMARY KEY, version STRING, source_path STRING, format STRING, loaded_at STRING, concept_count INT64);
 ALTER TABLE Ontology ADD IF NOT EXISTS content_digest STRING DEFAULT '';
-CREATE NODE TABLE IF NOT EXISTS Concept(uid STRING PRIMARY KEY, ontology STRING, code STRING, name STRING, synonyms STRING[], synonym_scopes STRING[], alt_ids STRING[], xrefs STRING[], definition STRING, depth INT64, level_label STRING, obsolete BOOLEAN);
+// A concept is keyed by ontology + uid (`ontology|uid`): ontologies that share CURIEs each keep their node.
+CREATE NODE TABLE IF NOT EXISTS Concept(key STRING PRIMARY KEY, uid STRING, ontology STRING, code STRING, name STRING, synonyms STRING[], synonym_scopes STRING[], alt_ids STRING[], xrefs STRING[], definition STRING, depth INT64, level_label STRING, obsolete BOOLEAN);
 CREATE NODE TABLE IF NOT EXISTS Mention(uid STRING PRIMARY KEY, text STRING, doc_id STRING, start INT64, `end` INT64, context STRING);
 // Added after 0.1 (stores made before get them, empty): the file's own id and the file.
 ALTER TABLE Mention ADD IF NOT EXISTS mention_id STRING DEFAULT '';

@@ -20,7 +20,7 @@ from kgnorm.ontology_graph import OntologyGraph
 
 _CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/*|^|/)([^/@:\s]+):([^@/\s]*)@")
 
-CONCEPT_COLUMNS = ["uid", "ontology", "code", "name", "synonyms", "synonym_scopes", "alt_ids",
+CONCEPT_COLUMNS = ["key", "uid", "ontology", "code", "name", "synonyms", "synonym_scopes", "alt_ids",
                    "xrefs", "definition", "depth", "level_label", "obsolete"]
 
 
@@ -124,12 +124,21 @@ class PredictionEdge:
 
 @dataclass
 class RunWrite:
-    """Everything one run writes, applied atomically and idempotently (same run uid twice = one copy)."""
+    """Everything one run writes, applied atomically and idempotently (same run uid twice = one copy).
+
+    Concept uids are those of `ontology` (the model's dictionary); without it a uid must name
+    one concept in the store."""
 
     run: RunRecord
     mentions: list[MentionRow] = field(default_factory=list)
     links: list[LinkEdge] = field(default_factory=list)
     predictions: list[PredictionEdge] = field(default_factory=list)
+    ontology: str = ""
+
+    def concept_uids(self) -> list[str]:
+        uids = {e.concept_uid for e in self.links} | {e.hypernym_uid for e in self.predictions}
+        uids |= {e.source_uid for e in self.predictions if not e.source_is_mention}
+        return sorted(uids)
 
 
 class GraphStore(ABC):
@@ -205,43 +214,67 @@ class GraphStore(ABC):
                 summary.links_kept += n
         summary.links_removed_to = sorted(hit)
 
-    def claimed_elsewhere(self, graph: OntologyGraph) -> list[tuple[str, str]]:
-        """(uid, ontology) of the graph's uids that another ontology in the store already holds."""
-        uids = sorted(graph.concepts)
-        out: list[tuple[str, str]] = []
+    def concept_keys(self, uids: list[str], ontology: str = "") -> dict[str, str]:
+        """uid → concept key (see `concept_key`) of the given uids found in the store: those of
+        `ontology`, or, without one, of any ontology as long as the uid names one concept."""
+        found: dict[str, list[str]] = {}
+        where = "c.uid IN $u" + (" AND c.ontology = $o" if ontology else "")
         for i in range(0, len(uids), 5000):
-            out.extend((u, o) for u, o in self.query(
-                "UNWIND $u AS x MATCH (c:Concept {uid: x}) WHERE c.ontology <> $o RETURN c.uid, c.ontology",
-                {"u": uids[i:i + 5000], "o": graph.name}).rows)
-        return out
+            params: dict[str, Any] = {"u": uids[i:i + 5000]}
+            if ontology:
+                params["o"] = ontology
+            for uid, key in self.query(f"MATCH (c:Concept) WHERE {where} RETURN c.uid, c.key", params).rows:
+                found.setdefault(uid, []).append(key)
+        shared = sorted(u for u, keys in found.items() if len(keys) > 1)
+        if shared:
+            raise StoreError(f"concept {shared[0]} is in several ontologies of the store: "
+                             "say which one (the model's ontology)")
+        return {u: keys[0] for u, keys in found.items()}
+
+    def run_keys(self, write: RunWrite) -> dict[str, str]:
+        """Concept keys for every concept a run writes to; a missing one fails the whole write."""
+        uids = write.concept_uids()
+        keys = self.concept_keys(uids, write.ontology)
+        missing = [u for u in uids if u not in keys]
+        if missing:
+            where = f" of ontology {write.ontology}" if write.ontology else ""
+            raise StoreError(f"writing run {write.run.uid} failed, store unchanged: {len(missing)} concept(s)"
+                             f"{where} not in the store (first: {missing[0]})")
+        return keys
 
     def xref_edges_for(self, graph: OntologyGraph) -> list[tuple[str, str, str]]:
-        """XREF (from, to, source) between `graph` and concepts already in the store.
+        """XREF (from key, to key, source) between `graph` and concepts already in the store.
 
-        Both directions: the new ontology's xrefs that hit stored concepts (or itself),
-        and stored concepts' xrefs that hit the new ontology."""
+        Both directions: the new ontology's xrefs that hit stored concepts (of any other
+        ontology, or itself), and stored concepts' xrefs that hit the new ontology."""
         edges: set[tuple[str, str, str]] = set()
         targets = sorted({x for c in graph.concepts.values() for x in c.xrefs})
-        existing: set[str] = set(x for x in targets if x in graph.concepts)
-        outside = [x for x in targets if x not in graph.concepts]
-        for i in range(0, len(outside), 5000):
-            chunk = outside[i:i + 5000]
-            existing.update(r[0] for r in self.run_saved("existing_uids", {"uids": chunk}).rows)
+        keys_of: dict[str, list[str]] = {x: [concept_key(graph.name, x)] for x in targets if x in graph.concepts}
+        for i in range(0, len(targets), 5000):
+            for uid, key in self.query("MATCH (c:Concept) WHERE c.uid IN $u AND c.ontology <> $o RETURN c.uid, c.key",
+                                       {"u": targets[i:i + 5000], "o": graph.name}).rows:
+                keys_of.setdefault(uid, []).append(key)
         for c in graph.concepts.values():
+            own = concept_key(graph.name, c.uid)
             for x in c.xrefs:
-                if x in existing and x != c.uid:
-                    edges.add((c.uid, x, graph.name))
-        for uid, onto, xrefs in self.run_saved("xref_sources", {"ontology": graph.name}).rows:
+                edges.update((own, k, graph.name) for k in keys_of.get(x, ()) if k != own)
+        for key, onto, xrefs in self.run_saved("xref_sources", {"ontology": graph.name}).rows:
             for x in xrefs or ():
                 if x in graph.concepts:
-                    edges.add((uid, x, onto))
+                    edges.add((key, concept_key(graph.name, x), onto))
         return sorted(edges)
+
+
+def concept_key(ontology: str, uid: str) -> str:
+    """A concept's identity in the store: its ontology and its uid, so that two ontologies that
+    share CURIEs (MeSH and MEDIC) each keep their own node; `uid` stays a queryable property."""
+    return f"{ontology}|{uid}"
 
 
 def concept_records(graph: OntologyGraph) -> Iterable[dict[str, Any]]:
     for c in graph.concepts.values():
-        yield {"uid": c.uid, "ontology": graph.name, "code": c.code, "name": c.name,
-               "synonyms": list(c.synonyms), "synonym_scopes": list(c.synonym_scopes),
+        yield {"key": concept_key(graph.name, c.uid), "uid": c.uid, "ontology": graph.name, "code": c.code,
+               "name": c.name, "synonyms": list(c.synonyms), "synonym_scopes": list(c.synonym_scopes),
                "alt_ids": list(c.alt_ids), "xrefs": list(c.xrefs), "definition": c.definition or "",
                "depth": int(c.depth), "level_label": c.level_label or "", "obsolete": bool(c.obsolete)}
 
@@ -249,7 +282,8 @@ def concept_records(graph: OntologyGraph) -> Iterable[dict[str, Any]]:
 def concept_columns(graph: OntologyGraph) -> dict[str, list[Any]]:
     """Column-wise concept data: bulk loaders build Arrow tables from it without per-row dicts."""
     cs = list(graph.concepts.values())
-    return {"uid": [c.uid for c in cs], "ontology": [graph.name] * len(cs), "code": [c.code for c in cs],
+    return {"key": [concept_key(graph.name, c.uid) for c in cs], "uid": [c.uid for c in cs],
+            "ontology": [graph.name] * len(cs), "code": [c.code for c in cs],
             "name": [c.name for c in cs], "synonyms": [list(c.synonyms) for c in cs],
             "synonym_scopes": [list(c.synonym_scopes) for c in cs], "alt_ids": [list(c.alt_ids) for c in cs],
             "xrefs": [list(c.xrefs) for c in cs], "definition": [c.definition or "" for c in cs],
@@ -271,14 +305,6 @@ def content_digest(graph: OntologyGraph) -> str:
         h.update(json.dumps(rec, sort_keys=True).encode("utf-8"))
     h.update(json.dumps(sorted(graph.is_a)).encode("utf-8"))
     return h.hexdigest()
-
-
-def refuse_claimed(claimed: list[tuple[str, str]], ontology: str) -> None:
-    if claimed:
-        uid, other = claimed[0]
-        raise StoreError(f"cannot load {ontology}: {len(claimed):,} of its ids already belong to another "
-                         f"ontology in this store (first: {uid} in {other}); a concept id lives in one "
-                         "ontology per store: use a separate --store for it")
 
 
 def redact(text: str) -> str:

@@ -22,7 +22,7 @@ from kgnorm.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.ontology_graph import OntologyGraph
 from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite,
-                                concept_columns, ontology_record, redact, refuse_claimed)
+                                concept_columns, ontology_record, redact)
 
 
 LOCK_POLL_S = 0.25
@@ -123,7 +123,7 @@ class LadybugStore(GraphStore):
         t0 = time.perf_counter()
         summary = LoadSummary(graph.name, len(graph.concepts), len(graph.is_a), 0,
                               self.ontology_info(graph.name) is not None)
-        refuse_claimed(self.claimed_elsewhere(graph), graph.name)
+        self._require_keys()
         if summary.replaced:
             self.reingest_plan(graph, summary)
         if self.unchanged(graph, summary):
@@ -136,7 +136,8 @@ class LadybugStore(GraphStore):
         # Arrow tables COPY faster than DataFrames of Python lists (list columns stay columnar).
         columns = concept_columns(graph)
         concepts = pa.Table.from_pydict({k: columns[k] for k in CONCEPT_COLUMNS})
-        is_a = pa.Table.from_pydict({"from": [c for c, _ in graph.is_a], "to": [p for _, p in graph.is_a]})
+        key = graph.name + "|"  # concept_key(graph.name, uid)
+        is_a = pa.Table.from_pydict({"from": [key + c for c, _ in graph.is_a], "to": [key + p for _, p in graph.is_a]})
         keep = set(graph.concepts)
 
         def body() -> int:
@@ -164,24 +165,26 @@ class LadybugStore(GraphStore):
         as frames to COPY back after its concepts are replaced."""
         o = {"o": ontology}
         links = self.query("MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) WHERE c.ontology = $o "
-                           "RETURN m.uid, c.uid, l.score, l.rank, l.method, l.run", o).rows
-        links = [r for r in links if r[1] in keep]
+                           "RETURN m.uid, c.key, l.score, l.rank, l.method, l.run, c.uid", o).rows
+        links = [r[:6] for r in links if r[6] in keep]
         out = [("LINKED_TO", pd.DataFrame(links, columns=["from", "to", "score", "rank", "method", "run"]),
                 ' (from="Mention", to="Concept")')]
         cols = ["from", "to", "score", "rank", "level", "method", "run"]
-        from_mentions = [r for r in self.query(
+        from_mentions = [r[:7] for r in self.query(
             "MATCH (m:Mention)-[p:PREDICTED_IS_A]->(c:Concept) WHERE c.ontology = $o "
-            "RETURN m.uid, c.uid, p.score, p.rank, p.level, p.method, p.run", o).rows if r[1] in keep]
+            "RETURN m.uid, c.key, p.score, p.rank, p.level, p.method, p.run, c.uid", o).rows if r[7] in keep]
         out.append(("PREDICTED_IS_A", pd.DataFrame(from_mentions, columns=cols), ' (from="Mention", to="Concept")'))
         from_concepts = [r[:7] for r in self.query(
             "MATCH (s:Concept)-[p:PREDICTED_IS_A]->(c:Concept) WHERE s.ontology = $o OR c.ontology = $o "
-            "RETURN s.uid, c.uid, p.score, p.rank, p.level, p.method, p.run, s.ontology, c.ontology", o).rows
-            if (r[7] != ontology or r[0] in keep) and (r[8] != ontology or r[1] in keep)]
+            "RETURN s.key, c.key, p.score, p.rank, p.level, p.method, p.run, s.ontology, c.ontology, s.uid, c.uid",
+            o).rows if (r[7] != ontology or r[9] in keep) and (r[8] != ontology or r[10] in keep)]
         out.append(("PREDICTED_IS_A", pd.DataFrame(from_concepts, columns=cols), ' (from="Concept", to="Concept")'))
         return out
 
     def write_run(self, write: RunWrite) -> None:
         run = write.run
+        self._require_keys()
+        key = self.run_keys(write)
 
         def body() -> None:
             self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $r DELETE l", {"r": run.uid})
@@ -196,11 +199,12 @@ class LadybugStore(GraphStore):
                 self._copy("Mention", pd.DataFrame(new, columns=MENTION_COLUMNS))
             if write.links:
                 self._copy("LINKED_TO", pd.DataFrame(
-                    [(e.mention_uid, e.concept_uid, float(e.score), int(e.rank), run.method, run.uid)
+                    [(e.mention_uid, key[e.concept_uid], float(e.score), int(e.rank), run.method, run.uid)
                      for e in write.links],
                     columns=["from", "to", "score", "rank", "method", "run"]), ' (from="Mention", to="Concept")')
             for from_mention, label in ((False, "Concept"), (True, "Mention")):
-                rows = [(e.source_uid, e.hypernym_uid, float(e.score), int(e.rank), int(e.level), run.method, run.uid)
+                rows = [(e.source_uid if from_mention else key[e.source_uid], key[e.hypernym_uid], float(e.score),
+                         int(e.rank), int(e.level), run.method, run.uid)
                         for e in write.predictions if e.source_is_mention == from_mention]
                 self._copy("PREDICTED_IS_A", pd.DataFrame(
                     rows, columns=["from", "to", "score", "rank", "level", "method", "run"]),
@@ -210,6 +214,13 @@ class LadybugStore(GraphStore):
             self._transaction(body)
         except RuntimeError as exc:
             raise StoreError(f"writing run {run.uid} failed, store unchanged: {_one_line(exc)}") from None
+
+    def _require_keys(self) -> None:
+        """Stores made before concepts were keyed by ontology + uid can be read, not written."""
+        names = [r[1] for r in self.query("CALL TABLE_INFO('Concept') RETURN *").rows]
+        if "key" not in names:
+            raise StoreError(f"the store at {redact(str(self.path))} was made by an earlier kgnorm (one concept per "
+                             "uid): it can be read and queried, but ingest and run writes need a new store")
 
     def close(self) -> None:
         try:

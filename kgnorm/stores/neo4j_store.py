@@ -18,7 +18,7 @@ from kgnorm.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.ontology_graph import OntologyGraph
 from kgnorm.stores.base import (GraphStore, LoadSummary, QueryResult, RunWrite, concept_records,
-                                ontology_record, redact, refuse_claimed)
+                                concept_key, ontology_record, redact)
 
 BATCH = 10_000
 
@@ -101,7 +101,6 @@ class Neo4jStore(GraphStore):
         t0 = time.perf_counter()
         summary = LoadSummary(graph.name, len(graph.concepts), len(graph.is_a), 0,
                               self.ontology_info(graph.name) is not None)
-        refuse_claimed(self.claimed_elsewhere(graph), graph.name)
         if summary.replaced:
             self.reingest_plan(graph, summary)
         if self.unchanged(graph, summary):
@@ -111,9 +110,9 @@ class Neo4jStore(GraphStore):
             summary.seconds = time.perf_counter() - t0
             return summary
         concepts = list(concept_records(graph))
-        is_a = [{"c": c, "p": p} for c, p in graph.is_a]
+        is_a = [{"c": concept_key(graph.name, c), "p": concept_key(graph.name, p)} for c, p in graph.is_a]
         onto = ontology_record(graph)
-        removed = summary.removed_concepts
+        removed = [concept_key(graph.name, u) for u in summary.removed_concepts]
         xrefs = [{"a": a, "b": b, "s": s} for a, b, s in self.xref_edges_for(graph)]
 
         def work(tx: Any) -> int:
@@ -122,15 +121,15 @@ class Neo4jStore(GraphStore):
                          "DELETE r RETURN count(*) AS n", o=graph.name).single()["n"]:
                 pass
             for batch in _batches(removed):
-                tx.run("UNWIND $u AS x MATCH (c:Concept {uid: x}) DETACH DELETE c", u=batch).consume()
+                tx.run("UNWIND $u AS x MATCH (c:Concept {key: x}) DETACH DELETE c", u=batch).consume()
             for batch in _batches(concepts):
-                tx.run("UNWIND $rows AS r MERGE (c:Concept {uid: r.uid}) SET c = r", rows=batch).consume()
+                tx.run("UNWIND $rows AS r MERGE (c:Concept {key: r.key}) SET c = r", rows=batch).consume()
             for batch in _batches(is_a):
-                _all_written(tx, tx.run("UNWIND $rows AS r MATCH (c:Concept {uid: r.c}) MATCH (p:Concept {uid: r.p}) "
+                _all_written(tx, tx.run("UNWIND $rows AS r MATCH (c:Concept {key: r.c}) MATCH (p:Concept {key: r.p}) "
                                         "CREATE (c)-[:IS_A]->(p) RETURN count(*) AS n", rows=batch), batch, "IS_A",
                              (("c", "Concept"), ("p", "Concept")))
             for batch in _batches(xrefs):
-                tx.run("UNWIND $rows AS r MATCH (a:Concept {uid: r.a}) MATCH (b:Concept {uid: r.b}) "
+                tx.run("UNWIND $rows AS r MATCH (a:Concept {key: r.a}) MATCH (b:Concept {key: r.b}) "
                        "MERGE (a)-[x:XREF]->(b) SET x.source = r.s", rows=batch).consume()
             tx.run("MERGE (o:Ontology {name: $name}) SET o = $row", name=graph.name, row=onto).consume()
             return len(xrefs)
@@ -143,11 +142,13 @@ class Neo4jStore(GraphStore):
         """All or nothing: a MATCH that misses an end creates no edge and raises no error in
         Neo4j, so every batch counts what it wrote and a shortfall rolls the run back."""
         run = write.run
+        key = self.run_keys(write)
         mentions = [vars(m) for m in write.mentions]
-        links = [{"m": e.mention_uid, "c": e.concept_uid, "score": float(e.score), "rank": int(e.rank)}
+        links = [{"m": e.mention_uid, "c": key[e.concept_uid], "score": float(e.score), "rank": int(e.rank)}
                  for e in write.links]
-        preds = {flag: [{"s": e.source_uid, "h": e.hypernym_uid, "score": float(e.score), "rank": int(e.rank),
-                         "level": int(e.level)} for e in write.predictions if e.source_is_mention == flag]
+        preds = {flag: [{"s": e.source_uid if flag else key[e.source_uid], "h": key[e.hypernym_uid],
+                         "score": float(e.score), "rank": int(e.rank), "level": int(e.level)}
+                        for e in write.predictions if e.source_is_mention == flag]
                  for flag in (False, True)}
 
         def work(tx: Any) -> None:
@@ -158,14 +159,15 @@ class Neo4jStore(GraphStore):
                 tx.run("UNWIND $rows AS r MERGE (m:Mention {uid: r.uid}) SET m += r", rows=batch).consume()
             for batch in _batches(links):
                 _all_written(tx, tx.run(
-                    "UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) MATCH (c:Concept {uid: r.c}) "
+                    "UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) MATCH (c:Concept {key: r.c}) "
                     "CREATE (m)-[:LINKED_TO {score: r.score, rank: r.rank, method: $method, run: $run}]->(c) "
                     "RETURN count(*) AS n", rows=batch, method=run.method, run=run.uid), batch, "LINKED_TO",
                     (("m", "Mention"), ("c", "Concept")))
             for flag, label in ((False, "Concept"), (True, "Mention")):
                 for batch in _batches(preds[flag]):
                     _all_written(tx, tx.run(
-                        f"UNWIND $rows AS r MATCH (s:{label} {{uid: r.s}}) MATCH (h:Concept {{uid: r.h}}) "
+                        f"UNWIND $rows AS r MATCH (s:{label} {{{'uid' if flag else 'key'}: r.s}}) "
+                        "MATCH (h:Concept {key: r.h}) "
                         "CREATE (s)-[:PREDICTED_IS_A {score: r.score, rank: r.rank, level: r.level, "
                         "method: $method, run: $run}]->(h) RETURN count(*) AS n",
                         rows=batch, method=run.method, run=run.uid), batch, "PREDICTED_IS_A",
@@ -213,10 +215,11 @@ def _all_written(tx: Any, result: Any, batch: list[dict[str, Any]], what: str,
     if n == len(batch):
         return
     missing = ""
-    for key, label in ends:
-        uids = sorted({r[key] for r in batch})
-        rows = tx.run(f"UNWIND $u AS x OPTIONAL MATCH (n:{label} {{uid: x}}) WITH x, n WHERE n IS NULL "
-                      "RETURN x LIMIT 3", u=uids).values()
+    for field, label in ends:
+        ids = sorted({r[field] for r in batch})
+        prop = "key" if label == "Concept" else "uid"
+        rows = tx.run(f"UNWIND $u AS x OPTIONAL MATCH (n:{label} {{{prop}: x}}) WITH x, n WHERE n IS NULL "
+                      "RETURN x LIMIT 3", u=ids).values()
         if rows:
             missing = f": no {label} {', '.join(r[0] for r in rows)}"
             break
