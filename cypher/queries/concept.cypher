@@ -1,5 +1,5 @@
-// A concept by uid with its parents and children.  Params: $uid
-MATCH (c:Concept {uid: $uid})
+// A concept by uid with its parents and children (one row per ontology that has the uid).  Params: $uid
+MATCH (:ConceptId {uid: $uid})-[:IDENTIFIES]->(c:Concept)
 OPTIONAL MATCH (c)-[:IS_A]->(p:Concept)
 WITH c, collect(p.uid) AS parents
 OPTIONAL MATCH (ch:Concept)-[:IS_A]->(c)

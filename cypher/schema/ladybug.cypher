@@ -3,11 +3,15 @@ CREATE NODE TABLE IF NOT EXISTS Ontology(name STRING PRIMARY KEY, version STRING
 ALTER TABLE Ontology ADD IF NOT EXISTS content_digest STRING DEFAULT '';
 // A concept is keyed by ontology + uid (`ontology|uid`): ontologies that share CURIEs each keep their node.
 CREATE NODE TABLE IF NOT EXISTS Concept(key STRING PRIMARY KEY, uid STRING, ontology STRING, code STRING, name STRING, synonyms STRING[], synonym_scopes STRING[], alt_ids STRING[], xrefs STRING[], definition STRING, depth INT64, level_label STRING, obsolete BOOLEAN);
+// Concept ids: one node per CURIE, linked to the concept of every ontology that has it; LadybugDB
+// indexes only primary keys, so a lookup by uid goes through this node's key.
+CREATE NODE TABLE IF NOT EXISTS ConceptId(uid STRING PRIMARY KEY);
 CREATE NODE TABLE IF NOT EXISTS Mention(uid STRING PRIMARY KEY, text STRING, doc_id STRING, start INT64, `end` INT64, context STRING);
 // Added after 0.1 (stores made before get them, empty): the file's own id and the file.
 ALTER TABLE Mention ADD IF NOT EXISTS mention_id STRING DEFAULT '';
 ALTER TABLE Mention ADD IF NOT EXISTS source STRING DEFAULT '';
 CREATE NODE TABLE IF NOT EXISTS Run(uid STRING PRIMARY KEY, kind STRING, method STRING, model_path STRING, params_json STRING, metrics_json STRING, created_at STRING);
+CREATE REL TABLE IF NOT EXISTS IDENTIFIES(FROM ConceptId TO Concept);
 CREATE REL TABLE IF NOT EXISTS IS_A(FROM Concept TO Concept);
 CREATE REL TABLE IF NOT EXISTS XREF(FROM Concept TO Concept, source STRING);
 CREATE REL TABLE IF NOT EXISTS LINKED_TO(FROM Mention TO Concept, score DOUBLE, rank INT64, method STRING, run STRING);

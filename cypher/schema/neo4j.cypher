@@ -3,10 +3,13 @@
 CREATE CONSTRAINT kgnorm_ontology_name IF NOT EXISTS FOR (o:Ontology) REQUIRE o.name IS UNIQUE;
 // A concept is keyed by ontology + uid (`ontology|uid`): ontologies that share CURIEs each keep
 // their node. Stores made before keep their nodes: the uid constraint goes, each gets its key.
+// A (:ConceptId {uid})-[:IDENTIFIES]->(:Concept) per concept serves lookups by uid (the saved
+// queries are shared with LadybugDB, which indexes only primary keys).
 DROP CONSTRAINT kgnorm_concept_uid IF EXISTS;
-MATCH (c:Concept) WHERE c.key IS NULL SET c.key = c.ontology + '|' + c.uid;
 CREATE CONSTRAINT kgnorm_concept_key IF NOT EXISTS FOR (c:Concept) REQUIRE c.key IS UNIQUE;
+CREATE CONSTRAINT kgnorm_conceptid_uid IF NOT EXISTS FOR (i:ConceptId) REQUIRE i.uid IS UNIQUE;
 CREATE INDEX kgnorm_concept_uid_lookup IF NOT EXISTS FOR (c:Concept) ON (c.uid);
+MATCH (c:Concept) WHERE c.key IS NULL SET c.key = c.ontology + '|' + c.uid MERGE (i:ConceptId {uid: c.uid}) CREATE (i)-[:IDENTIFIES]->(c);
 CREATE CONSTRAINT kgnorm_mention_uid IF NOT EXISTS FOR (m:Mention) REQUIRE m.uid IS UNIQUE;
 CREATE CONSTRAINT kgnorm_run_uid IF NOT EXISTS FOR (r:Run) REQUIRE r.uid IS UNIQUE;
 CREATE INDEX kgnorm_concept_ontology IF NOT EXISTS FOR (c:Concept) ON (c.ontology);

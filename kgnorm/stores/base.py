@@ -218,18 +218,23 @@ class GraphStore(ABC):
         """uid → concept key (see `concept_key`) of the given uids found in the store: those of
         `ontology`, or, without one, of any ontology as long as the uid names one concept."""
         found: dict[str, list[str]] = {}
-        where = "c.uid IN $u" + (" AND c.ontology = $o" if ontology else "")
-        for i in range(0, len(uids), 5000):
-            params: dict[str, Any] = {"u": uids[i:i + 5000]}
-            if ontology:
-                params["o"] = ontology
-            for uid, key in self.query(f"MATCH (c:Concept) WHERE {where} RETURN c.uid, c.key", params).rows:
+        for uid, key, onto in self.uid_lookup(uids):
+            if not ontology or onto == ontology:
                 found.setdefault(uid, []).append(key)
         shared = sorted(u for u, keys in found.items() if len(keys) > 1)
         if shared:
             raise StoreError(f"concept {shared[0]} is in several ontologies of the store: "
                              "say which one (the model's ontology)")
         return {u: keys[0] for u, keys in found.items()}
+
+    def uid_lookup(self, uids: list[str]) -> list[tuple[str, str, str]]:
+        """(uid, key, ontology) of every concept that has one of `uids` (index lookups by uid)."""
+        out: list[tuple[str, str, str]] = []
+        for i in range(0, len(uids), 5000):
+            out.extend(tuple(r) for r in self.query(
+                "UNWIND $u AS x MATCH (i:ConceptId {uid: x})-[:IDENTIFIES]->(c:Concept) "
+                "RETURN c.uid, c.key, c.ontology", {"u": uids[i:i + 5000]}).rows)
+        return out
 
     def run_keys(self, write: RunWrite) -> dict[str, str]:
         """Concept keys for every concept a run writes to; a missing one fails the whole write."""
@@ -250,9 +255,8 @@ class GraphStore(ABC):
         edges: set[tuple[str, str, str]] = set()
         targets = sorted({x for c in graph.concepts.values() for x in c.xrefs})
         keys_of: dict[str, list[str]] = {x: [concept_key(graph.name, x)] for x in targets if x in graph.concepts}
-        for i in range(0, len(targets), 5000):
-            for uid, key in self.query("MATCH (c:Concept) WHERE c.uid IN $u AND c.ontology <> $o RETURN c.uid, c.key",
-                                       {"u": targets[i:i + 5000], "o": graph.name}).rows:
+        for uid, key, onto in self.uid_lookup(targets):
+            if onto != graph.name:
                 keys_of.setdefault(uid, []).append(key)
         for c in graph.concepts.values():
             own = concept_key(graph.name, c.uid)

@@ -145,6 +145,10 @@ class LadybugStore(GraphStore):
             self._conn.execute("MATCH (c:Concept) WHERE c.ontology = $o DETACH DELETE c", {"o": graph.name})
             self._conn.execute("MATCH (o:Ontology) WHERE o.name = $o DELETE o", {"o": graph.name})
             self._copy("Concept", concepts)
+            have = {r[0] for r in self._conn.execute(
+                "UNWIND $u AS x MATCH (i:ConceptId {uid: x}) RETURN i.uid", {"u": list(keep)}).get_all()}
+            self._copy("ConceptId", pa.Table.from_pydict({"uid": sorted(keep - have)}))
+            self._copy("IDENTIFIES", pa.Table.from_pydict({"from": columns["uid"], "to": columns["key"]}))
             self._copy("IS_A", is_a)
             xrefs = self.xref_edges_for(graph)
             self._copy("XREF", pd.DataFrame(xrefs, columns=["from", "to", "source"]))

@@ -123,7 +123,8 @@ class Neo4jStore(GraphStore):
             for batch in _batches(removed):
                 tx.run("UNWIND $u AS x MATCH (c:Concept {key: x}) DETACH DELETE c", u=batch).consume()
             for batch in _batches(concepts):
-                tx.run("UNWIND $rows AS r MERGE (c:Concept {key: r.key}) SET c = r", rows=batch).consume()
+                tx.run("UNWIND $rows AS r MERGE (c:Concept {key: r.key}) SET c = r "
+                       "MERGE (i:ConceptId {uid: r.uid}) MERGE (i)-[:IDENTIFIES]->(c)", rows=batch).consume()
             for batch in _batches(is_a):
                 _all_written(tx, tx.run("UNWIND $rows AS r MATCH (c:Concept {key: r.c}) MATCH (p:Concept {key: r.p}) "
                                         "CREATE (c)-[:IS_A]->(p) RETURN count(*) AS n", rows=batch), batch, "IS_A",
