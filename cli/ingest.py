@@ -9,7 +9,7 @@ import typer
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, info, setup
 from kgnorm.errors import InputError
-from kgnorm.stores import check_store_uri, open_store
+from kgnorm.stores import check_store_uri, open_store, store_exists
 
 app = typer.Typer(help="Load an ontology into the graph store (replaces an ontology of the same name).",
                   no_args_is_help=True)
@@ -22,19 +22,27 @@ DanglingOpt = Annotated[bool, typer.Option("--allow-dangling", help="Drop IS_A e
 def _ingest(fmt: str, path: Path, name: str | None, allow_dangling: bool, store: str | None,
             quiet: bool, lock_timeout: float, **options: Any) -> None:
     setup(quiet)
-    check_store_uri(store)  # a malformed --store fails before the parse, not after it
+    uri = check_store_uri(store)  # a malformed --store fails before the parse, not after it
     if not path.exists():
         raise InputError("no such file or directory", path=path)
-    loader = importlib.import_module(f"kgnorm.ontologies.{fmt}")
-    graph = loader.load(path, name, allow_dangling=allow_dangling, **options)
-    for warning in graph.warnings:
-        info(f"warning: {warning}", quiet)
-    if not graph.concepts:
-        raise InputError(f"no concepts found; is this a {fmt} file?", path=path)
-    with open_store(store, create=True, lock_timeout=lock_timeout) as st:
+    # An existing store is locked before the parse, so a second writer waits (or fails) before
+    # it parses; readers are not blocked. A new store is made only once the file has parsed.
+    st = open_store(uri, lock_timeout=lock_timeout) if store_exists(uri) else None
+    try:
+        loader = importlib.import_module(f"kgnorm.ontologies.{fmt}")
+        graph = loader.load(path, name, allow_dangling=allow_dangling, **options)
+        for warning in graph.warnings:
+            info(f"warning: {warning}", quiet)
+        if not graph.concepts:
+            raise InputError(f"no concepts found; is this a {fmt} file?", path=path)
+        if st is None:
+            st = open_store(uri, create=True, lock_timeout=lock_timeout)
         if getattr(st, "created", False):  # said even with --quiet: a typo'd --store makes a new store
             typer.echo(f"kgnorm: creating a new store at {st.uri}", err=True)
         summary = st.load_ontology(graph)
+    finally:
+        if st is not None:
+            st.close()
     verb = "replaced" if summary.replaced else "loaded"
     info(f"{verb} {graph.name} {graph.version}".rstrip() +
          f": {summary.concepts:,} concepts, {summary.is_a:,} IS_A, {summary.xrefs:,} XREF "

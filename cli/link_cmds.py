@@ -306,7 +306,7 @@ def link_cmd(
     digest = file_digest(input)
     rows: dict[str, MentionRow] = {}
     edges: list[LinkEdge] = []
-    n = 0
+    n = repeats = 0
     fh = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
     try:
         fh.write("\t".join(TSV_HEADER) + "\n")
@@ -320,11 +320,14 @@ def link_cmd(
             if write:
                 m = lm.mention
                 muid = mention_uid(digest, m.mention_id)
-                if muid in rows:
-                    raise InputError(f"mention id {m.mention_id} is given twice; each mention needs its own id",
-                                     path=input)
-                rows[muid] = MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id,
-                                        str(input))
+                row = MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id, str(input))
+                if muid in rows:  # one node per id: a repeat must be the same mention (a duplicated document)
+                    if (rows[muid].text, rows[muid].doc_id) != (row.text, row.doc_id):
+                        raise InputError(f"mention id {m.mention_id} is given twice, for {rows[muid].text!r} and "
+                                         f"{row.text!r}; each mention needs its own id", path=input)
+                    repeats += 1
+                    continue
+                rows[muid] = row
                 edges.extend(LinkEdge(muid, uid, score, rank) for uid, rank, score in edges_for(lm, write_top_k))
         bar.close()
     finally:
@@ -344,6 +347,9 @@ def link_cmd(
         kept = [e for e in edges if e.concept_uid in known]
         st.write_run(RunWrite(run, list(rows.values()), kept, [], ontology=onto))
     skipped = len(edges) - len(kept)
+    if repeats:
+        warn(f"{repeats} mention(s) repeat an earlier one of {input} (same id and text, e.g. a duplicated "
+             "document): stored once")
     info(f"linked {n:,} mention(s); wrote {len(kept):,} LINKED_TO edge(s) as run {uid}"
          + (f" ({skipped} to concepts not in the store skipped)" if skipped else ""), quiet)
 

@@ -40,6 +40,7 @@ def _top1(path) -> dict[str, str]:
             for r in csv.DictReader(path.open(), delimiter="\t") if r["rank"] == "1"}
 
 
+@pytest.mark.filterwarnings("ignore:.*duplicate PMID")  # the reader's own notice of the repeated document
 def test_journey_ingest_link_hypernyms_queries_reingest(capsys, tmp_path, journey_store, tiny_bert_dir):
     store = journey_store
     obo = tmp_path / "toy.obo"
@@ -90,3 +91,13 @@ def test_journey_ingest_link_hypernyms_queries_reingest(capsys, tmp_path, journe
     assert f"kept {links_before + preds_before:,} link(s)" in err
     assert _json(capsys, store, "MATCH (:Mention)-[l:LINKED_TO]->(:Concept) RETURN count(l) AS n")[0]["n"] == links_before
     assert _json(capsys, store, "MATCH ()-[p:PREDICTED_IS_A]->(:Concept) RETURN count(p) AS n")[0]["n"] == preds_before
+    # a PubTator file that repeats a document: the repeated mentions are stored once, with a warning
+    doc = "11|t|toy anomaly here\n11|a|and the toy root.\n11\t0\t11\ttoy anomaly\tDisease\tTOY:0001\n\n"
+    pub = tmp_path / "dup.pubtator"
+    pub.write_text(doc + doc)
+    code, _, err = run(capsys, "link", "--model", str(model), "--input", str(pub), "--output",
+                       str(tmp_path / "dup.tsv"), "--store", store, "-q")
+    assert code == 0 and "stored once" in err, err
+    rows = _json(capsys, store, "MATCH (m:Mention)-[l:LINKED_TO]->(:Concept) WHERE m.source = $s "
+                                "RETURN m.mention_id AS id, count(l) AS n", "--param", f"s={pub}")
+    assert rows == [{"id": "11:0-11", "n": 1}]

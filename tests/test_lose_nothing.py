@@ -343,3 +343,20 @@ def test_store_from_before_concept_keys_is_read_not_rewritten(capsys, tmp_path):
     assert code == 1 and "made by an earlier kgnorm" in err
     code, out, _ = run(capsys, "query", "MATCH (c:Concept) RETURN c.name AS n", "--format", "json", "--store", str(path))
     assert json.loads(out) == [{"n": "old"}]
+
+
+def test_second_ingest_waits_for_the_lock_before_parsing(capsys, medic_store, monkeypatch):
+    from kgnorm.ontologies import medic
+
+    def parse(*a, **k):
+        raise AssertionError("parsed while another process held the store")
+
+    writer = _hold(medic_store, "rw", 30)
+    try:
+        monkeypatch.setattr(medic, "load", parse)
+        code, _, err = run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--lock-timeout", "0.5",
+                           "--store", medic_store)
+        assert code == 1 and f"pid {writer.pid}" in err, err
+    finally:
+        writer.kill()
+        writer.wait()

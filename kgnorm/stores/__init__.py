@@ -35,6 +35,14 @@ def check_store_uri(uri: str | None) -> str:
     return uri
 
 
+def store_exists(uri: str) -> bool:
+    """A Neo4j URI names a server (always there to try); an embedded store is a path."""
+    uri = check_store_uri(uri)
+    if uri.startswith(NEO4J_SCHEMES):
+        return True
+    return Path(uri[len("ladybug://"):] if uri.startswith("ladybug://") else uri).exists()
+
+
 def open_store(uri: str | None = None, read_only: bool = False, create: bool = False,
                lock_timeout: float = 30.0) -> GraphStore:
     """`ladybug:///path`, a plain path, or a Neo4j URI (bolt://, neo4j://, neo4j+s://).
@@ -51,4 +59,4 @@ def open_store(uri: str | None = None, read_only: bool = False, create: bool = F
 
 
 __all__ = ["GraphStore", "LinkEdge", "LoadSummary", "MentionRow", "PredictionEdge", "QueryResult",
-           "RunRecord", "RunWrite", "check_store_uri", "open_store", "redact", "resolve_store_uri", "DEFAULT_STORE"]
+           "RunRecord", "RunWrite", "check_store_uri", "open_store", "store_exists", "redact", "resolve_store_uri", "DEFAULT_STORE"]
