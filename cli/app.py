@@ -20,6 +20,7 @@ app = typer.Typer(name="kgnorm", help="Knowledge-graph workbench for biomedical 
 app.add_typer(ingest.app, name="ingest")
 app.command("query")(query.query)
 app.command("ontologies")(query.ontologies)
+app.command("compact")(ingest.compact_cmd)
 
 train_app = typer.Typer(help="Train a name encoder from an ontology in the store.", no_args_is_help=True)
 train_app.command("biosyn")(link_cmds.train_biosyn_cmd)

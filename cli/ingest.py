@@ -8,8 +8,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, info, setup
-from kgnorm.errors import InputError
-from kgnorm.stores import check_store_uri, open_store, store_exists
+from kgnorm.errors import InputError, KgnormError
+from kgnorm.stores import NEO4J_SCHEMES, check_store_uri, open_store, store_exists
 
 app = typer.Typer(help="Load an ontology into the graph store (replaces an ontology of the same name).",
                   no_args_is_help=True)
@@ -87,3 +87,19 @@ def meddra(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt 
            store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
     """MedDRA ASCII release (the MedAscii directory)."""
     _ingest("meddra", path, ontology, allow_dangling, store, quiet, lock_timeout, include_noncurrent=include_noncurrent)
+
+
+def compact_cmd(store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
+    """Reclaim the space an embedded store keeps after ontologies were replaced (LadybugDB has
+    no vacuum): the store is copied into a fresh file that takes its place."""
+    setup(quiet)
+    uri = check_store_uri(store)
+    if uri.startswith(NEO4J_SCHEMES):
+        raise KgnormError("compact is for the embedded store; a Neo4j server manages its own space")
+    if not store_exists(uri):
+        raise KgnormError(f"no store at {uri}")
+    from kgnorm.stores.ladybug_compact import compact
+
+    s = compact(uri[len("ladybug://"):] if uri.startswith("ladybug://") else uri, lock_timeout=lock_timeout)
+    info(f"compacted {uri}: {s.mb_before:.1f} MB → {s.mb_after:.1f} MB ({s.nodes:,} nodes, {s.edges:,} edges) "
+         f"in {s.seconds:.1f}s", quiet)

@@ -360,3 +360,30 @@ def test_second_ingest_waits_for_the_lock_before_parsing(capsys, medic_store, mo
     finally:
         writer.kill()
         writer.wait()
+
+
+def test_compact_reclaims_space_and_keeps_everything(capsys, tmp_path):
+    from kgnorm.ontologies import obo
+    from kgnorm.stores.ladybug_compact import store_mb
+
+    path = tmp_path / "graph"
+    g = obo.load(FIX / "obo/hp_mini.obo")
+    with open_store(str(path), create=True) as st:
+        st.load_ontology(g)
+        st.write_run(RunWrite(RunRecord("r1", "link", "x"), mentions=[MentionRow("f:m1", "curl", mention_id="m1")],
+                              links=[LinkEdge("f:m1", "HP:9990001", 0.9, 1)], ontology=g.name))
+        for i in range(4):  # changed versions: each rewrites the ontology
+            g.concepts["HP:9990003"].name = f"Fictional nail ridge v{i}"
+            st.load_ontology(g)
+    grown = store_mb(path)
+    q = ["MATCH (c:Concept)-[:IS_A]->(p:Concept) RETURN count(*) AS n", "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) "
+         "RETURN m.mention_id AS m, c.uid AS c, l.run AS run", "MATCH (c:Concept) RETURN c.key AS k, c.name AS n, "
+         "c.synonyms AS s ORDER BY k", "MATCH (o:Ontology) RETURN o.name AS n, o.content_digest AS d"]
+    before = [run(capsys, "query", x, "--format", "json", "--store", str(path))[1] for x in q]
+    code, _, err = run(capsys, "compact", "--store", str(path))
+    assert code == 0 and "compacted" in err, err
+    assert store_mb(path) < grown
+    assert [run(capsys, "query", x, "--format", "json", "--store", str(path))[1] for x in q] == before
+    assert run(capsys, "query", "--saved", "concept", "--param", "uid=HP:9990001", "--format", "json",
+               "--store", str(path))[0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph"]
