@@ -23,8 +23,8 @@ works on a chunk of queries at a time (memory bounded by ``chunk_budget`` floats
   fixed-size column blocks is a lower bound of the row's k-th score, so only the few entries
   at or above it are gathered and ordered (score descending, then name index ascending).
 
-Where the CPU multiplies bfloat16 fast (AMX / AVX512-BF16; ``precision="auto"`` measures
-it once per dictionary) the dense block is multiplied in bf16 as a *pre-filter*: with fp32
+Where the CPU declares native bfloat16 arithmetic (the ``amx_bf16`` or ``avx512_bf16`` flag;
+``precision="auto"`` reads the flags, never a timing run) the dense block is multiplied in bf16 as a *pre-filter*: with fp32
 accumulation the bf16 partial score is within ``BF16_ERR`` (0.0125 > 3 * 2**-8) of the exact
 one, so every name within ``2 * BF16_ERR`` of the k-th pre-filter score is kept and those
 few candidates (about 45 per query on MEDIC) are rescored exactly in float32; names left out
@@ -64,35 +64,38 @@ PRECISIONS = ("auto", "fp32", "bf16")
 # on a partial cosine (<= 1); candidates are kept within twice this bound of the k-th score
 BF16_ERR = 0.0125
 SPARSE_FILE = "sparse.json"
-_BF16_FAST: bool | None = None
+BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")  # CPU features with native bf16 dot products
 
 
-def _bf16_fast() -> bool:
-    """Whether torch multiplies bfloat16 matrices clearly faster than float32 here
-    (AMX / AVX512-BF16); measured once per process on a product of the size used."""
-    global _BF16_FAST
-    if _BF16_FAST is None:
-        try:
-            import time
+def cpu_flags() -> frozenset[str]:
+    """The CPU feature flags the kernel reports (Linux ``/proc/cpuinfo``); empty elsewhere."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
 
-            import torch
 
-            g = torch.Generator().manual_seed(0)
-            a = torch.rand(128, 256, generator=g)
-            b = torch.rand(256, 16384, generator=g)
-            a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
-            t32 = t16 = float("inf")
-            for _ in range(3):
-                t = time.perf_counter()
-                a @ b
-                t32 = min(t32, time.perf_counter() - t)
-                t = time.perf_counter()
-                a16 @ b16
-                t16 = min(t16, time.perf_counter() - t)
-            _BF16_FAST = t16 < 0.6 * t32
-        except Exception:  # noqa: BLE001 - no torch / no bf16 kernels
-            _BF16_FAST = False
-    return _BF16_FAST
+def bf16_native(flags: frozenset[str] | None = None) -> bool:
+    """Whether the CPU declares native bf16 arithmetic (AMX-BF16 or AVX512-BF16): what
+    ``precision="auto"`` reads to choose the bf16 pre-filter. A declared fact, not a timing
+    run, so the path a machine takes is known before anything is loaded."""
+    flags = cpu_flags() if flags is None else flags
+    return any(f in flags for f in BF16_CPU_FLAGS)
+
+
+def auto_uses_bf16() -> bool:
+    """What ``precision="auto"`` resolves to: ``KGNORM_SPARSE_PRECISION=fp32|bf16`` when set
+    (to force one path everywhere, e.g. a test run), else the CPU flags."""
+    forced = os.environ.get("KGNORM_SPARSE_PRECISION", "").strip().lower()
+    if forced in ("fp32", "bf16"):
+        return forced == "bf16"
+    if forced not in ("", "auto"):
+        raise KgnormError(f"KGNORM_SPARSE_PRECISION must be fp32, bf16 or auto, not {forced!r}")
+    return bf16_native()
 
 
 class SparseScorer:
@@ -152,7 +155,7 @@ class SparseScorer:
         D.sort_indices()
         self._D = D
         n, v = D.shape
-        self._bf16 = self.precision == "bf16" or (self.precision == "auto" and _bf16_fast())
+        self._bf16 = self.precision == "bf16" or (self.precision == "auto" and auto_uses_bf16())
         frac = self.dense_df_fraction
         if frac is None:  # a cheaper dense product affords more dense terms
             frac = 1 / 64 if self._bf16 else 1 / 16
