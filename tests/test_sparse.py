@@ -151,3 +151,24 @@ def test_auto_precision_forced_by_environment(monkeypatch, forced):
     monkeypatch.setenv("KGNORM_SPARSE_PRECISION", "fp16")
     with pytest.raises(KgnormError, match="KGNORM_SPARSE_PRECISION"):
         SparseScorer().fit(NAMES)
+
+
+@pytest.mark.parametrize("ngram_range,lowercase", [((1, 2), True), ((1, 3), True), ((2, 2), True),
+                                                   ((1, 2), False)])
+def test_char_counts_match_sklearn(ngram_range, lowercase):
+    """The written-out char analyzer (no scikit-learn import at link time) counts exactly
+    what CountVectorizer(analyzer="char") counts."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from kgnorm.linking.sparse import _char_counts
+
+    texts = NAMES + QUERIES + ["Heart  Attack", "tab\there", "a\t\t b\n\nc", "Ünïcode Éé", "x", "  lead",
+                               "ends  ", "ΑΒΓ αβγ", "a-b_c.d"]
+    cv = CountVectorizer(analyzer="char", ngram_range=ngram_range, lowercase=lowercase,
+                         dtype=np.float32).fit(texts[: len(NAMES) + 3])
+    vocab = {str(t): int(i) for t, i in cv.vocabulary_.items()}
+    got = _char_counts(texts, vocab, ngram_range, lowercase)
+    ref = CountVectorizer(analyzer="char", ngram_range=ngram_range, lowercase=lowercase, vocabulary=vocab,
+                          dtype=np.float32).transform(texts)
+    assert got.shape == ref.shape
+    assert (got != ref).nnz == 0

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -49,8 +50,6 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import sgemm
-from sklearn.feature_extraction.text import CountVectorizer
-
 from kgnorm.errors import KgnormError
 
 try:  # accumulating CSR -> dense kernel (B += A); stable for years, private name
@@ -98,6 +97,37 @@ def auto_uses_bf16() -> bool:
     return bf16_native()
 
 
+_WHITE_SPACES = re.compile(r"\s\s+")  # what scikit-learn collapses before taking n-grams
+
+
+def _char_counts(texts: list[str], vocabulary: dict[str, int], ngram_range: tuple[int, int],
+                 lowercase: bool) -> sp.csr_matrix:
+    """Counts of the vocabulary's character n-grams per text: the same matrix as
+    scikit-learn's ``CountVectorizer(analyzer="char")`` with this vocabulary. Written out so
+    that linking a few mentions needs no scikit-learn import (about a second of start-up)."""
+    lo, hi = ngram_range
+    indptr: list[int] = [0]
+    indices: list[int] = []
+    data: list[int] = []
+    get = vocabulary.get
+    for text in texts:
+        if lowercase:
+            text = text.lower()
+        text = _WHITE_SPACES.sub(" ", text)
+        row: dict[int, int] = {}
+        for n in range(max(lo, 1), min(hi, len(text)) + 1):
+            for i in range(len(text) - n + 1):
+                j = get(text[i:i + n])
+                if j is not None:
+                    row[j] = row.get(j, 0) + 1
+        cols = sorted(row)
+        indices.extend(cols)
+        indptr.append(len(indices))
+        data.extend(row[c] for c in cols)
+    return sp.csr_matrix((np.asarray(data, dtype=np.float32), np.asarray(indices, dtype=np.int32),
+                          np.asarray(indptr, dtype=np.int64)), shape=(len(texts), len(vocabulary)))
+
+
 class SparseScorer:
     """Character n-gram tf-idf scorer over a fixed list of names."""
 
@@ -121,13 +151,15 @@ class SparseScorer:
         self.n_threads = n_threads
         self.vocabulary: dict[str, int] | None = None
         self.idf: np.ndarray | None = None
-        self._counter: CountVectorizer | None = None
+        self._counter = None  # scikit-learn's CountVectorizer for "char_wb"/"word" queries
         self._D: sp.csr_matrix | None = None
 
     # ------------------------------------------------------------------ fitting
     def fit(self, names: Sequence[str]) -> SparseScorer:
         """Fit vocabulary and idf on ``names`` and index them (one analyzer pass; the idf is
         scikit-learn's smooth idf, ``ln((1 + n) / (1 + df)) + 1``)."""
+        from sklearn.feature_extraction.text import CountVectorizer
+
         names = list(names)
         if len(names) == 0:
             raise KgnormError("cannot fit the sparse scorer on an empty name list")
@@ -233,6 +265,11 @@ class SparseScorer:
         """L2-normalized float32 tf-idf rows (the same values as TfidfVectorizer's)."""
         if self.vocabulary is None or self.idf is None:
             raise KgnormError("the sparse scorer is not fitted")
+        if self.analyzer == "char":
+            return self._weight(_char_counts(list(texts), self.vocabulary, self.ngram_range,
+                                             self.lowercase))
+        from sklearn.feature_extraction.text import CountVectorizer
+
         if self._counter is None:
             self._counter = CountVectorizer(analyzer=self.analyzer,
                                             ngram_range=self.ngram_range,
