@@ -58,7 +58,7 @@ def main() -> None:
                 "--output", str(out), "--quiet"]
         timed(link, 1, env)  # warm the page cache: "cold" is a fresh process, not a cold disk
         link_walls, link_rss = timed(link, args.runs, env)
-        top = out.read_text(encoding="utf-8").splitlines()[1]
+        top = " · ".join(out.read_text(encoding="utf-8").splitlines()[1].split("\t"))
     cli_walls, _ = timed([sys.executable, "-c", "import kgnorm.cli.app"], args.runs, env)
     libs_walls, _ = timed([sys.executable, "-c", "import torch, transformers, faiss"], args.runs, env)
 
