@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shlex
 import subprocess
 import sys
@@ -80,20 +81,25 @@ def main() -> None:
     t_torch = sh(act + args.install, clone, log, env)
     t_pip = sh(act + 'pip install -e ".[test]"', clone, log, env)
     before = log.read_text(encoding="utf-8")
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t_job = sh(act + "bash scripts/main_job.sh", clone, log, env)
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     job_out = log.read_text(encoding="utf-8")[len(before):]
     load1 = os.getloadavg()
     steps = step_times(job_out, t_job)
     rows = [f"| clone | {t_clone:.0f} s |", f"| venv | {t_venv:.0f} s |",
             f"| `{args.install}` | {t_torch:.0f} s |", f"| `pip install -e \".[test]\"` | {t_pip:.0f} s |",
             f"| **`bash scripts/main_job.sh`** | **{t_job:.0f} s ({t_job / 60:.1f} min)** |",
+            f"| CPU time of `main_job.sh` (user + sys of all its processes) | {cpu:.0f} s ({cpu / 60:.1f} min) |",
             f"| whole first command | {t_venv + t_torch + t_pip + t_job:.0f} s "
             f"({(t_venv + t_torch + t_pip + t_job) / 60:.1f} min) |"]
     step_rows = [f"| {title} | {sec:.0f} s |" for title, sec in steps]
     body = (f"Fresh clone of commit `{commit}` into an empty folder (no `../shared` beside it), fresh venv "
             f"(Python {sys.version.split()[0]}), no KGNORM_* variables. Load average (1/5/15 min) before: "
             f"{load0[0]:.1f}/{load0[1]:.1f}/{load0[2]:.1f}, after: {load1[0]:.1f}/{load1[1]:.1f}/{load1[2]:.1f}: "
-            f"the 2 cores were shared with other jobs, so a quiet machine is faster.\n\n"
+            f"the 2 cores were shared with other jobs, so a quiet machine is faster (the CPU time "
+            f"row is the work itself, whatever the load).\n\n"
             "| part | wall |\n|---|---|\n" + "\n".join(rows) + "\n\n"
             "Main job steps (from its own timestamps; whole seconds):\n\n"
             "| step | wall |\n|---|---|\n" + "\n".join(step_rows) + "\n")
