@@ -3,8 +3,9 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking import sparse as sparse_mod
-from kgnorm.linking.sparse import SparseScorer, bf16_native
+from kgnorm import cpu_features
+from kgnorm.cpu_features import bf16_native
+from kgnorm.linking.sparse import SparseScorer
 
 NAMES = [
     "heart attack", "myocardial infarction", "renal failure", "kidney failure",
@@ -130,20 +131,20 @@ def test_auto_precision_follows_cpu_flags(monkeypatch):
     assert not bf16_native(frozenset({"sse2", "avx2", "avx512f"}))
     assert not bf16_native(frozenset())
     for flags, want in ((frozenset({"avx2"}), False), (frozenset({"amx_bf16", "avx2"}), True)):
-        monkeypatch.setattr(sparse_mod, "cpu_flags", lambda flags=flags: flags)
+        monkeypatch.setattr(cpu_features, "cpu_flags", lambda flags=flags: flags)
         s = SparseScorer(precision="auto").fit(NAMES)
         assert s._bf16 is want
         assert_same_topk(s.topk(QUERIES, 5), brute(NAMES, QUERIES, 5))
     # forced paths ignore the flags
     assert SparseScorer(precision="fp32").fit(NAMES)._bf16 is False
-    monkeypatch.setattr(sparse_mod, "cpu_flags", lambda: frozenset())
+    monkeypatch.setattr(cpu_features, "cpu_flags", lambda: frozenset())
     assert SparseScorer(precision="bf16").fit(NAMES)._bf16 is True
 
 
 @pytest.mark.parametrize("forced", ["fp32", "bf16"])
 def test_auto_precision_forced_by_environment(monkeypatch, forced):
     monkeypatch.setenv("KGNORM_SPARSE_PRECISION", forced)
-    monkeypatch.setattr(sparse_mod, "cpu_flags", lambda: frozenset({"amx_bf16"}) if forced == "fp32"
+    monkeypatch.setattr(cpu_features, "cpu_flags", lambda: frozenset({"amx_bf16"}) if forced == "fp32"
                         else frozenset())
     s = SparseScorer().fit(NAMES)
     assert s._bf16 is (forced == "bf16")

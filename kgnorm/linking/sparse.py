@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import sgemm
+from kgnorm.cpu_features import bf16_native
 from kgnorm.errors import KgnormError
 
 try:  # accumulating CSR -> dense kernel (B += A); stable for years, private name
@@ -63,27 +64,6 @@ PRECISIONS = ("auto", "fp32", "bf16")
 # on a partial cosine (<= 1); candidates are kept within twice this bound of the k-th score
 BF16_ERR = 0.0125
 SPARSE_FILE = "sparse.json"
-BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")  # CPU features with native bf16 dot products
-
-
-def cpu_flags() -> frozenset[str]:
-    """The CPU feature flags the kernel reports (Linux ``/proc/cpuinfo``); empty elsewhere."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
-
-
-def bf16_native(flags: frozenset[str] | None = None) -> bool:
-    """Whether the CPU declares native bf16 arithmetic (AMX-BF16 or AVX512-BF16): what
-    ``precision="auto"`` reads to choose the bf16 pre-filter. A declared fact, not a timing
-    run, so the path a machine takes is known before anything is loaded."""
-    flags = cpu_flags() if flags is None else flags
-    return any(f in flags for f in BF16_CPU_FLAGS)
 
 
 def auto_uses_bf16() -> bool:
