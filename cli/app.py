@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Annotated
 
 import typer
 
@@ -15,8 +16,48 @@ try:  # recent typer vendors its own click; older ones use click itself
 except ImportError:  # pragma: no cover
     from click import exceptions as _cx
 
+
+def _tidy_help() -> None:
+    """Recent typer prints `<bool>` after every on/off flag and `{path}` around required
+    arguments in help; show flags bare and arguments as PATH (older typer: nothing to do)."""
+    core = getattr(typer, "core", None)
+    option = getattr(core, "TyperOption", None)
+    if option is not None and hasattr(option, "display_type_rich"):
+        shown = option.display_type_rich
+
+        def display_type_rich(self, ctx):
+            return None if getattr(self, "is_flag", False) else shown(self, ctx)
+
+        option.display_type_rich = display_type_rich
+    argument = getattr(core, "TyperArgument", None)
+    if argument is not None and hasattr(argument, "_usage_display_name"):
+        def usage_name(self) -> str:
+            name = (self.metavar or self.name or "arg").upper()
+            name = name if self.required else f"[{name}]"
+            return name + ("…" if self.nargs != 1 else "")
+
+        argument._usage_display_name = usage_name
+
+
+def _version(value: bool) -> None:
+    if value:
+        from kgnorm import __version__
+
+        typer.echo(f"kgnorm {__version__}")
+        raise typer.Exit()
+
+
+_tidy_help()
 app = typer.Typer(name="kgnorm", help="Knowledge-graph workbench for biomedical concept normalization.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print kgnorm's version and exit.")] = False) -> None:
+    """Knowledge-graph workbench for biomedical concept normalization."""
+
+
 app.add_typer(ingest.app, name="ingest")
 app.command("query")(query.query)
 app.command("ontologies")(query.ontologies)

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import QuietOpt, StoreOpt, info, setup
+from kgnorm.cli.common import KeepCheckpointsOpt, QuietOpt, StoreOpt, info, setup
 from kgnorm.errors import KgnormError
 
 
@@ -68,7 +68,8 @@ def train_biocom_cmd(
                                 "dictionary name of its concept (0: off).")] = 0,
     max_minutes: Annotated[Optional[float], typer.Option(
         "--max-minutes", help="Budget for the optimisation steps (dev evaluations excluded); training stops "
-                              "inside an epoch once it is spent and the stopped model is evaluated like an epoch.")] = None,
+                              "inside an epoch once it is spent and the stopped model is evaluated like an epoch.")] = 45.0,
+    keep_checkpoints: KeepCheckpointsOpt = False,
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
     """Train BioCoM: 16 concepts × 2 sentences per batch, Multi-Similarity loss."""
@@ -85,7 +86,7 @@ def train_biocom_cmd(
         raise KgnormError(f"unknown ontology {ontology!r}: run `kgnorm ingest` first")
     dev_mentions = list(read_mentions(dev)) if dev else None
     cfg = BiocomConfig(epochs=epochs, max_steps=max_steps, lr=lr, seed=seed, threads=threads,
-                       index_names=index_names, substitutions=substitutions,
+                       index_names=index_names, substitutions=substitutions, keep_checkpoint=keep_checkpoints,
                        max_seconds=None if max_minutes is None else max_minutes * 60)
     cfg.check()
     result = train_biocom(corpus, out, encoder or default_encoder_path(), dev=dev_mentions, config=cfg,

@@ -28,6 +28,9 @@ MaxMinutesOpt = Annotated[Optional[float], typer.Option(
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="torch CPU threads.")]
 ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue an interrupted run in --out.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed (same seed and data: same run).")]
+KeepCheckpointsOpt = Annotated[bool, typer.Option(
+    "--keep-checkpoints", help="Keep the training checkpoints in --out once the model is written (needed to "
+                               "--resume it later with a larger budget); by default they are deleted.")]
 
 
 def setup(quiet: bool) -> None:
@@ -125,3 +128,15 @@ def training_pairs_from_file(pipeline, path: Path, fmt: str | None) -> list[tupl
     from kgnorm.link_job import training_pairs
 
     return training_pairs(pipeline, read_mention_file(path, fmt))
+
+
+def finish_checkpoints(out: Path, keep: bool, quiet: bool) -> None:
+    """After a trainer wrote its model: delete the resume state unless --keep-checkpoints."""
+    if keep:
+        return
+    from kgnorm.training.checkpoints import drop_checkpoints
+
+    freed = drop_checkpoints(out)
+    if freed:
+        info(f"deleted the training checkpoints ({freed / 2**20:,.1f} MiB; --keep-checkpoints keeps them "
+             f"for a later --resume)", quiet)

@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import (MaxMinutesOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
-                               ontology_word_vectors, setup, warn)
+from kgnorm.cli.common import (KeepCheckpointsOpt, MaxMinutesOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
+                               finish_checkpoints, ontology_word_vectors, setup, warn)
 from kgnorm.errors import KgnormError
 
 RootOpt = Annotated[str, typer.Option("--root", help="Root concept uid of the subgraph, e.g. HP:0000118.")]
@@ -68,16 +68,17 @@ def train_dan_cmd(
     out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
     word_vectors: Annotated[Optional[Path], typer.Option(
         "--word-vectors", help="fastText .bin / word2vec .vec file; default: train fastText on the ontology's names and definitions.")] = None,
-    input_kind: Annotated[str, typer.Option(
-        "--input", help="The DAN's input per name. word-vectors: the mean of its word vectors (the paper); encoder: "
-                        "the mean-pooled vector of a frozen encoder (--encoder), computed once for the split's names "
-                        "and kept with the model (stronger on HPO, see BENCHMARKS.md).")] = "word-vectors",
+    input_kind: Annotated[Optional[str], typer.Option(
+        "--input", help="The DAN's input per name. encoder (default with --preset cpu-fast): the mean-pooled vector "
+                        "of a frozen encoder (--encoder), computed once for the split's names and kept with the "
+                        "model (stronger on HPO, see BENCHMARKS.md); word-vectors (default with --preset paper or "
+                        "--word-vectors): the mean of its word vectors (the paper).")] = None,
     encoder: Annotated[Optional[Path], typer.Option(
         "--encoder", help="Local Hugging Face encoder directory for --input encoder (default: the offline MiniLM).")] = None,
     preset: Annotated[str, typer.Option(
         "--preset", help="paper: DAN's settings (hidden 2048, lr 1e-3, loss weights 1/1/1); cpu-fast: hidden 1024, "
                          "lr 2e-3, context/grounding weights 0.3, 30% class-name positives, 14-min budget "
-                         "(what reached the HPO figures on a 2-core CPU). Options given explicitly override it.")] = "paper",
+                         "(the default: what reached the HPO figures on a 2-core CPU). Options given explicitly override it.")] = "cpu-fast",
     hidden: Annotated[Optional[int], typer.Option(help="Width of the hidden layer.")] = None,
     epochs: Annotated[Optional[int], typer.Option("--epochs", help="Maximum epochs (early stopping on validation mAP).")] = None,
     patience: Annotated[Optional[int], typer.Option(help="Early-stopping patience in epochs.")] = None,
@@ -87,11 +88,14 @@ def train_dan_cmd(
     threads: ThreadsOpt = None,
     seed: SeedOpt = 0,
     resume: ResumeOpt = True,
+    keep_checkpoints: KeepCheckpointsOpt = False,
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
     """Train a DAN (Fivez et al. 2021) on level K of the hierarchy under --root."""
     setup(quiet)
     _check_level(level)
+    if input_kind is None:  # the preset's input; a word-vector file implies word vectors
+        input_kind = "word-vectors" if preset == "paper" or word_vectors is not None else "encoder"
     if input_kind not in DAN_INPUTS:
         raise KgnormError(f"unknown --input {input_kind!r}; valid inputs: {', '.join(DAN_INPUTS)}")
     if input_kind == "encoder" and word_vectors is not None:
@@ -122,6 +126,7 @@ def train_dan_cmd(
     result = train_dan(split, wv, level, out, config, progress=not quiet, resume=resume)
     update_meta(out, ontology=ontology, ontology_version=snap.version, root=root, level=level,
                 split_seed=seed, n_levels=N_LEVELS)
+    finish_checkpoints(out, keep_checkpoints, quiet)
     info(f"DAN level {level}: best validation mAP {result.best_val_map:.3f} at epoch {result.best_epoch} "
          f"({result.epochs_run} epochs, {result.train_seconds:.0f}s) → {out}", quiet)
     if result.test_metrics:

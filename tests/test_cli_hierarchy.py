@@ -168,3 +168,25 @@ def test_hypernyms_bad_names_file_writes_nothing(capsys, toy, content, message):
                        "--names", str(names), "--store", store, "-q")
     assert code != 0 and message in err and str(names) in err
     assert (_runs(capsys, store), _predicted(capsys, store)) == before
+
+
+def test_train_dan_default_is_cpu_fast_on_encoder_and_drops_checkpoint(capsys, toy):
+    """Without --preset/--input: cpu-fast on frozen-encoder inputs (the benchmarked recipe);
+    --preset paper switches both back; the finished model keeps no checkpoint.pt unless asked."""
+    store = toy["store"]
+    base = ["train", "dan", "--ontology", "toy", "--root", "TOY:0000", "--level", "2", "--hidden", "16",
+            "--epochs", "1", "--threads", "1", "--store", store, "-q"]
+    model = toy["tmp"] / "dan-default"
+    code, _, err = run(capsys, *base, "--out", str(model))
+    assert code == 0, err
+    meta = json.loads((model / "kgnorm-model.json").read_text())
+    assert meta["word_vectors_info"]["kind"] == "encoder"
+    assert meta["hyper_parameters"]["lr"] == pytest.approx(2e-3)
+    assert not (model / "checkpoint.pt").exists()
+    paper = toy["tmp"] / "dan-paper"
+    code, _, err = run(capsys, *base, "--out", str(paper), "--preset", "paper", "--keep-checkpoints")
+    assert code == 0, err
+    meta = json.loads((paper / "kgnorm-model.json").read_text())
+    assert meta["word_vectors_info"]["kind"] != "encoder"
+    assert meta["hyper_parameters"]["lr"] == pytest.approx(1e-3)
+    assert (paper / "checkpoint.pt").is_file()

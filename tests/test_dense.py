@@ -109,3 +109,23 @@ def test_index_exact_and_round_trip(tmp_path):
         NameIndex(16, kind="lsh")
     with pytest.raises(KgnormError):
         idx.search(np.zeros((1, 3), np.float32), 1)
+
+
+def test_loaded_flat_index_is_mapped_and_add_copies_first(tmp_path):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((300, 16)).astype(np.float32)
+    q = rng.standard_normal((4, 16)).astype(np.float32)
+    idx = NameIndex.build(x, use_gpu=False)
+    idx.save(tmp_path / "ix")
+    again = NameIndex.load(tmp_path / "ix", use_gpu=False)
+    assert again.mapped and not idx.mapped
+    assert np.array_equal(again.search(q, 5)[1], idx.search(q, 5)[1])
+    np.testing.assert_array_equal(again.reconstruct(np.array([3, 7])), x[[3, 7]])
+    extra = rng.standard_normal((2, 16)).astype(np.float32)
+    again.add(extra)  # would abort inside faiss on the mapped storage
+    assert not again.mapped and again.ntotal == 302
+    np.testing.assert_array_equal(again.reconstruct(np.array([0, 301])), np.stack([x[0], extra[1]]))
+    assert NameIndex.load(tmp_path / "ix").ntotal == 300  # the file is unchanged
+    half = NameIndex.build(x, fp16=True, use_gpu=False)
+    half.save(tmp_path / "half")
+    assert not NameIndex.load(tmp_path / "half", use_gpu=False).mapped

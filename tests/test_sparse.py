@@ -3,6 +3,8 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from kgnorm.errors import KgnormError
+from kgnorm import cpu_features
+from kgnorm.cpu_features import bf16_native
 from kgnorm.linking.sparse import SparseScorer
 
 NAMES = [
@@ -84,12 +86,14 @@ def test_k_larger_than_names_and_empty_queries():
     assert sc.shape == (0, 3)
 
 
-def test_save_load_round_trip(tmp_path):
-    s = SparseScorer().fit(NAMES)
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_save_load_round_trip(tmp_path, precision):
+    s = SparseScorer(precision=precision).fit(NAMES)
     s.save(tmp_path / "sparse")
     t = SparseScorer.load(tmp_path / "sparse")
+    assert t.precision == precision and t._bf16 == s._bf16
     a, b = s.topk(QUERIES, 5), t.topk(QUERIES, 5)
-    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])  # same path, same input
     assert not list((tmp_path / "sparse").glob("*.pkl"))
 
 
@@ -104,9 +108,68 @@ def test_errors(tmp_path):
         SparseScorer().fit(NAMES).topk("heart", 2)
 
 
-def test_repeated_queries_scored_once_same_result():
-    s = SparseScorer().fit(NAMES)
+def assert_same_topk(got, ref):
+    """Equal up to float32 rounding (BLAS sums in another order for another chunk shape);
+    a differing index only between tied scores."""
+    np.testing.assert_allclose(got[0], ref[0], atol=1e-6)
+    assert np.all((got[1] == ref[1]) | (np.abs(got[0] - ref[0]) < 1e-6))
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_repeated_queries_scored_once_same_result(precision):
+    s = SparseScorer(precision=precision).fit(NAMES)
     qs = QUERIES + QUERIES[::-1] + ["heart attacks"] * 3
-    sc, ix = s.topk(qs, 4)
-    ref_s, ref_i = s.topk(s.transform(qs), 4)  # matrix input: no dedupe
-    assert np.array_equal(sc, ref_s) and np.array_equal(ix, ref_i)
+    got = s.topk(qs, 4)
+    assert_same_topk(got, s.topk(s.transform(qs), 4))  # matrix input: no dedupe
+    assert_same_topk(got, brute(NAMES, qs, 4))
+
+
+def test_auto_precision_follows_cpu_flags(monkeypatch):
+    monkeypatch.delenv("KGNORM_SPARSE_PRECISION", raising=False)
+    assert bf16_native(frozenset({"sse2", "avx512_bf16"}))
+    assert bf16_native(frozenset({"amx_bf16"}))
+    assert not bf16_native(frozenset({"sse2", "avx2", "avx512f"}))
+    assert not bf16_native(frozenset())
+    for flags, want in ((frozenset({"avx2"}), False), (frozenset({"amx_bf16", "avx2"}), True)):
+        monkeypatch.setattr(cpu_features, "cpu_flags", lambda flags=flags: flags)
+        s = SparseScorer(precision="auto").fit(NAMES)
+        assert s._bf16 is want
+        assert_same_topk(s.topk(QUERIES, 5), brute(NAMES, QUERIES, 5))
+    # forced paths ignore the flags
+    assert SparseScorer(precision="fp32").fit(NAMES)._bf16 is False
+    monkeypatch.setattr(cpu_features, "cpu_flags", lambda: frozenset())
+    assert SparseScorer(precision="bf16").fit(NAMES)._bf16 is True
+
+
+@pytest.mark.parametrize("forced", ["fp32", "bf16"])
+def test_auto_precision_forced_by_environment(monkeypatch, forced):
+    monkeypatch.setenv("KGNORM_SPARSE_PRECISION", forced)
+    monkeypatch.setattr(cpu_features, "cpu_flags", lambda: frozenset({"amx_bf16"}) if forced == "fp32"
+                        else frozenset())
+    s = SparseScorer().fit(NAMES)
+    assert s._bf16 is (forced == "bf16")
+    assert_same_topk(s.topk(QUERIES, 5), brute(NAMES, QUERIES, 5))
+    monkeypatch.setenv("KGNORM_SPARSE_PRECISION", "fp16")
+    with pytest.raises(KgnormError, match="KGNORM_SPARSE_PRECISION"):
+        SparseScorer().fit(NAMES)
+
+
+@pytest.mark.parametrize("ngram_range,lowercase", [((1, 2), True), ((1, 3), True), ((2, 2), True),
+                                                   ((1, 2), False)])
+def test_char_counts_match_sklearn(ngram_range, lowercase):
+    """The written-out char analyzer (no scikit-learn import at link time) counts exactly
+    what CountVectorizer(analyzer="char") counts."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from kgnorm.linking.sparse import _char_counts
+
+    texts = NAMES + QUERIES + ["Heart  Attack", "tab\there", "a\t\t b\n\nc", "Ünïcode Éé", "x", "  lead",
+                               "ends  ", "ΑΒΓ αβγ", "a-b_c.d"]
+    cv = CountVectorizer(analyzer="char", ngram_range=ngram_range, lowercase=lowercase,
+                         dtype=np.float32).fit(texts[: len(NAMES) + 3])
+    vocab = {str(t): int(i) for t, i in cv.vocabulary_.items()}
+    got = _char_counts(texts, vocab, ngram_range, lowercase)
+    ref = CountVectorizer(analyzer="char", ngram_range=ngram_range, lowercase=lowercase, vocabulary=vocab,
+                          dtype=np.float32).transform(texts)
+    assert got.shape == ref.shape
+    assert (got != ref).nnz == 0

@@ -42,20 +42,23 @@ def default_device() -> str:
 
 @contextlib.contextmanager
 def _quiet_hf_bars():
-    """Hide transformers' own loading bars when kgnorm is quiet (restored afterwards)."""
-    from kgnorm.progress import is_quiet
-
+    """Hide transformers' own "Loading weights" bars and info chatter while a model loads:
+    loading a local directory takes a second or two, and a bar left on screen reads as
+    unfinished work (restored afterwards)."""
     try:
         from transformers.utils import logging as hf_logging
         was = hf_logging.is_progress_bar_enabled()
+        level = hf_logging.get_verbosity()
     except Exception:  # noqa: BLE001 - older/newer transformers
         yield
         return
-    if is_quiet() and was:
+    if was:
         hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
     try:
         yield
     finally:
+        hf_logging.set_verbosity(level)
         if was and not hf_logging.is_progress_bar_enabled():
             hf_logging.enable_progress_bar()
 

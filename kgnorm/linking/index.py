@@ -68,6 +68,7 @@ class NameIndex:
         self.index: faiss.Index | None = None  # CPU index
         self._gpu_index = None
         self._gpu_res = None
+        self.mapped = False  # the vectors are a read-only memory map of names.faiss
 
     # ------------------------------------------------------------------ building
     def _make(self, n: int) -> faiss.Index:
@@ -106,6 +107,10 @@ class NameIndex:
 
     def add(self, vectors: np.ndarray) -> None:
         x = _as_f32(vectors, self.dim)
+        if self.mapped:  # faiss aborts the process on adding to a mapped index: copy it first
+            owned = faiss.IndexFlatIP(self.dim)
+            owned.add(np.array(self._flat_vectors()))
+            self.index, self.mapped = owned, False
         if self.index is None:
             self.index = self._make(len(x))
             if not self.index.is_trained:
@@ -166,7 +171,7 @@ class NameIndex:
         import torch
 
         n = self.ntotal
-        xb = faiss.rev_swig_ptr(self.index.get_xb(), n * self.dim).reshape(n, self.dim)
+        xb = self._flat_vectors()
         qt = torch.from_numpy(q)
         best_s: torch.Tensor | None = None
         best_i: torch.Tensor | None = None
@@ -184,6 +189,11 @@ class NameIndex:
                     best_s, pos = torch.topk(cat_s, min(k, cat_s.shape[1]), dim=1)
                     best_i = torch.gather(cat_i, 1, pos)
         return best_s.numpy().astype(np.float32, copy=False), best_i.numpy().astype(np.int64, copy=False)
+
+    def _flat_vectors(self) -> np.ndarray:
+        """The flat index's own float32 storage as an [n, dim] array (no copy)."""
+        n = self.ntotal
+        return faiss.rev_swig_ptr(self.index.get_xb(), n * self.dim).reshape(n, self.dim)
 
     def reconstruct(self, ids: np.ndarray) -> np.ndarray:
         """Stored vectors of ``ids`` (any shape of non-negative ints) -> ``ids.shape + (dim,)``."""
@@ -217,10 +227,16 @@ class NameIndex:
 
     @classmethod
     def load(cls, directory: str | Path, use_gpu: bool | str = "auto") -> NameIndex:
+        """A flat float32 index is memory-mapped read-only where faiss can (its
+        ``IO_FLAG_MMAP_IFC``): loading reads no vectors, the page cache is shared between
+        processes, and ``add`` copies it first."""
         d = Path(directory)
         try:
             meta = json.loads((d / INDEX_META).read_text(encoding="utf-8"))
-            index = faiss.read_index(str(d / INDEX_FILE))
+            mapped = (meta.get("kind") == "flat" and not meta.get("fp16")
+                      and hasattr(faiss, "IO_FLAG_MMAP_IFC"))
+            flags = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY if mapped else 0
+            index = faiss.read_index(str(d / INDEX_FILE), flags)
         except (OSError, ValueError, RuntimeError) as e:
             raise KgnormError(f"{d}: not a saved name index ({e})") from None
         obj = cls(meta["dim"], kind=meta["kind"], fp16=meta["fp16"], use_gpu=use_gpu,
@@ -236,4 +252,5 @@ class NameIndex:
             ivf.nprobe = obj.nprobe
             ivf.make_direct_map()
         obj.index = index
+        obj.mapped = mapped
         return obj

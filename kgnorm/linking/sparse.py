@@ -23,8 +23,8 @@ works on a chunk of queries at a time (memory bounded by ``chunk_budget`` floats
   fixed-size column blocks is a lower bound of the row's k-th score, so only the few entries
   at or above it are gathered and ordered (score descending, then name index ascending).
 
-Where the CPU multiplies bfloat16 fast (AMX / AVX512-BF16; ``precision="auto"`` measures
-it once per dictionary) the dense block is multiplied in bf16 as a *pre-filter*: with fp32
+Where the CPU declares native bfloat16 arithmetic (the ``amx_bf16`` or ``avx512_bf16`` flag;
+``precision="auto"`` reads the flags, never a timing run) the dense block is multiplied in bf16 as a *pre-filter*: with fp32
 accumulation the bf16 partial score is within ``BF16_ERR`` (0.0125 > 3 * 2**-8) of the exact
 one, so every name within ``2 * BF16_ERR`` of the k-th pre-filter score is kept and those
 few candidates (about 45 per query on MEDIC) are rescored exactly in float32; names left out
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -49,8 +50,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import sgemm
-from sklearn.feature_extraction.text import CountVectorizer
-
+from kgnorm.cpu_features import bf16_native
 from kgnorm.errors import KgnormError
 
 try:  # accumulating CSR -> dense kernel (B += A); stable for years, private name
@@ -64,35 +64,48 @@ PRECISIONS = ("auto", "fp32", "bf16")
 # on a partial cosine (<= 1); candidates are kept within twice this bound of the k-th score
 BF16_ERR = 0.0125
 SPARSE_FILE = "sparse.json"
-_BF16_FAST: bool | None = None
 
 
-def _bf16_fast() -> bool:
-    """Whether torch multiplies bfloat16 matrices clearly faster than float32 here
-    (AMX / AVX512-BF16); measured once per process on a product of the size used."""
-    global _BF16_FAST
-    if _BF16_FAST is None:
-        try:
-            import time
+def auto_uses_bf16() -> bool:
+    """What ``precision="auto"`` resolves to: ``KGNORM_SPARSE_PRECISION=fp32|bf16`` when set
+    (to force one path everywhere, e.g. a test run), else the CPU flags."""
+    forced = os.environ.get("KGNORM_SPARSE_PRECISION", "").strip().lower()
+    if forced in ("fp32", "bf16"):
+        return forced == "bf16"
+    if forced not in ("", "auto"):
+        raise KgnormError(f"KGNORM_SPARSE_PRECISION must be fp32, bf16 or auto, not {forced!r}")
+    return bf16_native()
 
-            import torch
 
-            g = torch.Generator().manual_seed(0)
-            a = torch.rand(128, 256, generator=g)
-            b = torch.rand(256, 16384, generator=g)
-            a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
-            t32 = t16 = float("inf")
-            for _ in range(3):
-                t = time.perf_counter()
-                a @ b
-                t32 = min(t32, time.perf_counter() - t)
-                t = time.perf_counter()
-                a16 @ b16
-                t16 = min(t16, time.perf_counter() - t)
-            _BF16_FAST = t16 < 0.6 * t32
-        except Exception:  # noqa: BLE001 - no torch / no bf16 kernels
-            _BF16_FAST = False
-    return _BF16_FAST
+_WHITE_SPACES = re.compile(r"\s\s+")  # what scikit-learn collapses before taking n-grams
+
+
+def _char_counts(texts: list[str], vocabulary: dict[str, int], ngram_range: tuple[int, int],
+                 lowercase: bool) -> sp.csr_matrix:
+    """Counts of the vocabulary's character n-grams per text: the same matrix as
+    scikit-learn's ``CountVectorizer(analyzer="char")`` with this vocabulary. Written out so
+    that linking a few mentions needs no scikit-learn import (about a second of start-up)."""
+    lo, hi = ngram_range
+    indptr: list[int] = [0]
+    indices: list[int] = []
+    data: list[int] = []
+    get = vocabulary.get
+    for text in texts:
+        if lowercase:
+            text = text.lower()
+        text = _WHITE_SPACES.sub(" ", text)
+        row: dict[int, int] = {}
+        for n in range(max(lo, 1), min(hi, len(text)) + 1):
+            for i in range(len(text) - n + 1):
+                j = get(text[i:i + n])
+                if j is not None:
+                    row[j] = row.get(j, 0) + 1
+        cols = sorted(row)
+        indices.extend(cols)
+        indptr.append(len(indices))
+        data.extend(row[c] for c in cols)
+    return sp.csr_matrix((np.asarray(data, dtype=np.float32), np.asarray(indices, dtype=np.int32),
+                          np.asarray(indptr, dtype=np.int64)), shape=(len(texts), len(vocabulary)))
 
 
 class SparseScorer:
@@ -118,13 +131,15 @@ class SparseScorer:
         self.n_threads = n_threads
         self.vocabulary: dict[str, int] | None = None
         self.idf: np.ndarray | None = None
-        self._counter: CountVectorizer | None = None
+        self._counter = None  # scikit-learn's CountVectorizer for "char_wb"/"word" queries
         self._D: sp.csr_matrix | None = None
 
     # ------------------------------------------------------------------ fitting
     def fit(self, names: Sequence[str]) -> SparseScorer:
         """Fit vocabulary and idf on ``names`` and index them (one analyzer pass; the idf is
         scikit-learn's smooth idf, ``ln((1 + n) / (1 + df)) + 1``)."""
+        from sklearn.feature_extraction.text import CountVectorizer
+
         names = list(names)
         if len(names) == 0:
             raise KgnormError("cannot fit the sparse scorer on an empty name list")
@@ -152,7 +167,7 @@ class SparseScorer:
         D.sort_indices()
         self._D = D
         n, v = D.shape
-        self._bf16 = self.precision == "bf16" or (self.precision == "auto" and _bf16_fast())
+        self._bf16 = self.precision == "bf16" or (self.precision == "auto" and auto_uses_bf16())
         frac = self.dense_df_fraction
         if frac is None:  # a cheaper dense product affords more dense terms
             frac = 1 / 64 if self._bf16 else 1 / 16
@@ -230,6 +245,11 @@ class SparseScorer:
         """L2-normalized float32 tf-idf rows (the same values as TfidfVectorizer's)."""
         if self.vocabulary is None or self.idf is None:
             raise KgnormError("the sparse scorer is not fitted")
+        if self.analyzer == "char":
+            return self._weight(_char_counts(list(texts), self.vocabulary, self.ngram_range,
+                                             self.lowercase))
+        from sklearn.feature_extraction.text import CountVectorizer
+
         if self._counter is None:
             self._counter = CountVectorizer(analyzer=self.analyzer,
                                             ngram_range=self.ngram_range,

@@ -67,3 +67,25 @@ def load_checkpoint(path: Path, fingerprint: str) -> dict:
     if ck.get("fingerprint") != fingerprint:
         raise KgnormError(f"{path} was written for other data or settings; use another out_dir or resume=False")
     return ck
+
+
+# what a trainer leaves in its --out only to resume: `checkpoints/` (BioSyn, BNE, DILBERT,
+# BioCoM) or `checkpoint.pt` (DAN); the model itself lives beside them
+RESUME_FILES = ("checkpoints", "checkpoint.pt")
+
+
+def drop_checkpoints(out: Path) -> int:
+    """Delete a finished model's resume state (never the model); bytes freed. Why: a trained
+    BioSyn directory otherwise carries 259 MB of optimizer state next to a 207 MB model."""
+    import shutil
+
+    freed = 0
+    for name in RESUME_FILES:
+        path = Path(out) / name
+        if path.is_dir():
+            freed += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+            shutil.rmtree(path)
+        elif path.is_file():
+            freed += path.stat().st_size
+            path.unlink()
+    return freed

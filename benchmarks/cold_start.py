@@ -1,0 +1,85 @@
+"""Cold start and model size: `kgnorm link` on one mention in a fresh process, and what a
+model directory holds on disk.
+
+    python benchmarks/cold_start.py --model DIR [--runs 5] [--threads 1]
+
+Each run is a new `kgnorm link --no-write` process (imports, model load, one mention, TSV
+out); the figures are the wall time of the whole process, best and median of --runs, and the
+import time of the CLI alone (`python -c "import kgnorm.cli.app"`), plus the time to import
+torch + transformers + faiss (what a model load needs) in a fresh interpreter. The model
+directory is listed per top-level entry. Figures are appended to BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import append, run_child  # noqa: E402
+
+
+def dir_size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def mb(n: float) -> str:
+    return f"{n / 2**20:,.1f} MB"
+
+
+def timed(cmd: list[str], runs: int, env: dict) -> tuple[list[float], float]:
+    walls, peak = [], 0.0
+    for _ in range(runs):
+        wall, rss = run_child(cmd, env=env)
+        walls.append(wall)
+        peak = max(peak, rss)
+    return walls, peak
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, required=True, help="a BioSyn model directory")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1, help="OMP/MKL threads of the child processes")
+    ap.add_argument("--mention", default="hereditary breast cancer")
+    args = ap.parse_args()
+    env = {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
+    kgnorm = [sys.executable, "-m", "kgnorm.cli"]
+    with tempfile.TemporaryDirectory() as tmp:
+        mentions = Path(tmp) / "one.tsv"
+        mentions.write_text(f"id\ttext\tdoc_id\nm1\t{args.mention}\td1\n", encoding="utf-8")
+        out = Path(tmp) / "links.tsv"
+        link = [*kgnorm, "link", "--model", str(args.model), "--input", str(mentions), "--no-write",
+                "--output", str(out), "--quiet"]
+        timed(link, 1, env)  # warm the page cache: "cold" is a fresh process, not a cold disk
+        link_walls, link_rss = timed(link, args.runs, env)
+        top = " · ".join(out.read_text(encoding="utf-8").splitlines()[1].split("\t"))
+    cli_walls, _ = timed([sys.executable, "-c", "import kgnorm.cli.app"], args.runs, env)
+    libs_walls, _ = timed([sys.executable, "-c", "import torch, transformers, faiss"], args.runs, env)
+
+    rows = [f"| `kgnorm link` on one mention, whole process (best / median of {args.runs}) | "
+            f"{min(link_walls):.2f} s / {statistics.median(link_walls):.2f} s |",
+            f"| peak RSS of that process | {link_rss:,.0f} MB |",
+            f"| `import kgnorm.cli.app` (best / median) | {min(cli_walls):.2f} s / {statistics.median(cli_walls):.2f} s |",
+            f"| `import torch, transformers, faiss` (best / median) | {min(libs_walls):.2f} s / "
+            f"{statistics.median(libs_walls):.2f} s |"]
+    sizes = sorted(((p.name + ("/" if p.is_dir() else ""), dir_size(p)) for p in args.model.iterdir()),
+                   key=lambda x: -x[1])
+    size_rows = [f"| `{name}` | {mb(n)} |" for name, n in sizes]
+    body = (f"Model: `{args.model}` (BioSyn). Mention: \"{args.mention}\" → `{top}`. Child processes with "
+            f"{args.threads} OMP/MKL thread(s), page cache warm (one unmeasured run first). The machine is shared "
+            f"with other jobs (2 cores): the load average above says how busy it was.\n\n"
+            "| cold start | value |\n|---|---|\n" + "\n".join(rows) + "\n\n"
+            f"Model directory: {mb(dir_size(args.model))} in all.\n\n"
+            "| entry | size |\n|---|---|\n" + "\n".join(size_rows) + "\n")
+    append("Cold start and model size", body)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    main()
