@@ -130,7 +130,7 @@ def independent_acc1(tsv: Path, dev: Path, model_dir: str) -> float:
     from kgnorm.linking.dictionary import NameDictionary
     from kgnorm.mention_io import read_mentions
 
-    alt = NameDictionary.load(model_dir).alt_ids
+    alt = NameDictionary.load(Path(model_dir) / "names").alt_ids  # a BioSyn model directory's dictionary
     top: dict[str, list[str] | None] = {}
     with open(tsv, encoding="utf-8", newline="") as fh:
         for r in csv.DictReader(fh, delimiter="\t"):
