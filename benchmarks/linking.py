@@ -176,8 +176,8 @@ def scored_tsv(args) -> None:
     out_dir = Path(args.tsv_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = ["| dataset | model | Acc@1 | Acc@5 | refined Acc@1 | refined Acc@5 | n / refined n | "
-            "`eval link --model` Acc@1 / refined | Acc@1, independent reading of the TSV | gold ids not in MEDIC "
-            "(mentions) |", "|---|---|---|---|---|---|---|---|---|---|"]
+            "`eval link --model` Acc@1 / refined | Acc@1, independent reading of the TSV | gold ids the model's "
+            "dictionary lacks (mentions) |", "|---|---|---|---|---|---|---|---|---|---|"]
     amb = ["| dataset | model | written top-1 (old rule: first uid of the top name) | old `eval link` (any uid of "
            "the top name) | ambiguity errors before | written top-1 now (concept ranking) | ambiguity errors now |",
            "|---|---|---|---|---|---|---|"]
@@ -203,8 +203,8 @@ def scored_tsv(args) -> None:
         "Scored with the one strict scorer: one concept per rank, a concept right only through its own uid or "
         "alt ids. The figures are those of the TSV `kgnorm link --no-write --output F` wrote, scored by "
         "`kgnorm eval link --predictions F --gold DEV --train TRAIN --model DIR --allow-unknown-gold` (gold ids "
-        "absent from MEDIC 2012 count as misses); `kgnorm eval link --model DIR` (the rows link would write, "
-        "scored in-process) and an independent reading of the TSV (csv module, rank-1 rows, alt ids of the model's "
+        "the model's dictionary lacks -- MEDIC 2012 ids, their alt ids and the training mentions' ids -- count "
+        "as misses); `kgnorm eval link --model DIR` (the rows link would write, scored in-process) and an independent reading of the TSV (csv module, rank-1 rows, alt ids of the model's "
         "dictionary; no kgnorm scorer) agree to the 3rd decimal (the script stops otherwise). Figures taken on a "
         "shared, loaded 2-core machine.",
         "", *rows, "",

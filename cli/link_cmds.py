@@ -438,7 +438,7 @@ def eval_link_cmd(
         if split in ("full", "refined"):
             typer.echo(f"{split:8s} n={r['n']:5d}  Acc@1 {r['acc1']:.4f}  Acc@5 {r['acc5']:.4f}")
     if report.get("unknown_gold_ids"):
-        typer.echo(f"gold ids not in the ontology: {report['unknown_gold_ids']} (their "
+        typer.echo(f"gold ids the model or ontology lacks: {report['unknown_gold_ids']} (their "
                    f"{report['unknown_gold_mentions']} mention(s) scored as misses)")
     if "nil" in report:
         nil = report["nil"]
@@ -531,11 +531,12 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
     if unknown:
         bad = set(unknown)
         n_unknown_mentions = sum(1 for g in golds if any(x.strip() in bad for p in g for x in p.split("+")))
+        where = f"ontology {ontology!r}" if ontology is not None else f"the dictionary of {model}"
         if not allow_unknown_gold:
-            raise InputError(f"{len(unknown)} gold id(s) in {n_unknown_mentions} mention(s) are not concepts of the "
-                             f"ontology (first: {', '.join(unknown[:3])}); pass --allow-unknown-gold to score those "
+            raise InputError(f"{len(unknown)} gold id(s) in {n_unknown_mentions} mention(s) are not concepts of "
+                             f"{where} (first: {', '.join(unknown[:3])}); pass --allow-unknown-gold to score those "
                              "mentions as misses", path=gold)
-        warn(f"{len(unknown)} gold id(s) of {gold} are not concepts of the ontology; their {n_unknown_mentions} "
+        warn(f"{len(unknown)} gold id(s) of {gold} are not concepts of {where}; their {n_unknown_mentions} "
              "mention(s) are scored as misses")
     predicted = align(by_id, [m.mention_id for m in mentions], predictions, gold)
     out: dict[str, Any] = {"full": score(predicted, golds, alt_ids)}
