@@ -103,3 +103,15 @@ def test_concept_level_marginal_loss():
     counts = _gold_concepts(d, [frozenset({"MESH:D009223"})])[0]
     assert counts == {d.index_of("dm"): 1, d.index_of("myotonic dystrophy"): 1,
                       d.index_of("steinert disease"): 1}
+
+
+def test_tsv_rows_and_edges_show_each_concept_at_its_own_rank():
+    from kgnorm.link_job import LinkedMention, edges_for, tsv_rows
+    from kgnorm.mentions import Mention
+
+    d = _dict()
+    lm = LinkedMention(Mention("DM", doc_id="d1", start=0, end=2), ["dm"])
+    lm.parts = DictionaryLinker(_Toy(d), "biosyn").link_parts(["dm"], [lm.mention], [True], 5)
+    rows = tsv_rows(lm, 5)
+    assert [(r[2], r[3]) for r in rows[:2]] == [("1", "MESH:D009223"), ("2", "OMIM:160900")]
+    assert sorted((rank, uid) for uid, rank, _ in edges_for(lm, 2)) == [(1, "MESH:D009223"), (2, "OMIM:160900")]
