@@ -443,8 +443,18 @@ def embed_cmd(
 
 
 def eval_link_cmd(
-    model: Annotated[Path, typer.Option("--model", help="A trained model directory.")],
-    input: Annotated[Path, typer.Option("--input", help="Gold mentions (.concept, PubTator or TSV with gold).")],
+    model: Annotated[Optional[Path], typer.Option("--model", help="A trained model directory: link --gold with it "
+                                                  "and score the rows `link` would write.")] = None,
+    input: Annotated[Optional[Path], typer.Option("--gold", "--input", help="Gold mentions (.concept, PubTator or "
+                                                  "TSV with gold).")] = None,
+    predictions: Annotated[Optional[Path], typer.Option(
+        "--predictions", help="Score this TSV in `kgnorm link`'s layout (any system's output) instead of linking.")] = None,
+    ontology: Annotated[Optional[str], typer.Option(
+        "--ontology", help="With --predictions and no --model: the ontology in the store whose alt ids match and "
+                           "whose concepts the gold ids must be.")] = None,
+    allow_unknown_gold: Annotated[bool, typer.Option(
+        "--allow-unknown-gold", help="Score mentions whose gold id is not a concept of the ontology as misses "
+                                     "(counted in the report) instead of refusing the gold file.")] = False,
     train: Annotated[Optional[Path], typer.Option("--train", help="Training mentions: also report the refined "
                                                   "split (mentions whose text never occurs in train).")] = None,
     input_format: FormatOpt = None,
@@ -459,12 +469,22 @@ def eval_link_cmd(
     nil_seed: Annotated[int, typer.Option("--nil-seed", help="Seed of the removed concepts.")] = 0,
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
-    """Acc@1/Acc@5 with BioSyn's rules (composites need every part; gold -1 skipped)."""
+    """Acc@1/Acc@5 of what `link` writes: one concept per rank, a concept right only through its own uid or
+    alt ids (composites need every part; gold -1 skipped; a nil row is no link)."""
     setup(quiet)
-    if nil_fraction is not None and not 0.0 < nil_fraction < 1.0:
-        raise KgnormError(f"--nil-fraction must be between 0 and 1 (exclusive), got {nil_fraction}")
-    report = evaluate_link_model(model, input, train, input_format, batch_size, abbreviations, composites,
-                                 store, quiet)
+    if input is None:
+        raise KgnormError("give --gold F (gold mentions)")
+    if model is None and predictions is None:
+        raise KgnormError("give --model DIR (link and score) or --predictions F (score a link TSV)")
+    if predictions is not None and model is None and ontology is None:
+        raise KgnormError("--predictions needs --ontology NAME (or --model DIR) for the concepts' alt ids")
+    if nil_fraction is not None:
+        if model is None:
+            raise KgnormError("--nil-fraction needs --model DIR")
+        if not 0.0 < nil_fraction < 1.0:
+            raise KgnormError(f"--nil-fraction must be between 0 and 1 (exclusive), got {nil_fraction}")
+    report = evaluate_link(model, input, predictions, ontology, train, input_format, batch_size, abbreviations,
+                           composites, allow_unknown_gold, store, quiet)
     if nil_fraction is not None:
         report["nil"] = evaluate_nil_detection(model, input, input_format, nil_fraction, nil_seed,
                                                abbreviations, composites, quiet)
@@ -472,8 +492,11 @@ def eval_link_cmd(
         typer.echo(json.dumps(json_safe(report), indent=2))
         return
     for split, r in report.items():
-        if split != "nil" and isinstance(r, dict):
+        if split in ("full", "refined"):
             typer.echo(f"{split:8s} n={r['n']:5d}  Acc@1 {r['acc1']:.4f}  Acc@5 {r['acc5']:.4f}")
+    if report.get("unknown_gold_ids"):
+        typer.echo(f"gold ids the model or ontology lacks: {report['unknown_gold_ids']} (their "
+                   f"{report['unknown_gold_mentions']} mention(s) scored as misses)")
     if "nil" in report:
         nil = report["nil"]
         typer.echo(f"nil: {nil['removed']} concept(s) removed, {nil['queries']} queries from {nil['documents']} "
@@ -512,38 +535,73 @@ def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, f
         raise InputError(str(e), path=input) from None
 
 
-def evaluate_link_model(model: Path, input: Path, train: Path | None, input_format: str | None,
-                        batch_size: int = 256, abbreviations: bool | None = None, composites: bool | None = None,
-                        store: str | None = None, quiet: bool = True) -> dict[str, Any]:
-    from kgnorm.evaluation.linking import accuracy_at_k, refined_subset
-    from kgnorm.link_job import candidate_sets, link_stream, open_linker, pipeline_from_meta
+def _ontology_ids(ontology: str, store: str | None) -> tuple[set[str], dict[str, list[str]]]:
+    """Concept uids plus alt ids of an ontology in the store, and its alt-id map."""
+    from kgnorm.graph_views import read_ontology
+    from kgnorm.stores import open_store
 
-    linker, meta = open_linker(model)
-    pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
-    alt_ids: dict[str, list[str]] = dict(getattr(getattr(getattr(linker, "model", None), "dictionary", None),
-                                                 "alt_ids", {}) or {})
-    if not alt_ids and meta.get("ontology"):
-        from kgnorm.graph_views import read_ontology
-        from kgnorm.stores import open_store
-        with open_store(store, read_only=True) as st:
-            if st.ontology_info(meta["ontology"]):
-                alt_ids = read_ontology(st, meta["ontology"], with_edges=False).alt_ids()
-    preds, golds, mentions = [], [], []
-    for lm in link_stream(linker, pipeline, read_mention_file(input, input_format), top_k=5, batch_size=batch_size):
-        preds.append(candidate_sets(lm))
-        golds.append(lm.mention.gold)
-        mentions.append(lm.mention)
+    with open_store(store, read_only=True) as st:
+        if st.ontology_info(ontology) is None:
+            raise KgnormError(f"no ontology {ontology!r} in {st.uri}")
+        snap = read_ontology(st, ontology, with_edges=False)
+    alt = snap.alt_ids()
+    known = {c.uid for c in snap.concepts}
+    for ids in alt.values():
+        known.update(ids)
+    return known, alt
+
+
+def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, ontology: str | None,
+                  train: Path | None, input_format: str | None, batch_size: int = 256,
+                  abbreviations: bool | None = None, composites: bool | None = None,
+                  allow_unknown_gold: bool = False, store: str | None = None, quiet: bool = True) -> dict[str, Any]:
+    """Score link TSV rows against the gold mentions (kgnorm.evaluation.link_tsv): the rows of the file
+    --predictions, or those `link` writes for --model (same rows, same parser, same scorer)."""
+    from kgnorm.evaluation.link_tsv import align, parse_link_rows, read_link_tsv, score, unknown_gold_ids
+    from kgnorm.evaluation.linking import refined_subset
+    from kgnorm.link_job import link_stream, open_linker, pipeline_from_meta, tsv_rows
+    from kgnorm.text.pipeline import TextPipeline
+
+    linker = meta = None
+    if model is not None:
+        linker, meta = open_linker(model)
+        pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
+    else:
+        pipeline = TextPipeline()
+    known, alt_ids = (_ontology_ids(ontology, store) if ontology is not None
+                      else _known_ids(linker, meta, store))
+    mentions = [m for m, _ in read_mention_file(gold, input_format)] if predictions is not None else []
+    if predictions is not None:
+        by_id = read_link_tsv(predictions)
+    else:
+        rows: list[list[str]] = []
+        for lm in link_stream(linker, pipeline, read_mention_file(gold, input_format), top_k=5,
+                              batch_size=batch_size):
+            mentions.append(lm.mention)
+            rows.extend(tsv_rows(lm, 5))
+        by_id = parse_link_rows(rows, source=f"the rows `link` writes for {model}")
     if not mentions:
-        raise InputError("no mentions", path=input)
-
-    def summary(idx: list[int]) -> dict[str, Any]:
-        rep = accuracy_at_k([preds[i] for i in idx], [golds[i] for i in idx], ks=(1, 5), alt_ids=alt_ids)
-        return {"n": rep.n_evaluated, "skipped": rep.n_skipped, "acc1": rep.accuracy[1], "acc5": rep.accuracy[5]}
-
-    out: dict[str, Any] = {"full": summary(list(range(len(mentions))))}
+        raise InputError("no mentions", path=gold)
+    golds = [list(m.gold) for m in mentions]
+    unknown = unknown_gold_ids(golds, known)
+    n_unknown_mentions = 0
+    if unknown:
+        bad = set(unknown)
+        n_unknown_mentions = sum(1 for g in golds if any(x.strip() in bad for p in g for x in p.split("+")))
+        where = f"ontology {ontology!r}" if ontology is not None else f"the dictionary of {model}"
+        if not allow_unknown_gold:
+            raise InputError(f"{len(unknown)} gold id(s) in {n_unknown_mentions} mention(s) are not concepts of "
+                             f"{where} (first: {', '.join(unknown[:3])}); pass --allow-unknown-gold to score those "
+                             "mentions as misses", path=gold)
+        warn(f"{len(unknown)} gold id(s) of {gold} are not concepts of {where}; their {n_unknown_mentions} "
+             "mention(s) are scored as misses")
+    predicted = align(by_id, [m.mention_id for m in mentions], predictions, gold)
+    out: dict[str, Any] = {"full": score(predicted, golds, alt_ids)}
     if train is not None:
         train_texts = {pipeline.normalize_name(m.text) for m, _ in read_mention_file(train, input_format)}
         texts = [pipeline.normalize_name(m.text) for m in mentions]
         idx = refined_subset(texts, train_texts, ["|".join(g) for g in golds])
-        out["refined"] = summary(idx)
+        out["refined"] = score(predicted, golds, alt_ids, idx)
+    out["unknown_gold_ids"] = len(unknown)
+    out["unknown_gold_mentions"] = n_unknown_mentions
     return out

@@ -20,13 +20,11 @@ TSV_HEADER = ["mention_id", "mention", "rank", "concept_uids", "score", "nil"]
 
 @dataclass(frozen=True)
 class Hit:
-    uids: tuple[str, ...]
+    """One concept at one rank of one part: what the TSV row and the edge show."""
+
+    uid: str
     name: str
     score: float
-
-    @property
-    def uid(self) -> str:
-        return self.uids[0]
 
 
 @dataclass
@@ -51,9 +49,8 @@ class PartLinker(Protocol):
 
 
 class DictionaryLinker:
-    """Adapter for name-dictionary models (BioSyn and every encoder with a name index)."""
-
-    overfetch = 4  # names retrieved per wanted concept before collapsing synonyms
+    """Adapter for name-dictionary models (BioSyn and every encoder with a name index):
+    concepts ranked by :func:`kgnorm.linking.concepts.link_concepts`, one per rank."""
 
     def __init__(self, model: Any, method: str) -> None:
         self.model = model
@@ -61,20 +58,11 @@ class DictionaryLinker:
 
     def link_parts(self, queries: list[str], mentions: list[Mention], whole: list[bool],
                    top_k: int) -> list[list[Hit]]:
-        # Rank concepts, not names: several names of one concept collapse to its best one.
-        out = self.model.link(queries, top_k=top_k * self.overfetch)
-        result = []
-        for cands in out:
-            seen: set[str] = set()
-            hits: list[Hit] = []
-            for c in cands:
-                if c.uids and c.uids[0] not in seen:
-                    seen.add(c.uids[0])
-                    hits.append(Hit(tuple(c.uids), c.name, float(c.score)))
-                    if len(hits) == top_k:
-                        break
-            result.append(hits)
-        return result
+        from kgnorm.linking.concepts import link_concepts
+
+        names = self.model.dictionary.names
+        return [[Hit(c.uid, names[c.row], c.score) for c in ranked]
+                for ranked in link_concepts(self.model, queries, top_k)]
 
 
 class ContextLinker:
@@ -89,7 +77,7 @@ class ContextLinker:
         # a whole mention is found in its sentence by its surface text; a composite part is not
         items = [(m.text if w else q, m.context or m.text) for q, m, w in zip(queries, mentions, whole)]
         out = self.model.link(items, top_k=top_k)
-        return [[Hit((uid,), uid, float(score)) for uid, score in cands] for cands in out]
+        return [[Hit(uid, uid, float(score)) for uid, score in cands] for cands in out]
 
 
 def open_linker(model_dir: str | Path) -> tuple[PartLinker, dict[str, Any]]:
@@ -150,17 +138,25 @@ def link_stream(linker: PartLinker, pipeline: TextPipeline,
         yield from flush()
 
 
-def write_tsv_rows(out: TextIO, linked: LinkedMention, top_k: int) -> None:
-    w = csv.writer(out, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+def tsv_rows(linked: LinkedMention, top_k: int) -> list[list[str]]:
+    """The TSV rows of one mention (DESIGN §5): one per rank, one concept per part, parts
+    joined by ``|``. `eval link` scores exactly these rows (kgnorm.evaluation.link_tsv)."""
+    rows = []
     for rank, hits in linked.ranks(top_k):
         score = sum(h.score for h in hits) / len(hits)
-        w.writerow([linked.mention.mention_id, linked.mention.text, rank,
-                    "|".join(h.uid for h in hits), f"{score:.4f}", int(linked.nil)])
+        rows.append([linked.mention.mention_id, linked.mention.text, str(rank),
+                     "|".join(h.uid for h in hits), f"{score:.4f}", str(int(linked.nil))])
+    return rows
 
 
-def candidate_sets(linked: LinkedMention) -> list[list[frozenset[str]]]:
-    """Per part, the ranked uid sets (evaluation matches any uid of a dictionary row)."""
-    return [[frozenset(h.uids) for h in part] for part in linked.parts]
+def write_tsv_rows(out: TextIO, linked: LinkedMention, top_k: int) -> None:
+    w = csv.writer(out, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    w.writerows(tsv_rows(linked, top_k))
+
+
+def candidate_sets(linked: LinkedMention) -> list[list[str]]:
+    """Per part, the ranked concept uids (one per rank, as the TSV shows them)."""
+    return [[h.uid for h in part] for part in linked.parts]
 
 
 def edges_for(linked: LinkedMention, write_top_k: int) -> list[tuple[str, int, float]]:

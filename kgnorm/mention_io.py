@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kgnorm.errors import InputError
 from kgnorm.mentions import Document, Mention
-from kgnorm.text.abbreviations import abbreviations_from_mentions, find_abbreviations
+from kgnorm.text.abbreviations import abbreviations_from_mentions, document_abbreviations, find_abbreviations
 
 __all__ = [
     "curie", "parse_gold", "iter_lines", "read_pubtator", "read_concept", "read_tsv",
@@ -385,5 +385,6 @@ def read_names(path: str | Path) -> list[str]:
 
 
 def doc_abbreviations(doc: Document) -> dict[str, str]:
-    """Short form -> long form defined in a document's title and abstract."""
-    return find_abbreviations(doc.text)
+    """Short form -> long form defined in a document's title and abstract (or spelled by the
+    title's words or another of its mentions: kgnorm.text.abbreviations.document_abbreviations)."""
+    return document_abbreviations(doc.title, doc.text, ((m.text, m.start, m.end) for m in doc.mentions))

@@ -149,7 +149,7 @@ class _ToyLinker:
     """Exact string match scores 1, else 0.5 for a shared first letter, else 0."""
 
     def set_dictionary(self, d):
-        self.d = d
+        self.d = self.dictionary = d
 
     def link(self, queries, top_k=1, batch_size=512):
         out = []

@@ -87,7 +87,7 @@ class _FakeLinker:
         out = []
         for q in queries:
             gap = 1.0 if "known" in q else 0.05
-            out.append([Hit((f"C{r}",), f"name {r}", -(1.0 + (gap * r if r else 0.0)))
+            out.append([Hit(f"C{r}", f"name {r}", -(1.0 + (gap * r if r else 0.0)))
                         for r in range(top_k)])
         return out
 

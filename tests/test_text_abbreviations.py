@@ -81,7 +81,9 @@ def test_expand() -> None:
     assert expand("adenomatous polyposis coli (APC) tumour", abbr) == \
         "adenomatous polyposis coli (APC) tumour"
     # whole tokens, case-sensitive
-    assert expand("APCs and apc and CAPC", abbr) == "APCs and apc and CAPC"
+    assert expand("apc and CAPC", abbr) == "apc and CAPC"
+    # a plural short form reads through its singular (issue 14)
+    assert expand("APCs", abbr) == "adenomatous polyposis coli"
     assert expand("APC", None) == "APC" and expand("APC", {}) == "APC"
 
 
@@ -131,3 +133,54 @@ def test_mentions_far_from_definition_need_exact_initials() -> None:
     assert abbreviations_from_mentions([("renal failure", 0, 13), ("rf", 40, 42)]) == {}
     assert abbreviations_from_mentions([("renal failure", 0, 13), ("RF", 40, 42)]) == {"RF": "renal failure"}
     assert abbreviations_from_mentions([]) == {}
+
+
+# ---- issue 14: classes Schwartz-Hearst misses (sentences from NCBI-disease train abstracts)
+def test_reordered_letters() -> None:
+    from kgnorm.text.abbreviations import find_abbreviations
+
+    text = "Cis and trans effects of the myotonic dystrophy (DM) mutation in a cell culture model."
+    assert find_abbreviations(text) == {"DM": "myotonic dystrophy"}
+    # the letters must be exactly the initials: "cleft lip (PC)" defines nothing
+    assert find_abbreviations("a cleft lip (PC) was seen") == {}
+
+
+def test_several_short_forms_in_one_parenthesis() -> None:
+    from kgnorm.text.abbreviations import find_abbreviations
+
+    assert find_abbreviations("We studied over 300 patients suffering from Duchenne or Becker muscular "
+                              "dystrophy (DMD or BMD) in this study.") == {
+        "DMD": "Duchenne muscular dystrophy", "BMD": "Becker muscular dystrophy"}
+    assert find_abbreviations("Deletions cause velo-cardio-facial syndrome/DiGeorge syndrome (VCFS/DGS) in "
+                              "most patients.") == {"VCFS": "velo-cardio-facial syndrome", "DGS": "DiGeorge syndrome"}
+    assert find_abbreviations("Spinocerebellar ataxia type-3 or Machado-Joseph disease (SCA3/MJD) is an "
+                              "autosomal dominant disorder.") == {"SCA3": "Spinocerebellar ataxia type-3",
+                                                                  "MJD": "Machado-Joseph disease"}
+
+
+def test_plural_short_forms() -> None:
+    from kgnorm.text.abbreviations import find_abbreviations
+
+    got = find_abbreviations("Areas of congenital hypertrophy of the retinal pigment epithelium (CHRPEs) are "
+                             "a marker.")
+    lf = "congenital hypertrophy of the retinal pigment epithelium"
+    assert got == {"CHRPEs": lf, "CHRPE": lf}
+    assert expand("multiple CHRPEs", {"CHRPE": lf}) == "multiple " + lf
+    assert expand("RCCs", {"RCC": "renal cell carcinoma"}) == "renal cell carcinoma"
+    assert expand("RCCs", {}) == "RCCs"
+
+
+def test_definition_in_the_title_or_another_mention() -> None:
+    from kgnorm.text.abbreviations import document_abbreviations
+
+    title = "Germ-line mutations of the adenomatous polyposis coli gene in familial polyposis."
+    text = title + " Mutations of APC were found in 20 of 25 patients."
+    assert document_abbreviations(title, text, [("APC", 96, 99)]) == {"APC": "adenomatous polyposis coli"}
+    # an SF the text defines keeps the text's long form; an SF nobody spells stays unresolved
+    text2 = title + " The adenomatous polyposis coli (APC) gene and VHL."
+    got = document_abbreviations(title, text2, [("APC", 0, 3), ("VHL", 9, 12)])
+    assert got == {"APC": "adenomatous polyposis coli"}
+    # another mention's initials (the .concept rule) apply to documents with text too
+    got = document_abbreviations("A title.", "A title. Ventricular septal defects were common; VSD was",
+                                 [("Ventricular septal defects", 9, 35), ("VSD", 50, 53)])
+    assert got == {"VSD": "Ventricular septal defects"}

@@ -5,13 +5,15 @@ Rules
 * A mention has one gold CURIE per composite part (``"A|B"`` = two parts). A part whose gold
   is ``-1`` (or empty) is unlinkable: a mention with only unlinkable parts is skipped (not
   counted), an unlinkable part of a composite is ignored.
-* A conjunction part ``"A+B"`` (one span meaning two concepts) is matched by a candidate
-  holding *any* of its pieces (``conjunction="any"``, BioSyn: it treats ``+`` like ``|``); a
-  single dictionary row rarely carries both, so requiring all (``conjunction="all"``) mostly
-  measures the dictionary. Both are offered.
-* A candidate (a set of uids -- one dictionary row can carry several) matches a gold piece
-  when the piece is one of its uids or one of their alt ids (``alt_ids`` map). Matching is by
-  exact string: normalize the id spelling (``MESH:`` prefixes) before calling.
+* A conjunction part ``"A+B"`` (one span meaning two concepts) is matched by a concept that
+  is *any* of its pieces (BioSyn treats ``+`` like ``|``): with one concept per rank, no
+  rank could hold both.
+* One concept per rank, exactly as ``kgnorm link`` writes it: a candidate is a single concept
+  uid, and it matches a gold piece when the piece is that uid or one of *its* alt ids
+  (``alt_ids`` map) -- never through another concept that shares its name (the linker ranks
+  such concepts separately, :mod:`kgnorm.linking.concepts`). A candidate holding several
+  uids is refused. Matching is by exact string: normalize the id spelling (``MESH:``
+  prefixes) before calling.
 * A mention's rank is the largest, over its linkable parts, of the 1-based rank of the part's
   first matching candidate; it is right at k when that rank is <= k, i.e. a composite
   mention counts only when **every** part is right at k.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 UNLINKABLE = {"", "-1", "CUI-less", "CUI-LESS"}
 
@@ -59,29 +62,33 @@ class GoldMention:
         return self.parts
 
 
+def _one_concept(cand: Any) -> str:
+    """The single concept uid of one ranked candidate (a uid, a 1-element collection, or an
+    object with ``uid``); several uids at one rank are refused -- the lenient rule this
+    scorer replaced gave credit when *any* concept sharing a name was gold."""
+    if isinstance(cand, str):
+        return cand
+    uid = getattr(cand, "uid", None)
+    if isinstance(uid, str):
+        return uid
+    uids = tuple(getattr(cand, "uids", cand))
+    if len(uids) != 1:
+        raise ValueError(f"one concept per rank: a candidate holds {len(uids)} uids {uids!r}; "
+                         "rank concepts first (kgnorm.linking.concepts.rank_concepts)")
+    return str(uids[0])
+
+
 @dataclass
 class MentionPrediction:
-    """Per composite part, the ranked candidates (best first), each a set of uids."""
+    """Per composite part, the ranked concept uids (best first), one per rank."""
 
-    parts: list[list[frozenset[str]]]
+    parts: list[list[str]]
 
     @classmethod
-    def parse(cls, pred: MentionPrediction | Sequence[Sequence[Iterable[str] | str]]
-              ) -> MentionPrediction:
+    def parse(cls, pred: MentionPrediction | Sequence[Sequence[Any]]) -> MentionPrediction:
         if isinstance(pred, MentionPrediction):
             return pred
-        parts = []
-        for part in pred:
-            ranked = []
-            for cand in part:
-                if isinstance(cand, str):
-                    ranked.append(frozenset([cand]))
-                elif hasattr(cand, "uids"):  # a kgnorm.linking.biosyn.Candidate
-                    ranked.append(frozenset(cand.uids))
-                else:
-                    ranked.append(frozenset(cand))
-            parts.append(ranked)
-        return cls(parts)
+        return cls([[_one_concept(c) for c in part] for part in pred])
 
 
 @dataclass
@@ -110,24 +117,20 @@ class LinkingReport:
                 **{f"acc@{k}": self.accuracy[k] for k in self.ks}}
 
 
-def _expand(cand: frozenset[str], alt_ids: Mapping[str, Iterable[str]] | None) -> set[str]:
-    out = set(cand)
+def _expand(uid: str, alt_ids: Mapping[str, Iterable[str]] | None) -> set[str]:
+    """A concept's own ids: its uid and its alt ids."""
+    out = {uid}
     if alt_ids:
-        for u in cand:
-            out.update(alt_ids.get(u, ()))
+        out.update(alt_ids.get(uid, ()))
     return out
 
 
 def _matches(cand_ids: set[str], gold_part: str, conjunction: str) -> bool:
     pieces = [p.strip() for p in gold_part.split("+") if p.strip() not in UNLINKABLE]
-    if not pieces:
-        return False
-    if conjunction == "all":
-        return all(p in cand_ids for p in pieces)
     return any(p in cand_ids for p in pieces)
 
 
-def _first_rank(ranked: list[frozenset[str]], golds: list[str], conjunction: str,
+def _first_rank(ranked: list[str], golds: list[str], conjunction: str,
                 alt_ids: Mapping[str, Iterable[str]] | None, depth: int) -> int:
     """1-based rank of the first candidate matching any of ``golds``; 0 if none in depth."""
     for r, cand in enumerate(ranked[:depth], start=1):
@@ -168,14 +171,15 @@ def accuracy_at_k(predictions: Sequence[MentionPrediction | Sequence[Sequence[It
                   conjunction: str = "any", part_matching: str = "aligned") -> LinkingReport:
     """Acc@k for each k in ``ks``.
 
-    ``predictions[i]`` is mention i's prediction: per part, the ranked candidates, each a
-    set of uids (or a Candidate, or a single uid string); ``gold[i]`` its gold -- a string
+    ``predictions[i]`` is mention i's prediction: per part, the ranked concepts, each a uid
+    string (or an object with ``uid``, or a one-element collection); ``gold[i]`` its gold -- a string
     ``"A|B"``, a list of per-part CURIEs, or a :class:`GoldMention`.
     """
     if len(predictions) != len(gold):
         raise ValueError(f"{len(predictions)} predictions for {len(gold)} gold mentions")
-    if conjunction not in ("any", "all"):
-        raise ValueError("conjunction must be 'any' or 'all'")
+    if conjunction != "any":
+        raise ValueError("conjunction must be 'any' (one concept per rank cannot hold a whole "
+                         "conjunction)")
     if part_matching not in ("aligned", "any"):
         raise ValueError("part_matching must be 'aligned' or 'any'")
     ks = tuple(sorted({int(k) for k in ks}))

@@ -28,18 +28,18 @@ EVALUATED_STRATEGIES = ("min_fp", "max_tp", "weighted", "dev_accuracy", "classif
 SPLIT_SEEDS = (0, 1, 2)
 METRICS = ("accuracy", "nil_precision", "nil_recall", "nil_f1", "in_kb_accuracy")
 
-Hits = list[tuple[tuple[str, ...], str, float]]
+Hits = list[tuple[str, str, float]]
 
 
 def concept_hits(model: Any, queries: Sequence[str], depth: int = DEFAULT_DEPTH) -> list[Hits]:
-    """Top ``depth`` concepts per query as (uids, name, score) from a name-dictionary model,
+    """Top ``depth`` concepts per query as (uid, name, score) from a name-dictionary model,
     names collapsed to their concept's best one exactly as `kgnorm link` does
     (:class:`kgnorm.link_job.DictionaryLinker`)."""
     from kgnorm.link_job import DictionaryLinker
 
     qs = list(queries)
     parts = DictionaryLinker(model, "nil").link_parts(qs, [None] * len(qs), [True] * len(qs), depth)
-    return [[(h.uids, h.name, h.score) for h in hits] for hits in parts]
+    return [[(h.uid, h.name, h.score) for h in hits] for hits in parts]
 
 
 def document_halves(docs: Sequence[str], seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -63,9 +63,7 @@ def nil_examples(nil_set: NilDevSet, hits: Sequence[Hits]
     alt = nil_set.dictionary.alt_ids
     examples, feats = [], []
     for q, h, gs, kb in zip(nil_set.queries, hits, nil_set.golds, nil_set.in_kb):
-        ids = set(h[0][0]) if h else set()
-        for u in list(ids):
-            ids.update(alt.get(u, ()))
+        ids = {h[0][0], *alt.get(h[0][0], ())} if h else set()
         examples.append(NilExample(-h[0][2] if h else float("inf"), kb, bool(kb and ids & gs)))
         feats.append(hit_features(q, [(name, score) for _, name, score in h]))
     return examples, np.vstack(feats) if feats else np.zeros((0, 8))

@@ -1,16 +1,20 @@
 """The name dictionary a linker searches: one row per distinct (already normalized) name.
 
 A row holds the name and every concept uid that carries it (BioSyn's ``cui1|cui2||name``):
-when two concepts share a normalized name both uids are kept, and a candidate row is correct
-when *any* of its uids matches the gold. ``alt_ids`` maps a primary uid to its other ids
-(MEDIC's OMIM ids on a MeSH line, MedDRA LLT codes, ...) so evaluation can match through them.
+when two concepts share a normalized name both uids are kept. A row is not a prediction:
+the linker ranks *concepts* (:mod:`kgnorm.linking.concepts`), each at its own rank, and uses
+``counts`` (how many training mentions with the row's text were linked to each of its uids)
+as evidence when a name is shared. ``alt_ids`` maps a primary uid to its other ids (MEDIC's
+OMIM ids on a MeSH line, MedDRA LLT codes, ...) so evaluation can match through them.
 
 BioSyn merges the training mentions into the dictionary (``train_dictionary.txt``);
 :meth:`NameDictionary.with_mentions` does the same and flags those rows (``is_mention``) so
 callers that want ontology names only (hypernyms, embed) can filter them out.
 
 Files in a model directory (``<dir>/names.tsv``, ``<dir>/alt_ids.tsv``), UTF-8, with a header:
-``names.tsv``: ``name  uids  source`` -- uids joined by ``|``, source ``ontology``/``mention``;
+``names.tsv``: ``name  uids  source  counts`` -- uids joined by ``|``, source
+``ontology``/``mention``, counts (training mentions per uid, same order) joined by ``|``
+(files without the column read as zero counts);
 ``alt_ids.tsv``: ``uid  alt_ids`` -- alt ids joined by ``|``.
 Tabs, newlines and backslashes inside a name are written as ``\\t``, ``\\n``, ``\\\\``.
 """
@@ -59,7 +63,8 @@ class NameDictionary:
     """Distinct names with the uids that carry them.
 
     ``names[i]`` is a normalized name, ``uids[i]`` the tuple of uids carrying it (first-seen
-    order), ``is_mention[i]`` True when the row came only from training mentions.
+    order), ``is_mention[i]`` True when the row came only from training mentions,
+    ``counts[i][j]`` how many training mentions with text ``names[i]`` had gold ``uids[i][j]``.
     Build with :meth:`from_entries`; do not mutate the lists afterwards.
     """
 
@@ -67,6 +72,7 @@ class NameDictionary:
     uids: list[tuple[str, ...]]
     alt_ids: dict[str, list[str]] = field(default_factory=dict)
     is_mention: list[bool] = field(default_factory=list)
+    counts: list[tuple[int, ...]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if len(self.names) != len(self.uids):
@@ -77,6 +83,13 @@ class NameDictionary:
         elif len(self.is_mention) != len(self.names):
             raise KgnormError("NameDictionary: is_mention has the wrong length")
         self.uids = [tuple(u) for u in self.uids]
+        if not self.counts:
+            self.counts = [(0,) * len(u) for u in self.uids]
+        else:
+            self.counts = [tuple(int(x) for x in c) for c in self.counts]
+            if len(self.counts) != len(self.uids) or any(
+                    len(c) != len(u) for c, u in zip(self.counts, self.uids)):
+                raise KgnormError("NameDictionary: counts do not match the uids")
         self._row: dict[str, int] = {}
         for i, name in enumerate(self.names):
             if name in self._row:
@@ -122,6 +135,7 @@ class NameDictionary:
         already is a name gains the uids; a new text becomes a row flagged ``is_mention``."""
         names = list(self.names)
         uids = [list(u) for u in self.uids]
+        counts = [list(c) for c in self.counts]
         flags = list(self.is_mention)
         row = dict(self._row)
         for text, gold in mentions:
@@ -136,17 +150,19 @@ class NameDictionary:
                 continue
             i = row.get(text)
             if i is None:
-                row[text] = len(names)
+                i = row[text] = len(names)
                 names.append(text)
-                uids.append(list(dict.fromkeys(golds)))
+                uids.append([])
+                counts.append([])
                 flags.append(True)
-            else:
-                for g in golds:
-                    if g not in uids[i]:
-                        uids[i].append(g)
+            for g in dict.fromkeys(golds):
+                if g not in uids[i]:
+                    uids[i].append(g)
+                    counts[i].append(0)
+                counts[i][uids[i].index(g)] += 1
         return NameDictionary(names=names, uids=[tuple(u) for u in uids],
                               alt_ids={k: list(v) for k, v in self.alt_ids.items()},
-                              is_mention=flags)
+                              is_mention=flags, counts=[tuple(c) for c in counts])
 
     # ------------------------------------------------------------------ access
     def __len__(self) -> int:
@@ -155,6 +171,11 @@ class NameDictionary:
     def index_of(self, name: str) -> int | None:
         """Row of an exact name, or None."""
         return self._row.get(name)
+
+    def mention_count(self, i: int, uid: str) -> int:
+        """Training mentions with the text of row ``i`` whose gold was ``uid`` (0 if none)."""
+        us = self.uids[i]
+        return self.counts[i][us.index(uid)] if uid in us else 0
 
     def rows_of(self, uid: str) -> list[int]:
         """Rows whose uids include ``uid`` (built lazily)."""
@@ -183,9 +204,10 @@ class NameDictionary:
         d.mkdir(parents=True, exist_ok=True)
         tmp = d / (NAMES_FILE + ".tmp")
         with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            f.write("name\tuids\tsource\n")
-            for name, us, m in zip(self.names, self.uids, self.is_mention):
-                f.write(f"{_escape(name)}\t{'|'.join(us)}\t{_SOURCES[bool(m)]}\n")
+            f.write("name\tuids\tsource\tcounts\n")
+            for name, us, m, c in zip(self.names, self.uids, self.is_mention, self.counts):
+                f.write(f"{_escape(name)}\t{'|'.join(us)}\t{_SOURCES[bool(m)]}\t"
+                        f"{'|'.join(map(str, c))}\n")
         tmp.replace(d / NAMES_FILE)
         tmp = d / (ALT_IDS_FILE + ".tmp")
         with open(tmp, "w", encoding="utf-8", newline="\n") as f:
@@ -204,6 +226,7 @@ class NameDictionary:
         names: list[str] = []
         uids: list[tuple[str, ...]] = []
         flags: list[bool] = []
+        counts: list[tuple[int, ...]] = []
         with open(path, encoding="utf-8", newline="\n") as f:
             header = f.readline().rstrip("\n")
             if header.split("\t")[:2] != ["name", "uids"]:
@@ -218,6 +241,13 @@ class NameDictionary:
                 names.append(_unescape(parts[0]))
                 uids.append(tuple(parts[1].split("|")))
                 flags.append(len(parts) > 2 and parts[2] == "mention")
+                try:
+                    cs = tuple(int(x) for x in parts[3].split("|")) if len(parts) > 3 else ()
+                except ValueError:
+                    raise InputError("counts must be integers joined by '|'", path=path, line=ln) from None
+                if cs and len(cs) != len(uids[-1]):
+                    raise InputError("counts and uids differ in number", path=path, line=ln)
+                counts.append(cs or (0,) * len(uids[-1]))
         alt_ids: dict[str, list[str]] = {}
         apath = d / ALT_IDS_FILE
         if apath.is_file():
@@ -232,7 +262,7 @@ class NameDictionary:
                         raise InputError("expected uid<TAB>alt_ids", path=apath, line=ln)
                     alt_ids[parts[0]] = [a for a in parts[1].split("|") if a]
         try:
-            return cls(names=names, uids=uids, alt_ids=alt_ids, is_mention=flags)
+            return cls(names=names, uids=uids, alt_ids=alt_ids, is_mention=flags, counts=counts)
         except KgnormError as e:
             raise InputError(str(e), path=path) from None
 

@@ -261,17 +261,19 @@ def nil_dev_set(dictionary: NameDictionary,
     rng = np.random.default_rng(seed)
     removed = sorted(concepts[i] for i in rng.choice(len(concepts), n_remove, replace=False))
     gone = set(removed)
-    names, uids, flags = [], [], []
-    for n, us, m in zip(dictionary.names, dictionary.uids, dictionary.is_mention):
-        keep = tuple(u for u in us if u not in gone)
+    names, uids, flags, counts = [], [], [], []
+    for n, us, m, cs in zip(dictionary.names, dictionary.uids, dictionary.is_mention,
+                            dictionary.counts):
+        keep = [(u, c) for u, c in zip(us, cs) if u not in gone]
         if keep:
             names.append(n)
-            uids.append(keep)
+            uids.append(tuple(u for u, _ in keep))
+            counts.append(tuple(c for _, c in keep))
             flags.append(m)
     reduced = NameDictionary(names=names, uids=uids,
                              alt_ids={u: list(v) for u, v in dictionary.alt_ids.items()
                                       if u not in gone},
-                             is_mention=flags)
+                             is_mention=flags, counts=counts)
     in_kb = [bool(r - gone) for r in resolved]
     return NilDevSet(reduced, queries, golds, in_kb, removed, source)
 
@@ -288,7 +290,9 @@ def evaluate_nil(model, nil_set: NilDevSet, top_k: int = 1, batch_size: int = 51
     model.set_dictionary(nil_set.dictionary)
     if name_vectors is not None:
         model.build_index(vectors=name_vectors)
-    res = model.link(nil_set.queries, top_k=max(1, top_k), batch_size=batch_size)
+    from kgnorm.linking.concepts import link_concepts
+
+    res = link_concepts(model, nil_set.queries, max(1, top_k), batch_size=batch_size)
     conv = distance_of or (lambda s: -float(s))
     alt = nil_set.dictionary.alt_ids
     out = []
@@ -296,10 +300,8 @@ def evaluate_nil(model, nil_set: NilDevSet, top_k: int = 1, batch_size: int = 51
         if not cands:
             out.append(NilExample(float("inf"), kb, False))
             continue
-        top = cands[0]
-        ids = set(top.uids)
-        for u in top.uids:
-            ids.update(alt.get(u, ()))
+        top = cands[0]  # the concept the linker writes at rank 1 (strict: its own ids only)
+        ids = {top.uid, *alt.get(top.uid, ())}
         out.append(NilExample(float(conv(top.score)), kb, bool(kb and ids & gs)))
     return out
 

@@ -17,13 +17,29 @@ Algorithm, written from the paper's description:
    first character must match at the start of a word. The LF starts at the word holding that
    match (the shortest LF that fits).
 4. Reject when the LF is shorter than the SF, contains the SF as a word, or has too many words.
+
+Additions for the classes Schwartz-Hearst misses in NCBI-disease and BC5CDR (issue 14; the
+counts are in BENCHMARKS.md):
+
+* Reordered letters: "myotonic dystrophy (DM)" -- an all-capital SF whose letters are, in some
+  order, the initials of the last words before the parenthesis.
+* Several SFs in one parenthesis: "Duchenne and Becker muscular dystrophy (DMD/BMD)",
+  "(DMD or BMD)", "(VCFS/DGS)" -- each SF is matched on its own; with two SFs and a
+  coordinated LF ("A and B head"), SF i gets "word i + head" when its letters fit.
+* Plural SFs: "hypertrophy of the retinal pigment epithelium (CHRPEs)" defines CHRPEs and
+  CHRPE; :func:`expand` also reads "RCCs" through a defined "RCC".
+* Definitions outside the abstract's own "LF (SF)" (:func:`document_abbreviations`): an SF
+  used but never defined in the text whose letters are exactly the initials of consecutive
+  title words ("adenomatous polyposis coli" in the title, "APC" in the abstract), or of one
+  other annotated mention of the document (:func:`abbreviations_from_mentions`, step 2).
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["find_abbreviations", "abbreviations_from_mentions", "expand", "best_long_form"]
+__all__ = ["find_abbreviations", "abbreviations_from_mentions", "document_abbreviations", "expand",
+           "best_long_form"]
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 _LF_WORD_SPLIT = re.compile(r"[\s\-]+")
@@ -96,6 +112,44 @@ def _matching_paren(s: str, open_idx: int) -> int:
     return -1
 
 
+_MULTI_SF_SPLIT = re.compile(r"\s*/\s*|\s+(?:or|and)\s+|,\s*")
+_COORDINATED = re.compile(r"(\S+)\s+(?:and|or|/)\s+(\S+)\s+(\S.*)$")
+
+
+def _singular(short: str) -> str | None:
+    """"CHRPEs" -> "CHRPE": a plural SF (capitals, then a lowercase s)."""
+    if len(short) > 2 and short.endswith("s") and short[-2].isupper() and _is_valid_short_form(short[:-1]):
+        return short[:-1]
+    return None
+
+
+def _reordered_long_form(short: str, before: str) -> str | None:
+    """"myotonic dystrophy (DM)": the last len(SF) words before the parenthesis, when their
+    initials are the SF's capitals in another order (2-6 letters, no digits)."""
+    if not (short.isalpha() and short.isupper() and 2 <= len(short) <= 6):
+        return None
+    words = before.split()[-len(short):]
+    if len(words) < len(short) or any(w.lower() in _BAD_FIRST_WORDS for w in words):
+        return None
+    if sorted(w[0].lower() for w in words if w) != sorted(short.lower()):
+        return None
+    long = " ".join(words)
+    return long if _accept(short, long) else None
+
+
+def _long_form(short: str, long_candidate: str, before: str) -> str | None:
+    """Schwartz-Hearst's LF for ``short`` (singular of a plural SF too), else reordered initials."""
+    n_chars = sum(1 for c in short if c.isalnum())
+    window = _last_words(long_candidate, min(n_chars + 5, n_chars * 2))
+    for sf in (short, _singular(short)):
+        if sf is None:
+            continue
+        long = best_long_form(sf, window)
+        if long and _accept(sf, long):
+            return long
+    return _reordered_long_form(_singular(short) or short, before)
+
+
 def _pairs_in_sentence(sentence: str):
     pos = 0
     while True:
@@ -107,28 +161,53 @@ def _pairs_in_sentence(sentence: str):
             return
         pos = close_idx + 1
         before = sentence[:open_idx].rstrip()
-        inner = sentence[open_idx + 1:close_idx].strip()
+        raw = sentence[open_idx + 1:close_idx].strip()
+        inner = raw
         for sep in (", ", "; "):
             cut = inner.find(sep)
             if cut >= 0:
                 inner = inner[:cut].strip()
         if not inner or not before:
             continue
+        shorts = [t for t in _MULTI_SF_SPLIT.split(raw.split(";")[0]) if t]
+        if 2 <= len(shorts) <= 3 and all(_is_valid_short_form(t) and " " not in t
+                                         and sum(c.isupper() for c in t) >= 2 for t in shorts):
+            yield from _several_short_forms(shorts, before)
+            continue
         if len(inner.split()) > 2 or len(inner) > len(before):
             # "SF (long form)": the SF is the word before the parenthesis
             short = before.split()[-1]
             if not any(c.isupper() for c in short):
                 continue
-            long_candidate = inner
+            long_candidate, before_sf = inner, inner
         else:
             short = inner
-            long_candidate = before
+            long_candidate = before_sf = before
         if not _is_valid_short_form(short):
             continue
-        n_chars = sum(1 for c in short if c.isalnum())
-        long_candidate = _last_words(long_candidate, min(n_chars + 5, n_chars * 2))
-        long = best_long_form(short, long_candidate)
-        if long and _accept(short, long):
+        long = _long_form(short, long_candidate, before_sf)
+        if long:
+            yield short, long
+            single = _singular(short)
+            if single:
+                yield single, long
+
+
+def _several_short_forms(shorts: list[str], before: str):
+    """"Duchenne and Becker muscular dystrophy (DMD/BMD)": each SF on its own; SF i is tried on
+    the i-th of as many long forms separated by "/", "or", "and" ("VCFS/DGS"), then, with two SFs and a
+    coordinated LF, on "coordinated word i + head", then on the whole text before."""
+    coord = _COORDINATED.search(_last_words(before, 8)) if len(shorts) == 2 else None
+    pieces = re.split(r"\s*/\s*|\s+(?:or|and)\s+", before)
+    slashed = pieces[-len(shorts):] if len(pieces) >= len(shorts) else None
+    for i, short in enumerate(shorts):
+        long = _long_form(short, slashed[i], slashed[i]) if slashed else None
+        if long is None and coord:
+            own = f"{coord.group(i + 1)} {coord.group(3)}"
+            cand = best_long_form(short, own)
+            long = cand if cand == own and _accept(short, cand) else None
+        long = long or _long_form(short, before, before)
+        if long:
             yield short, long
 
 
@@ -202,6 +281,43 @@ def abbreviations_from_mentions(spans: Iterable[tuple[str, int, int]]) -> dict[s
     return found
 
 
+def _title_initials(title: str, short: str) -> str | None:
+    """The consecutive title words whose initials spell the SF's letters in order (words
+    split at spaces and hyphens; a unique match only)."""
+    letters = "".join(c for c in (_singular(short) or short) if c.isalnum()).lower()
+    if not (2 <= len(letters) <= 6 and letters.isalpha()):
+        return None
+    words = [m for m in re.finditer(r"[A-Za-z][\w']*", title)]
+    found = set()
+    for i in range(len(words) - len(letters) + 1):
+        span = words[i:i + len(letters)]
+        if any(w.group(0).lower() in _BAD_FIRST_WORDS for w in span):
+            continue
+        if "".join(w.group(0)[0].lower() for w in span) == letters:
+            found.add(title[span[0].start():span[-1].end()])
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def document_abbreviations(title: str, text: str,
+                           spans: Iterable[tuple[str, int, int]] = ()) -> dict[str, str]:
+    """Short form -> long form for a document: Schwartz-Hearst on its text, then, for the short
+    forms its mentions use but the text never defines, the title's words or another mention
+    whose initials spell them (module docstring)."""
+    found = find_abbreviations(text)
+    spans = list(spans)
+    used = {t for m, _, _ in spans for t in re.findall(r"[A-Za-z0-9]+", m)
+            if _is_valid_short_form(t) and sum(c.isupper() for c in t) >= 2}
+    for sf in sorted(used):
+        if sf in found or (_singular(sf) or "") in found:
+            continue
+        long = _title_initials(title, sf)
+        if long and _accept(sf, long):
+            found[sf] = long
+    for sf, long in abbreviations_from_mentions(spans).items():
+        found.setdefault(sf, long)
+    return found
+
+
 def expand(mention_text: str, abbreviations: Mapping[str, str] | None) -> str:
     """Replace whole-token short forms in a mention by their long forms.
 
@@ -210,6 +326,10 @@ def expand(mention_text: str, abbreviations: Mapping[str, str] | None) -> str:
     """
     if not abbreviations or not mention_text:
         return mention_text
+    plurals = {sf + "s": lf for sf, lf in abbreviations.items()
+               if sf and sf[-1].isupper() and sf + "s" not in abbreviations and sf + "s" in mention_text}
+    if plurals:
+        abbreviations = {**abbreviations, **plurals}
     lowered = mention_text.lower()
     present = [sf for sf, lf in abbreviations.items()
                if sf and sf in mention_text and lf.lower() not in lowered]

@@ -5,8 +5,11 @@ dense_ratio)`` of the query's sparse top-k (computed once: the tf-idf never chan
 the dense top-k names not already taken (recomputed every epoch with the current encoder),
 then, if still short, further sparse names. The score of a candidate is
 ``lambda * sparse + dense`` and the loss is the negative log of the softmax mass on the
-candidates that carry a gold uid (``-log sum_{c in gold} softmax(s)_c``, computed in log
-space), averaged over the queries of the batch that have at least one gold candidate.
+gold *concepts* (computed in log space), averaged over the queries of the batch that have at
+least one gold candidate. Concept-level, as the linker ranks (:mod:`kgnorm.linking.concepts`):
+a candidate name shared by ``m`` concepts stands for ``m`` candidates with its score, of which
+those that are gold (own uid or alt id) are positive -- so a name that also belongs to another
+concept is only partly right, where BioSyn's row view counted it as wholly right.
 
 Choices (documented, configurable where it matters):
 
@@ -26,7 +29,8 @@ Choices (documented, configurable where it matters):
   vectors give the next epoch's dense candidates.
 * Adam (L2 weight decay, as ``torch.optim.Adam``) with lr 1e-5 / weight decay 1e-2 for the
   encoder and lr 1e-2 / no decay for lambda (BioSyn's ``RerankNet``).
-* Dev selection: Acc@1 of :meth:`BioSynModel.link` on the dev queries after every epoch;
+* Dev selection: Acc@1 of the concepts the linker writes (:func:`link_concepts`, strict
+  scorer) on the dev queries after every epoch;
   the best model is written to ``out_dir`` (a model directory). Without dev, the model of the
   last finished epoch is written.
 
@@ -52,6 +56,7 @@ import torch
 from kgnorm.errors import KgnormError
 from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
 from kgnorm.linking.biosyn import BioSynModel
+from kgnorm.linking.concepts import link_concepts
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
 from kgnorm.linking.model_dir import load_biosyn, save_biosyn
@@ -113,15 +118,26 @@ class TrainResult:
 
 
 # ---------------------------------------------------------------------- helpers
-def marginal_nll(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """-log of the softmax mass on positive candidates, mean over rows with a positive."""
+def marginal_nll(scores: torch.Tensor, labels: torch.Tensor,
+                 multiplicity: torch.Tensor | None = None) -> torch.Tensor:
+    """-log of the softmax mass on the gold concepts, mean over rows with a positive.
+
+    Concept view (``multiplicity`` given): candidate j is a name standing for
+    ``multiplicity[j]`` concepts, ``labels[j]`` of them gold, so the mass is
+    ``sum_j labels_j e^s_j / sum_j multiplicity_j e^s_j``. Without ``multiplicity`` every
+    candidate counts once and any ``labels > 0`` makes it positive (BioSyn's row view)."""
     pos = labels > 0
     has = pos.any(dim=1)
     if not bool(has.any()):
         return scores.sum() * 0.0
-    s, p = scores[has], pos[has]
-    lse_all = torch.logsumexp(s, dim=1)
-    lse_pos = torch.logsumexp(s.masked_fill(~p, float("-inf")), dim=1)
+    s = scores[has]
+    if multiplicity is None:
+        w_pos, w_all = pos[has].to(s.dtype), torch.ones_like(s)
+    else:
+        w_pos, w_all = labels[has].to(s.dtype), multiplicity[has].to(s.dtype)
+    lse_all = torch.logsumexp(s + torch.log(w_all), dim=1)
+    lse_pos = torch.logsumexp(s.masked_fill(w_pos <= 0, float("-inf")) + torch.log(w_pos.clamp(min=1e-30)),
+                              dim=1)
     return (lse_all - lse_pos).mean()
 
 
@@ -147,15 +163,27 @@ def _prepare(pairs: Sequence[tuple[str, set[str] | Sequence[str] | str]], dedupe
     return qs, gs
 
 
-def _positive_rows(dictionary: NameDictionary, golds: list[frozenset[str]]) -> list[set[int]]:
-    """Rows whose uids (or their alt ids) include a gold uid, per query."""
-    by_id: dict[str, set[int]] = {}
+def _gold_concepts(dictionary: NameDictionary, golds: list[frozenset[str]]) -> list[dict[int, int]]:
+    """Per query, {row: number of the row's concepts that are gold} -- a concept is gold
+    through its own uid or its alt ids, never through another concept sharing the name."""
+    by_id: dict[str, set[tuple[int, str]]] = {}
     for i, us in enumerate(dictionary.uids):
         for u in us:
-            by_id.setdefault(u, set()).add(i)
+            by_id.setdefault(u, set()).add((i, u))
             for a in dictionary.alt_ids.get(u, ()):
-                by_id.setdefault(a, set()).add(i)
-    return [set().union(*(by_id.get(g, set()) for g in gs)) for gs in golds]
+                by_id.setdefault(a, set()).add((i, u))
+    out = []
+    for gs in golds:
+        counts: dict[int, int] = {}
+        for row, _ in set().union(*(by_id.get(g, set()) for g in gs)):
+            counts[row] = counts.get(row, 0) + 1
+        out.append(counts)
+    return out
+
+
+def _positive_rows(dictionary: NameDictionary, golds: list[frozenset[str]]) -> list[set[int]]:
+    """Rows holding at least one gold concept, per query (DILBERT's positive names)."""
+    return [set(c) for c in _gold_concepts(dictionary, golds)]
 
 
 def _combine(s_idx: np.ndarray, d_idx: np.ndarray, top_k: int, n_sparse: int,
@@ -185,11 +213,9 @@ def _combine(s_idx: np.ndarray, d_idx: np.ndarray, top_k: int, n_sparse: int,
 
 def _evaluate(model: BioSynModel, dev_q: list[str], dev_g: list[frozenset[str]],
               top_k: int, batch_size: int) -> dict:
-    preds = []
-    for s in range(0, len(dev_q), batch_size):
-        r = model.retrieve(dev_q[s:s + batch_size], top_k=top_k)
-        for row in r.idx:
-            preds.append([[model.dictionary.uids[c] for c in row if c >= 0]])
+    """Dev Acc@k of the concepts the linker would write (one per rank, strict scorer)."""
+    ranked = link_concepts(model, dev_q, top_k, batch_size=batch_size)
+    preds = [[[c.uid for c in r]] for r in ranked]
     gold = [GoldMention(("+".join(sorted(g)),)) for g in dev_g]
     rep = accuracy_at_k(preds, gold, ks=sorted({1, min(5, top_k), top_k}),
                         alt_ids=model.dictionary.alt_ids, conjunction="any")
@@ -226,7 +252,8 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
     if not queries:
         raise KgnormError("no training queries with a gold uid")
     dev_q, dev_g = _prepare(dev, dedupe=False) if dev else ([], [])
-    pos_rows = _positive_rows(dictionary, golds)
+    gold_rows = _gold_concepts(dictionary, golds)
+    n_concepts = np.fromiter((len(u) for u in dictionary.uids), np.float32, len(dictionary))
     n, top_k = len(queries), min(cfg.top_k, len(dictionary) - (1 if cfg.exclude_query_name else 0))
     n_sparse = top_k - int(top_k * cfg.dense_ratio)
     n_batches = math.ceil(n / cfg.batch_size)
@@ -238,6 +265,7 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
         "golds": digest(["|".join(sorted(g)) for g in golds]), "names": digest(names),
         "uids": digest(["|".join(u) for u in dictionary.uids]),
         "encoder": model.encoder.config(), "dim": model.encoder.dim,
+        "objective": "concept-marginal",
     }, sort_keys=True).encode()).hexdigest()
 
     # with exclude_query_name, the row holding the query's own text is never a candidate (with
@@ -309,17 +337,17 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
                 cand = _combine(s_idx, d_idx, top_k, n_sparse, len(names), exclude)
                 labels = np.zeros(cand.shape, np.float32)
                 for i in range(n):
-                    labels[i] = [c in pos_rows[i] for c in cand[i]]
-                    if cfg.inject_gold and not labels[i].any() and pos_rows[i]:
-                        cand[i, -1] = min(pos_rows[i])
-                        labels[i, -1] = 1.0
+                    labels[i] = [gold_rows[i].get(int(c), 0) for c in cand[i]]
+                    if cfg.inject_gold and not labels[i].any() and gold_rows[i]:
+                        cand[i, -1] = min(gold_rows[i])
+                        labels[i, -1] = gold_rows[i][int(cand[i, -1])]
                 c_sparse = model.sparse.score_pairs(q_sparse, cand)
                 perm = np.random.default_rng(cfg.seed + epoch).permutation(n)
                 epoch_state = {"cand": cand, "labels": labels, "c_sparse": c_sparse,
-                               "perm": perm}
+                               "perm": perm, "mult": n_concepts[cand]}
                 step = 0
             dict_vecs = None  # weights change from here on
-            cand, labels = epoch_state["cand"], epoch_state["labels"]
+            cand, labels, mult = epoch_state["cand"], epoch_state["labels"], epoch_state["mult"]
             c_sparse, perm = epoch_state["c_sparse"], epoch_state["perm"]
 
             model.train()
@@ -336,7 +364,8 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
                     scores = model([queries[i] for i in sel],
                                    [[names[c] for c in cand[i]] for i in sel],
                                    torch.from_numpy(c_sparse[sel]))
-                    loss = marginal_nll(scores, lab.to(scores.device))
+                    loss = marginal_nll(scores, lab.to(scores.device),
+                                        torch.from_numpy(mult[sel]).to(scores.device))
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     optimizer.step()

@@ -223,14 +223,12 @@ def _prepare_dev(dev: Iterable[tuple[str, Iterable[str] | str]] | None
 
 def evaluate_linking(model, queries: Sequence[str], golds: Sequence[Iterable[str]],
                      top_k: int = 5, batch_size: int = 512) -> dict:
-    """Acc@1 / Acc@k of ``model.link`` (any model with a dictionary) on (query, gold set)
-    pairs; a row is right when any of its uids (or their alt ids) is a gold uid."""
+    """Acc@1 / Acc@k of the concepts the linker writes (one per rank,
+    :func:`kgnorm.linking.concepts.link_concepts`) on (query, gold set) pairs, strict scorer."""
+    from kgnorm.linking.concepts import link_concepts
+
     d = model._need_dictionary()
-    preds = []
-    for s in range(0, len(queries), batch_size):
-        _, idx = model.retrieve(queries[s:s + batch_size], top_k=top_k, batch_size=batch_size)
-        for row in idx:
-            preds.append([[d.uids[c] for c in row if c >= 0]])
+    preds = [[[c.uid for c in r]] for r in link_concepts(model, list(queries), top_k, batch_size)]
     gold = [GoldMention(("+".join(sorted(g)),)) for g in golds]
     ks = sorted({1, min(5, top_k), top_k})
     rep = accuracy_at_k(preds, gold, ks=ks, alt_ids=d.alt_ids, conjunction="any")
