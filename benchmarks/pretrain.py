@@ -14,7 +14,9 @@ linking with no task training, on NCBI-disease dev and BC5CDR-disease dev agains
    one of ITS alt ids (a concept sharing the name earns nothing; parts in any order; a gold
    part ``A|B`` or ``A+B`` accepts either). Mentions without gold (``-1``) are left out and counted. This is an independent
    scorer written here until issue 14's ``kgnorm eval link --predictions`` lands.
-4. Clean evaluation: how many dev mentions (and distinct texts) occur verbatim -- after the
+4. UMNSRS similarity and relatedness: ``kgnorm eval relatedness`` (Spearman of cosine vs human
+   scores) on the same two model directories.
+5. Clean evaluation: how many dev mentions (and distinct texts) occur verbatim -- after the
    linkers' name normalization -- among the pretraining names, and Acc@1 on those that do not.
 """
 from __future__ import annotations
@@ -150,12 +152,19 @@ def main() -> None:
     ids = alt_index(a.store, a.medic)
     norm = TextPipeline().normalize_name
     encoders = {"MiniLM (offline all-MiniLM-L6-v2)": default_encoder_path(), "pretrained": a.pretrained}
-    rows, enc_lines = [], []
+    rows, enc_lines, rel_lines = [], [], []
+    umnsrs = [SHARED / "data/umnsrs/UMNSRS_similarity.csv", SHARED / "data/umnsrs/UMNSRS_relatedness.csv"]
     for label, enc in encoders.items():
         mdir = a.work / ("model-" + ("minilm" if enc != a.pretrained else "pretrained"))
         secs, n_names = dense_only_model(a.store, a.medic, enc, mdir)
         enc_lines.append(f"| {label} | {n_names:,} names encoded + indexed in {secs:.0f} s "
                          f"({n_names / secs:,.0f} names/s) |")
+        rel_out = subprocess.run(kgnorm("eval", "relatedness", "--model", str(mdir), *[x for p in umnsrs for x in
+                                        ("--pairs", str(p))], "--format", "json", "-q"),
+                                 check=True, capture_output=True, text=True).stdout
+        for r in json.loads(rel_out):
+            rel_lines.append(f"| {Path(r['file']).stem} | {label} | {f4(r['spearman'])} | {r['n_used']} / "
+                             f"{r['n_pairs']} |")
         for ds, rel in DEVS.items():
             dev = SHARED / "data" / rel
             mentions = [m for m, _ in read_mentions_with_abbreviations(dev)]
@@ -201,6 +210,13 @@ def main() -> None:
         "mentions whose normalized text is a pretraining name | strict Acc@1 on the others (n) | `kgnorm link` wall |",
         "|---|---|---|---|---|---|---|---|---|",
         *rows,
+        "",
+        "UMNSRS (`kgnorm eval relatedness --model DIR --pairs UMNSRS_similarity.csv --pairs "
+        "UMNSRS_relatedness.csv`, the same two directories): Spearman of cosine vs human scores.",
+        "",
+        "| file | encoder | Spearman | pairs used |",
+        "|---|---|---|---|",
+        *rel_lines,
         "",
         "| encoder | dictionary encoding |",
         "|---|---|",

@@ -154,6 +154,12 @@ def test_hierarchy_term_uses_parent_names(world, tiny_bert_dir, tmp_path):
     res = pretrain_encoder(data, tmp_path / "h", tiny_bert_dir, cfg(hierarchy=True, hierarchy_margin=1.0, epochs=2))
     assert res.complete and all(h["parent_pairs"] >= 1 for h in res.history)
     assert all(h["hierarchy_loss"] > 0 for h in res.history)
+    with open_store(world["store"]) as st:
+        both = read_pretrain_data(st, ["tiny", "few"], hierarchy=True)   # "few" has no IS_A edge
+    assert set(both.hierarchies) == {"tiny"} and both.ontologies[1]["is_a_edges"] == 0
+    flat = OntologySnapshot("flat", "1", [ConceptNames("A", "a b", ["b a"], []), ConceptNames("B", "c", ["d"], [])], [])
+    with pytest.raises(KgnormError, match=r"\(flat\) has IS_A edges"):
+        build_pretrain_data([flat], str.lower, with_hierarchy=True)
     with pytest.raises(KgnormError, match="with_hierarchy"):
         pretrain_encoder(world["data"], tmp_path / "h2", tiny_bert_dir, cfg(hierarchy=True))
 

@@ -77,11 +77,14 @@ def build_pretrain_data(snapshots: Sequence[OntologySnapshot], normalize: Callab
         raise KgnormError(f"too few concepts with two or more distinct names to form batches ({counts}); "
                           f"pretraining needs at least {max(2, int(min_concepts))} (one batch)")
     hierarchies: dict[str, Hierarchy] = {}
-    if with_hierarchy:
-        for snap in snapshots:
-            if not snap.is_a:
-                raise KgnormError(f"ontology {snap.name!r} has no IS_A edges: the hierarchy term needs them")
-            named = {uid: [names[r] for r in by_concept[concept_index[(snap.name, uid)]]]
-                     for uid in (c.uid for c in snap.concepts) if (snap.name, uid) in concept_index}
-            hierarchies[snap.name] = Hierarchy.from_edges(named, snap.is_a)
+    if with_hierarchy:  # ontologies without IS_A edges (MEDIC's DNorm file) give synonyms only
+        for snap, o in zip(snapshots, summary):
+            o["is_a_edges"] = len(snap.is_a)
+            if snap.is_a:
+                named = {c.uid: [names[r] for r in by_concept[concept_index[(snap.name, c.uid)]]]
+                         for c in snap.concepts if (snap.name, c.uid) in concept_index}
+                hierarchies[snap.name] = Hierarchy.from_edges(named, snap.is_a)
+        if not hierarchies:
+            raise KgnormError(f"none of the ontologies ({', '.join(seen_names)}) has IS_A edges: "
+                              "the hierarchy term needs them")
     return PretrainData(names, labels, concepts, groups, summary, hierarchies)
