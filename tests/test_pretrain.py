@@ -13,7 +13,7 @@ from test_cli_encoders import TINY_OBO  # 8 concepts, 7 with two or more names, 
 from kgnorm.biocom.loss import mine_pairs, ms_loss
 from kgnorm.errors import KgnormError
 from kgnorm.graph_views import ConceptNames, OntologySnapshot
-from kgnorm.pretraining import (META_FILE, PretrainConfig, build_pretrain_data, pretrain_encoder,
+from kgnorm.pretraining import (META_FILE, PretrainConfig, build_pretrain_data, pretrain, pretrain_encoder,
                                 read_pretrain_data)
 from kgnorm.pretraining.train import CHECKPOINT
 from kgnorm.stores import open_store
@@ -144,6 +144,14 @@ def test_loss_decreases_and_a_plain_encoder_directory_is_written(world, tiny_ber
     from transformers import AutoModel, AutoTokenizer
 
     AutoModel.from_pretrained(str(out)), AutoTokenizer.from_pretrained(str(out))
+
+
+def test_api_reads_the_store_and_trains(world, tiny_bert_dir, tmp_path):
+    with open_store(world["store"]) as st:
+        res = pretrain(st, ["tiny", "tiny2"], tmp_path / "api", tiny_bert_dir, cfg(epochs=1))
+    meta = json.loads((tmp_path / "api" / META_FILE).read_text())
+    assert res.complete and [o["name"] for o in meta["ontologies"]] == ["tiny", "tiny2"]
+    assert meta["concepts"] == 14 and meta["base_encoder"] == str(Path(tiny_bert_dir).resolve())
 
 
 def test_hierarchy_term_uses_parent_names(world, tiny_bert_dir, tmp_path):
