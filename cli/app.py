@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kgnorm.cli import biocom_cmds, encoder_cmds, hierarchy_cmds, ingest, link_cmds, query
+from kgnorm.cli import biocom_cmds, encoder_cmds, hierarchy_cmds, ingest, link_cmds, pretrain_cmds, query
 from kgnorm.errors import KgnormError
 from kgnorm.stores.base import redact
 
@@ -84,6 +84,7 @@ app.add_typer(corpus_app, name="corpus")
 app.command("link")(link_cmds.link_cmd)
 app.command("hypernyms")(hierarchy_cmds.hypernyms_cmd)
 app.command("embed")(link_cmds.embed_cmd)
+app.command("pretrain")(pretrain_cmds.pretrain_cmd)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,289 @@
+"""Self-alignment pretraining of a name encoder on ontology synonyms (SapBERT's recipe,
+Liu et al. 2021), optionally with a hierarchy term (CODER's idea of using the graph's relations).
+
+Each step draws ``concepts_per_batch`` concepts × ``names_per_concept`` of their names (the
+BioCoM :class:`~kgnorm.biocom.sampler.ConceptBatchSampler`: every name about once per epoch,
+a resumed run replays the same batches), encodes them with length bucketing (each bucket of
+``bucket`` names padded only to its own longest name: names are short, one long one would
+otherwise set the width of the whole batch) and minimises the Multi-Similarity loss with
+online hard-pair mining (:mod:`kgnorm.biocom.loss`; SapBERT's α 1, β 60, λ 0.5, ε 0.2) with AdamW.
+
+Hierarchy term (``hierarchy=True``): for one name of each concept of the batch, a name of a
+direct parent (drawn with the shared :class:`~kgnorm.samplers.parents.ParentPositiveSampler`
+pools) is a *weaker* positive: ``weight · mean(relu(margin − cos(name, parent name)))``. It
+pulls a concept towards its parent only up to ``margin``, while the MS loss keeps its own
+synonyms above λ.
+
+Output: a plain Hugging Face encoder directory (``save_pretrained`` model and tokenizer) that
+every ``--encoder`` option takes, plus ``kgnorm-pretrain.json`` (ontologies, settings, loss
+history). Checkpoints (``checkpoints/checkpoint.pt``: weights, optimizer, position, RNG) are
+written every ``checkpoint_steps`` steps and at the stop; a run stopped by its budget keeps
+its checkpoint so that ``resume`` with a larger budget continues it, a finished one deletes it.
+Resuming with other ontologies, another encoder or other settings is refused before anything
+is written.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from kgnorm.biocom.loss import ms_loss
+from kgnorm.biocom.sampler import ConceptBatchSampler
+from kgnorm.errors import KgnormError
+from kgnorm.progress import progress_bar
+from kgnorm.training.checkpoints import atomic_save, digest, rng_state, seed_all, set_rng_state
+
+from .data import PretrainData
+
+__all__ = ["PretrainConfig", "PretrainResult", "pretrain_encoder", "META_FILE"]
+
+META_FILE = "kgnorm-pretrain.json"
+CHECKPOINT = Path("checkpoints") / "checkpoint.pt"
+
+
+@dataclass
+class PretrainConfig:
+    concepts_per_batch: int = 64
+    names_per_concept: int = 2
+    alpha: float = 1.0
+    beta: float = 60.0
+    lam: float = 0.5
+    epsilon: float = 0.2
+    lr: float = 2e-5
+    weight_decay: float = 0.01
+    grad_clip: float | None = 1.0
+    pooling: str = "mean"
+    max_length: int = 25
+    bucket: int = 32
+    hierarchy: bool = False
+    hierarchy_weight: float = 1.0
+    hierarchy_margin: float = 0.4
+    epochs: int = 5
+    max_steps: int | None = None
+    max_seconds: float | None = None
+    checkpoint_steps: int = 200
+    keep_checkpoint: bool = False
+    log_steps: int = 50
+    seed: int = 0
+    device: str | None = None
+
+    _RESUMABLE = ("epochs", "max_steps", "max_seconds", "checkpoint_steps", "keep_checkpoint",
+                  "log_steps", "device")
+
+    def fingerprint_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k not in self._RESUMABLE}
+
+    def check(self) -> None:
+        if self.concepts_per_batch < 2:
+            raise KgnormError(f"concepts per batch must be >= 2 (negatives), got {self.concepts_per_batch}")
+        if self.names_per_concept < 2:
+            raise KgnormError(f"names per concept must be >= 2 (a positive), got {self.names_per_concept}")
+        if self.pooling not in ("mean", "cls"):
+            raise KgnormError(f"pooling must be mean or cls, got {self.pooling!r}")
+        if self.epochs < 1 or self.bucket < 1 or self.max_length < 2:
+            raise KgnormError("epochs and bucket must be >= 1, max_length >= 2")
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise KgnormError(f"the time budget must be positive, got {self.max_seconds} s")
+        if not self.lr > 0:
+            raise KgnormError(f"learning rate must be > 0, got {self.lr}")
+
+
+@dataclass
+class PretrainResult:
+    out_dir: str
+    steps: int
+    epochs_completed: int
+    train_seconds: float
+    complete: bool                 # every epoch ran (else stopped by max_steps / max_seconds)
+    resumed: bool
+    history: list[dict] = field(default_factory=list)   # per log interval: step, loss, mining
+
+
+def _fingerprint(data: PretrainData, cfg: PretrainConfig, encoder: str) -> str:
+    return digest([data.fingerprint(), json.dumps(cfg.fingerprint_dict(), sort_keys=True), encoder])
+
+
+def _check_out(out: Path, data: PretrainData, cfg: PretrainConfig, encoder: str, resume: bool) -> dict | None:
+    """The checkpoint to resume from (None: start fresh); refuses, before anything is written,
+    a checkpoint for other ontologies/encoder/settings and a directory that is not ours."""
+    if out.exists() and not out.is_dir():
+        raise KgnormError(f"--out {out} exists and is not a directory")
+    ours = (out / META_FILE).is_file() or (out / CHECKPOINT).is_file()
+    if out.is_dir() and any(out.iterdir()) and not ours:
+        raise KgnormError(f"--out {out} is not empty and holds no pretraining run; choose another directory")
+    if not resume or not (out / CHECKPOINT).is_file():
+        if resume and (out / META_FILE).is_file():
+            raise KgnormError(f"{out} already holds a finished pretrained encoder; use another --out "
+                              "or --no-resume to replace it")
+        return None
+    try:
+        ck = torch.load(out / CHECKPOINT, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - corrupt file
+        raise KgnormError(f"{out / CHECKPOINT}: unreadable checkpoint ({e}); use --no-resume") from None
+    had = [o["name"] for o in ck.get("ontologies", [])]
+    want = [o["name"] for o in data.ontologies]
+    if had != want:
+        raise KgnormError(f"{out} holds a run on ontologies {', '.join(had)}, not {', '.join(want)}: resume it "
+                          "with those, or start over with --no-resume or another --out")
+    if ck.get("encoder") != encoder:
+        raise KgnormError(f"{out} holds a run from encoder {ck.get('encoder')}, not {encoder}: resume it with "
+                          "that --encoder, or start over with --no-resume or another --out")
+    if ck.get("fingerprint") != _fingerprint(data, cfg, encoder):
+        raise KgnormError(f"{out} holds a run with other settings or other ontology contents; resume it with "
+                          "the same ones, or start over with --no-resume or another --out")
+    return ck
+
+
+def _parent_names(data: PretrainData, rows: list[int], rng: np.random.Generator,
+                  samplers: dict) -> tuple[list[int], list[str]]:
+    """(anchor row, parent name) for the first name of each concept of a batch that has a parent."""
+    anchors, parents, seen = [], [], set()
+    for r in rows:
+        ci = data.labels[r]
+        if ci in seen:
+            continue
+        seen.add(ci)
+        onto, uid = data.concepts[ci]
+        pool = samplers[onto].pool(uid) if onto in samplers else []
+        if pool:
+            anchors.append(r)
+            parents.append(pool[int(rng.integers(len(pool)))][0])
+    return anchors, parents
+
+
+def pretrain_encoder(data: PretrainData, out_dir: str | Path, encoder: str | Path | None = None,
+                     config: PretrainConfig | None = None, resume: bool = True, progress: bool = False,
+                     on_log: Callable[[dict], None] | None = None) -> PretrainResult:
+    """Pretrain ``encoder`` (default: the offline MiniLM) on ``data`` and write it to ``out_dir``."""
+    from kgnorm.linking.dense import DenseEncoder, default_encoder_path
+    from kgnorm.samplers.parents import ParentPositiveSampler
+
+    cfg = config or PretrainConfig()
+    cfg.check()
+    if cfg.hierarchy and not data.hierarchies:
+        raise KgnormError("the hierarchy term needs data built with with_hierarchy=True")
+    if len(data.groups) < cfg.concepts_per_batch:
+        counts = "; ".join(f"{o['name']}: {o['multi_name_concepts']}" for o in data.ontologies)
+        raise KgnormError(f"too few concepts with two or more distinct names to form batches ({counts}); "
+                          f"a batch takes {cfg.concepts_per_batch} (lower the concepts per batch)")
+    out = Path(out_dir)
+    enc_path = Path(encoder) if encoder is not None else default_encoder_path()
+    enc_id = str(enc_path.resolve())
+    ck = _check_out(out, data, cfg, enc_id, resume)
+    enc = DenseEncoder(enc_path, pooling=cfg.pooling, max_length=cfg.max_length, device=cfg.device)
+    seed_all(cfg.seed)
+    sampler = ConceptBatchSampler(data.groups, cfg.concepts_per_batch, cfg.names_per_concept, cfg.seed)
+    samplers = ({o: ParentPositiveSampler(h, items=[], seed=cfg.seed) for o, h in data.hierarchies.items()}
+                if cfg.hierarchy else {})
+    params = [p for p in enc.model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    epoch = batch_pos = step = 0
+    elapsed = 0.0
+    history: list[dict] = []
+    if ck is not None:
+        enc.model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        epoch, batch_pos, step = int(ck["epoch"]), int(ck["batch"]), int(ck["step"])
+        elapsed, history = float(ck["elapsed"]), list(ck["history"])
+        set_rng_state(ck["rng"])
+    fingerprint = _fingerprint(data, cfg, enc_id)
+    (out / CHECKPOINT).parent.mkdir(parents=True, exist_ok=True)
+
+    def save_checkpoint() -> None:
+        atomic_save({"fingerprint": fingerprint, "ontologies": data.ontologies, "encoder": enc_id,
+                     "model": enc.model.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
+                     "batch": batch_pos, "step": step, "elapsed": elapsed, "history": history,
+                     "rng": rng_state()}, out / CHECKPOINT)
+
+    def over_budget() -> bool:
+        return ((cfg.max_steps is not None and step >= cfg.max_steps)
+                or (cfg.max_seconds is not None and elapsed >= cfg.max_seconds))
+
+    labels_all = torch.tensor(data.labels)
+    enc.model.train()
+    window: list[tuple[float, int, int, int, float, int]] = []
+    bar = progress_bar(total=cfg.epochs * len(sampler), desc="pretrain", unit="step") if progress else None
+    if bar is not None:
+        bar.update(epoch * len(sampler) + batch_pos)
+    stopped = False
+    try:
+        while epoch < cfg.epochs and not stopped:
+            sampler.set_epoch(epoch)
+            plan = sampler.plan()
+            while batch_pos < len(plan):
+                if over_budget():
+                    stopped = True
+                    break
+                t0 = time.perf_counter()
+                rows = plan[batch_pos]
+                torch.manual_seed(cfg.seed * 1_000_003 + step)  # dropout: a resumed run replays
+                emb = enc.embed_bucketed([data.names[r] for r in rows], bucket=cfg.bucket)
+                loss, stats = ms_loss(emb, labels_all[rows].to(emb.device), cfg.alpha, cfg.beta, cfg.lam,
+                                      cfg.epsilon, mining=True)
+                h_loss, h_pairs = 0.0, 0
+                if samplers:
+                    rng = np.random.default_rng([cfg.seed, epoch, batch_pos])
+                    anchors, parent_names = _parent_names(data, rows, rng, samplers)
+                    if anchors:
+                        pos = {r: i for i, r in enumerate(rows)}
+                        a = torch.nn.functional.normalize(emb[[pos[r] for r in anchors]], dim=-1)
+                        p = torch.nn.functional.normalize(enc.embed_bucketed(parent_names, cfg.bucket), dim=-1)
+                        term = torch.relu(cfg.hierarchy_margin - (a * p).sum(-1)).mean()
+                        loss = loss + cfg.hierarchy_weight * term
+                        h_loss, h_pairs = float(term.detach()), len(anchors)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.grad_clip:
+                    torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+                opt.step()
+                step += 1
+                batch_pos += 1
+                elapsed += time.perf_counter() - t0
+                window.append((float(loss.detach()), stats.anchors, stats.positives, stats.negatives, h_loss, h_pairs))
+                if bar is not None:
+                    bar.update(1)
+                if len(window) >= cfg.log_steps or batch_pos == len(plan):
+                    w = np.array(window)
+                    rec = {"step": step, "epoch": epoch, "loss": float(w[:, 0].mean()),
+                           "anchors": float(w[:, 1].mean()), "positive_pairs": float(w[:, 2].mean()),
+                           "negative_pairs": float(w[:, 3].mean()), "seconds": round(elapsed, 1)}
+                    if samplers:
+                        rec["hierarchy_loss"] = float(w[:, 4].mean())
+                        rec["parent_pairs"] = float(w[:, 5].mean())
+                    history.append(rec)
+                    window = []
+                    if on_log is not None:
+                        on_log(rec)
+                if cfg.checkpoint_steps and step % cfg.checkpoint_steps == 0:
+                    save_checkpoint()
+            else:
+                epoch += 1
+                batch_pos = 0
+    finally:
+        if bar is not None:
+            bar.close()
+    complete = epoch >= cfg.epochs
+    if not complete or cfg.keep_checkpoint:
+        save_checkpoint()
+    enc.model.eval()
+    enc.save(out)
+    meta = {"method": "pretrain", "recipe": "Multi-Similarity self-alignment on ontology synonyms (SapBERT)",
+            "base_encoder": enc_id, "pooling": cfg.pooling, "max_length": cfg.max_length,
+            "ontologies": data.ontologies, "concepts": len(data.groups), "names": len(data.names),
+            "config": asdict(cfg), "steps": step, "epochs_completed": epoch, "complete": complete,
+            "train_seconds": round(elapsed, 1), "history": history,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    tmp = out / (META_FILE + ".tmp")
+    tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(out / META_FILE)
+    if complete and not cfg.keep_checkpoint:
+        shutil.rmtree(out / CHECKPOINT.parent, ignore_errors=True)
+    return PretrainResult(str(out), step, epoch, elapsed, complete, ck is not None, history)
