@@ -71,10 +71,10 @@ def bolt_server(tmp_path_factory):
         if os.environ.get("KGNORM_REQUIRE_BOLT"):
             pytest.fail("KGNORM_REQUIRE_BOLT is set but arcadedb-embedded is not installed")
         pytest.skip("no live Bolt server: set KGNORM_TEST_NEO4J_URI or install the test extra arcadedb-embedded")
-    from bolt_server import start_arcadedb
+    from bolt_server import ArcadeDBProcess
 
-    server, uri, database = start_arcadedb(tmp_path_factory.mktemp("arcadedb"))
+    server = ArcadeDBProcess(tmp_path_factory.mktemp("arcadedb"))
     try:
-        yield uri, database, "arcadedb"
+        yield server.uri, server.database, "arcadedb"
     finally:
         server.stop()
