@@ -115,11 +115,8 @@ def ontology_word_vectors(word_vectors: Path | None, out: Path, resume: bool, te
 
 def read_mention_file(path: Path, fmt: str | None):
     """Mentions (with the abbreviations their documents define) of a .concept, PubTator or TSV file."""
-    from kgnorm.errors import InputError
     from kgnorm.mention_io import read_mentions_with_abbreviations
 
-    if not path.exists():
-        raise InputError("no such file", path=path)
     return read_mentions_with_abbreviations(path, fmt)
 
 

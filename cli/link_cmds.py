@@ -165,31 +165,6 @@ def _parse_nil_option(nil_threshold: str | None, nil_dev: Path | None, nil_strat
     return False
 
 
-def _known_ids(linker, meta: dict[str, Any], store: str | None) -> tuple[set[str], dict[str, list[str]]]:
-    """Concept ids (with alt ids) the model can link to, and its alt-id map: what decides
-    whether a dev mention's gold is in the KB."""
-    model = getattr(linker, "model", None)
-    dictionary = getattr(model, "dictionary", None)
-    if dictionary is not None:
-        alt = {u: list(v) for u, v in (dictionary.alt_ids or {}).items()}
-        known = {u for us in dictionary.uids for u in us}
-    elif getattr(model, "uids", None) is not None:
-        alt, known = {}, set(model.uids)
-    else:
-        alt, known = {}, set()
-    if not known and meta.get("ontology"):
-        from kgnorm.graph_views import read_ontology
-        from kgnorm.stores import open_store
-        with open_store(store, read_only=True) as st:
-            snap = read_ontology(st, meta["ontology"], with_edges=False)
-        alt, known = snap.alt_ids(), {c.uid for c in snap.concepts}
-    if not known:
-        raise KgnormError("cannot tell which concepts the model links to (no dictionary, no ontology)")
-    for ids in alt.values():
-        known.update(ids)
-    return known, alt
-
-
 def _auto_nil_threshold(linker, meta: dict[str, Any], pipeline, nil_dev: Path, input_format: str | None,
                         strategy: str, batch_size: int, store: str | None) -> tuple[Any, dict[str, Any]]:
     """Link the dev mentions, then pick DILBERT's distance threshold t (kgnorm.linking.nil);
@@ -201,7 +176,9 @@ def _auto_nil_threshold(linker, meta: dict[str, Any], pipeline, nil_dev: Path, i
     from kgnorm.linking.nil_classifier import DEFAULT_DEPTH
     from kgnorm.mention_io import NIL_PART
 
-    known, alt = _known_ids(linker, meta, store)
+    from kgnorm.evaluation.link_eval import known_ids
+
+    known, alt = known_ids(linker, meta, store)
     scores: list[float] = []
     in_kb: list[bool] = []
     correct: list[bool] = []
@@ -483,11 +460,18 @@ def eval_link_cmd(
             raise KgnormError("--nil-fraction needs --model DIR")
         if not 0.0 < nil_fraction < 1.0:
             raise KgnormError(f"--nil-fraction must be between 0 and 1 (exclusive), got {nil_fraction}")
+    from kgnorm.evaluation.link_eval import evaluate_link, evaluate_nil_detection
+
     report = evaluate_link(model, input, predictions, ontology, train, input_format, batch_size, abbreviations,
-                           composites, allow_unknown_gold, store, quiet)
+                           composites, allow_unknown_gold, store)
+    if report["unknown_gold_ids"]:
+        where = f"ontology {ontology!r}" if ontology is not None else f"the dictionary of {model}"
+        warn(f"{report['unknown_gold_ids']} gold id(s) of {input} are not concepts of {where}; their "
+             f"{report['unknown_gold_mentions']} mention(s) are scored as misses")
     if nil_fraction is not None:
+        info(f"nil: removing {nil_fraction:g} of the gold concepts from the dictionary and linking again …", quiet)
         report["nil"] = evaluate_nil_detection(model, input, input_format, nil_fraction, nil_seed,
-                                               abbreviations, composites, quiet)
+                                               abbreviations, composites)
     if fmt == "json":
         typer.echo(json.dumps(json_safe(report), indent=2))
         return
@@ -510,98 +494,3 @@ def eval_link_cmd(
                 continue
             typer.echo(f"  {strategy:12s} accuracy {m['accuracy']:.4f}  nil P {m['nil_precision']:.4f}  "
                        f"R {m['nil_recall']:.4f}  F1 {m['nil_f1']:.4f}  in-KB accuracy {m['in_kb_accuracy']:.4f}")
-
-
-def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, fraction: float, seed: int,
-                           abbreviations: bool | None = None, composites: bool | None = None,
-                           quiet: bool = True) -> dict[str, Any]:
-    """`eval link --nil-fraction`: DILBERT's constructed out-of-KB set from the input's gold mentions and
-    every nil strategy on it (kgnorm.evaluation.nil)."""
-    from kgnorm.evaluation.nil import constructed_nil_report
-    from kgnorm.link_job import open_linker, pipeline_from_meta
-
-    linker, meta = open_linker(model)
-    inner = getattr(linker, "model", None)
-    if getattr(inner, "dictionary", None) is None or not hasattr(inner, "set_dictionary"):
-        raise KgnormError(f"{model}: --nil-fraction needs a model that links through a name dictionary "
-                          f"(a {meta['method']} model has none)")
-    pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
-    info(f"nil: removing {fraction:g} of the gold concepts from the dictionary and linking again …", quiet)
-    try:
-        return constructed_nil_report(inner, pipeline, read_mention_file(input, input_format), fraction, seed)
-    except InputError:
-        raise
-    except KgnormError as e:  # about the input's gold mentions (none, or too few concepts)
-        raise InputError(str(e), path=input) from None
-
-
-def _ontology_ids(ontology: str, store: str | None) -> tuple[set[str], dict[str, list[str]]]:
-    """Concept uids plus alt ids of an ontology in the store, and its alt-id map."""
-    from kgnorm.graph_views import read_ontology
-    from kgnorm.stores import open_store
-
-    with open_store(store, read_only=True) as st:
-        if st.ontology_info(ontology) is None:
-            raise KgnormError(f"no ontology {ontology!r} in {st.uri}")
-        snap = read_ontology(st, ontology, with_edges=False)
-    alt = snap.alt_ids()
-    known = {c.uid for c in snap.concepts}
-    for ids in alt.values():
-        known.update(ids)
-    return known, alt
-
-
-def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, ontology: str | None,
-                  train: Path | None, input_format: str | None, batch_size: int = 256,
-                  abbreviations: bool | None = None, composites: bool | None = None,
-                  allow_unknown_gold: bool = False, store: str | None = None, quiet: bool = True) -> dict[str, Any]:
-    """Score link TSV rows against the gold mentions (kgnorm.evaluation.link_tsv): the rows of the file
-    --predictions, or those `link` writes for --model (same rows, same parser, same scorer)."""
-    from kgnorm.evaluation.link_tsv import align, parse_link_rows, read_link_tsv, score, unknown_gold_ids
-    from kgnorm.evaluation.linking import refined_subset
-    from kgnorm.link_job import link_stream, open_linker, pipeline_from_meta, tsv_rows
-    from kgnorm.text.pipeline import TextPipeline
-
-    linker = meta = None
-    if model is not None:
-        linker, meta = open_linker(model)
-        pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
-    else:
-        pipeline = TextPipeline()
-    known, alt_ids = (_ontology_ids(ontology, store) if ontology is not None
-                      else _known_ids(linker, meta, store))
-    mentions = [m for m, _ in read_mention_file(gold, input_format)] if predictions is not None else []
-    if predictions is not None:
-        by_id = read_link_tsv(predictions)
-    else:
-        rows: list[list[str]] = []
-        for lm in link_stream(linker, pipeline, read_mention_file(gold, input_format), top_k=5,
-                              batch_size=batch_size):
-            mentions.append(lm.mention)
-            rows.extend(tsv_rows(lm, 5))
-        by_id = parse_link_rows(rows, source=f"the rows `link` writes for {model}")
-    if not mentions:
-        raise InputError("no mentions", path=gold)
-    golds = [list(m.gold) for m in mentions]
-    unknown = unknown_gold_ids(golds, known)
-    n_unknown_mentions = 0
-    if unknown:
-        bad = set(unknown)
-        n_unknown_mentions = sum(1 for g in golds if any(x.strip() in bad for p in g for x in p.split("+")))
-        where = f"ontology {ontology!r}" if ontology is not None else f"the dictionary of {model}"
-        if not allow_unknown_gold:
-            raise InputError(f"{len(unknown)} gold id(s) in {n_unknown_mentions} mention(s) are not concepts of "
-                             f"{where} (first: {', '.join(unknown[:3])}); pass --allow-unknown-gold to score those "
-                             "mentions as misses", path=gold)
-        warn(f"{len(unknown)} gold id(s) of {gold} are not concepts of {where}; their {n_unknown_mentions} "
-             "mention(s) are scored as misses")
-    predicted = align(by_id, [m.mention_id for m in mentions], predictions, gold)
-    out: dict[str, Any] = {"full": score(predicted, golds, alt_ids)}
-    if train is not None:
-        train_texts = {pipeline.normalize_name(m.text) for m, _ in read_mention_file(train, input_format)}
-        texts = [pipeline.normalize_name(m.text) for m in mentions]
-        idx = refined_subset(texts, train_texts, ["|".join(g) for g in golds])
-        out["refined"] = score(predicted, golds, alt_ids, idx)
-    out["unknown_gold_ids"] = len(unknown)
-    out["unknown_gold_mentions"] = n_unknown_mentions
-    return out

@@ -358,6 +358,8 @@ def read_mentions_with_abbreviations(path: str | Path, fmt: str | None = None
     mention's `context` column; .concept: no text, so the document's own mentions and their
     offsets (:func:`~kgnorm.text.abbreviations.abbreviations_from_mentions`; a document's
     lines are consecutive in these files, so one document is held at a time)."""
+    if not Path(path).exists():
+        raise InputError("no such file", path=path)
     kind = fmt.strip().lower() if fmt is not None else sniff_format(path)
     if kind == "pubtator":
         return ((m, abbr) for doc in read_pubtator(path)
