@@ -113,6 +113,17 @@ def ontology_word_vectors(word_vectors: Path | None, out: Path, resume: bool, te
     return wv
 
 
+def set_threads(threads: int | None) -> None:
+    """Apply --threads to torch (None: torch's own default)."""
+    if threads is None:
+        return
+    if threads < 1:
+        raise KgnormError(f"--threads must be >= 1, got {threads}")
+    import torch
+
+    torch.set_num_threads(int(threads))
+
+
 def read_mention_file(path: Path, fmt: str | None):
     """Mentions (with the abbreviations their documents define) of a .concept, PubTator or TSV file."""
     from kgnorm.mention_io import read_mentions_with_abbreviations

@@ -12,19 +12,13 @@ import typer
 
 from kgnorm.cli.common import (FormatOpt, KeepCheckpointsOpt, MaxMinutesOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info,
                                finish_checkpoints, json_safe, ontology_word_vectors, setup,
-                               training_pairs_from_file)
+                               set_threads, training_pairs_from_file)
 from kgnorm.errors import InputError, KgnormError
 
 
 # what `link` reads back from the model directory (same as `train biosyn` writes)
 PIPELINE = {"lowercase": True, "normalize": True, "abbreviations": True, "composites": True}
 HIERARCHY_STRATEGIES = ("random+parents", "resampling+siblings")
-
-
-def _set_threads(threads: int | None) -> None:
-    if threads:
-        import torch
-        torch.set_num_threads(int(threads))
 
 
 def _check_file(path: Path | None, what: str) -> None:
@@ -102,7 +96,7 @@ def train_bne_cmd(
         raise KgnormError("--encoder goes with --word-source encoder")
     if epochs < 1 or batch_size < 2:
         raise KgnormError("--epochs must be >= 1 and --batch-size >= 2")
-    _set_threads(threads)
+    set_threads(threads)
     from kgnorm.linking.dictionary import ontology_dictionary
     from kgnorm.graph_views import read_definitions, read_ontology
     from kgnorm.models import update_meta
@@ -217,7 +211,7 @@ def train_dilbert_cmd(
     _check_file(train, "training mentions file")
     _check_file(dev, "dev mentions file")
     _check_file(encoder, "encoder directory")
-    _set_threads(threads)
+    set_threads(threads)
     from kgnorm.linking.dictionary import ontology_dictionary
     from kgnorm.graph_views import hierarchy_from_store, read_ontology
     from kgnorm.models import update_meta

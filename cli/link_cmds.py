@@ -10,7 +10,7 @@ import numpy as np
 import typer
 
 from kgnorm.cli.common import (FormatOpt, KeepCheckpointsOpt, LockTimeoutOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt,
-                               ThreadsOpt, finish_checkpoints, info, json_safe, read_mention_file, setup,
+                               ThreadsOpt, finish_checkpoints, info, json_safe, read_mention_file, set_threads, setup,
                                training_pairs_from_file, warn)
 from kgnorm.errors import InputError, KgnormError
 
@@ -74,8 +74,6 @@ def train_biosyn_cmd(
 ) -> None:
     """Train BioSyn (Sung et al. 2020): sparse+dense scores, synonym marginalization."""
     setup(quiet)
-    import torch
-
     from kgnorm.graph_views import read_ontology
     from kgnorm.linking.biosyn import BioSynModel
     from kgnorm.linking.dictionary import ontology_dictionary
@@ -92,8 +90,7 @@ def train_biosyn_cmd(
     sparse_weight = recipe["sparse_weight"] if sparse_weight is None else sparse_weight
     exclude_query_name = recipe["exclude_query_name"] if exclude_query_name is None else exclude_query_name
     max_minutes = recipe["max_minutes"] if max_minutes is None else max_minutes
-    if threads:
-        torch.set_num_threads(threads)
+    set_threads(threads)
     with open_store(store, read_only=True) as st:
         snap = read_ontology(st, ontology, with_edges=False)
     pipeline = TextPipeline()

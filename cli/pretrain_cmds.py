@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info, setup
+from kgnorm.cli.common import QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info, set_threads, setup
 from kgnorm.errors import KgnormError
 
 
@@ -37,15 +37,10 @@ def pretrain_cmd(
 ) -> None:
     """Pretrain a name encoder on ontology synonyms (SapBERT-style Multi-Similarity self-alignment)."""
     setup(quiet)
-    import torch
-
     from kgnorm.pretraining import PretrainConfig, pretrain_encoder, read_pretrain_data
     from kgnorm.stores import open_store
 
-    if threads is not None:
-        if threads < 1:
-            raise KgnormError(f"--threads must be >= 1, got {threads}")
-        torch.set_num_threads(threads)
+    set_threads(threads)
     if max_minutes is not None and not max_minutes > 0:
         raise KgnormError(f"--max-minutes must be > 0, got {max_minutes}")
     if encoder is not None and not encoder.is_dir():
