@@ -36,12 +36,12 @@ def lexical_coverage(scorer, names: Sequence[str], uids: Sequence[tuple[str, ...
 
 def bne_section(args, ctx: dict) -> list[str]:
     """Train BNE within the budget and run the synonym and relatedness evaluations."""
-    from kgnorm.encoders.bne import concept_names
+    from kgnorm.methods.bne.model import concept_names
     from kgnorm.evaluation.relatedness import load_umnsrs, spearman_on, spearman_relatedness, wordvector_can_encode
     from kgnorm.evaluation.synonyms import mean_coverage, synonym_retrieval_map
     from kgnorm.linking.sparse import SparseScorer
-    from kgnorm.training.bne import BneConfig, hold_out_synonyms, train_bne
-    from kgnorm.wordvectors import WordVectors, train_word_vectors
+    from kgnorm.methods.bne.train import BneConfig, hold_out_synonyms, train_bne
+    from kgnorm.encoders.wordvectors import WordVectors, train_word_vectors
 
     dictionary = ctx["dictionary"]
     seed = args.seed

@@ -31,7 +31,7 @@ def log(msg: str) -> None:
 # ---------------------------------------------------------------------- data
 def read_items(path: Path, limit: int | None = None) -> list[tuple[Any, dict[str, str]]]:
     """(mention, document abbreviations) pairs, the first ``limit`` only (smoke runs)."""
-    from kgnorm.mention_io import read_mentions_with_abbreviations
+    from kgnorm.mentions.readers import read_mentions_with_abbreviations
 
     items = []
     for it in read_mentions_with_abbreviations(path):
@@ -43,7 +43,7 @@ def read_items(path: Path, limit: int | None = None) -> list[tuple[Any, dict[str
 
 def query_pairs(pipeline, items) -> list[tuple[str, set[str]]]:
     """The CLI's training-pair rule, so training here sees what `kgnorm train dilbert` would."""
-    from kgnorm.link_job import training_pairs
+    from kgnorm.linking.job import training_pairs
 
     return training_pairs(pipeline, items)
 

@@ -35,7 +35,7 @@ def short_form_like(t: str) -> bool:
 
 def count(path: Path) -> dict:
     """Short-form tokens in mentions, resolved / unresolved, and the most frequent unresolved."""
-    from kgnorm.mention_io import read_mentions_with_abbreviations
+    from kgnorm.mentions.readers import read_mentions_with_abbreviations
 
     n = resolved = 0
     missed: Counter = Counter()

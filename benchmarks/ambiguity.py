@@ -17,8 +17,8 @@ def _pieces(gold: list[str], n_parts: int, j: int) -> set[str]:
 
 def ambiguity_rows(model_dir: str | Path, dev: Path) -> dict:
     from kgnorm.evaluation.linking import accuracy_at_k
-    from kgnorm.link_job import link_stream, open_linker, pipeline_from_meta
-    from kgnorm.mention_io import read_mentions_with_abbreviations
+    from kgnorm.linking.job import link_stream, open_linker, pipeline_from_meta
+    from kgnorm.mentions.readers import read_mentions_with_abbreviations
 
     linker, meta = open_linker(model_dir)
     model = linker.model

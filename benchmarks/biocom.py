@@ -4,7 +4,7 @@ Protocol (BioCoM §4.1, low-resource): no annotated training mention is used, on
 and raw text.
   * Dictionary: MEDIC 2012 keeping, per concept, the preferred name and a seeded half
     (floor(n/2), random.Random(--seed) over concepts in uid order) of its other synonyms.
-  * Corpus: entity-linked sentences found by dictionary matching (kgnorm.biocom.corpus) in the
+  * Corpus: entity-linked sentences found by dictionary matching (kgnorm.methods.biocom.corpus) in the
     texts of NCBI-disease train + dev (gold annotations ignored), capped at --caps sentences
     per concept (seeded reservoir sample; ``all``: no cap). The dev texts are in the corpus, as in the paper's
     setting; the report says how many dev mentions are themselves corpus rows.
@@ -107,8 +107,8 @@ class DevMention:
 
 def dev_mentions(alt_to_uid: dict[str, str], limit: int | None) -> tuple[list[DevMention], int]:
     """Single-concept NCBI dev mentions (first `limit`), and how many were skipped."""
-    from kgnorm.biocom.model import locate
-    from kgnorm.mention_io import doc_abbreviations, read_pubtator
+    from kgnorm.methods.biocom.model import locate
+    from kgnorm.mentions.readers import doc_abbreviations, read_pubtator
     from kgnorm.text.abbreviations import expand
 
     out: list[DevMention] = []
@@ -235,8 +235,8 @@ def build_one(half: HalfDictionary, cap: int | None, out: Path, seed: int,
               dev: list[DevMention], abbreviations: bool = True,
               extra_text: Sequence[Path] = ()) -> CorpusStats:
     """Build the corpus for one cap and measure it (time, counts, bytes, dev coverage)."""
-    from kgnorm.biocom.corpus import SENTENCES_FILE, build_corpus, load_corpus
-    from kgnorm.biocom.linker import as_items
+    from kgnorm.methods.biocom.corpus import SENTENCES_FILE, build_corpus, load_corpus
+    from kgnorm.methods.biocom.linker import as_items
 
     t0 = time.perf_counter()
     summary = build_corpus(half.names, [TRAIN, DEV, *extra_text], out, ontology="medic",
@@ -264,7 +264,7 @@ def evaluate_model(model_dir: Path, dev: list[DevMention], row_keys: set,
     """Both preprocessings through the saved model (load_biocom, fp16 index), every k."""
     import numpy as np
 
-    from kgnorm.biocom.linker import as_items, evaluate_rankings, load_biocom, vote_rankings
+    from kgnorm.methods.biocom.linker import as_items, evaluate_rankings, load_biocom, vote_rankings
 
     linker = load_biocom(model_dir, batch_size=batch_size)
     items = as_items([d.item for d in dev])
@@ -306,7 +306,7 @@ def train_one(stats: CorpusStats, dev: list[DevMention], args: argparse.Namespac
     """Train BioCoM on one corpus under the time budget, then evaluate the saved model."""
     import json
 
-    from kgnorm.biocom.train import BiocomConfig, train_biocom
+    from kgnorm.methods.biocom.train import BiocomConfig, train_biocom
 
     cfg = BiocomConfig(lr=args.lr, warmup_steps=args.warmup, epochs=args.epochs,
                        max_seconds=args.max_minutes * 60, max_length=args.max_length,

@@ -66,8 +66,8 @@ def dilbert_step_seconds(dictionary, train_pairs, cfg, encoder=None, n_steps: in
     an epoch is honoured by capping the epoch's steps (``max_steps_per_epoch``)."""
     import torch
 
-    from kgnorm.linking.dense import DenseEncoder
-    from kgnorm.training.dilbert import DilbertSampler, make_triplets, triplet_loss
+    from kgnorm.encoders.dense import DenseEncoder
+    from kgnorm.methods.dilbert.train import DilbertSampler, make_triplets, triplet_loss
 
     uniq = dict.fromkeys((q, frozenset(g)) for q, g in train_pairs)
     sampler = DilbertSampler(dictionary, [q for q, _ in uniq], [g for _, g in uniq], "random",
@@ -113,7 +113,7 @@ def index_vectors(model) -> np.ndarray:
 def score_linker(linker, pipeline, items, refined: list[int]) -> dict[str, float]:
     """Acc@1/5 full and refined through `kgnorm link`'s path (pipeline, parts, concepts)."""
     from kgnorm.evaluation.linking import accuracy_at_k
-    from kgnorm.link_job import candidate_sets, link_stream
+    from kgnorm.linking.job import candidate_sets, link_stream
 
     t0 = time.perf_counter()
     linked = list(link_stream(linker, pipeline, iter(items), top_k=5))
@@ -139,11 +139,11 @@ def refined_indices(pipeline, dev_items, train_items) -> list[int]:
 # ---------------------------------------------------------------------- 2. DILBERT + 3. nil
 def dilbert_section(args, ctx: dict) -> list[str]:
     """Train DILBERT within the budget, score it and the baselines, then the nil thresholds."""
-    from kgnorm.encoders.dilbert import DilbertModel
-    from kgnorm.hierarchy import Hierarchy
-    from kgnorm.link_job import DictionaryLinker
+    from kgnorm.methods.dilbert.model import DilbertModel
+    from kgnorm.graph.hierarchy import Hierarchy
+    from kgnorm.linking.job import DictionaryLinker
     from kgnorm.linking.nil import nil_dev_set
-    from kgnorm.training.dilbert import DilbertConfig, synonym_anchor_pairs, train_dilbert
+    from kgnorm.methods.dilbert.train import DilbertConfig, synonym_anchor_pairs, train_dilbert
 
     pipeline, dictionary, graph = ctx["pipeline"], ctx["dictionary"], ctx["graph"]
     name = ctx["encoder_name"]
@@ -223,7 +223,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     linkers = [("DILBERT (trained on BC5CDR-disease train)", DictionaryLinker(model, "dilbert")),
                (f"{name} untrained, dense only (same {args.distance} ranking)", DictionaryLinker(base, "dilbert"))]
     if args.biosyn:
-        from kgnorm.models import load_encoder
+        from kgnorm.methods.registry import load_encoder
         linkers.append((f"BioSyn `{args.biosyn}`", DictionaryLinker(load_encoder(args.biosyn), "biosyn")))
     datasets = [("bc5cdr-disease", dev_items, refined_indices(pipeline, dev_items, ctx["bc5_train_all"])),
                 ("ncbi-disease", ctx["ncbi_dev"], refined_indices(pipeline, ctx["ncbi_dev"], ctx["ncbi_train"]))]
@@ -251,7 +251,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
             return probe
         nil_models.append((label, dense_probe))
     if args.biosyn:
-        from kgnorm.models import load_encoder
+        from kgnorm.methods.registry import load_encoder
 
         def biosyn_probe():
             b = load_encoder(args.biosyn)
@@ -358,11 +358,11 @@ def main() -> None:
     import faiss
     import torch
 
-    from kgnorm.encoders.bne import concept_names
-    from kgnorm.encoders.dilbert import DilbertModel
+    from kgnorm.methods.bne.model import concept_names
+    from kgnorm.methods.dilbert.model import DilbertModel
     from kgnorm.ontologies import medic
     from kgnorm.text.pipeline import TextPipeline
-    from kgnorm.training.dilbert import BATCHINGS, PAIRINGS, STRATEGIES
+    from kgnorm.methods.dilbert.train import BATCHINGS, PAIRINGS, STRATEGIES
 
     if args.strategy not in STRATEGIES:
         ap.error(f"--strategy must be one of {', '.join(STRATEGIES)}")

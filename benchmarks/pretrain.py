@@ -54,10 +54,10 @@ def ensure_medic(store: str, ontology: str) -> None:
 
 def dense_only_model(store: str, ontology: str, encoder: Path | None, out: Path) -> tuple[float, int]:
     """An untrained dense-only linker directory; (seconds to encode + index, names)."""
-    from kgnorm.graph_views import read_ontology
-    from kgnorm.linking.biosyn import BioSynModel
+    from kgnorm.graph.views import read_ontology
+    from kgnorm.methods.biosyn.model import BioSynModel
     from kgnorm.linking.dictionary import ontology_dictionary
-    from kgnorm.models import update_meta
+    from kgnorm.methods.registry import update_meta
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline
 
@@ -79,7 +79,7 @@ def dense_only_model(store: str, ontology: str, encoder: Path | None, out: Path)
 
 def alt_index(store: str, ontology: str) -> dict[str, set[str]]:
     """uid -> {uid} ∪ its alt ids."""
-    from kgnorm.graph_views import read_ontology
+    from kgnorm.graph.views import read_ontology
     from kgnorm.stores import open_store
 
     with open_store(store, read_only=True) as st:
@@ -130,8 +130,8 @@ def main() -> None:
 
     torch.set_num_threads(a.threads)
     os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
-    from kgnorm.linking.dense import default_encoder_path
-    from kgnorm.mention_io import read_mentions_with_abbreviations
+    from kgnorm.encoders.dense import default_encoder_path
+    from kgnorm.mentions.readers import read_mentions_with_abbreviations
     from kgnorm.pretraining import META_FILE, read_pretrain_data
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline

@@ -11,7 +11,7 @@ from kgnorm.errors import KgnormError
 
 
 def _ontology_records(store: str | None, ontology: str):
-    from kgnorm.graph_views import read_ontology
+    from kgnorm.graph.views import read_ontology
     from kgnorm.stores import open_store
 
     with open_store(store, read_only=True) as st:
@@ -34,7 +34,7 @@ def corpus_build_cmd(
 ) -> None:
     """Entity-linked sentences by longest dictionary match over token boundaries."""
     setup(quiet)
-    from kgnorm.biocom.corpus import build_corpus
+    from kgnorm.methods.biocom.corpus import build_corpus
 
     records, snap = _ontology_records(store, ontology)
     summary = build_corpus(records, text, out, ontology=ontology, version=snap.version, cap=cap, seed=seed,
@@ -74,10 +74,10 @@ def train_biocom_cmd(
 ) -> None:
     """Train BioCoM: 16 concepts × 2 sentences per batch, Multi-Similarity loss."""
     setup(quiet)
-    from kgnorm.biocom.train import BiocomConfig, train_biocom
-    from kgnorm.linking.dense import default_encoder_path
-    from kgnorm.mention_io import read_mentions
-    from kgnorm.models import update_meta
+    from kgnorm.methods.biocom.train import BiocomConfig, train_biocom
+    from kgnorm.encoders.dense import default_encoder_path
+    from kgnorm.mentions.readers import read_mentions
+    from kgnorm.methods.registry import update_meta
     from kgnorm.stores import open_store
 
     with open_store(store, read_only=True) as st:

@@ -89,7 +89,7 @@ def ontology_word_vectors(word_vectors: Path | None, out: Path, resume: bool, te
     static vectors of its words from a transformer encoder (``source="encoder"``) -- cached
     in --out so that a resumed run sees the very same vectors (fastText training is not
     bit-reproducible with 2 workers)."""
-    from kgnorm.wordvectors import WordVectors, train_word_vectors
+    from kgnorm.encoders.wordvectors import WordVectors, train_word_vectors
 
     if word_vectors is not None:
         return WordVectors.from_file(word_vectors)
@@ -102,7 +102,7 @@ def ontology_word_vectors(word_vectors: Path | None, out: Path, resume: bool, te
                               f"--word-source {had}, or start over with --no-resume or another --out")
         return wv
     if source == "encoder":
-        from kgnorm.linking.dense import DenseEncoder
+        from kgnorm.encoders.dense import DenseEncoder
 
         info(f"encoding the words of {label} with {encoder or 'the offline MiniLM'} …", quiet)
         wv = WordVectors.from_encoder(DenseEncoder(encoder, pooling="mean"), texts(), progress=not quiet)
@@ -126,14 +126,14 @@ def set_threads(threads: int | None) -> None:
 
 def read_mention_file(path: Path, fmt: str | None):
     """Mentions (with the abbreviations their documents define) of a .concept, PubTator or TSV file."""
-    from kgnorm.mention_io import read_mentions_with_abbreviations
+    from kgnorm.mentions.readers import read_mentions_with_abbreviations
 
     return read_mentions_with_abbreviations(path, fmt)
 
 
 def training_pairs_from_file(pipeline, path: Path, fmt: str | None) -> list[tuple[str, set[str]]]:
     """(normalized query, gold uids) per composite part of a mention file."""
-    from kgnorm.link_job import training_pairs
+    from kgnorm.linking.job import training_pairs
 
     return training_pairs(pipeline, read_mention_file(path, fmt))
 

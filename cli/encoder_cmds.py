@@ -98,11 +98,11 @@ def train_bne_cmd(
         raise KgnormError("--epochs must be >= 1 and --batch-size >= 2")
     set_threads(threads)
     from kgnorm.linking.dictionary import ontology_dictionary
-    from kgnorm.graph_views import read_definitions, read_ontology
-    from kgnorm.models import update_meta
+    from kgnorm.graph.views import read_definitions, read_ontology
+    from kgnorm.methods.registry import update_meta
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline
-    from kgnorm.training.bne import BneConfig, train_bne
+    from kgnorm.methods.bne.train import BneConfig, train_bne
 
     with open_store(store, read_only=True) as st:
         snap = read_ontology(st, ontology, with_edges=False)
@@ -189,7 +189,7 @@ def train_dilbert_cmd(
 ) -> None:
     """Train DILBERT (Miftahutdinov et al. 2021): triplet loss over mention/name distances."""
     setup(quiet)
-    from kgnorm.training.dilbert import BATCHINGS, MININGS, PAIRINGS, STRATEGIES
+    from kgnorm.methods.dilbert.train import BATCHINGS, MININGS, PAIRINGS, STRATEGIES
 
     if strategy not in STRATEGIES:
         raise KgnormError(f"unknown --strategy {strategy!r}; valid strategies: {', '.join(STRATEGIES)}")
@@ -213,11 +213,11 @@ def train_dilbert_cmd(
     _check_file(encoder, "encoder directory")
     set_threads(threads)
     from kgnorm.linking.dictionary import ontology_dictionary
-    from kgnorm.graph_views import hierarchy_from_store, read_ontology
-    from kgnorm.models import update_meta
+    from kgnorm.graph.views import hierarchy_from_store, read_ontology
+    from kgnorm.methods.registry import update_meta
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline
-    from kgnorm.training.dilbert import DilbertConfig, train_dilbert
+    from kgnorm.methods.dilbert.train import DilbertConfig, train_dilbert
 
     hierarchy = None
     with open_store(store, read_only=True) as st:
@@ -296,7 +296,7 @@ def eval_relatedness_cmd(
     if bad:
         raise KgnormError(f"unknown --baseline {bad[0]!r}; valid: {', '.join(BASELINES)}")
     from kgnorm.evaluation.relatedness import load_umnsrs, spearman_relatedness, wordvector_can_encode
-    from kgnorm.models import load_encoder, read_meta
+    from kgnorm.methods.registry import load_encoder, read_meta
 
     data = [(p, load_umnsrs(p)) for p in pairs]          # every file is checked before the model loads
     meta = read_meta(model)

@@ -25,8 +25,8 @@ def _check_level(level: int) -> None:
 
 
 def _split(store_uri: str | None, ontology: str, root: str, seed: int):
-    from kgnorm.graph_views import hierarchy_from_store
-    from kgnorm.levels import build_levels
+    from kgnorm.graph.views import hierarchy_from_store
+    from kgnorm.graph.levels import build_levels
     from kgnorm.stores import open_store
 
     with open_store(store_uri, read_only=True) as st:
@@ -43,7 +43,7 @@ DAN_INPUTS = ("word-vectors", "encoder")
 def _encoder_inputs(encoder: Path | None, out: Path, resume: bool):
     """Frozen-encoder inputs; a resumed run reuses the vectors kept in --out."""
     from kgnorm.encoders.encoder_inputs import FORMAT, EncoderInputs
-    from kgnorm.linking.dense import DenseEncoder
+    from kgnorm.encoders.dense import DenseEncoder
 
     meta = out / "wordvectors" / "meta.json"
     if resume and encoder is None and meta.exists() and json.loads(meta.read_text()).get("format") == FORMAT:
@@ -53,7 +53,7 @@ def _encoder_inputs(encoder: Path | None, out: Path, resume: bool):
 
 def dan_config(preset: str, **options):
     """The preset's DanConfig with every option that was given (not None) on top."""
-    from kgnorm.training.dan import DanConfig
+    from kgnorm.methods.dan.train import DanConfig
 
     if preset not in DAN_PRESETS:
         raise KgnormError(f"unknown --preset {preset!r}; valid presets: {', '.join(DAN_PRESETS)}")
@@ -102,8 +102,8 @@ def train_dan_cmd(
         raise KgnormError("--word-vectors goes with --input word-vectors, not --input encoder")
     if input_kind == "word-vectors" and encoder is not None:
         raise KgnormError("--encoder goes with --input encoder")
-    from kgnorm.models import update_meta
-    from kgnorm.training.dan import train_dan
+    from kgnorm.methods.registry import update_meta
+    from kgnorm.methods.dan.train import train_dan
 
     config = dan_config(preset, seed=seed, hidden=hidden, max_epochs=epochs, patience=patience,
                         batch_size=batch_size, lr=lr, threads=threads,
@@ -115,7 +115,7 @@ def train_dan_cmd(
     else:
         definitions: list[str] = []
         if word_vectors is None:
-            from kgnorm.graph_views import read_definitions
+            from kgnorm.graph.views import read_definitions
             from kgnorm.stores import open_store
 
             with open_store(store, read_only=True) as st:
@@ -152,10 +152,10 @@ def hypernyms_cmd(
     _check_level(level)
     if top_k < 1:
         raise KgnormError(f"--top-k must be >= 1, got {top_k}")
-    from kgnorm.hypernyms import rank_hypernyms
-    from kgnorm.mention_io import read_names
-    from kgnorm.models import check_ontology_version, load_encoder, read_meta
-    from kgnorm.runs import file_digest, run_uid, text_uid
+    from kgnorm.linking.hypernyms import rank_hypernyms
+    from kgnorm.mentions.readers import read_names
+    from kgnorm.methods.registry import check_ontology_version, load_encoder, read_meta
+    from kgnorm.stores.run_ids import file_digest, run_uid, text_uid
     from kgnorm.stores import MentionRow, PredictionEdge, RunRecord, RunWrite, open_store
 
     meta = read_meta(model)
@@ -224,7 +224,7 @@ def eval_hierarchy_cmd(
     """Semantic-similarity mAP and hypernym-detection MRR per level (DAN §4.3)."""
     setup(quiet)
     from kgnorm.evaluation.hierarchy import char_tfidf_encoder, evaluate_hierarchy, format_results
-    from kgnorm.models import load_encoder, read_meta
+    from kgnorm.methods.registry import load_encoder, read_meta
 
     meta = read_meta(model)
     onto = ontology or meta.get("ontology")
@@ -238,7 +238,7 @@ def eval_hierarchy_cmd(
             from kgnorm.evaluation.hierarchy import word_vector_encoder
             results["avg-wordvec"] = evaluate_hierarchy(word_vector_encoder(enc.wordvecs), split)
         results["char-tfidf"] = evaluate_hierarchy(char_tfidf_encoder(it.name for it in split.items()), split)
-        from kgnorm.linking.dense import DenseEncoder, default_encoder_path
+        from kgnorm.encoders.dense import DenseEncoder, default_encoder_path
         dense = DenseEncoder(encoder or default_encoder_path(), pooling="mean")
         results["minilm"] = evaluate_hierarchy(lambda names: dense.encode(list(names), normalize=True), split)
     typer.echo(format_results(results))

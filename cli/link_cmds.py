@@ -74,13 +74,13 @@ def train_biosyn_cmd(
 ) -> None:
     """Train BioSyn (Sung et al. 2020): sparse+dense scores, synonym marginalization."""
     setup(quiet)
-    from kgnorm.graph_views import read_ontology
-    from kgnorm.linking.biosyn import BioSynModel
+    from kgnorm.graph.views import read_ontology
+    from kgnorm.methods.biosyn.model import BioSynModel
     from kgnorm.linking.dictionary import ontology_dictionary
-    from kgnorm.models import update_meta
+    from kgnorm.methods.registry import update_meta
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline
-    from kgnorm.training.biosyn import BioSynConfig, train_biosyn
+    from kgnorm.methods.biosyn.train import BioSynConfig, train_biosyn
 
     if pooling not in ("cls", "mean"):
         raise KgnormError(f"--pooling must be cls or mean, got {pooling!r}")
@@ -168,10 +168,10 @@ def _auto_nil_threshold(linker, meta: dict[str, Any], pipeline, nil_dev: Path, i
     `link_stream` takes the score threshold -t (distance = -score). With strategy
     `classifier`, fit a NilClassifier (kgnorm.linking.nil_classifier) instead and return it."""
     from kgnorm.evaluation.linking import GoldMention, MentionPrediction, mention_rank
-    from kgnorm.link_job import candidate_sets, link_stream
+    from kgnorm.linking.job import candidate_sets, link_stream
     from kgnorm.linking.nil import choose_threshold, from_scores, nil_metrics
     from kgnorm.linking.nil_classifier import DEFAULT_DEPTH
-    from kgnorm.mention_io import NIL_PART
+    from kgnorm.mentions.readers import NIL_PART
 
     from kgnorm.evaluation.link_eval import known_ids
 
@@ -266,10 +266,10 @@ def link_cmd(
 ) -> None:
     """Link mentions to concepts; TSV out, LINKED_TO edges into the store."""
     setup(quiet)
-    from kgnorm.link_job import TSV_HEADER, edges_for, link_stream, open_linker, pipeline_from_meta, write_tsv_rows
-    from kgnorm.models import check_ontology_version
+    from kgnorm.linking.job import TSV_HEADER, edges_for, link_stream, open_linker, pipeline_from_meta, write_tsv_rows
+    from kgnorm.methods.registry import check_ontology_version
     from kgnorm.progress import progress_bar
-    from kgnorm.runs import file_digest, mention_uid, run_uid
+    from kgnorm.stores.run_ids import file_digest, mention_uid, run_uid
     from kgnorm.stores import LinkEdge, MentionRow, RunRecord, RunWrite, open_store
 
     if top_k < 1 or write_top_k < 1:
@@ -386,8 +386,8 @@ def embed_cmd(
 ) -> None:
     """Vectors of names (one per line) or of every concept name of an ontology."""
     setup(quiet)
-    from kgnorm.mention_io import read_names
-    from kgnorm.models import load_encoder
+    from kgnorm.mentions.readers import read_names
+    from kgnorm.methods.registry import load_encoder
 
     if (input is None) == (ontology is None):
         raise KgnormError("give exactly one of --input F or --ontology NAME")
@@ -395,7 +395,7 @@ def embed_cmd(
         texts = read_names(input)
         uids = [""] * len(texts)
     else:
-        from kgnorm.graph_views import read_ontology
+        from kgnorm.graph.views import read_ontology
         from kgnorm.stores import open_store
         with open_store(store, read_only=True) as st:
             snap = read_ontology(st, ontology, with_edges=False)

@@ -8,7 +8,7 @@ import typer
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, echo_stdout, parse_params, setup
 from kgnorm.cli.output import render
-from kgnorm.cypher_files import fill_slots, saved_query, saved_query_names
+from kgnorm.stores.cypher_files import fill_slots, saved_query, saved_query_names
 from kgnorm.errors import InputError, KgnormError
 from kgnorm.stores import open_store
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from kgnorm.errors import InputError
-from kgnorm.ontology_graph import OntologyGraph
+from kgnorm.graph.ontology_graph import OntologyGraph
 from kgnorm.progress import progress_bar
 
 GZIP_MAGIC = b"\x1f\x8b"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import InputError
-from kgnorm.ontology_graph import Concept, OntologyGraph
+from kgnorm.graph.ontology_graph import Concept, OntologyGraph
 
 from .common import finish, iter_lines, require_path
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import InputError
-from kgnorm.ontology_graph import Concept, OntologyGraph
+from kgnorm.graph.ontology_graph import Concept, OntologyGraph
 
 from .common import describe_format, finish, guess_format, iter_lines, read_head, require_path
 

@@ -34,7 +34,7 @@ from typing import Any
 from lxml import etree
 
 from kgnorm.errors import InputError
-from kgnorm.ontology_graph import Concept, OntologyGraph
+from kgnorm.graph.ontology_graph import Concept, OntologyGraph
 
 from .common import describe_format, finish, guess_format, open_stream, read_head, require_path
 

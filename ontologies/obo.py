@@ -25,7 +25,7 @@ from typing import Any
 import pronto
 
 from kgnorm.errors import InputError
-from kgnorm.ontology_graph import Concept, OntologyGraph
+from kgnorm.graph.ontology_graph import Concept, OntologyGraph
 
 from .common import decode_text, find_line, finish, iter_lines, open_stream, reject_other_format, \
     require_path, unescape_obo

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import InputError
-from kgnorm.ontology_graph import Concept, OntologyGraph
+from kgnorm.graph.ontology_graph import Concept, OntologyGraph
 
 from .common import FALLBACK_ERRORS, decode_line, finish, open_stream, require_path
 

@@ -6,11 +6,11 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from kgnorm.biocom.corpus import (CORPUS_JSON, COUNTS_FILE, NAMES_FILE, SENTENCES_FILE,
+from kgnorm.methods.biocom.corpus import (CORPUS_JSON, COUNTS_FILE, NAMES_FILE, SENTENCES_FILE,
                                   NameMatcher, build_corpus, check_corpus,
                                   dictionary_entries, load_corpus, name_tokens)
 from kgnorm.errors import InputError, KgnormError
-from kgnorm.ontology_graph import Concept, OntologyGraph
+from kgnorm.graph.ontology_graph import Concept, OntologyGraph
 
 
 def spans(matcher: NameMatcher, text: str) -> list[tuple[str, tuple[str, ...]]]:

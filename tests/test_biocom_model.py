@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from kgnorm.biocom.linker import evaluate_rankings, knn_vote
-from kgnorm.biocom.loss import MultiSimilarityLoss, mine_pairs, ms_loss
-from kgnorm.biocom.model import END_ENT, ENT, BiocomEncoder, locate, mark
-from kgnorm.biocom.sampler import ConceptBatchSampler
+from kgnorm.methods.biocom.linker import evaluate_rankings, knn_vote
+from kgnorm.methods.biocom.loss import MultiSimilarityLoss, mine_pairs, ms_loss
+from kgnorm.methods.biocom.model import END_ENT, ENT, BiocomEncoder, locate, mark
+from kgnorm.methods.biocom.sampler import ConceptBatchSampler
 from kgnorm.errors import KgnormError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-import kgnorm.biocom.train as train_mod
-from kgnorm.biocom.corpus import build_corpus
-from kgnorm.biocom.linker import INDEX_FILE, MODEL_JSON, ROWS_FILE, load_biocom
-from kgnorm.biocom.loss import MultiSimilarityLoss
-from kgnorm.biocom.train import BiocomConfig, train_biocom
+import kgnorm.methods.biocom.train as train_mod
+from kgnorm.methods.biocom.corpus import build_corpus
+from kgnorm.methods.biocom.linker import INDEX_FILE, MODEL_JSON, ROWS_FILE, load_biocom
+from kgnorm.methods.biocom.loss import MultiSimilarityLoss
+from kgnorm.methods.biocom.train import BiocomConfig, train_biocom
 from kgnorm.errors import KgnormError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -181,7 +181,7 @@ def test_synonym_substitution_rows(setup, tmp_path):
     """Each corpus row gives up to n training rows with its mention replaced, in place, by
     other names of its concept (never one with the same tokens); index rows are untouched;
     the rows are seeded and training runs with them."""
-    from kgnorm.biocom.corpus import load_corpus, name_tokens
+    from kgnorm.methods.biocom.corpus import load_corpus, name_tokens
 
     root, bert, dev = setup
     corpus = load_corpus(root / "corpus", "toy", "v1")

@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.biosyn import BioSynModel, Candidate
-from kgnorm.linking.dense import DenseEncoder
+from kgnorm.methods.biosyn.model import BioSynModel, Candidate
+from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.model_dir import load_biosyn, read_model_meta, write_model_meta
-from kgnorm.training import biosyn as tb
-from kgnorm.training.biosyn import BioSynConfig, marginal_nll, train_biosyn
+from kgnorm.methods.biosyn.model_dir import load_biosyn, read_model_meta, write_model_meta
+from kgnorm.methods.biosyn import train as tb
+from kgnorm.methods.biosyn.train import BioSynConfig, marginal_nll, train_biosyn
 
 ENTRIES = [
     ("heart attack", "MESH:D1"), ("myocardial infarction", "MESH:D1"),

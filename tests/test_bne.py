@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 import torch
 
-from kgnorm.encoders.bne import (BNE, BneModel, as_name_dictionary, build_char_vocab,
+from kgnorm.methods.bne.model import (BNE, BneModel, as_name_dictionary, build_char_vocab,
                                  concept_names, load_bne)
 from kgnorm.errors import KgnormError
-from kgnorm.linking.biosyn import Candidate
-from kgnorm.linking.model_dir import read_model_meta
-from kgnorm.training.bne import (BneConfig, hold_out_synonyms, inbatch_scores,
+from kgnorm.methods.biosyn.model import Candidate
+from kgnorm.methods.biosyn.model_dir import read_model_meta
+from kgnorm.methods.bne.train import (BneConfig, hold_out_synonyms, inbatch_scores,
                                  logistic_inbatch_loss, prototypes, train_bne)
-from kgnorm.wordvectors import WordVectors
+from kgnorm.encoders.wordvectors import WordVectors
 
 CONCEPTS = {
     "MESH:D1": ["heart attack", "myocardial infarction", "cardiac infarction"],

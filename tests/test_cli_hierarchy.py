@@ -111,8 +111,8 @@ def test_train_dan_on_encoder_inputs(capsys, toy):
     import numpy as np
 
     from kgnorm.encoders.encoder_inputs import EncoderInputs
-    from kgnorm.linking.dense import DenseEncoder
-    from kgnorm.models import load_encoder
+    from kgnorm.encoders.dense import DenseEncoder
+    from kgnorm.methods.registry import load_encoder
 
     store, model = toy["store"], toy["tmp"] / "dan-enc"
     code, _, err = run(capsys, "train", "dan", "--ontology", "toy", "--root", "TOY:0000", "--level", "2",

@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from kgnorm.evaluation.linking import accuracy_at_k
-from kgnorm.link_job import DictionaryLinker
-from kgnorm.linking.biosyn import Candidate
+from kgnorm.linking.job import DictionaryLinker
+from kgnorm.methods.biosyn.model import Candidate
 from kgnorm.linking.concepts import link_concepts, rank_concepts
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.training.biosyn import _gold_concepts, marginal_nll
+from kgnorm.methods.biosyn.train import _gold_concepts, marginal_nll
 
 # "dm" is a MEDIC synonym of OMIM:160900 and, in training, a mention of MESH:D009223
 ONTO = [("dystrophia myotonica 1", "OMIM:160900"), ("dm", "OMIM:160900"),
@@ -106,8 +106,8 @@ def test_concept_level_marginal_loss():
 
 
 def test_tsv_rows_and_edges_show_each_concept_at_its_own_rank():
-    from kgnorm.link_job import LinkedMention, edges_for, tsv_rows
-    from kgnorm.mentions import Mention
+    from kgnorm.linking.job import LinkedMention, edges_for, tsv_rows
+    from kgnorm.mentions.types import Mention
 
     d = _dict()
     lm = LinkedMention(Mention("DM", doc_id="d1", start=0, end=2), ["dm"])

@@ -12,11 +12,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from test_hierarchy import toy_data, toy_hierarchy  # noqa: E402
 
-from kgnorm.encoders.dan import load_dan  # noqa: E402
+from kgnorm.methods.dan.model import load_dan  # noqa: E402
 from kgnorm.errors import KgnormError  # noqa: E402
-from kgnorm.levels import build_levels  # noqa: E402
-from kgnorm.training.dan import DanConfig, train_dan  # noqa: E402
-from kgnorm.wordvectors import WordVectors  # noqa: E402
+from kgnorm.graph.levels import build_levels  # noqa: E402
+from kgnorm.methods.dan.train import DanConfig, train_dan  # noqa: E402
+from kgnorm.encoders.wordvectors import WordVectors  # noqa: E402
 
 
 @pytest.fixture(scope="module")

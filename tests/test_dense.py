@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.dense import DenseEncoder
+from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.index import NameIndex
 
 TEXTS = ["heart attack of the left ventricle with acute failure", "pd", "renal failure",

@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 import torch
 
-from kgnorm.encoders.dilbert import DilbertModel, load_dilbert
+from kgnorm.methods.dilbert.model import DilbertModel, load_dilbert
 from kgnorm.errors import KgnormError
-from kgnorm.hierarchy import Hierarchy
-from kgnorm.linking.biosyn import Candidate
-from kgnorm.linking.dense import DenseEncoder
+from kgnorm.graph.hierarchy import Hierarchy
+from kgnorm.methods.biosyn.model import Candidate
+from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.model_dir import read_model_meta
-from kgnorm.training.dilbert import (STRATEGIES, DilbertConfig, DilbertSampler,
+from kgnorm.methods.biosyn.model_dir import read_model_meta
+from kgnorm.methods.dilbert.train import (STRATEGIES, DilbertConfig, DilbertSampler,
                                      make_triplets, synonym_anchor_pairs, train_dilbert,
                                      triplet_loss)
 

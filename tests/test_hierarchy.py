@@ -10,7 +10,7 @@ import networkx as nx
 import pytest
 
 from kgnorm.errors import KgnormError
-from kgnorm.hierarchy import Hierarchy
+from kgnorm.graph.hierarchy import Hierarchy
 
 # words per top-level branch / level, so that names carry their ancestors' meaning
 _W1 = ["cardiac", "renal"]

@@ -15,9 +15,9 @@ from kgnorm.errors import KgnormError  # noqa: E402
 from kgnorm.evaluation.hierarchy import (char_tfidf_encoder, evaluate_hierarchy,  # noqa: E402
                                          format_results, hypernym_mrr, label_matrix,
                                          mean_average_precision, word_vector_encoder)
-from kgnorm.hypernyms import rank_hypernyms  # noqa: E402
-from kgnorm.levels import build_levels  # noqa: E402
-from kgnorm.wordvectors import tokenize  # noqa: E402
+from kgnorm.linking.hypernyms import rank_hypernyms  # noqa: E402
+from kgnorm.graph.levels import build_levels  # noqa: E402
+from kgnorm.encoders.wordvectors import tokenize  # noqa: E402
 
 
 def bow_encoder(vocab):
@@ -160,7 +160,7 @@ def test_label_matrix(split):
 
 
 def test_word_vector_baseline(split):
-    from kgnorm.wordvectors import WordVectors
+    from kgnorm.encoders.wordvectors import WordVectors
     wv = WordVectors.train([it.name for it in split.items()], dim=8, epochs=1, bucket=100,
                            workers=1)
     res = evaluate_hierarchy(word_vector_encoder(wv), split, levels=(1, 4))

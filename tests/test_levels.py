@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_hierarchy import toy_hierarchy  # noqa: E402
 
 from kgnorm.errors import KgnormError  # noqa: E402
-from kgnorm.levels import LevelSplit, build_levels  # noqa: E402
+from kgnorm.graph.levels import LevelSplit, build_levels  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -240,7 +240,7 @@ def test_readers_share_and_a_held_lock_is_named(capsys, medic_store):
 
 # -- row 2: duplicate ids within one file ------------------------------------------------------
 def test_duplicate_mention_id_names_both_lines(tmp_path):
-    from kgnorm.mention_io import read_mentions
+    from kgnorm.mentions.readers import read_mentions
 
     f = tmp_path / "m.tsv"
     f.write_text("id\ttext\nm1\tstroke\nm2\tfever\nm1\tseizures\n")
@@ -284,7 +284,7 @@ def test_unbound_params_and_bad_slots_are_errors(capsys, medic_store, args, need
 
 
 def test_params_inside_strings_are_not_parameters():
-    from kgnorm.cypher_files import fill_slots
+    from kgnorm.stores.cypher_files import fill_slots
 
     text, params = fill_slots("MATCH (c) WHERE c.name = '$notaparam' AND c.uid = $u RETURN c", {"u": "X"})
     assert params == {"u": "X"}
@@ -324,7 +324,7 @@ def test_store_size_bounded_on_unchanged_reingest(tmp_path):
 def test_store_from_before_concept_keys_is_read_not_rewritten(capsys, tmp_path):
     import ladybug as lb
 
-    from kgnorm.cypher_files import split_statements
+    from kgnorm.stores.cypher_files import split_statements
 
     old = (Path(__file__).parent / "fixtures/ladybug_schema_0_1.cypher").read_text()
     path = tmp_path / "old"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kgnorm.errors import InputError
-from kgnorm.mention_io import (curie, doc_abbreviations, iter_lines, parse_gold,
+from kgnorm.mentions.readers import (curie, doc_abbreviations, iter_lines, parse_gold,
                                read_concept, read_mentions, read_mentions_with_abbreviations,
                                read_names, read_pubtator, read_tsv, sentence_spans,
                                sniff_format)

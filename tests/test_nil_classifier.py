@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from kgnorm.errors import KgnormError
-from kgnorm.link_job import Hit, link_stream
+from kgnorm.linking.job import Hit, link_stream
 from kgnorm.linking.nil_classifier import (FEATURES, NilClassifier, cross_validated_accuracy,
                                            hit_features)
-from kgnorm.mentions import Mention
+from kgnorm.mentions.types import Mention
 from kgnorm.text.pipeline import TextPipeline
 
 

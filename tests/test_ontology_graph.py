@@ -5,7 +5,7 @@ import networkx as nx
 import pytest
 
 from kgnorm.errors import InputError
-from kgnorm.ontology_graph import Concept, OntologyGraph
+from kgnorm.graph.ontology_graph import Concept, OntologyGraph
 
 
 def _graph(*uids: str) -> OntologyGraph:

@@ -10,9 +10,9 @@ import torch
 
 from cli_runner import exit_code, run
 from test_cli_encoders import TINY_OBO  # 8 concepts, 7 with two or more names, an IS_A tree
-from kgnorm.biocom.loss import mine_pairs, ms_loss
+from kgnorm.methods.biocom.loss import mine_pairs, ms_loss
 from kgnorm.errors import KgnormError
-from kgnorm.graph_views import ConceptNames, OntologySnapshot
+from kgnorm.graph.views import ConceptNames, OntologySnapshot
 from kgnorm.pretraining import (META_FILE, PretrainConfig, build_pretrain_data, pretrain, pretrain_encoder,
                                 read_pretrain_data)
 from kgnorm.pretraining.train import CHECKPOINT
@@ -68,7 +68,7 @@ def _weights(directory: Path) -> dict[str, torch.Tensor]:
 
 def _data_loss(encoder_dir: Path, data) -> float:
     """MS loss over every name of every multi-name concept at once, no dropout, no mining."""
-    from kgnorm.linking.dense import DenseEncoder
+    from kgnorm.encoders.dense import DenseEncoder
 
     enc = DenseEncoder(encoder_dir, pooling="mean", max_length=16, device="cpu")
     rows = sorted(r for rs in data.groups.values() for r in rs)

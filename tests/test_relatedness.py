@@ -10,7 +10,7 @@ from kgnorm.evaluation.relatedness import (RelatednessPair, load_umnsrs, spearma
                                            spearman_relatedness, wordvector_can_encode)
 from kgnorm.evaluation.synonyms import (average_precision, mean_coverage, sample_queries,
                                         synonym_retrieval_map)
-from kgnorm.wordvectors import WordVectors
+from kgnorm.encoders.wordvectors import WordVectors
 
 CSV = '''"Mean","Stdev","Term1","Term2","CUI1","CUI2"
 1200,10.5,"Heart attack","Myocardial infarction","C1","C2"

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_hierarchy import toy_hierarchy  # noqa: E402
 
 from kgnorm.errors import KgnormError  # noqa: E402
-from kgnorm.levels import build_levels  # noqa: E402
+from kgnorm.graph.levels import build_levels  # noqa: E402
 from kgnorm.samplers import (LevelTripletSampler, ParentPositiveSampler,  # noqa: E402
                              RandomNegativeSampler, SiblingNegativeSampler,
                              distance_weighted_negatives)

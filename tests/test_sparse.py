@@ -3,8 +3,8 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from kgnorm.errors import KgnormError
-from kgnorm import cpu_features
-from kgnorm.cpu_features import bf16_native
+from kgnorm.linking import cpu_features
+from kgnorm.linking.cpu_features import bf16_native
 from kgnorm.linking.sparse import SparseScorer
 
 NAMES = [

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from kgnorm.cypher_files import fill_slots
+from kgnorm.stores.cypher_files import fill_slots
 from kgnorm.errors import KgnormError, StoreError
-from kgnorm.ontology_graph import Concept, OntologyGraph
+from kgnorm.graph.ontology_graph import Concept, OntologyGraph
 from kgnorm.stores import LinkEdge, MentionRow, PredictionEdge, RunRecord, RunWrite, open_store
 
 
@@ -69,7 +69,7 @@ def test_load_and_saved_queries(store):
 
 
 def test_read_definitions_in_uid_order(store):
-    from kgnorm.graph_views import read_definitions
+    from kgnorm.graph.views import read_definitions
 
     g = make_graph()
     g.concepts["T:b"].definition = "Beta is defined here."

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from kgnorm.errors import InputError
-from kgnorm.mentions import Mention
+from kgnorm.mentions.types import Mention
 from kgnorm.text.pipeline import TextPipeline, load_spelling
 
 ABBR = {"APC": "adenomatous polyposis coli", "CES": "cat eye syndrome"}

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from kgnorm.errors import KgnormError
-from kgnorm.wordvectors import WordVectors, tokenize
+from kgnorm.encoders.wordvectors import WordVectors, tokenize
 
 TEXTS = ["Abnormality of the heart", "Cardiac arrest", "Heart failure",
          "Renal failure", "Kidney disease", "Abnormal heart rhythm",
@@ -96,7 +96,7 @@ def test_missing_and_bad_files(tmp_path):
 
 
 def test_static_vectors_from_an_encoder(tiny_bert_dir, tmp_path):
-    from kgnorm.linking.dense import DenseEncoder
+    from kgnorm.encoders.dense import DenseEncoder
 
     enc = DenseEncoder(tiny_bert_dir, pooling="mean")
     wv = WordVectors.from_encoder(enc, ["Heart failure", "renal failure", ""])

@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.dense import DenseEncoder
+from kgnorm.encoders.dense import DenseEncoder
 
 __all__ = ["EncoderInputs", "load_name_inputs", "FORMAT"]
 
@@ -118,7 +118,7 @@ class EncoderInputs:
 
 def load_name_inputs(directory: str | os.PathLike):
     """The DAN input saved in ``directory``: word vectors or encoder inputs."""
-    from kgnorm.wordvectors import FORMAT as WV_FORMAT, WordVectors
+    from kgnorm.encoders.wordvectors import FORMAT as WV_FORMAT, WordVectors
 
     meta_p = Path(directory) / "meta.json"
     try:

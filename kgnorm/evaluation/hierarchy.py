@@ -1,4 +1,4 @@
-"""Hierarchy evaluation (DAN §4.3, Fivez et al. 2021) on a :class:`~kgnorm.levels.LevelSplit`.
+"""Hierarchy evaluation (DAN §4.3, Fivez et al. 2021) on a :class:`~kgnorm.graph.levels.LevelSplit`.
 
 * Semantic similarity, mAP per level k: each query name (the test names by default) ranks
   all other names of the pool (train + test names) by cosine; a pool name is relevant when
@@ -8,7 +8,7 @@
 * Hypernym detection, MRR per level k: each query ranks the level-k classes (the split's
   non-dead-end classes) by cosine; reciprocal rank of the first correct class, mean over
   queries. Our choice: a class is scored by its BEST name among all its names (preferred
-  name and synonyms), as :func:`kgnorm.hypernyms.rank_hypernyms` does; pass
+  name and synonyms), as :func:`kgnorm.linking.hypernyms.rank_hypernyms` does; pass
   ``class_names="preferred"`` to score only preferred names. An exact tie between the best
   correct class and wrong classes counts half of the tied wrong classes ahead of it.
 
@@ -25,8 +25,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from kgnorm.errors import KgnormError
-from kgnorm.hypernyms import cosine_block, encode_unique, group_max
-from kgnorm.levels import LevelName, LevelSplit
+from kgnorm.linking.hypernyms import cosine_block, encode_unique, group_max
+from kgnorm.graph.levels import LevelName, LevelSplit
 
 __all__ = ["evaluate_hierarchy", "label_matrix", "mean_average_precision",
            "hypernym_mrr", "word_vector_encoder", "char_tfidf_encoder", "format_results"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import InputError, KgnormError
-from kgnorm.mention_io import read_mentions_with_abbreviations as read_gold_mentions
+from kgnorm.mentions.readers import read_mentions_with_abbreviations as read_gold_mentions
 
 
 def known_ids(linker, meta: dict[str, Any], store: str | None) -> tuple[set[str], dict[str, list[str]]]:
@@ -24,7 +24,7 @@ def known_ids(linker, meta: dict[str, Any], store: str | None) -> tuple[set[str]
     else:
         alt, known = {}, set()
     if not known and meta.get("ontology"):
-        from kgnorm.graph_views import read_ontology
+        from kgnorm.graph.views import read_ontology
         from kgnorm.stores import open_store
         with open_store(store, read_only=True) as st:
             snap = read_ontology(st, meta["ontology"], with_edges=False)
@@ -38,7 +38,7 @@ def known_ids(linker, meta: dict[str, Any], store: str | None) -> tuple[set[str]
 
 def ontology_ids(ontology: str, store: str | None) -> tuple[set[str], dict[str, list[str]]]:
     """Concept uids plus alt ids of an ontology in the store, and its alt-id map."""
-    from kgnorm.graph_views import read_ontology
+    from kgnorm.graph.views import read_ontology
     from kgnorm.stores import open_store
 
     with open_store(store, read_only=True) as st:
@@ -57,7 +57,7 @@ def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, f
     """`eval link --nil-fraction`: DILBERT's constructed out-of-KB set from the input's gold mentions and
     every nil strategy on it (kgnorm.evaluation.nil)."""
     from kgnorm.evaluation.nil import constructed_nil_report
-    from kgnorm.link_job import open_linker, pipeline_from_meta
+    from kgnorm.linking.job import open_linker, pipeline_from_meta
 
     linker, meta = open_linker(model)
     inner = getattr(linker, "model", None)
@@ -84,7 +84,7 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
     scored as misses and counted in ``unknown_gold_ids`` / ``unknown_gold_mentions``."""
     from kgnorm.evaluation.link_tsv import align, parse_link_rows, read_link_tsv, score, unknown_gold_ids
     from kgnorm.evaluation.linking import refined_subset
-    from kgnorm.link_job import link_stream, open_linker, pipeline_from_meta, tsv_rows
+    from kgnorm.linking.job import link_stream, open_linker, pipeline_from_meta, tsv_rows
     from kgnorm.text.pipeline import TextPipeline
 
     linker = meta = None

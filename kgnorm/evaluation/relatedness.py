@@ -97,7 +97,7 @@ def wordvector_can_encode(word_vectors, subwords: bool = False) -> Callable[[str
     """Predicate for averaged word vectors: a term is encodable when one of its tokens is
     in the vocabulary (``subwords=True`` also accepts fastText n-gram vectors of unknown
     words, i.e. whatever :meth:`WordVectors.average` gives a vector)."""
-    from kgnorm.wordvectors import tokenize
+    from kgnorm.encoders.wordvectors import tokenize
 
     def can(term: str) -> bool:
         for tok in tokenize(term):

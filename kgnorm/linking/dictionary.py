@@ -268,7 +268,7 @@ class NameDictionary:
 
 
 def ontology_dictionary(snapshot, normalize) -> NameDictionary:
-    """Every name of an ontology snapshot (:class:`kgnorm.graph_views.OntologySnapshot`),
+    """Every name of an ontology snapshot (:class:`kgnorm.graph.views.OntologySnapshot`),
     normalized like the queries, with its alt ids; an ontology without names is an error."""
     dictionary = NameDictionary.from_entries(
         ((normalize(n), c.uid) for c in snapshot.concepts for n in c.all_names()), snapshot.alt_ids())

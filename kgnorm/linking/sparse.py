@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import sgemm
-from kgnorm.cpu_features import bf16_native
+from kgnorm.linking.cpu_features import bf16_native
 from kgnorm.errors import KgnormError
 
 try:  # accumulating CSR -> dense kernel (B += A); stable for years, private name

@@ -20,7 +20,7 @@ __all__ = ["pretrain", "read_pretrain_data", "build_pretrain_data", "pretrain_en
 def read_pretrain_data(store, ontologies: Sequence[str], hierarchy: bool = False,
                        min_concepts: int = 2) -> PretrainData:
     """The named ontologies' names (normalized like linking's dictionary) out of an open store."""
-    from kgnorm.graph_views import read_ontology
+    from kgnorm.graph.views import read_ontology
     from kgnorm.text.pipeline import TextPipeline
 
     snapshots = [read_ontology(store, o, with_edges=hierarchy) for o in ontologies]

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kgnorm.errors import KgnormError
-from kgnorm.graph_views import OntologySnapshot
-from kgnorm.hierarchy import Hierarchy
+from kgnorm.graph.views import OntologySnapshot
+from kgnorm.graph.hierarchy import Hierarchy
 from kgnorm.training.checkpoints import digest
 
 __all__ = ["PretrainData", "build_pretrain_data"]

@@ -2,11 +2,11 @@
 Liu et al. 2021), optionally with a hierarchy term (CODER's idea of using the graph's relations).
 
 Each step draws ``concepts_per_batch`` concepts × ``names_per_concept`` of their names (the
-BioCoM :class:`~kgnorm.biocom.sampler.ConceptBatchSampler`: every name about once per epoch,
+BioCoM :class:`~kgnorm.methods.biocom.sampler.ConceptBatchSampler`: every name about once per epoch,
 a resumed run replays the same batches), encodes them with length bucketing (each bucket of
 ``bucket`` names padded only to its own longest name: names are short, one long one would
 otherwise set the width of the whole batch) and minimises the Multi-Similarity loss with
-online hard-pair mining (:mod:`kgnorm.biocom.loss`; SapBERT's α 1, β 60, λ 0.5, ε 0.2) with AdamW.
+online hard-pair mining (:mod:`kgnorm.methods.biocom.loss`; SapBERT's α 1, β 60, λ 0.5, ε 0.2) with AdamW.
 
 Hierarchy term (``hierarchy=True``): for one name of each concept of the batch, a name of a
 direct parent (drawn with the shared :class:`~kgnorm.samplers.parents.ParentPositiveSampler`
@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kgnorm.biocom.loss import ms_loss
-from kgnorm.biocom.sampler import ConceptBatchSampler
+from kgnorm.methods.biocom.loss import ms_loss
+from kgnorm.methods.biocom.sampler import ConceptBatchSampler
 from kgnorm.errors import KgnormError
 from kgnorm.progress import progress_bar
 from kgnorm.training.checkpoints import atomic_save, digest, rng_state, seed_all, set_rng_state
@@ -163,7 +163,7 @@ def pretrain_encoder(data: PretrainData, out_dir: str | Path, encoder: str | Pat
                      config: PretrainConfig | None = None, resume: bool = True, progress: bool = False,
                      on_log: Callable[[dict], None] | None = None) -> PretrainResult:
     """Pretrain ``encoder`` (default: the offline MiniLM) on ``data`` and write it to ``out_dir``."""
-    from kgnorm.linking.dense import DenseEncoder, default_encoder_path
+    from kgnorm.encoders.dense import DenseEncoder, default_encoder_path
     from kgnorm.samplers.parents import ParentPositiveSampler
 
     cfg = config or PretrainConfig()

@@ -6,7 +6,7 @@ from typing import Iterable, Iterator, NamedTuple, Sequence
 import numpy as np
 
 from kgnorm.errors import KgnormError
-from kgnorm.hierarchy import Hierarchy
+from kgnorm.graph.hierarchy import Hierarchy
 
 __all__ = ["EpochSeeded", "Pair", "RelatedNameSampler", "Triplet", "name_items"]
 

@@ -1,6 +1,6 @@
 """Level triplets for DAN-style training (Fivez et al. 2021).
 
-Anchor: every training name of a :class:`~kgnorm.levels.LevelSplit`; positive: another
+Anchor: every training name of a :class:`~kgnorm.graph.levels.LevelSplit`; positive: another
 name sharing one of the anchor's level-K classes; negative: a name sharing none of them,
 drawn by distance-weighted sampling over the current embeddings (Wu et al. 2017, "Sampling
 matters in deep embedding learning"), or uniformly at random when no embeddings are given.
@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from kgnorm.errors import KgnormError
-from kgnorm.levels import LevelSplit
+from kgnorm.graph.levels import LevelSplit
 from kgnorm.samplers.base import EpochSeeded, Triplet
 
 __all__ = ["LevelTripletSampler", "distance_weighted_negatives"]

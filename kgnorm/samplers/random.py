@@ -5,7 +5,7 @@ from typing import Iterator
 
 
 from kgnorm.errors import KgnormError
-from kgnorm.hierarchy import Hierarchy
+from kgnorm.graph.hierarchy import Hierarchy
 from kgnorm.samplers.base import EpochSeeded, Pair, check_k, name_items
 
 __all__ = ["RandomNegativeSampler"]

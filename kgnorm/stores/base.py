@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from kgnorm.cypher_files import fill_slots, saved_query
+from kgnorm.stores.cypher_files import fill_slots, saved_query
 from kgnorm.errors import StoreError
-from kgnorm.ontology_graph import OntologyGraph
+from kgnorm.graph.ontology_graph import OntologyGraph
 
 _CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/*|^|/)([^/@:\s]+):([^@/\s]*)@")
 
@@ -88,7 +88,7 @@ class RunRecord:
 
 @dataclass
 class MentionRow:
-    """A `Mention` node. `uid` is its identity in the graph (see `kgnorm.runs.mention_uid`:
+    """A `Mention` node. `uid` is its identity in the graph (see `kgnorm.stores.run_ids.mention_uid`:
     the input file's digest plus the id, so files that reuse ids never share a node);
     `mention_id` is the id the user's file gave it (the TSV's mention_id), `source` that file."""
 

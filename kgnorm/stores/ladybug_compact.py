@@ -10,7 +10,7 @@ from pathlib import Path
 
 import ladybug as lb
 
-from kgnorm.cypher_files import schema_statements
+from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.stores.ladybug_store import LadybugStore
 

@@ -18,9 +18,9 @@ import ladybug as lb
 import pandas as pd
 import pyarrow as pa
 
-from kgnorm.cypher_files import schema_statements
+from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
-from kgnorm.ontology_graph import OntologyGraph
+from kgnorm.graph.ontology_graph import OntologyGraph
 from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite,
                                 concept_columns, ontology_record, redact)
 

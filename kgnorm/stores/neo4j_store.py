@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from kgnorm.cypher_files import schema_statements
+from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
-from kgnorm.ontology_graph import OntologyGraph
+from kgnorm.graph.ontology_graph import OntologyGraph
 from kgnorm.stores.base import (GraphStore, LoadSummary, QueryResult, RunWrite, concept_records,
                                 concept_key, ontology_record, redact)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgnorm.errors import InputError
-from kgnorm.mentions import Mention
+from kgnorm.mentions.types import Mention
 from kgnorm.text.abbreviations import expand
 from kgnorm.text.composite import split_composite
 from kgnorm.text.normalize import normalize as _normalize
@@ -26,7 +26,7 @@ __all__ = ["TextPipeline", "load_spelling"]
 def load_spelling(path: str | Path) -> dict[str, str]:
     """Read a spelling map, one ``wrong<TAB>right`` pair a line (BioSyn's ``wrong||right`` is
     accepted too); blank lines and lines starting with '#' are skipped."""
-    from kgnorm.mention_io import iter_lines  # local: mention_io imports this package
+    from kgnorm.mentions.readers import iter_lines  # local: the mention readers import this package
 
     mapping: dict[str, str] = {}
     for lineno, line in iter_lines(path):

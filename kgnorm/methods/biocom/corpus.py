@@ -7,7 +7,7 @@ of at most ``cap`` sentences per concept (App. F of the paper: 20).
 
 Inputs
   PubTator files (first non-empty line ``PMID|t|title``): the document text is
-  ``title + " " + abstract``, split with :func:`kgnorm.mention_io.sentence_spans` at the title
+  ``title + " " + abstract``, split with :func:`kgnorm.mentions.readers.sentence_spans` at the title
   seam and after ``.!?`` + space -- the same splitter that gives PubTator mentions their
   ``context``, so corpus sentences and query contexts look alike. Gold annotations in the
   file are ignored (the corpus is built from the dictionary only). Any other file is plain
@@ -15,7 +15,7 @@ Inputs
   Files are read line by line (UTF-8; an undecodable line is an InputError naming file and
   line); only the per-concept samples are held in memory.
 
-Matching (:mod:`kgnorm.biocom.matching`): longest dictionary match over whole tokens,
+Matching (:mod:`kgnorm.methods.biocom.matching`): longest dictionary match over whole tokens,
 case-insensitive except for acronyms, not across hard punctuation, ambiguous names dropped;
 document abbreviations (``abbreviations=True``, the default) label short forms whose long
 form is a dictionary name. The same (concept, sentence, start) seen twice (a repeated
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import InputError, KgnormError
-from kgnorm.mention_io import iter_lines, read_pubtator, sentence_spans
+from kgnorm.mentions.readers import iter_lines, read_pubtator, sentence_spans
 from kgnorm.progress import progress_bar
 
 from .matching import (Match, NameMatcher, dictionary_entries, local_abbreviations, name_tokens,

@@ -3,7 +3,7 @@ names", ACL) and the name-index linking shared by the encoders of this package.
 
 Network (:class:`BNE`), per name:
 
-* every token (:func:`kgnorm.wordvectors.tokenize`) is represented by the concatenation of
+* every token (:func:`kgnorm.encoders.wordvectors.tokenize`) is represented by the concatenation of
   a character BiLSTM's *last* states (final forward state ++ final backward state, 2 x
   ``char_hidden``) and the token's word vector (fastText n-grams give vectors to unseen
   words; with plain vectors an unknown word gets zeros and only its characters speak);
@@ -13,25 +13,25 @@ Network (:class:`BNE`), per name:
 
 Dropout (0.5) is applied to the token representations and to the pooled vector.
 ``target_proj`` is the training-only map used by the conceptual and contextual objectives
-(see :mod:`kgnorm.training.bne`); it is saved with the weights but not used by ``encode``.
+(see :mod:`kgnorm.methods.bne.train`); it is saved with the weights but not used by ``encode``.
 
 Each distinct token of a batch goes through the character BiLSTM once.
 
 :class:`BneModel` wraps the network with its character vocabulary, word vectors, name
 dictionary and FAISS index: ``encode(names)`` gives L2-normalized float32 vectors and
-``link(queries, top_k)`` returns :class:`kgnorm.linking.biosyn.Candidate` lists (score =
+``link(queries, top_k)`` returns :class:`kgnorm.methods.biosyn.model.Candidate` lists (score =
 cosine similarity). A model directory::
 
     kgnorm-model.json     method "bne", architecture, hyper-parameters, metrics, versions
     model.safetensors     network weights
     chars.json            character vocabulary (row i = character of embedding i; 0 = pad,
                           1 = unknown)
-    wordvectors/          the input word vectors (kgnorm.wordvectors layout)
+    wordvectors/          the input word vectors (kgnorm.encoders.wordvectors layout)
     names/                names.tsv, alt_ids.tsv (kgnorm.linking.dictionary)
     index/                names.faiss, index.json (kgnorm.linking.index)
 
 :class:`IndexedNamesMixin` holds the dictionary/index/link logic; the DILBERT model
-(:mod:`kgnorm.encoders.dilbert`) reuses it.
+(:mod:`kgnorm.methods.dilbert.model`) reuses it.
 """
 from __future__ import annotations
 
@@ -47,11 +47,11 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.biosyn import Candidate
+from kgnorm.methods.biosyn.model import Candidate
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
 from kgnorm.progress import progress_bar
-from kgnorm.wordvectors import WordVectors, tokenize
+from kgnorm.encoders.wordvectors import WordVectors, tokenize
 
 __all__ = ["BNE", "BneModel", "load_bne", "build_char_vocab", "IndexedNamesMixin",
            "as_name_dictionary", "concept_names", "WEIGHTS", "CHARS", "WORDVECTORS"]
@@ -387,7 +387,7 @@ class BneModel(IndexedNamesMixin):
         """Write a model directory (see the module docstring); builds the index if needed."""
         from safetensors.torch import save_file
 
-        from kgnorm.linking.model_dir import write_model_meta
+        from kgnorm.methods.biosyn.model_dir import write_model_meta
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
@@ -430,7 +430,7 @@ def load_bne(directory: str | os.PathLike, device: str | None = None,
     """Load a BNE model directory written by :meth:`BneModel.save`."""
     from safetensors.torch import load_file
 
-    from kgnorm.linking.model_dir import read_model_meta
+    from kgnorm.methods.biosyn.model_dir import read_model_meta
 
     d = Path(directory)
     meta = read_model_meta(d)

@@ -1,5 +1,5 @@
 """Train BioCoM (Ujiie et al. 2021, "Biomedical entity linking with contrastive context
-matching") on an entity-linked corpus built by :func:`kgnorm.biocom.corpus.build_corpus`.
+matching") on an entity-linked corpus built by :func:`kgnorm.methods.biocom.corpus.build_corpus`.
 
 Each step draws 16 concepts × 2 of their corpus sentences (:class:`ConceptBatchSampler`),
 encodes each sentence with the mention between ``[ENT]``/``[/ENT]`` (vector = hidden state
@@ -25,7 +25,7 @@ benchmark (one substitution per row, 40-min budget): dev Acc@1 0.548 vs 0.560 wi
 stays off by default.
 
 Model selection: with dev mentions -- ``(mention text, context, gold)`` triples, gold a uid or
-a set of uids (alt ids included by the caller), or :class:`~kgnorm.mentions.Mention` objects
+a set of uids (alt ids included by the caller), or :class:`~kgnorm.mentions.types.Mention` objects
 (mentions with several gold parts are skipped) -- the corpus is re-encoded every
 ``eval_every`` epochs (and after the last), dev Acc@1 is measured for every k in ``ks`` and
 the best (epoch, k) is kept (ties: earlier epoch, smaller k). Without dev the last epoch and

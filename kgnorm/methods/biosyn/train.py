@@ -55,11 +55,11 @@ import torch
 
 from kgnorm.errors import KgnormError
 from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
-from kgnorm.linking.biosyn import BioSynModel
+from kgnorm.methods.biosyn.model import BioSynModel
 from kgnorm.linking.concepts import link_concepts
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
-from kgnorm.linking.model_dir import load_biosyn, save_biosyn
+from kgnorm.methods.biosyn.model_dir import load_biosyn, save_biosyn
 from kgnorm.progress import progress_bar
 from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, rng_state, seed_all,
                                         set_rng_state)

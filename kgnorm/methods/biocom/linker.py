@@ -110,7 +110,7 @@ def evaluate_rankings(rankings: Sequence[Sequence[tuple[str, float]]],
 
 def as_items(mentions: Sequence[Any]) -> list[Item]:
     """Mentions as (sentence, start, end): ``(text, context)`` pairs are located in their
-    context (:func:`kgnorm.biocom.model.locate`); ``(text, context, start, end)`` give the span
+    context (:func:`kgnorm.methods.biocom.model.locate`); ``(text, context, start, end)`` give the span
     in the context (checked against the text); a bare string is its own sentence."""
     items: list[Item] = []
     for m in mentions:

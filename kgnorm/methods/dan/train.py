@@ -1,4 +1,4 @@
-"""Train a DAN name encoder on one level of a :class:`~kgnorm.levels.LevelSplit`
+"""Train a DAN name encoder on one level of a :class:`~kgnorm.graph.levels.LevelSplit`
 (Fivez et al. 2021, "Integrating higher-level semantics into robust biomedical name
 representations").
 
@@ -36,14 +36,14 @@ import torch.nn.functional as F
 from threadpoolctl import threadpool_limits
 
 import kgnorm
-from kgnorm.encoders.dan import DAN, MODEL_JSON, WEIGHTS, WORDVECTORS, DanEncoder, load_dan
+from kgnorm.methods.dan.model import DAN, MODEL_JSON, WEIGHTS, WORDVECTORS, DanEncoder, load_dan
 from kgnorm.encoders.encoder_inputs import EncoderInputs
 from kgnorm.errors import KgnormError
 from kgnorm.evaluation.hierarchy import evaluate_hierarchy
-from kgnorm.levels import LevelSplit
+from kgnorm.graph.levels import LevelSplit
 from kgnorm.progress import progress_bar
 from kgnorm.samplers.levels import LevelTripletSampler
-from kgnorm.wordvectors import WordVectors
+from kgnorm.encoders.wordvectors import WordVectors
 
 __all__ = ["DanConfig", "TrainResult", "train_dan", "load_dan"]
 

@@ -96,7 +96,7 @@ def save_biosyn(model, directory: str | Path, ontology: dict | None = None,
                 metrics: dict | None = None, hyper_parameters: dict | None = None,
                 extra: dict | None = None) -> Path:
     """Write a BioSyn model directory (builds the dense index first if needed)."""
-    from kgnorm.linking.biosyn import BioSynModel
+    from kgnorm.methods.biosyn.model import BioSynModel
 
     if not isinstance(model, BioSynModel):
         raise KgnormError("save_biosyn expects a BioSynModel")
@@ -134,8 +134,8 @@ def save_biosyn(model, directory: str | Path, ontology: dict | None = None,
 def load_biosyn(directory: str | Path, device: str | None = None,
                 use_gpu: bool | str = "auto"):
     """Load a BioSyn model directory written by :func:`save_biosyn`."""
-    from kgnorm.linking.biosyn import BioSynModel
-    from kgnorm.linking.dense import DenseEncoder
+    from kgnorm.methods.biosyn.model import BioSynModel
+    from kgnorm.encoders.dense import DenseEncoder
     from kgnorm.linking.dictionary import NameDictionary
     from kgnorm.linking.index import NameIndex
     from kgnorm.linking.sparse import SparseScorer

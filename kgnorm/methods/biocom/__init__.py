@@ -10,7 +10,7 @@ Pieces, in the order data flows through them:
 * :mod:`.train`   -- ``train_biocom`` -> model directory
 * :mod:`.linker`  -- kNN vote over the corpus index (``load_biocom`` -> ``BiocomLinker``)
 
-Submodules import torch/transformers lazily from here, so ``import kgnorm.biocom`` is cheap.
+Submodules import torch/transformers lazily from here, so ``import kgnorm.methods.biocom`` is cheap.
 """
 from __future__ import annotations
 
@@ -36,6 +36,6 @@ _WHERE = {
 def __getattr__(name: str) -> Any:
     mod = _WHERE.get(name)
     if mod is None:
-        raise AttributeError(f"module 'kgnorm.biocom' has no attribute {name!r}")
+        raise AttributeError(f"module 'kgnorm.methods.biocom' has no attribute {name!r}")
     import importlib
     return getattr(importlib.import_module(f"{__name__}.{mod}"), name)

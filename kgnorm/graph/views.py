@@ -58,7 +58,7 @@ def read_definitions(store: GraphStore, ontology: str) -> list[str]:
 
 
 def hierarchy_from_store(store: GraphStore, ontology: str):  # -> Hierarchy
-    from kgnorm.hierarchy import Hierarchy
+    from kgnorm.graph.hierarchy import Hierarchy
 
     snap = read_ontology(store, ontology)
     return Hierarchy.from_edges(snap.names_by_uid(), snap.is_a), snap

@@ -2,7 +2,7 @@
 
 ``score(q, name) = lambda * sparse(q, name) + dense(q, name)`` where ``sparse`` is the cosine
 of character 1-2-gram tf-idf vectors (:mod:`kgnorm.linking.sparse`), ``dense`` the inner
-product of the pooled encoder vectors (:mod:`kgnorm.linking.dense`) and ``lambda`` a
+product of the pooled encoder vectors (:mod:`kgnorm.encoders.dense`) and ``lambda`` a
 trainable scalar (``BioSynModel.sparse_weight``).
 
 Linking differs from the paper's evaluation code in one respect, on purpose: BioSyn builds
@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.dense import DenseEncoder
+from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
 from kgnorm.linking.sparse import SparseScorer
@@ -301,7 +301,7 @@ class BioSynModel(torch.nn.Module):
 
     # ------------------------------------------------------------------ files
     def save(self, directory: str | Path, **meta) -> Path:
-        """Write a model directory (see :mod:`kgnorm.linking.model_dir`)."""
-        from kgnorm.linking.model_dir import save_biosyn
+        """Write a model directory (see :mod:`kgnorm.methods.biosyn.model_dir`)."""
+        from kgnorm.methods.biosyn.model_dir import save_biosyn
 
         return save_biosyn(self, directory, **meta)

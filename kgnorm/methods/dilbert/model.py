@@ -1,5 +1,5 @@
 """DILBERT linking model (Miftahutdinov et al. 2021): a transformer name encoder
-(:class:`~kgnorm.linking.dense.DenseEncoder`, mean pooling) whose names are ranked by
+(:class:`~kgnorm.encoders.dense.DenseEncoder`, mean pooling) whose names are ranked by
 distance to the query.
 
 ``distance="euclidean"`` (the paper's triplet space): names are ranked by the Euclidean
@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from kgnorm.encoders.bne import IndexedNamesMixin
+from kgnorm.methods.bne.model import IndexedNamesMixin
 from kgnorm.errors import KgnormError
-from kgnorm.linking.dense import DenseEncoder
+from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
 
@@ -117,7 +117,7 @@ class DilbertModel(IndexedNamesMixin):
     def save(self, directory: str | Path, hyper_parameters: dict | None = None,
              metrics: dict | None = None, ontology: dict | None = None,
              extra: dict | None = None) -> Path:
-        from kgnorm.linking.model_dir import write_model_meta
+        from kgnorm.methods.biosyn.model_dir import write_model_meta
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
@@ -152,7 +152,7 @@ class DilbertModel(IndexedNamesMixin):
 def load_dilbert(directory: str | os.PathLike, device: str | None = None,
                  use_gpu: bool | str = "auto") -> DilbertModel:
     """Load a DILBERT model directory written by :meth:`DilbertModel.save`."""
-    from kgnorm.linking.model_dir import read_model_meta
+    from kgnorm.methods.biosyn.model_dir import read_model_meta
 
     d = Path(directory)
     meta = read_model_meta(d)

@@ -1,4 +1,4 @@
-"""Dictionary matching for BioCoM's corpus (:mod:`kgnorm.biocom.corpus`): which spans of a
+"""Dictionary matching for BioCoM's corpus (:mod:`kgnorm.methods.biocom.corpus`): which spans of a
 sentence are labelled with which concept.
 
 Rules (decided here, tested in tests/test_biocom_corpus.py)
@@ -63,7 +63,7 @@ def _is_acronym(name: str) -> bool:
 def dictionary_entries(dictionary: Any) -> list[tuple[str, list[str]]]:
     """(uid, names) pairs, preferred name first, from any dictionary shape kgnorm has:
 
-    an :class:`~kgnorm.ontology_graph.OntologyGraph` (obsolete concepts skipped), a mapping
+    an :class:`~kgnorm.graph.ontology_graph.OntologyGraph` (obsolete concepts skipped), a mapping
     uid -> names, an iterable of ``(uid, names)`` pairs, of ``Concept`` objects, or of store
     records (dicts with ``uid``, ``name`` and ``synonyms``)."""
     concepts = getattr(dictionary, "concepts", None)

@@ -3,11 +3,11 @@
 The input is the mean of the name's word vectors (the paper) or a frozen encoder's pooled
 name vector (:mod:`kgnorm.encoders.encoder_inputs`, ``kgnorm train dan --input encoder``).
 
-``load_dan(model_dir)`` reads a directory written by :func:`kgnorm.training.dan.train_dan`:
+``load_dan(model_dir)`` reads a directory written by :func:`kgnorm.methods.dan.train.train_dan`:
 
     kgnorm-model.json     method "dan", hyper-parameters, metrics, library versions
     model.safetensors     the network weights (best validation epoch)
-    wordvectors/          the input: word vectors (:class:`kgnorm.wordvectors.WordVectors`)
+    wordvectors/          the input: word vectors (:class:`kgnorm.encoders.wordvectors.WordVectors`)
                           or encoder inputs (:class:`~kgnorm.encoders.encoder_inputs.EncoderInputs`)
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from torch import nn
 
 from kgnorm.encoders.encoder_inputs import load_name_inputs
 from kgnorm.errors import KgnormError
-from kgnorm.wordvectors import WordVectors
+from kgnorm.encoders.wordvectors import WordVectors
 
 __all__ = ["DAN", "DanEncoder", "load_dan", "MODEL_JSON", "WEIGHTS", "WORDVECTORS"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol, Sequence, TextIO
 
 from kgnorm.errors import KgnormError
-from kgnorm.mentions import Mention
+from kgnorm.mentions.types import Mention
 from kgnorm.text.pipeline import TextPipeline
 
 TSV_HEADER = ["mention_id", "mention", "rank", "concept_uids", "score", "nil"]
@@ -81,7 +81,7 @@ class ContextLinker:
 
 
 def open_linker(model_dir: str | Path) -> tuple[PartLinker, dict[str, Any]]:
-    from kgnorm.models import load_encoder, read_meta
+    from kgnorm.methods.registry import load_encoder, read_meta
 
     meta = read_meta(model_dir)
     model = load_encoder(model_dir)
@@ -180,7 +180,7 @@ def training_pairs(pipeline: TextPipeline, items: Iterable[tuple[Mention, dict[s
     """(normalized query, gold uids) per composite part, for training and dev selection;
     mentions without gold and parts whose gold is nil are dropped. When the split does not
     match the gold parts, the whole normalized mention keeps all its golds."""
-    from kgnorm.mention_io import NIL_PART
+    from kgnorm.mentions.readers import NIL_PART
 
     pairs: list[tuple[str, set[str]]] = []
     for mention, abbr in items:

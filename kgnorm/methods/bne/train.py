@@ -1,9 +1,9 @@
 """BNE training (Phan, Sun & Tay 2019), resumable, with early stopping on dev linking.
 
 Data: ``concepts`` -- a :class:`~kgnorm.linking.dictionary.NameDictionary` or a plain
-``uid -> [normalized names]`` mapping -- and :class:`~kgnorm.wordvectors.WordVectors`.
+``uid -> [normalized names]`` mapping -- and :class:`~kgnorm.encoders.wordvectors.WordVectors`.
 Every training name is an anchor once per epoch (order and synonym choice seeded with
-``seed + epoch``). With ``e(s)`` the network output (:class:`~kgnorm.encoders.bne.BNE`)
+``seed + epoch``). With ``e(s)`` the network output (:class:`~kgnorm.methods.bne.model.BNE`)
 and ``P`` the target map (below), for a batch of B anchors ``s_i`` of concepts ``c_i``:
 
 * synonym:     ``S_ij = e(s_i) . e(t_j)`` where ``t_i`` is another name of ``c_i`` drawn
@@ -59,7 +59,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from kgnorm.encoders.bne import (BNE, BneModel, as_name_dictionary, build_char_vocab,
+from kgnorm.methods.bne.model import (BNE, BneModel, as_name_dictionary, build_char_vocab,
                                  concept_names, load_bne)
 from kgnorm.errors import KgnormError
 from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
@@ -67,7 +67,7 @@ from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.progress import progress_bar
 from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, rng_state, seed_all,
                                         set_rng_state)
-from kgnorm.wordvectors import WordVectors
+from kgnorm.encoders.wordvectors import WordVectors
 
 __all__ = ["BneConfig", "BneTrainResult", "train_bne", "logistic_inbatch_loss",
            "inbatch_scores", "hold_out_synonyms", "prototypes", "load_bne"]

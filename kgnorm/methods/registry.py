@@ -50,19 +50,19 @@ def load_encoder(model_dir: str | Path) -> Any:
     """The trained model behind `model_dir`; every one has `.encode(names) -> np.ndarray`."""
     method = read_meta(model_dir)["method"]
     if method == "dan":
-        from kgnorm.encoders.dan import load_dan
+        from kgnorm.methods.dan.model import load_dan
         return load_dan(model_dir)
     if method == "biosyn":
-        from kgnorm.linking.model_dir import load_biosyn
+        from kgnorm.methods.biosyn.model_dir import load_biosyn
         return load_biosyn(model_dir)
     if method == "bne":
-        from kgnorm.encoders.bne import load_bne
+        from kgnorm.methods.bne.model import load_bne
         return load_bne(model_dir)
     if method == "dilbert":
-        from kgnorm.encoders.dilbert import load_dilbert
+        from kgnorm.methods.dilbert.model import load_dilbert
         return load_dilbert(model_dir)
     if method == "biocom":
-        from kgnorm.biocom.linker import load_biocom
+        from kgnorm.methods.biocom.linker import load_biocom
         return load_biocom(model_dir)
     raise KgnormError(f"{model_dir}: unknown model method {method!r}")
 

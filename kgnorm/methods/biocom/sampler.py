@@ -7,7 +7,7 @@ last group is topped up with other rows of the same concept), so every row is us
 per epoch; groups are shuffled and packed into batches without repeating a concept; a batch
 left short at the end is topped up with fresh groups of concepts it lacks. A concept with
 fewer than m rows cannot give a positive and is left out (``skipped``): the trainer decides
-beforehand what to do with single-sentence concepts (see kgnorm.biocom.train).
+beforehand what to do with single-sentence concepts (see kgnorm.methods.biocom.train).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The DAN level protocol (Fivez et al. 2021, §4.2), reusable by every encoder.
 
-Under a ``root`` (after cycle and shortcut removal, see :mod:`kgnorm.hierarchy`):
+Under a ``root`` (after cycle and shortcut removal, see :mod:`kgnorm.graph.hierarchy`):
 
 * level-k concepts are those at (shortest) distance k from the root; levels 1..n_levels
   are class labels (level 1 highest);
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
 from kgnorm.errors import KgnormError
-from kgnorm.hierarchy import Hierarchy
+from kgnorm.graph.hierarchy import Hierarchy
 
 __all__ = ["LevelName", "LevelSplit", "LevelError", "build_levels"]
 

@@ -14,7 +14,7 @@ from itertools import groupby
 from pathlib import Path
 
 from kgnorm.errors import InputError
-from kgnorm.mentions import Document, Mention
+from kgnorm.mentions.types import Document, Mention
 from kgnorm.text.abbreviations import abbreviations_from_mentions, document_abbreviations, find_abbreviations
 
 __all__ = [

@@ -1,5 +1,5 @@
 """DILBERT's per-mention training data (Miftahutdinov et al. 2021): positives, negatives by
-strategy, and their triplets; the strategies are described in :mod:`kgnorm.training.dilbert`.
+strategy, and their triplets; the strategies are described in :mod:`kgnorm.methods.dilbert.train`.
 
 The shared samplers (:mod:`kgnorm.samplers`) draw random, parent and sibling names from the
 graph; this module composes them per mention with the model's current ranking (resampling).
@@ -12,13 +12,13 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from kgnorm.encoders.bne import concept_names
+from kgnorm.methods.bne.model import concept_names
 from kgnorm.errors import KgnormError
-from kgnorm.hierarchy import Hierarchy
+from kgnorm.graph.hierarchy import Hierarchy
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.samplers import (EpochSeeded, ParentPositiveSampler, RandomNegativeSampler,
                              SiblingNegativeSampler)
-from kgnorm.training.biosyn import _positive_rows
+from kgnorm.methods.biosyn.train import _positive_rows
 
 __all__ = ["STRATEGIES", "PAIRINGS", "BATCHINGS", "check_strategy", "MentionSample",
            "DilbertSampler", "make_triplets"]

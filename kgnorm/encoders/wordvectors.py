@@ -103,7 +103,7 @@ class WordVectors:
     def from_encoder(cls, encoder, texts: Iterable[str], batch_size: int = 512,
                      progress: bool = False) -> "WordVectors":
         """Plain vectors for every token of ``texts``, each word encoded alone by ``encoder``
-        (a :class:`kgnorm.linking.dense.DenseEncoder`; mean pooling is what makes a word's
+        (a :class:`kgnorm.encoders.dense.DenseEncoder`; mean pooling is what makes a word's
         pieces one vector). Words outside ``texts`` stay unknown, as with any plain file."""
         from gensim.models import KeyedVectors
 

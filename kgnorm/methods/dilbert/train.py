@@ -27,7 +27,7 @@ seeded with ``seed + epoch``):
     (:class:`~kgnorm.samplers.siblings.SiblingNegativeSampler`).
 
   A negative never is a name whose dictionary row carries a gold uid (checked after every
-  sampler). Parents and siblings come from a :class:`~kgnorm.hierarchy.Hierarchy`; its
+  sampler). Parents and siblings come from a :class:`~kgnorm.graph.hierarchy.Hierarchy`; its
   graph is used with the dictionary's (normalized) names.
 * triplets: ``pairing="product"`` crosses every positive with every negative (up to 30 x 5
   per mention, the DILBERT data layout); ``"cycle"`` pairs positive i with negative
@@ -76,18 +76,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kgnorm.encoders.bne import as_name_dictionary
-from kgnorm.encoders.dilbert import DISTANCES, DilbertModel, load_dilbert
+from kgnorm.methods.bne.model import as_name_dictionary
+from kgnorm.methods.dilbert.model import DISTANCES, DilbertModel, load_dilbert
 from kgnorm.errors import KgnormError
-from kgnorm.hierarchy import Hierarchy
-from kgnorm.linking.dense import DenseEncoder
+from kgnorm.graph.hierarchy import Hierarchy
+from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.progress import progress_bar
-from kgnorm.training.biosyn import _prepare
-from kgnorm.training.bne import evaluate_linking
+from kgnorm.methods.biosyn.train import _prepare
+from kgnorm.methods.bne.train import evaluate_linking
 from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, rng_state, seed_all,
                                         set_rng_state)
-from kgnorm.training.dilbert_sampling import (BATCHINGS, PAIRINGS, STRATEGIES, DilbertSampler,
+from kgnorm.methods.dilbert.sampling import (BATCHINGS, PAIRINGS, STRATEGIES, DilbertSampler,
                                               MentionSample, check_strategy, make_triplets)
 
 __all__ = ["STRATEGIES", "PAIRINGS", "BATCHINGS", "MININGS", "DilbertConfig", "DilbertTrainResult",
