@@ -57,7 +57,7 @@ def dense_only_model(store: str, ontology: str, encoder: Path | None, out: Path)
     from kgnorm.graph.views import read_ontology
     from kgnorm.methods.biosyn.model import BioSynModel
     from kgnorm.linking.dictionary import ontology_dictionary
-    from kgnorm.methods.registry import update_meta
+    from kgnorm.methods.model_dir import update_meta
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline
 

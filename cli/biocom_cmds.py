@@ -77,7 +77,7 @@ def train_biocom_cmd(
     from kgnorm.methods.biocom.train import BiocomConfig, train_biocom
     from kgnorm.encoders.dense import default_encoder_path
     from kgnorm.mentions.readers import read_mentions
-    from kgnorm.methods.registry import update_meta
+    from kgnorm.methods.model_dir import update_meta
     from kgnorm.stores import open_store
 
     with open_store(store, read_only=True) as st:

@@ -99,7 +99,7 @@ def train_bne_cmd(
     set_threads(threads)
     from kgnorm.linking.dictionary import ontology_dictionary
     from kgnorm.graph.views import read_definitions, read_ontology
-    from kgnorm.methods.registry import update_meta
+    from kgnorm.methods.model_dir import update_meta
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline
     from kgnorm.methods.bne.train import BneConfig, train_bne
@@ -214,7 +214,7 @@ def train_dilbert_cmd(
     set_threads(threads)
     from kgnorm.linking.dictionary import ontology_dictionary
     from kgnorm.graph.views import hierarchy_from_store, read_ontology
-    from kgnorm.methods.registry import update_meta
+    from kgnorm.methods.model_dir import update_meta
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline
     from kgnorm.methods.dilbert.train import DilbertConfig, train_dilbert
@@ -296,10 +296,11 @@ def eval_relatedness_cmd(
     if bad:
         raise KgnormError(f"unknown --baseline {bad[0]!r}; valid: {', '.join(BASELINES)}")
     from kgnorm.evaluation.relatedness import load_umnsrs, spearman_relatedness, wordvector_can_encode
-    from kgnorm.methods.registry import load_encoder, read_meta
+    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.methods.registry import load_encoder
 
     data = [(p, load_umnsrs(p)) for p in pairs]          # every file is checked before the model loads
-    meta = read_meta(model)
+    meta = read_model_meta(model)
     enc = load_encoder(model)
     wv = getattr(enc, "word_vectors", None)
     if wv is None:

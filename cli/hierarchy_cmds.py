@@ -102,7 +102,7 @@ def train_dan_cmd(
         raise KgnormError("--word-vectors goes with --input word-vectors, not --input encoder")
     if input_kind == "word-vectors" and encoder is not None:
         raise KgnormError("--encoder goes with --input encoder")
-    from kgnorm.methods.registry import update_meta
+    from kgnorm.methods.model_dir import update_meta
     from kgnorm.methods.dan.train import train_dan
 
     config = dan_config(preset, seed=seed, hidden=hidden, max_epochs=epochs, patience=patience,
@@ -154,11 +154,12 @@ def hypernyms_cmd(
         raise KgnormError(f"--top-k must be >= 1, got {top_k}")
     from kgnorm.linking.hypernyms import rank_hypernyms
     from kgnorm.mentions.readers import read_names
-    from kgnorm.methods.registry import check_ontology_version, load_encoder, read_meta
+    from kgnorm.methods.model_dir import check_ontology_version, read_model_meta
+    from kgnorm.methods.registry import load_encoder
     from kgnorm.stores.run_ids import file_digest, run_uid, text_uid
     from kgnorm.stores import MentionRow, PredictionEdge, RunRecord, RunWrite, open_store
 
-    meta = read_meta(model)
+    meta = read_model_meta(model)
     onto = ontology or meta.get("ontology")
     if not onto:
         raise KgnormError("the model names no ontology: pass --ontology")
@@ -224,9 +225,10 @@ def eval_hierarchy_cmd(
     """Semantic-similarity mAP and hypernym-detection MRR per level (DAN §4.3)."""
     setup(quiet)
     from kgnorm.evaluation.hierarchy import char_tfidf_encoder, evaluate_hierarchy, format_results
-    from kgnorm.methods.registry import load_encoder, read_meta
+    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.methods.registry import load_encoder
 
-    meta = read_meta(model)
+    meta = read_model_meta(model)
     onto = ontology or meta.get("ontology")
     if not onto:
         raise KgnormError("the model names no ontology: pass --ontology")

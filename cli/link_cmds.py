@@ -77,7 +77,7 @@ def train_biosyn_cmd(
     from kgnorm.graph.views import read_ontology
     from kgnorm.methods.biosyn.model import BioSynModel
     from kgnorm.linking.dictionary import ontology_dictionary
-    from kgnorm.methods.registry import update_meta
+    from kgnorm.methods.model_dir import update_meta
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline
     from kgnorm.methods.biosyn.train import BioSynConfig, train_biosyn
@@ -267,7 +267,7 @@ def link_cmd(
     """Link mentions to concepts; TSV out, LINKED_TO edges into the store."""
     setup(quiet)
     from kgnorm.linking.job import TSV_HEADER, edges_for, link_stream, open_linker, pipeline_from_meta, write_tsv_rows
-    from kgnorm.methods.registry import check_ontology_version
+    from kgnorm.methods.model_dir import check_ontology_version
     from kgnorm.progress import progress_bar
     from kgnorm.stores.run_ids import file_digest, mention_uid, run_uid
     from kgnorm.stores import LinkEdge, MentionRow, RunRecord, RunWrite, open_store

@@ -10,7 +10,8 @@ from kgnorm.errors import KgnormError
 from kgnorm.methods.biosyn.model import BioSynModel, Candidate
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.methods.biosyn.model_dir import load_biosyn, read_model_meta, write_model_meta
+from kgnorm.methods.biosyn.model import load_biosyn
+from kgnorm.methods.model_dir import read_model_meta, write_model_meta
 from kgnorm.methods.biosyn import train as tb
 from kgnorm.methods.biosyn.train import BioSynConfig, marginal_nll, train_biosyn
 

@@ -9,7 +9,7 @@ from kgnorm.methods.bne.model import (BNE, BneModel, as_name_dictionary, build_c
                                  concept_names, load_bne)
 from kgnorm.errors import KgnormError
 from kgnorm.methods.biosyn.model import Candidate
-from kgnorm.methods.biosyn.model_dir import read_model_meta
+from kgnorm.methods.model_dir import read_model_meta
 from kgnorm.methods.bne.train import (BneConfig, hold_out_synonyms, inbatch_scores,
                                  logistic_inbatch_loss, prototypes, train_bne)
 from kgnorm.encoders.wordvectors import WordVectors

@@ -11,7 +11,7 @@ from kgnorm.graph.hierarchy import Hierarchy
 from kgnorm.methods.biosyn.model import Candidate
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.methods.biosyn.model_dir import read_model_meta
+from kgnorm.methods.model_dir import read_model_meta
 from kgnorm.methods.dilbert.train import (STRATEGIES, DilbertConfig, DilbertSampler,
                                      make_triplets, synonym_anchor_pairs, train_dilbert,
                                      triplet_loss)

@@ -81,9 +81,10 @@ class ContextLinker:
 
 
 def open_linker(model_dir: str | Path) -> tuple[PartLinker, dict[str, Any]]:
-    from kgnorm.methods.registry import load_encoder, read_meta
+    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.methods.registry import load_encoder
 
-    meta = read_meta(model_dir)
+    meta = read_model_meta(model_dir)
     model = load_encoder(model_dir)
     if meta["method"] == "biocom":
         return ContextLinker(model), meta

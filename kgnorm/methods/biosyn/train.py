@@ -59,7 +59,7 @@ from kgnorm.methods.biosyn.model import BioSynModel
 from kgnorm.linking.concepts import link_concepts
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
-from kgnorm.methods.biosyn.model_dir import load_biosyn, save_biosyn
+from kgnorm.methods.biosyn.model import load_biosyn, save_biosyn
 from kgnorm.progress import progress_bar
 from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, rng_state, seed_all,
                                         set_rng_state)

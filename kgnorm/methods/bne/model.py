@@ -387,7 +387,7 @@ class BneModel(IndexedNamesMixin):
         """Write a model directory (see the module docstring); builds the index if needed."""
         from safetensors.torch import save_file
 
-        from kgnorm.methods.biosyn.model_dir import write_model_meta
+        from kgnorm.methods.model_dir import write_model_meta
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
@@ -430,7 +430,7 @@ def load_bne(directory: str | os.PathLike, device: str | None = None,
     """Load a BNE model directory written by :meth:`BneModel.save`."""
     from safetensors.torch import load_file
 
-    from kgnorm.methods.biosyn.model_dir import read_model_meta
+    from kgnorm.methods.model_dir import read_model_meta
 
     d = Path(directory)
     meta = read_model_meta(d)

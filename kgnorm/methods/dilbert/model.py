@@ -117,7 +117,7 @@ class DilbertModel(IndexedNamesMixin):
     def save(self, directory: str | Path, hyper_parameters: dict | None = None,
              metrics: dict | None = None, ontology: dict | None = None,
              extra: dict | None = None) -> Path:
-        from kgnorm.methods.biosyn.model_dir import write_model_meta
+        from kgnorm.methods.model_dir import write_model_meta
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
@@ -152,7 +152,7 @@ class DilbertModel(IndexedNamesMixin):
 def load_dilbert(directory: str | os.PathLike, device: str | None = None,
                  use_gpu: bool | str = "auto") -> DilbertModel:
     """Load a DILBERT model directory written by :meth:`DilbertModel.save`."""
-    from kgnorm.methods.biosyn.model_dir import read_model_meta
+    from kgnorm.methods.model_dir import read_model_meta
 
     d = Path(directory)
     meta = read_model_meta(d)

@@ -1,0 +1,102 @@
+"""Model directories (DESIGN.md section 6): every trained model is a directory with a
+``kgnorm-model.json`` naming its ``method``; reading and writing that file is shared by all
+methods, so ``link``, ``embed`` and ``hypernyms`` need nothing but the directory."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import platform
+from pathlib import Path
+from typing import Any
+
+from kgnorm.errors import KgnormError
+
+META_FILE = "kgnorm-model.json"
+MODEL_JSON = META_FILE
+FORMAT_VERSION = 1
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries a model depends on (recorded in the meta file)."""
+    out: dict[str, str] = {"python": platform.python_version()}
+    import importlib
+
+    for mod in ("kgnorm", "torch", "transformers", "faiss", "numpy", "scipy", "sklearn",
+                "safetensors", "tokenizers"):
+        try:
+            m = importlib.import_module(mod)
+            out[mod] = str(getattr(m, "__version__", "unknown"))
+        except Exception:  # noqa: BLE001 - optional libraries
+            continue
+    return out
+
+
+def write_model_meta(directory: str | Path, meta: dict[str, Any]) -> Path:
+    """Write ``kgnorm-model.json`` atomically; fills ``format_version``, ``created_at`` and
+    ``library_versions`` when absent. ``meta`` needs a ``method``."""
+    if not meta.get("method"):
+        raise KgnormError("model meta needs a 'method'")
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    full = {"format_version": FORMAT_VERSION, **meta}
+    full.setdefault("created_at", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    full.setdefault("library_versions", library_versions())
+    tmp = d / (META_FILE + ".tmp")
+    try:
+        tmp.write_text(json.dumps(full, indent=2, sort_keys=False, default=_json_default) + "\n",
+                       encoding="utf-8")
+    except TypeError as e:
+        raise KgnormError(f"model meta is not JSON serializable: {e}") from None
+    tmp.replace(d / META_FILE)
+    return d / META_FILE
+
+
+def _json_default(o: Any) -> Any:
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"{type(o).__name__} is not JSON serializable")
+
+
+def read_model_meta(directory: str | Path) -> dict[str, Any]:
+    """The parsed ``kgnorm-model.json`` of a model directory."""
+    d = Path(directory)
+    path = d / META_FILE
+    if not d.is_dir():
+        raise KgnormError(f"model directory {d} does not exist")
+    if not path.is_file():
+        raise KgnormError(f"{d} is not a kgnorm model directory (no {META_FILE}); "
+                          f"train one with `kgnorm train …`")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise KgnormError(f"{path}: unreadable model meta ({e})") from None
+    if not isinstance(meta, dict) or "method" not in meta:
+        raise KgnormError(f"{path}: model meta has no 'method'")
+    if int(meta.get("format_version", 1)) > FORMAT_VERSION:
+        raise KgnormError(f"{path}: format_version {meta['format_version']} is newer than "
+                          f"this kgnorm understands ({FORMAT_VERSION})")
+    return meta
+
+
+def update_meta(model_dir: str | Path, **extra: Any) -> dict[str, Any]:
+    """Merge fields (ontology name/version, root, level …) into an existing description."""
+    meta = read_model_meta(model_dir)
+    meta.update(extra)
+    path = Path(model_dir) / META_FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str), encoding="utf-8")
+    tmp.replace(path)
+    return meta
+
+
+def check_ontology_version(meta: dict[str, Any], ontology: str, version: str, warn: Any) -> None:
+    """A model trained on another version of the ontology still runs, with a warning."""
+    trained = meta.get("ontology_version")
+    if trained is not None and meta.get("ontology") == ontology and str(trained) != str(version):
+        warn(f"warning: model was trained on {ontology} version {trained!r}, the store holds {version!r}")
