@@ -155,6 +155,8 @@ class TrainingLoop:
         self.last_epoch_seconds: float | None = None
         self.losses: list[float] = []
         self._saved_epoch: dict | None = None
+        self.resumed_from: dict | None = None
+        self._begun = False
 
     # ------------------------------------------------------------------ checkpoints
     def _load(self) -> dict | None:
@@ -274,12 +276,20 @@ class TrainingLoop:
             self.on_record(rec)
 
     # ------------------------------------------------------------------ run
+    def begin(self) -> dict | None:
+        """Load (or, without ``resume``, delete) the checkpoint; the {"epoch", "step"} resumed
+        from, or None. :meth:`run` calls it; call it first to learn, before writing anything,
+        whether a run is continued (a refused checkpoint raises here)."""
+        if not self._begun:
+            self._begun = True
+            ck = self._load()
+            if ck is not None:
+                self._restore(ck)
+                self.resumed_from = {"epoch": self.epoch, "step": self.step}
+        return self.resumed_from
+
     def run(self) -> LoopResult:
-        ck = self._load()
-        resumed_from = None
-        if ck is not None:
-            self._restore(ck)
-            resumed_from = {"epoch": self.epoch, "step": self.step}
+        resumed_from = self.begin()
         c = self.cfg
         if c.eval_initial and self.epoch == 0 and self.step == 0 and not self.history:
             t_ep = time.perf_counter()
