@@ -46,7 +46,7 @@ class Toy(TrainingTask):
         return float(loss.detach())
 
     def end_epoch(self):
-        return {"norm": float(self.net[1].weight.norm())}
+        return {"norm": float(self.net[1].weight.detach().norm())}
 
     def evaluate(self):
         if not self.dev_scores:

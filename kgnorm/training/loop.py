@@ -38,10 +38,16 @@ from kgnorm.errors import KgnormError
 from kgnorm.progress import progress_bar
 from kgnorm.training.checkpoints import atomic_save, digest, rng_state, set_rng_state
 
-__all__ = ["TrainingTask", "LoopConfig", "LoopResult", "TrainingLoop", "BUDGETS", "LOOP_FORMAT"]
+__all__ = ["TrainingTask", "LoopConfig", "LoopResult", "TrainingLoop", "BUDGETS", "LOOP_FORMAT",
+           "checkpoint_fingerprint"]
 
 LOOP_FORMAT = "kgnorm-training-loop-1"   # part of every fingerprint: older checkpoints are refused
 BUDGETS = ("epoch", "step")
+
+
+def checkpoint_fingerprint(fingerprint: str) -> str:
+    """The fingerprint a checkpoint of this loop carries for a method's ``fingerprint``."""
+    return digest([LOOP_FORMAT, fingerprint])
 
 
 class TrainingTask:
@@ -141,7 +147,7 @@ class TrainingLoop:
                  t_start: float | None = None) -> None:
         config.check()
         self.task, self.cfg, self.path = task, config, Path(checkpoint)
-        self.fingerprint = digest([LOOP_FORMAT, fingerprint])
+        self.fingerprint = checkpoint_fingerprint(fingerprint)
         self.resume, self.on_record = resume, on_record
         self._t0 = time.perf_counter() if t_start is None else t_start
         self.epoch = self.step = self.global_step = 0
