@@ -40,7 +40,7 @@ import torch
 from kgnorm.errors import KgnormError
 from kgnorm.methods.biocom.loss import ms_loss
 from kgnorm.methods.biocom.sampler import ConceptBatchSampler
-from kgnorm.training.checkpoints import digest, seed_all
+from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
 from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask, checkpoint_fingerprint
 
 from .data import PretrainData
@@ -52,7 +52,7 @@ CHECKPOINT = Path("checkpoints") / "checkpoint.pt"
 
 
 @dataclass
-class PretrainConfig:
+class PretrainConfig(ResumableConfig):
     concepts_per_batch: int = 64
     names_per_concept: int = 2
     alpha: float = 1.0
@@ -79,9 +79,6 @@ class PretrainConfig:
 
     _RESUMABLE = ("epochs", "max_steps", "max_seconds", "checkpoint_steps", "keep_checkpoint",
                   "log_steps", "device")
-
-    def fingerprint_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k not in self._RESUMABLE}
 
     def check(self) -> None:
         if self.concepts_per_batch < 2:

@@ -4,11 +4,12 @@ concepts the linker writes, so that selection scores what the user gets."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from kgnorm.errors import KgnormError
 from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
 
-__all__ = ["prepare_queries", "evaluate_linking"]
+__all__ = ["prepare_queries", "evaluate_linking", "DevQueries"]
 
 
 def prepare_queries(pairs: Iterable[tuple[str, Iterable[str] | str]] | None, dedupe: bool
@@ -47,3 +48,26 @@ def evaluate_linking(model, queries: Sequence[str], golds: Sequence[Iterable[str
     ks = sorted({1, min(5, top_k), top_k})
     rep = accuracy_at_k(preds, gold, ks=ks, alt_ids=d.alt_ids, conjunction="any")
     return {f"acc@{k}": v for k, v in rep.accuracy.items()} | {"n": rep.n_evaluated}
+
+
+@dataclass
+class DevQueries:
+    """The dev pairs of a run and how its epochs are scored on them."""
+    queries: list[str]
+    golds: list[frozenset[str]]
+    top_k: int = 5
+    batch_size: int = 512
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[str, Iterable[str] | str]] | None, top_k: int = 5,
+                   batch_size: int = 512) -> "DevQueries":
+        return cls(*prepare_queries(pairs, dedupe=False), top_k=top_k, batch_size=batch_size)
+
+    def __bool__(self) -> bool:
+        return bool(self.queries)
+
+    def evaluate(self, model) -> dict | None:
+        """Dev metrics of ``model`` (None without dev pairs)."""
+        if not self.queries:
+            return None
+        return evaluate_linking(model, self.queries, self.golds, self.top_k, self.batch_size)

@@ -64,6 +64,7 @@ import numpy as np
 import torch
 
 from kgnorm.errors import KgnormError
+from kgnorm.training.checkpoints import ResumableConfig
 from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask
 
 from .corpus import Corpus, load_corpus
@@ -85,7 +86,7 @@ _prepare = prepare_training_data        # the name tests use
 
 
 @dataclass
-class BiocomConfig:
+class BiocomConfig(ResumableConfig):
     concepts_per_batch: int = 16
     sentences_per_concept: int = 2
     single_sentence: str = "pseudo"      # "pseudo" (pair with a dictionary name) or "skip"
@@ -121,9 +122,6 @@ class BiocomConfig:
     _RESUMABLE = ("epochs", "max_steps", "max_seconds", "ks", "default_k", "index_names",
                   "index_type", "eval_every", "eval_initial", "checkpoint_steps", "keep_checkpoint",
                   "infer_batch_size", "threads", "device")
-
-    def fingerprint_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k not in self._RESUMABLE}
 
     def check(self) -> None:
         if self.single_sentence not in ("pseudo", "skip"):

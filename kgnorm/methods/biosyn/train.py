@@ -50,7 +50,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -61,9 +61,9 @@ from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
 from kgnorm.methods.biosyn.model import BioSynModel, load_biosyn, save_biosyn
 from kgnorm.methods.biosyn.sampling import combine_candidates, gold_concepts
-from kgnorm.training.checkpoints import digest, seed_all
+from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
 from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask
-from kgnorm.training.queries import evaluate_linking, prepare_queries
+from kgnorm.training.queries import DevQueries, prepare_queries
 
 # the names older code and tests use
 _combine, _gold_concepts, _prepare = combine_candidates, gold_concepts, prepare_queries
@@ -72,7 +72,7 @@ CHECKPOINT = "last.pt"
 
 
 @dataclass
-class BioSynConfig:
+class BioSynConfig(ResumableConfig):
     epochs: int = 10
     top_k: int = 20
     dense_ratio: float = 0.5
@@ -96,16 +96,8 @@ class BioSynConfig:
     max_seconds: float | None = None            # time budget: no epoch expected to end past it
     exclude_query_name: bool = False            # never a candidate: the name identical to the query
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    def fingerprint_dict(self) -> dict:
-        """Settings that must not change across a resume (epochs may grow)."""
-        d = self.to_dict()
-        for k in ("epochs", "eval_batch_size", "encode_batch_size", "checkpoint_every_steps",
-                  "checkpoint_every_seconds", "max_seconds"):
-            d.pop(k, None)
-        return d
+    _RESUMABLE = ("epochs", "eval_batch_size", "encode_batch_size", "checkpoint_every_steps",
+                  "checkpoint_every_seconds", "max_seconds")
 
 
 @dataclass
@@ -149,10 +141,10 @@ class BioSynTask(TrainingTask):
     dictionary index after each epoch, dev Acc@1 and the model directory."""
 
     def __init__(self, model: BioSynModel, dictionary: NameDictionary, queries: list[str],
-                 golds: list[frozenset[str]], dev_q: list[str], dev_g: list[frozenset[str]],
-                 cfg: BioSynConfig, out: Path, ontology: dict | None, progress: bool) -> None:
+                 golds: list[frozenset[str]], dev: DevQueries, cfg: BioSynConfig, out: Path,
+                 ontology: dict | None, progress: bool) -> None:
         self.model, self.cfg, self.out, self.ontology, self.progress = model, cfg, out, ontology, progress
-        self.queries, self.dev_q, self.dev_g = queries, dev_q, dev_g
+        self.queries, self.dev = queries, dev
         self.names = dictionary.names
         self.gold_rows = gold_concepts(dictionary, golds)
         self.n_concepts = np.fromiter((len(u) for u in dictionary.uids), np.float32, len(dictionary))
@@ -235,10 +227,7 @@ class BioSynTask(TrainingTask):
                 "seconds_encode": round(self.t_enc + time.perf_counter() - t0, 2)}
 
     def evaluate(self) -> dict | None:
-        if not self.dev_q:
-            return None
-        return evaluate_linking(self.model, self.dev_q, self.dev_g, self.cfg.eval_top_k,
-                                self.cfg.eval_batch_size)
+        return self.dev.evaluate(self.model)
 
     def save(self, record: dict, history: list[dict]) -> None:
         save_biosyn(self.model, self.out, ontology=self.ontology,
@@ -285,7 +274,7 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
     queries, golds = prepare_queries(train, cfg.dedupe)
     if not queries:
         raise KgnormError("no training queries with a gold uid")
-    dev_q, dev_g = prepare_queries(dev, dedupe=False) if dev else ([], [])
+    dev_queries = DevQueries.from_pairs(dev, cfg.eval_top_k, cfg.eval_batch_size)
 
     fingerprint = hashlib.sha1(json.dumps({
         "config": cfg.fingerprint_dict(), "queries": digest(queries),
@@ -294,7 +283,7 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
         "encoder": model.encoder.config(), "dim": model.encoder.dim,
         "objective": "concept-marginal",
     }, sort_keys=True).encode()).hexdigest()
-    task = BioSynTask(model, dictionary, queries, golds, dev_q, dev_g, cfg, out, ontology, progress)
+    task = BioSynTask(model, dictionary, queries, golds, dev_queries, cfg, out, ontology, progress)
     loop_cfg = LoopConfig(epochs=cfg.epochs, name="biosyn", max_seconds=cfg.max_seconds,
                           max_steps_per_epoch=cfg.max_steps_per_epoch,
                           checkpoint_every_steps=cfg.checkpoint_every_steps,

@@ -48,6 +48,7 @@ from kgnorm.graph.levels import LevelSplit
 from kgnorm.methods.dan.model import DAN, WEIGHTS, WORDVECTORS, DanEncoder, load_dan
 from kgnorm.methods.model_dir import write_model_meta
 from kgnorm.samplers.levels import LevelTripletSampler
+from kgnorm.training.checkpoints import ResumableConfig
 from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask
 
 __all__ = ["DanConfig", "TrainResult", "train_dan", "load_dan"]
@@ -56,7 +57,7 @@ CHECKPOINT = "checkpoint.pt"
 
 
 @dataclass
-class DanConfig:
+class DanConfig(ResumableConfig):
     """Hyper-parameters. The defaults follow the DAN recipe (margin 0.1, loss weights
     1/1/1, Adam 1e-3, batch 64, dropout 0.5, one triplet per name per epoch, patience 10);
     :meth:`cpu_fast` is the setting used for the HPO check under a CPU time budget.
@@ -99,9 +100,6 @@ class DanConfig:
                     class_positive_prob=0.3, max_seconds=840.0)
         base.update(overrides)
         return cls(**base)
-
-    def fingerprint_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k not in self._RESUMABLE}
 
 
 @dataclass

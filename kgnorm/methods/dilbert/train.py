@@ -72,7 +72,7 @@ import json
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -84,9 +84,9 @@ from kgnorm.graph.hierarchy import Hierarchy
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.bne.model import as_name_dictionary
 from kgnorm.methods.dilbert.model import DISTANCES, DilbertModel, load_dilbert
-from kgnorm.training.checkpoints import digest, seed_all
+from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
 from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask
-from kgnorm.training.queries import evaluate_linking, prepare_queries
+from kgnorm.training.queries import DevQueries, prepare_queries
 from kgnorm.methods.dilbert.sampling import (BATCHINGS, PAIRINGS, STRATEGIES, DilbertSampler,
                                               MentionSample, check_strategy, make_triplets)
 
@@ -99,7 +99,7 @@ MININGS = ("all", "semi-hard")
 
 
 @dataclass
-class DilbertConfig:
+class DilbertConfig(ResumableConfig):
     strategy: str = "random"
     max_positives: int = 30
     n_negatives: int = 5
@@ -126,12 +126,6 @@ class DilbertConfig:
     synonym_anchors: int = 0               # dictionary names added as training queries (0: none)
 
     _RESUMABLE = ("epochs", "encode_batch_size", "checkpoint_every_steps", "eval_initial")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    def fingerprint_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k not in self._RESUMABLE}
 
 
 @dataclass
@@ -211,10 +205,10 @@ class DilbertTask(TrainingTask):
     directory."""
 
     def __init__(self, model: DilbertModel, dictionary: NameDictionary, sampler: DilbertSampler,
-                 dev_q: list[str], dev_g: list[frozenset[str]], cfg: DilbertConfig, out: Path,
-                 ontology: dict | None, progress: bool) -> None:
+                 dev: DevQueries, cfg: DilbertConfig, out: Path, ontology: dict | None,
+                 progress: bool) -> None:
         self.model, self.enc, self.dictionary, self.sampler = model, model.encoder, dictionary, sampler
-        self.dev_q, self.dev_g, self.cfg, self.out, self.ontology = dev_q, dev_g, cfg, out, ontology
+        self.dev, self.cfg, self.out, self.ontology = dev, cfg, out, ontology
         self.progress = progress
         params = [p for p in self.enc.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.Adam(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
@@ -277,10 +271,7 @@ class DilbertTask(TrainingTask):
                 "seconds_encode": round(self.t_enc + time.perf_counter() - t0, 2)}
 
     def evaluate(self) -> dict | None:
-        if not self.dev_q:
-            return None
-        return evaluate_linking(self.model, self.dev_q, self.dev_g, self.cfg.eval_top_k,
-                                self.cfg.encode_batch_size)
+        return self.dev.evaluate(self.model)
 
     def save(self, record: dict, history: list[dict]) -> None:
         self.model.save(self.out, hyper_parameters=self.cfg.to_dict(), ontology=self.ontology,
@@ -341,7 +332,7 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
         extra_q, extra_g = prepare_queries(synonym_anchor_pairs(dictionary, cfg.synonym_anchors, cfg.seed),
                                            cfg.dedupe)
         queries, golds = queries + extra_q, golds + extra_g
-    dev_q, dev_g = prepare_queries(dev, dedupe=False) if dev else ([], [])
+    dev_queries = DevQueries.from_pairs(dev, cfg.eval_top_k, cfg.encode_batch_size)
     sampler = DilbertSampler(dictionary, queries, golds, cfg.strategy, hierarchy,
                              cfg.max_positives, cfg.n_negatives, cfg.k_parents,
                              cfg.k_siblings, cfg.seed)
@@ -353,12 +344,12 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
         "golds": digest("|".join(sorted(g)) for g in golds), "names": digest(dictionary.names),
         "uids": digest("|".join(u) for u in dictionary.uids), "encoder": enc.config(),
         "base": str(getattr(enc, "base", "")), "dim": enc.dim,
-        "hierarchy": _hierarchydigest(hierarchy), "dev": digest(dev_q),
+        "hierarchy": _hierarchydigest(hierarchy), "dev": digest(dev_queries.queries),
     }, sort_keys=True).encode()).hexdigest()
-    task = DilbertTask(model, dictionary, sampler, dev_q, dev_g, cfg, out, ontology, progress)
+    task = DilbertTask(model, dictionary, sampler, dev_queries, cfg, out, ontology, progress)
     loop_cfg = LoopConfig(epochs=cfg.epochs, name="dilbert", max_steps_per_epoch=cfg.max_steps_per_epoch,
                           checkpoint_every_steps=cfg.checkpoint_every_steps,
-                          eval_initial=cfg.eval_initial and bool(dev_q), progress=progress)
+                          eval_initial=cfg.eval_initial and bool(dev_queries), progress=progress)
     res = TrainingLoop(task, loop_cfg, out / "checkpoints" / CHECKPOINT, fingerprint,
                        resume=resume, t_start=t_start).run()
 
