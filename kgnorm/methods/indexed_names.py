@@ -10,9 +10,10 @@ from typing import Any
 from kgnorm.errors import KgnormError
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
-from kgnorm.methods.model_dir import read_model_meta, write_model_meta
+from kgnorm.methods.model_dir import META_FILE, read_model_meta, write_model_meta
 
-__all__ = ["save_names_and_index", "read_method_meta", "load_dense_encoder", "load_names_and_index"]
+__all__ = ["save_names_and_index", "read_method_meta", "load_dense_encoder", "load_names_and_index",
+           "selected_model"]
 
 
 def save_names_and_index(model, directory: str | Path, own: dict[str, Any],
@@ -71,3 +72,9 @@ def load_names_and_index(directory: str | Path, meta: dict[str, Any],
     if index.ntotal != len(dictionary):
         raise KgnormError(f"{d}: names ({len(dictionary)}) and index ({index.ntotal}) disagree")
     return dictionary, index
+
+
+def selected_model(out: str | Path, load, trained, device: str):
+    """What a trainer returns: the model directory it selected, loaded with ``load``, or the
+    ``trained`` model itself when no epoch ran (nothing was written)."""
+    return load(out, device=device) if (Path(out) / META_FILE).is_file() else trained

@@ -60,6 +60,7 @@ from kgnorm.errors import KgnormError
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
 from kgnorm.methods.biosyn.model import BioSynModel, load_biosyn, save_biosyn
+from kgnorm.methods.indexed_names import selected_model
 from kgnorm.methods.biosyn.sampling import combine_candidates, gold_concepts
 from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
 from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask
@@ -290,12 +291,8 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
                           checkpoint_every_seconds=cfg.checkpoint_every_seconds, progress=progress)
     res = TrainingLoop(task, loop_cfg, out / "checkpoints" / CHECKPOINT, fingerprint, resume=resume,
                        on_record=on_epoch, t_start=t_start).run()
-
-    if (out / "kgnorm-model.json").is_file():
-        best_model = load_biosyn(out, device=str(model.device))
-    else:  # zero epochs requested
-        best_model = model
-    return TrainResult(out_dir=out, model=best_model, best_epoch=res.best_epoch,
+    return TrainResult(out_dir=out, model=selected_model(out, load_biosyn, model, str(model.device)),
+                       best_epoch=res.best_epoch,
                        best_dev_acc1=res.best_value, epochs_completed=res.epochs_completed,
                        history=res.history, resumed_from=res.resumed_from,
                        train_seconds=time.perf_counter() - t_start, n_queries=len(queries))

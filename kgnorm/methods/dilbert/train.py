@@ -84,6 +84,7 @@ from kgnorm.graph.hierarchy import Hierarchy
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.bne.model import as_name_dictionary
 from kgnorm.methods.dilbert.model import DISTANCES, DilbertModel, load_dilbert
+from kgnorm.methods.indexed_names import selected_model
 from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
 from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask
 from kgnorm.training.queries import DevQueries, prepare_queries
@@ -352,12 +353,8 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
                           eval_initial=cfg.eval_initial and bool(dev_queries), progress=progress)
     res = TrainingLoop(task, loop_cfg, out / "checkpoints" / CHECKPOINT, fingerprint,
                        resume=resume, t_start=t_start).run()
-
-    if (out / "kgnorm-model.json").is_file():
-        best = load_dilbert(out, device=str(enc.device))
-    else:  # zero epochs requested
-        best = model
-    return DilbertTrainResult(out_dir=out, model=best, best_epoch=res.best_epoch,
+    return DilbertTrainResult(out_dir=out, model=selected_model(out, load_dilbert, model, str(enc.device)),
+                              best_epoch=res.best_epoch,
                               best_dev_acc1=res.best_value, epochs_completed=res.epochs_completed,
                               n_queries=len(sampler), n_skipped=sampler.n_skipped,
                               history=res.history, resumed_from=res.resumed_from,
