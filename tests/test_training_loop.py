@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from kgnorm.errors import KgnormError
-from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask
+from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.task import TrainingTask
 
 
 class Toy(TrainingTask):

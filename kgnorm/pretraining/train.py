@@ -41,7 +41,8 @@ from kgnorm.errors import KgnormError
 from kgnorm.methods.biocom.loss import ms_loss
 from kgnorm.methods.biocom.sampler import ConceptBatchSampler
 from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
-from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask, checkpoint_fingerprint
+from kgnorm.training.loop import LoopConfig, TrainingLoop, checkpoint_fingerprint
+from kgnorm.training.task import TrainingTask
 
 from .data import PretrainData
 

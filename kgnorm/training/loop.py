@@ -1,7 +1,8 @@
 """One training loop for every method (after PyKEEN's training loops and
-sentence-transformers' ``fit``): the method supplies a :class:`TrainingTask` -- its model,
-sampler, loss step and dev metric -- and :class:`TrainingLoop` owns the machinery they all
-need, so that it is written (and fixed) once:
+sentence-transformers' ``fit``): the method supplies a
+:class:`~kgnorm.training.task.TrainingTask` -- its model, sampler, loss step and dev metric --
+and :class:`TrainingLoop` owns the machinery they all need, so that it is written (and
+fixed) once:
 
 * epochs of steps, with ``max_steps_per_epoch`` for smoke runs and time-boxing;
 * seeding: ``epoch_seed`` reseeds torch before every epoch, ``step_seed`` before every step
@@ -37,6 +38,7 @@ import torch
 from kgnorm.errors import KgnormError
 from kgnorm.progress import progress_bar
 from kgnorm.training.checkpoints import atomic_save, digest, rng_state, set_rng_state
+from kgnorm.training.task import TrainingTask
 
 __all__ = ["TrainingTask", "LoopConfig", "LoopResult", "TrainingLoop", "BUDGETS", "LOOP_FORMAT",
            "checkpoint_fingerprint"]
@@ -48,53 +50,6 @@ BUDGETS = ("epoch", "step")
 def checkpoint_fingerprint(fingerprint: str) -> str:
     """The fingerprint a checkpoint of this loop carries for a method's ``fingerprint``."""
     return digest([LOOP_FORMAT, fingerprint])
-
-
-class TrainingTask:
-    """What a method supplies to :class:`TrainingLoop`; override what applies."""
-
-    def start_epoch(self, epoch: int, saved: dict | None) -> int:
-        """Prepare epoch ``epoch`` (0-based): draw its samples, seeded by the epoch -- or, when
-        resuming inside it, restore ``saved`` (what :meth:`epoch_state` returned). Returns the
-        number of steps of the epoch."""
-        raise NotImplementedError
-
-    def train_step(self, step: int) -> float | None:
-        """One optimisation step on batch ``step`` of the current epoch; its loss, or None for
-        a batch with nothing to learn from (not counted in the epoch's loss). Set the train
-        mode here or in :meth:`start_epoch`: with ``eval_every_steps`` an evaluation may
-        come between two steps."""
-        raise NotImplementedError
-
-    def epoch_state(self) -> dict:
-        """What a checkpoint inside the epoch needs to replay its rest (tensors, lists,
-        numbers); empty when :meth:`start_epoch` redraws the same samples from the epoch."""
-        return {}
-
-    def end_epoch(self) -> dict:
-        """After the steps (and before the "epoch 0" evaluation): update what depends on the
-        weights (e.g. the name index); extra fields for the history record."""
-        return {}
-
-    def evaluate(self) -> dict | None:
-        """Dev metrics of the current weights, or None without dev data."""
-        return None
-
-    def save(self, record: dict, history: list[dict]) -> None:
-        """Write the current weights as the selected model (called on every improvement)."""
-
-    def state_dict(self) -> dict:
-        """Weights, optimizer and anything else to checkpoint; its keys sit at the top level
-        of the checkpoint beside the loop's (so avoid :data:`LOOP_KEYS`)."""
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restore what :meth:`state_dict` gave (``state`` is the whole checkpoint)."""
-
-
-LOOP_KEYS = ("fingerprint", "epoch", "step", "global_step", "history", "best", "since_best",
-             "stopped", "stop_reason", "elapsed", "last_epoch_seconds", "losses", "epoch_state",
-             "rng")
 
 
 @dataclass

@@ -65,7 +65,8 @@ import torch
 
 from kgnorm.errors import KgnormError
 from kgnorm.training.checkpoints import ResumableConfig
-from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask
+from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.task import TrainingTask
 
 from .corpus import Corpus, load_corpus
 from .data import TrainingData, prepare_dev, prepare_training_data

@@ -63,7 +63,8 @@ from kgnorm.methods.biosyn.model import BioSynModel, load_biosyn, save_biosyn
 from kgnorm.methods.indexed_names import selected_model
 from kgnorm.methods.biosyn.sampling import combine_candidates, gold_concepts
 from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
-from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask
+from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.task import TrainingTask
 from kgnorm.training.queries import DevQueries, prepare_queries
 
 # the names older code and tests use

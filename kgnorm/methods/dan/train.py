@@ -49,7 +49,8 @@ from kgnorm.methods.dan.model import DAN, WEIGHTS, WORDVECTORS, DanEncoder, load
 from kgnorm.methods.model_dir import write_model_meta
 from kgnorm.samplers.levels import LevelTripletSampler
 from kgnorm.training.checkpoints import ResumableConfig
-from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask
+from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.task import TrainingTask
 
 __all__ = ["DanConfig", "TrainResult", "train_dan", "load_dan"]
 

@@ -86,7 +86,8 @@ from kgnorm.methods.bne.model import as_name_dictionary
 from kgnorm.methods.dilbert.model import DISTANCES, DilbertModel, load_dilbert
 from kgnorm.methods.indexed_names import selected_model
 from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
-from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainingTask
+from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.task import TrainingTask
 from kgnorm.training.queries import DevQueries, prepare_queries
 from kgnorm.methods.dilbert.sampling import (BATCHINGS, PAIRINGS, STRATEGIES, DilbertSampler,
                                               MentionSample, check_strategy, make_triplets)
