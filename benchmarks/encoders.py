@@ -3,7 +3,9 @@
 One process, one text pipeline (kgnorm's: normalization, abbreviations, composites), one
 MEDIC 2012 dictionary (the DNorm pipe file; 11,915 concepts):
 
-1. BNE (Phan et al. 2019), trained on MEDIC's synonyms within ``--bne-minutes``. A seeded
+1. BNE (Phan et al. 2019), trained on MEDIC's synonyms (``--bne-ontology hpo``: HPO's, for its
+   IS_A graph; ``--bne-sampling``: one model per hierarchy-sampling setting, compared) within
+   ``--bne-minutes``. A seeded
    slice of single-concept synonyms is held out of training (and of the fastText text): one
    half selects the epoch (the trainer's dev Acc@1), the other half is the reported test
    set. On it: synonym-retrieval MAP (BNE §4.2: candidates = every name of the top-20
@@ -52,8 +54,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _encoders_bne import bne_section  # noqa: E402
-from _encoders_data import (BC5CDR, MEDIC, NCBI, T0, build_dictionary, gold_ids,  # noqa: E402
+from _encoders_bne import add_arguments as add_bne_arguments, bne_section, load_graph, parse_sampling  # noqa: E402
+from _encoders_data import (BC5CDR, NCBI, T0, build_dictionary, gold_ids,  # noqa: E402
                             limited_concepts, log, query_pairs, read_items, run_with_budget)
 from _encoders_nil import nil_section  # noqa: E402
 from _report import append, f4, peak_rss_mb  # noqa: E402
@@ -304,11 +306,8 @@ def dilbert_section(args, ctx: dict) -> list[str]:
 # ---------------------------------------------------------------------- main
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bne-minutes", type=float, default=20.0, help="BNE training budget (default 20)")
+    add_bne_arguments(ap)
     ap.add_argument("--dilbert-minutes", type=float, default=20.0, help="DILBERT training budget (default 20)")
-    ap.add_argument("--bne-epochs", type=int, default=20, help="BNE epoch cap (default 20, the CLI's)")
-    ap.add_argument("--bne-word-vectors", default="fasttext", choices=["fasttext", "encoder"],
-                    help="BNE's input word vectors: fastText on the training names, or static vectors of every dictionary word from the encoder")
     ap.add_argument("--dilbert-epochs", type=int, default=10, help="DILBERT epoch cap (default 10)")
     ap.add_argument("--strategy", default="resampling+siblings",
                     help="DILBERT negative sampling: random, random+parents, resampling, resampling+siblings")
@@ -327,8 +326,6 @@ def main() -> None:
     ap.add_argument("--hierarchy", type=Path, default=None,
                     help="CTD MEDIC file (TSV/CSV) whose IS_A edges give parents/siblings "
                          "(default: MEDIC 2012's own, which has none)")
-    ap.add_argument("--held-out", type=int, default=1000,
-                    help="BNE held-out synonyms per half (selection / test; default 1000)")
     ap.add_argument("--biosyn", type=Path, default=None, help="a trained BioSyn model directory to score too")
     ap.add_argument("--encoder", type=Path, default=None,
                     help="local Hugging Face encoder directory for DILBERT, the untrained baseline and BNE's "
@@ -354,13 +351,18 @@ def main() -> None:
         ap.error(f"--biosyn {args.biosyn}: not a kgnorm model directory")
     if args.hierarchy is not None and not args.hierarchy.exists():
         ap.error(f"--hierarchy {args.hierarchy}: not found")
+    if args.bne_ontology != "medic" and not args.skip_dilbert:
+        ap.error("--bne-ontology other than medic needs --skip-dilbert (DILBERT trains on MEDIC)")
+    try:
+        [parse_sampling(s) for s in args.bne_sampling or []]
+    except ValueError as e:
+        ap.error(str(e))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import faiss
     import torch
 
-    from kgnorm.methods.bne.model import concept_names
+    from kgnorm.linking.dictionary import concept_names
     from kgnorm.methods.dilbert.model import DilbertModel
-    from kgnorm.ontologies import medic
     from kgnorm.text.pipeline import TextPipeline
     from kgnorm.methods.dilbert.train import BATCHINGS, PAIRINGS, STRATEGIES
 
@@ -371,7 +373,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     faiss.omp_set_num_threads(args.threads)
     pipeline = TextPipeline()
-    graph = medic.load(MEDIC)
+    graph = load_graph(args)
     ctx: dict[str, Any] = {"pipeline": pipeline, "graph": graph}
     if not args.skip_dilbert:
         ctx["bc5_train_all"] = read_items(BC5CDR[0])
@@ -434,7 +436,7 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     body.append(f"Total wall time {time.perf_counter() - T0:.0f} s; peak RSS of the benchmark process "
                 f"{peak_rss_mb():,.0f} MB.")
-    parts = [p for p, skip in (("BNE on MEDIC", args.skip_bne),
+    parts = [p for p, skip in ((f"BNE on {args.bne_ontology.upper()}", args.skip_bne),
                                ("DILBERT on BC5CDR-disease with nil detection", args.skip_dilbert)) if not skip]
     title = "Encoders: " + "; ".join(parts)
     text = "\n".join(body)

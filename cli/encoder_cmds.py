@@ -76,6 +76,10 @@ def train_bne_cmd(
     hidden: Annotated[int, typer.Option("--hidden", help="Character and word BiLSTM width.")] = 200,
     dim: Annotated[int, typer.Option("--dim", help="Name embedding dimension.")] = 200,
     max_steps: Annotated[Optional[int], typer.Option("--max-steps-per-epoch", help="Time-box each epoch.")] = None,
+    siblings_k: Annotated[int, typer.Option("--siblings-k", help="Sibling-concept names per name and epoch as hard "
+                                            "negatives of the synonym objective (IS_A graph; 0: off).")] = 0,
+    parents_k: Annotated[int, typer.Option("--parents-k", help="Parent-concept names per name and epoch as "
+                                           "positives of the conceptual objective (IS_A graph; 0: off).")] = 0,
     seed: SeedOpt = 0,
     resume: ResumeOpt = True,
     max_minutes: MaxMinutesOpt = 55.0,  # the budget of the BENCHMARKS.md runs (README)
@@ -94,19 +98,26 @@ def train_bne_cmd(
         raise KgnormError("--word-vectors is a finished file: it goes without --word-source and --encoder")
     if encoder is not None and word_source != "encoder":
         raise KgnormError("--encoder goes with --word-source encoder")
-    if epochs < 1 or batch_size < 2:
-        raise KgnormError("--epochs must be >= 1 and --batch-size >= 2")
+    if epochs < 1 or batch_size < 2 or min(siblings_k, parents_k) < 0:
+        raise KgnormError("--epochs must be >= 1, --batch-size >= 2, --siblings-k and --parents-k >= 0")
     set_threads(threads)
     from kgnorm.linking.dictionary import ontology_dictionary
-    from kgnorm.graph.views import read_definitions, read_ontology
+    from kgnorm.graph.views import hierarchy_from_store, read_definitions, read_ontology
     from kgnorm.methods.model_dir import update_meta
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline
     from kgnorm.methods.bne.train import BneConfig, train_bne
 
+    hierarchy = None
     with open_store(store, read_only=True) as st:
-        snap = read_ontology(st, ontology, with_edges=False)
+        if siblings_k or parents_k:
+            hierarchy, snap = hierarchy_from_store(st, ontology)
+        else:
+            snap = read_ontology(st, ontology, with_edges=False)
         definitions = read_definitions(st, ontology) if word_vectors is None else []
+    if hierarchy is not None and hierarchy.graph.number_of_edges() == 0:
+        raise KgnormError(f"--siblings-k / --parents-k need IS_A edges and ontology {ontology!r} has none; "
+                          "leave them at 0")
     pipeline = TextPipeline()
     dictionary = ontology_dictionary(snap, pipeline.normalize_name)
     dev_pairs = training_pairs_from_file(pipeline, dev, input_format) if dev else None
@@ -119,12 +130,12 @@ def train_bne_cmd(
          f"word vectors: {wv.kind}, {wv.dim} dimensions", quiet)
     cfg = BneConfig(char_hidden=hidden, word_hidden=hidden, out_dim=dim, learning_rate=lr,
                     batch_size=batch_size, max_epochs=epochs, patience=patience, seed=seed,
-                    max_steps_per_epoch=max_steps)
+                    max_steps_per_epoch=max_steps, siblings_k=siblings_k, parents_k=parents_k)
     onto = {"name": ontology, "version": snap.version}
 
     def run(n_epochs: int, res: bool):
         return train_bne(dictionary, wv, out, dev=dev_pairs, config=replace(cfg, max_epochs=n_epochs),
-                         resume=res, progress=not quiet, ontology=onto)
+                         resume=res, progress=not quiet, ontology=onto, hierarchy=hierarchy)
 
     result = _run_with_budget(run, epochs, resume, max_minutes, lambda r: r.stopped_early,
                               lambda r: r.epochs_completed, quiet)

@@ -275,3 +275,38 @@ def ontology_dictionary(snapshot, normalize) -> NameDictionary:
     if len(dictionary) == 0:
         raise KgnormError(f"ontology {snapshot.name!r} gives an empty dictionary")
     return dictionary
+
+
+def as_name_dictionary(concepts: NameDictionary | Mapping[str, Iterable[str]],
+                       alt_ids: Mapping[str, Iterable[str]] | None = None) -> NameDictionary:
+    """A :class:`NameDictionary` from a dictionary or a plain ``uid -> names`` mapping
+    (names already normalized; empty names are skipped)."""
+    if isinstance(concepts, NameDictionary):
+        if alt_ids:
+            merged = {k: list(v) for k, v in concepts.alt_ids.items()}
+            for k, v in alt_ids.items():
+                merged[k] = list(dict.fromkeys([*merged.get(k, []), *v]))
+            return NameDictionary(names=list(concepts.names), uids=list(concepts.uids),
+                                  alt_ids=merged, is_mention=list(concepts.is_mention))
+        return concepts
+    if not isinstance(concepts, Mapping):
+        raise KgnormError("concepts must be a NameDictionary or a mapping uid -> names")
+    entries = []
+    for uid, names in concepts.items():
+        if isinstance(names, str):
+            names = [names]
+        entries.extend((n, str(uid)) for n in names)
+    return NameDictionary.from_entries(entries, alt_ids=alt_ids)
+
+
+def concept_names(dictionary: NameDictionary, ontology_only: bool = False
+                  ) -> dict[str, list[str]]:
+    """``uid -> names`` (dictionary order) of a :class:`NameDictionary`; a name carried by
+    several uids is listed under each. ``ontology_only`` skips rows added from mentions."""
+    out: dict[str, list[str]] = {}
+    for name, uids, m in zip(dictionary.names, dictionary.uids, dictionary.is_mention):
+        if ontology_only and m:
+            continue
+        for u in uids:
+            out.setdefault(u, []).append(name)
+    return out

@@ -16,11 +16,13 @@ synonyms above λ.
 
 Output: a plain Hugging Face encoder directory (``save_pretrained`` model and tokenizer) that
 every ``--encoder`` option takes, plus ``kgnorm-pretrain.json`` (ontologies, settings, loss
-history). Checkpoints (``checkpoints/checkpoint.pt``: weights, optimizer, position, RNG) are
-written every ``checkpoint_steps`` steps and at the stop; a run stopped by its budget keeps
-its checkpoint so that ``resume`` with a larger budget continues it, a finished one deletes it.
-Resuming with other ontologies, another encoder or other settings is refused before anything
-is written.
+history). Steps, budgets and checkpoints are the shared
+:class:`~kgnorm.training.loop.TrainingLoop`'s (step budget: ``max_steps``, and ``max_seconds``
+of optimisation time). Checkpoints (``checkpoints/checkpoint.pt``: weights, optimizer,
+position, RNG) are written every ``checkpoint_steps`` steps, after every epoch and at the
+stop; a run stopped by its budget keeps its checkpoint so that ``resume`` with a larger
+budget continues it, a finished one deletes it. Resuming with other ontologies, another
+encoder or other settings is refused before anything is written.
 """
 from __future__ import annotations
 
@@ -35,11 +37,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from kgnorm.errors import KgnormError
 from kgnorm.methods.biocom.loss import ms_loss
 from kgnorm.methods.biocom.sampler import ConceptBatchSampler
-from kgnorm.errors import KgnormError
-from kgnorm.progress import progress_bar
-from kgnorm.training.checkpoints import atomic_save, digest, rng_state, seed_all, set_rng_state
+from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
+from kgnorm.training.loop import LoopConfig, TrainingLoop, checkpoint_fingerprint
+from kgnorm.training.task import TrainingTask
 
 from .data import PretrainData
 
@@ -50,7 +53,7 @@ CHECKPOINT = Path("checkpoints") / "checkpoint.pt"
 
 
 @dataclass
-class PretrainConfig:
+class PretrainConfig(ResumableConfig):
     concepts_per_batch: int = 64
     names_per_concept: int = 2
     alpha: float = 1.0
@@ -77,9 +80,6 @@ class PretrainConfig:
 
     _RESUMABLE = ("epochs", "max_steps", "max_seconds", "checkpoint_steps", "keep_checkpoint",
                   "log_steps", "device")
-
-    def fingerprint_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k not in self._RESUMABLE}
 
     def check(self) -> None:
         if self.concepts_per_batch < 2:
@@ -136,7 +136,7 @@ def _check_out(out: Path, data: PretrainData, cfg: PretrainConfig, encoder: str,
     if ck.get("encoder") != encoder:
         raise KgnormError(f"{out} holds a run from encoder {ck.get('encoder')}, not {encoder}: resume it with "
                           "that --encoder, or start over with --no-resume or another --out")
-    if ck.get("fingerprint") != _fingerprint(data, cfg, encoder):
+    if ck.get("fingerprint") != checkpoint_fingerprint(_fingerprint(data, cfg, encoder)):
         raise KgnormError(f"{out} holds a run with other settings or other ontology contents; resume it with "
                           "the same ones, or start over with --no-resume or another --out")
     return ck
@@ -159,6 +159,93 @@ def _parent_names(data: PretrainData, rows: list[int], rng: np.random.Generator,
     return anchors, parents
 
 
+class PretrainTask(TrainingTask):
+    """Pretraining's part of the loop: the concept batches of an epoch, the Multi-Similarity
+    step (plus the hierarchy term) and the log of loss and mining per ``log_steps`` steps."""
+
+    def __init__(self, enc, data: PretrainData, cfg: PretrainConfig, samplers: dict, enc_id: str,
+                 on_log: Callable[[dict], None] | None) -> None:
+        self.enc, self.data, self.cfg, self.samplers, self.enc_id = enc, data, cfg, samplers, enc_id
+        self.on_log = on_log
+        self.sampler = ConceptBatchSampler(data.groups, cfg.concepts_per_batch, cfg.names_per_concept,
+                                           cfg.seed)
+        self.params = [p for p in enc.model.parameters() if p.requires_grad]
+        self.opt = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.labels = torch.tensor(data.labels)
+        self.plan: list = []
+        self.epoch = self.steps = 0
+        self.elapsed = 0.0
+        self.log: list[dict] = []
+        self.window: list[tuple[float, int, int, int, float, int]] = []
+
+    def start_epoch(self, epoch: int, saved: dict | None) -> int:
+        self.epoch = epoch
+        self.sampler.set_epoch(epoch)
+        self.plan = self.sampler.plan()
+        self.enc.model.train()
+        return len(self.plan)
+
+    def _hierarchy_term(self, rows: list[int], emb: torch.Tensor, step: int) -> tuple[torch.Tensor | None, int]:
+        cfg = self.cfg
+        rng = np.random.default_rng([cfg.seed, self.epoch, step])
+        anchors, parent_names = _parent_names(self.data, rows, rng, self.samplers)
+        if not anchors:
+            return None, 0
+        pos = {r: i for i, r in enumerate(rows)}
+        a = torch.nn.functional.normalize(emb[[pos[r] for r in anchors]], dim=-1)
+        p = torch.nn.functional.normalize(self.enc.embed_bucketed(parent_names, cfg.bucket), dim=-1)
+        return torch.relu(cfg.hierarchy_margin - (a * p).sum(-1)).mean(), len(anchors)
+
+    def train_step(self, step: int) -> float:
+        cfg, t0 = self.cfg, time.perf_counter()
+        rows = self.plan[step]
+        emb = self.enc.embed_bucketed([self.data.names[r] for r in rows], bucket=cfg.bucket)
+        loss, stats = ms_loss(emb, self.labels[rows].to(emb.device), cfg.alpha, cfg.beta, cfg.lam,
+                              cfg.epsilon, mining=True)
+        h_loss, h_pairs = 0.0, 0
+        if self.samplers:
+            term, h_pairs = self._hierarchy_term(rows, emb, step)
+            if term is not None:
+                loss = loss + cfg.hierarchy_weight * term
+                h_loss = float(term.detach())
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.grad_clip:
+            torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
+        self.opt.step()
+        self.steps += 1
+        self.elapsed += time.perf_counter() - t0
+        value = float(loss.detach())
+        self.window.append((value, stats.anchors, stats.positives, stats.negatives, h_loss, h_pairs))
+        if len(self.window) >= cfg.log_steps or step + 1 == len(self.plan):
+            self._log()
+        return value
+
+    def _log(self) -> None:
+        w = np.array(self.window)
+        rec = {"step": self.steps, "epoch": self.epoch, "loss": float(w[:, 0].mean()),
+               "anchors": float(w[:, 1].mean()), "positive_pairs": float(w[:, 2].mean()),
+               "negative_pairs": float(w[:, 3].mean()), "seconds": round(self.elapsed, 1)}
+        if self.samplers:
+            rec["hierarchy_loss"] = float(w[:, 4].mean())
+            rec["parent_pairs"] = float(w[:, 5].mean())
+        self.log.append(rec)
+        self.window = []
+        if self.on_log is not None:
+            self.on_log(rec)
+
+    def state_dict(self) -> dict:
+        return {"model": self.enc.model.state_dict(), "optimizer": self.opt.state_dict(),
+                "ontologies": self.data.ontologies, "encoder": self.enc_id, "log": self.log,
+                "task_steps": self.steps, "task_elapsed": self.elapsed}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.enc.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.log = list(state["log"])
+        self.steps, self.elapsed = int(state["task_steps"]), float(state["task_elapsed"])
+
+
 def pretrain_encoder(data: PretrainData, out_dir: str | Path, encoder: str | Path | None = None,
                      config: PretrainConfig | None = None, resume: bool = True, progress: bool = False,
                      on_log: Callable[[dict], None] | None = None) -> PretrainResult:
@@ -177,113 +264,32 @@ def pretrain_encoder(data: PretrainData, out_dir: str | Path, encoder: str | Pat
     out = Path(out_dir)
     enc_path = Path(encoder) if encoder is not None else default_encoder_path()
     enc_id = str(enc_path.resolve())
-    ck = _check_out(out, data, cfg, enc_id, resume)
+    _check_out(out, data, cfg, enc_id, resume)
     enc = DenseEncoder(enc_path, pooling=cfg.pooling, max_length=cfg.max_length, device=cfg.device)
     seed_all(cfg.seed)
-    sampler = ConceptBatchSampler(data.groups, cfg.concepts_per_batch, cfg.names_per_concept, cfg.seed)
     samplers = ({o: ParentPositiveSampler(h, items=[], seed=cfg.seed) for o, h in data.hierarchies.items()}
                 if cfg.hierarchy else {})
-    params = [p for p in enc.model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    epoch = batch_pos = step = 0
-    elapsed = 0.0
-    history: list[dict] = []
-    if ck is not None:
-        enc.model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
-        epoch, batch_pos, step = int(ck["epoch"]), int(ck["batch"]), int(ck["step"])
-        elapsed, history = float(ck["elapsed"]), list(ck["history"])
-        set_rng_state(ck["rng"])
-    fingerprint = _fingerprint(data, cfg, enc_id)
-    (out / CHECKPOINT).parent.mkdir(parents=True, exist_ok=True)
-
-    def save_checkpoint() -> None:
-        atomic_save({"fingerprint": fingerprint, "ontologies": data.ontologies, "encoder": enc_id,
-                     "model": enc.model.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
-                     "batch": batch_pos, "step": step, "elapsed": elapsed, "history": history,
-                     "rng": rng_state()}, out / CHECKPOINT)
-
-    def over_budget() -> bool:
-        return ((cfg.max_steps is not None and step >= cfg.max_steps)
-                or (cfg.max_seconds is not None and elapsed >= cfg.max_seconds))
-
-    labels_all = torch.tensor(data.labels)
-    enc.model.train()
-    window: list[tuple[float, int, int, int, float, int]] = []
-    bar = progress_bar(total=cfg.epochs * len(sampler), desc="pretrain", unit="step") if progress else None
-    if bar is not None:
-        bar.update(epoch * len(sampler) + batch_pos)
-    stopped = False
-    try:
-        while epoch < cfg.epochs and not stopped:
-            sampler.set_epoch(epoch)
-            plan = sampler.plan()
-            while batch_pos < len(plan):
-                if over_budget():
-                    stopped = True
-                    break
-                t0 = time.perf_counter()
-                rows = plan[batch_pos]
-                torch.manual_seed(cfg.seed * 1_000_003 + step)  # dropout: a resumed run replays
-                emb = enc.embed_bucketed([data.names[r] for r in rows], bucket=cfg.bucket)
-                loss, stats = ms_loss(emb, labels_all[rows].to(emb.device), cfg.alpha, cfg.beta, cfg.lam,
-                                      cfg.epsilon, mining=True)
-                h_loss, h_pairs = 0.0, 0
-                if samplers:
-                    rng = np.random.default_rng([cfg.seed, epoch, batch_pos])
-                    anchors, parent_names = _parent_names(data, rows, rng, samplers)
-                    if anchors:
-                        pos = {r: i for i, r in enumerate(rows)}
-                        a = torch.nn.functional.normalize(emb[[pos[r] for r in anchors]], dim=-1)
-                        p = torch.nn.functional.normalize(enc.embed_bucketed(parent_names, cfg.bucket), dim=-1)
-                        term = torch.relu(cfg.hierarchy_margin - (a * p).sum(-1)).mean()
-                        loss = loss + cfg.hierarchy_weight * term
-                        h_loss, h_pairs = float(term.detach()), len(anchors)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if cfg.grad_clip:
-                    torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-                opt.step()
-                step += 1
-                batch_pos += 1
-                elapsed += time.perf_counter() - t0
-                window.append((float(loss.detach()), stats.anchors, stats.positives, stats.negatives, h_loss, h_pairs))
-                if bar is not None:
-                    bar.update(1)
-                if len(window) >= cfg.log_steps or batch_pos == len(plan):
-                    w = np.array(window)
-                    rec = {"step": step, "epoch": epoch, "loss": float(w[:, 0].mean()),
-                           "anchors": float(w[:, 1].mean()), "positive_pairs": float(w[:, 2].mean()),
-                           "negative_pairs": float(w[:, 3].mean()), "seconds": round(elapsed, 1)}
-                    if samplers:
-                        rec["hierarchy_loss"] = float(w[:, 4].mean())
-                        rec["parent_pairs"] = float(w[:, 5].mean())
-                    history.append(rec)
-                    window = []
-                    if on_log is not None:
-                        on_log(rec)
-                if cfg.checkpoint_steps and step % cfg.checkpoint_steps == 0:
-                    save_checkpoint()
-            else:
-                epoch += 1
-                batch_pos = 0
-    finally:
-        if bar is not None:
-            bar.close()
-    complete = epoch >= cfg.epochs
-    if not complete or cfg.keep_checkpoint:
-        save_checkpoint()
+    task = PretrainTask(enc, data, cfg, samplers, enc_id, on_log)
+    loop = TrainingLoop(task, LoopConfig(
+        epochs=cfg.epochs, name="pretrain", budget="step", max_steps=cfg.max_steps,
+        max_seconds=cfg.max_seconds, checkpoint_every_steps=cfg.checkpoint_steps or None,
+        step_seed=cfg.seed, progress=progress), out / CHECKPOINT, _fingerprint(data, cfg, enc_id),
+        resume=resume)
+    resumed = loop.begin() is not None
+    res = loop.run()
+    complete = res.epochs_completed >= cfg.epochs
     enc.model.eval()
     enc.save(out)
     meta = {"method": "pretrain", "recipe": "Multi-Similarity self-alignment on ontology synonyms (SapBERT)",
             "base_encoder": enc_id, "pooling": cfg.pooling, "max_length": cfg.max_length,
             "ontologies": data.ontologies, "concepts": len(data.groups), "names": len(data.names),
-            "config": asdict(cfg), "steps": step, "epochs_completed": epoch, "complete": complete,
-            "train_seconds": round(elapsed, 1), "history": history,
+            "config": asdict(cfg), "steps": res.global_step, "epochs_completed": res.epochs_completed,
+            "complete": complete, "train_seconds": round(res.elapsed, 1), "history": task.log,
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     tmp = out / (META_FILE + ".tmp")
     tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     tmp.replace(out / META_FILE)
     if complete and not cfg.keep_checkpoint:
         shutil.rmtree(out / CHECKPOINT.parent, ignore_errors=True)
-    return PretrainResult(str(out), step, epoch, elapsed, complete, ck is not None, history)
+    return PretrainResult(str(out), res.global_step, res.epochs_completed, res.elapsed, complete,
+                          resumed, task.log)

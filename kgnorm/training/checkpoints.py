@@ -7,12 +7,27 @@ import hashlib
 import os
 import random
 from collections.abc import Iterable
+from dataclasses import asdict
 from pathlib import Path
 
 from kgnorm.errors import KgnormError
 
 import numpy as np
 import torch
+
+
+class ResumableConfig:
+    """Mixin for a trainer's config dataclass: ``_RESUMABLE`` names the fields that may
+    change between an interrupted run and its resumption (epochs, budgets, batch sizes of
+    inference); every other field goes into the checkpoint's fingerprint."""
+
+    _RESUMABLE: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def fingerprint_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k not in self._RESUMABLE}
 
 
 def seed_all(seed: int) -> None:

@@ -7,6 +7,7 @@ Pieces, in the order data flows through them:
 * :mod:`.model`   -- transformer encoder with ``[ENT]``/``[/ENT]`` markers (``BiocomEncoder``)
 * :mod:`.sampler` -- 16 concepts x 2 sentences batches (``ConceptBatchSampler``)
 * :mod:`.loss`    -- Multi-Similarity loss with pair mining (``MultiSimilarityLoss``)
+* :mod:`.data`    -- training rows, index rows and dev mentions from a corpus
 * :mod:`.train`   -- ``train_biocom`` -> model directory
 * :mod:`.linker`  -- kNN vote over the corpus index (``load_biocom`` -> ``BiocomLinker``)
 

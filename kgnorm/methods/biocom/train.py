@@ -31,12 +31,15 @@ a set of uids (alt ids included by the caller), or :class:`~kgnorm.mentions.type
 the best (epoch, k) is kept (ties: earlier epoch, smaller k). Without dev the last epoch and
 ``default_k`` are used.
 
-Resuming: ``<out>/checkpoints/checkpoint.pt`` (weights, optimizer, position) is written
-after every epoch and every ``checkpoint_steps`` steps; a run with ``resume=True`` continues
-from it when the configuration fields that shape training, the base encoder and the corpus
-are unchanged (otherwise KgnormError). Each epoch's batches are seeded with (seed, epoch)
-and each step's dropout with (seed, step), so a resumed run replays the uninterrupted one.
-The checkpoint is deleted once the model directory is complete (``keep_checkpoint``).
+Epochs, checkpoints, budgets and selection are the shared
+:class:`~kgnorm.training.loop.TrainingLoop`'s (:class:`BiocomTask` supplies the batches, the
+loss step and the dev evaluation). Resuming: ``<out>/checkpoints/checkpoint.pt`` (weights,
+optimizer, position) is written after every epoch and every ``checkpoint_steps`` steps; a
+run with ``resume=True`` continues from it when the configuration fields that shape
+training, the base encoder and the corpus are unchanged (otherwise KgnormError). Each
+epoch's batches are seeded with (seed, epoch) and each step's dropout with (seed, step), so
+a resumed run replays the uninterrupted one. The checkpoint is deleted once the model
+directory is complete (``keep_checkpoint``).
 
 Budgets: ``max_steps`` (steps in all) and ``max_seconds`` (wall-clock of the optimisation
 steps, dev evaluations excluded, summed over resumptions) stop training inside an epoch; the
@@ -49,7 +52,6 @@ import hashlib
 import json
 import os
 import platform
-import random
 import shutil
 import time
 from collections.abc import Sequence
@@ -62,13 +64,14 @@ import numpy as np
 import torch
 
 from kgnorm.errors import KgnormError
-from kgnorm.progress import progress_bar
+from kgnorm.training.checkpoints import ResumableConfig
+from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.task import TrainingTask
 
 from .corpus import Corpus, load_corpus
-from .matching import name_tokens
-from .linker import (ENCODER_DIR, INDEX_TYPES, MODEL_JSON, BiocomLinker, as_items,
-                     build_index, evaluate_rankings, load_biocom, save_linker,
-                     vote_rankings)
+from .data import TrainingData, prepare_dev, prepare_training_data
+from .linker import (ENCODER_DIR, INDEX_TYPES, MODEL_JSON, BiocomLinker, build_index,
+                     evaluate_rankings, load_biocom, save_linker, vote_rankings)
 from .loss import MultiSimilarityLoss
 from .model import MARKERS, BiocomEncoder, Item
 from .sampler import ConceptBatchSampler
@@ -80,10 +83,11 @@ CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT = "checkpoint.pt"
 BEST_VECTORS = "best_vectors.npy"
 FORMAT_VERSION = 1
+_prepare = prepare_training_data        # the name tests use
 
 
 @dataclass
-class BiocomConfig:
+class BiocomConfig(ResumableConfig):
     concepts_per_batch: int = 16
     sentences_per_concept: int = 2
     single_sentence: str = "pseudo"      # "pseudo" (pair with a dictionary name) or "skip"
@@ -119,9 +123,6 @@ class BiocomConfig:
     _RESUMABLE = ("epochs", "max_steps", "max_seconds", "ks", "default_k", "index_names",
                   "index_type", "eval_every", "eval_initial", "checkpoint_steps", "keep_checkpoint",
                   "infer_batch_size", "threads", "device")
-
-    def fingerprint_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k not in self._RESUMABLE}
 
     def check(self) -> None:
         if self.single_sentence not in ("pseudo", "skip"):
@@ -172,29 +173,6 @@ def _versions() -> dict:
             "pyarrow": pyarrow.__version__}
 
 
-def prepare_dev(dev: Sequence[Any] | None) -> tuple[list[Item], list[set[str]], int]:
-    """(items, gold sets, skipped) from dev triples or Mention objects (module doc)."""
-    items: list[Item] = []
-    gold: list[set[str]] = []
-    skipped = 0
-    for d in dev or ():
-        if hasattr(d, "gold") and hasattr(d, "text"):
-            parts = [g for g in d.gold if g and g != "-1"]
-            if len(d.gold) != 1 or not parts:
-                skipped += 1
-                continue
-            text, context, g = d.text, d.context, set(parts)
-        else:
-            text, context, g = d
-            g = {g} if isinstance(g, str) else set(g)
-            if not g:
-                skipped += 1
-                continue
-        items.extend(as_items([(text, context)]))
-        gold.append(g)
-    return items, gold, skipped
-
-
 def evaluate_dev(encoder: BiocomEncoder, index_vectors: np.ndarray, index_uids: Sequence[str],
                  dev_items: Sequence[Item], dev_gold: Sequence[set[str]],
                  ks: Sequence[int], batch_size: int = 64) -> dict:
@@ -212,80 +190,6 @@ def evaluate_dev(encoder: BiocomEncoder, index_vectors: np.ndarray, index_uids: 
             "mentions": len(dev_gold), "per_k": {str(k): v for k, v in per_k.items()}}
 
 
-def _pseudo_name(names: Sequence[str], mention: str, rng: random.Random) -> str | None:
-    if not names:
-        return None
-    other = [n for n in names if name_tokens(n) != name_tokens(mention)]
-    pool = other or list(names)
-    return pool[rng.randrange(len(pool))]
-
-
-@dataclass
-class _Data:
-    train_items: list[Item]
-    train_labels: list[int]
-    groups: dict[str, list[int]]
-    index_items: list[Item]
-    index_rows: dict[str, list]
-    pseudo_training_rows: int
-    single_sentence_concepts: int
-    substituted_rows: int = 0
-
-
-def _prepare(corpus: Corpus, cfg: BiocomConfig) -> _Data:
-    items: list[Item] = [(s, a, b) for s, a, b in
-                         zip(corpus.sentences, corpus.starts, corpus.ends)]
-    uids = list(corpus.uids)
-    concept_ids = {u: i for i, u in enumerate(sorted(set(uids)))}
-    groups = corpus.rows_by_concept()
-    singles = sorted(u for u, rows in groups.items() if len(rows) == 1)
-    n_pseudo = 0
-    train_items, train_uids = list(items), list(uids)
-    if cfg.single_sentence == "pseudo":
-        rng = random.Random(cfg.seed)
-        for u in singles:
-            (r,) = groups[u]
-            name = _pseudo_name(corpus.names.get(u, []), corpus.sentences[r][
-                corpus.starts[r]:corpus.ends[r]], rng)
-            if name is None:
-                continue
-            groups[u] = [r, len(train_items)]
-            train_items.append((name, 0, len(name)))
-            train_uids.append(u)
-            n_pseudo += 1
-    n_subst = 0
-    if cfg.substitutions:
-        rng = random.Random(cfg.seed + 1)
-        for r, u in enumerate(uids):
-            sent, a, b = items[r]
-            own = name_tokens(sent[a:b])
-            pool = sorted({n for n in corpus.names.get(u, []) if name_tokens(n) != own})
-            for name in rng.sample(pool, min(cfg.substitutions, len(pool))):
-                groups[u].append(len(train_items))
-                train_items.append((sent[:a] + name + sent[b:], a, a + len(name)))
-                train_uids.append(u)
-                n_subst += 1
-    labels = [concept_ids.setdefault(u, len(concept_ids)) for u in train_uids]
-
-    index_items = list(items)
-    rows = {"uid": list(uids), "sentence": list(corpus.sentences),
-            "start": list(corpus.starts), "end": list(corpus.ends),
-            "doc_id": list(corpus.doc_ids), "pseudo": [False] * len(uids)}
-    if cfg.index_names != "none":
-        for u in sorted(corpus.names):
-            names = corpus.names[u]
-            for name in (names[:1] if cfg.index_names == "preferred" else names):
-                index_items.append((name, 0, len(name)))
-                rows["uid"].append(u)
-                rows["sentence"].append(name)
-                rows["start"].append(0)
-                rows["end"].append(len(name))
-                rows["doc_id"].append("")
-                rows["pseudo"].append(True)
-    return _Data(train_items, labels, groups, index_items, rows, n_pseudo, len(singles),
-                 n_subst)
-
-
 def _fingerprint(cfg: BiocomConfig, encoder_path: str, corpus: Corpus) -> str:
     h = hashlib.sha256()
     m = corpus.manifest
@@ -296,18 +200,74 @@ def _fingerprint(cfg: BiocomConfig, encoder_path: str, corpus: Corpus) -> str:
     return h.hexdigest()
 
 
-def _atomic_torch_save(obj: dict, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
 def _scheduler(opt: torch.optim.Optimizer, warmup: int) -> torch.optim.lr_scheduler.LambdaLR:
     return torch.optim.lr_scheduler.LambdaLR(
         opt, lambda step: min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0)
 
 
 # --------------------------------------------------------------------------- training
+
+class BiocomTask(TrainingTask):
+    """BioCoM's part of the loop: the concept batches of an epoch, the Multi-Similarity step,
+    the dev evaluation (corpus re-encoded) and the best encoder with its index vectors."""
+
+    def __init__(self, enc: BiocomEncoder, data: TrainingData, sampler: ConceptBatchSampler,
+                 dev_items: list[Item], dev_gold: list[set[str]], cfg: BiocomConfig,
+                 out: Path) -> None:
+        self.enc, self.data, self.sampler, self.cfg, self.out = enc, data, sampler, cfg, out
+        self.dev_items, self.dev_gold = dev_items, dev_gold
+        self.opt = torch.optim.AdamW(enc.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.sched = _scheduler(self.opt, cfg.warmup_steps)
+        self.loss_fn = MultiSimilarityLoss(cfg.alpha, cfg.beta, cfg.lam, cfg.epsilon, cfg.mining)
+        self.plan: list = []
+        self.vecs: np.ndarray | None = None
+
+    def start_epoch(self, epoch: int, saved: dict | None) -> int:
+        self.plan = self.sampler.plan(epoch)
+        self.enc.train()
+        return len(self.plan)
+
+    def train_step(self, step: int) -> float:
+        rows, data = self.plan[step], self.data
+        vec = self.enc.forward([data.train_items[r] for r in rows])
+        labels = torch.tensor([data.train_labels[r] for r in rows], device=vec.device)
+        loss = self.loss_fn(vec, labels)
+        self.opt.zero_grad(set_to_none=True)
+        if loss.requires_grad and self.loss_fn.last_stats.anchors > 0:
+            loss.backward()
+            if self.cfg.grad_clip:
+                torch.nn.utils.clip_grad_norm_(self.enc.model.parameters(), self.cfg.grad_clip)
+            self.opt.step()
+        self.sched.step()
+        return float(loss.detach())
+
+    def evaluate(self) -> dict | None:
+        if not self.dev_items:
+            return None
+        cfg = self.cfg
+        self.vecs = self.enc.embed(self.data.index_items, cfg.infer_batch_size, progress="corpus")
+        return evaluate_dev(self.enc, self.vecs, self.data.index_rows["uid"], self.dev_items,
+                            self.dev_gold, cfg.ks, cfg.infer_batch_size)
+
+    def save(self, record: dict, history: list[dict]) -> None:
+        if self.vecs is None:       # no dev: the final model is the last epoch's
+            return
+        (self.out / CHECKPOINT_DIR).mkdir(parents=True, exist_ok=True)
+        self.enc.save(self.out / ENCODER_DIR)
+        path = self.out / CHECKPOINT_DIR / BEST_VECTORS
+        tmp = path.with_name("best_vectors.tmp.npy")
+        np.save(tmp, self.vecs)
+        os.replace(tmp, path)
+
+    def state_dict(self) -> dict:
+        return {"model": self.enc.model.state_dict(), "optimizer": self.opt.state_dict(),
+                "scheduler": self.sched.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.enc.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.sched.load_state_dict(state["scheduler"])
+
 
 def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Path, *,
                  dev: Sequence[Any] | None = None, config: BiocomConfig | None = None,
@@ -327,152 +287,37 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
     if len(corpus) == 0:
         raise KgnormError(f"{corpus_dir}: the corpus has no sentences")
     onto = corpus.manifest.get("ontology", {})
-    data = _prepare(corpus, cfg)
+    data = prepare_training_data(corpus, cfg)
     sampler = ConceptBatchSampler(data.groups, cfg.concepts_per_batch,
                                   cfg.sentences_per_concept, cfg.seed)
     dev_items, dev_gold, dev_skipped = prepare_dev(dev)
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MODEL_JSON).unlink(missing_ok=True)   # the directory is incomplete until the end
     ckpt_dir = out / CHECKPOINT_DIR
-    ckpt_path = ckpt_dir / CHECKPOINT
-    fingerprint = _fingerprint(cfg, str(encoder), corpus)
-
     torch.manual_seed(cfg.seed)
     enc = BiocomEncoder(encoder, max_length=cfg.max_length, window_chars=cfg.window_chars,
                         device=cfg.device)
-    opt = torch.optim.AdamW(enc.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    sched = _scheduler(opt, cfg.warmup_steps)
-    loss_fn = MultiSimilarityLoss(cfg.alpha, cfg.beta, cfg.lam, cfg.epsilon, cfg.mining)
-
-    state: dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0,
-                             "epoch_loss": 0.0, "epoch_batches": 0, "history": [],
-                             "best": None, "train_seconds": 0.0}
-    resumed = False
-    if ckpt_path.exists():
-        if not resume:
-            shutil.rmtree(ckpt_dir)
-        else:
-            ck = torch.load(ckpt_path, map_location=enc.device, weights_only=False)
-            if ck.get("fingerprint") != fingerprint:
-                raise KgnormError(
-                    f"{out}: holds a checkpoint of a different BioCoM run (configuration, "
-                    "encoder or corpus changed); use another --out or resume=False")
-            enc.model.load_state_dict(ck["model"])
-            opt.load_state_dict(ck["optimizer"])
-            sched.load_state_dict(ck["scheduler"])
-            state = ck["state"]
-            resumed = True
-    best_vectors_path = ckpt_dir / BEST_VECTORS
-
-    def save_checkpoint() -> None:
-        ckpt_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_torch_save({"fingerprint": fingerprint, "model": enc.model.state_dict(),
-                            "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                            "state": state}, ckpt_path)
-
-    def evaluate(epoch: int) -> None:
-        vecs = enc.embed(data.index_items, cfg.infer_batch_size, progress="corpus")
-        metrics = evaluate_dev(enc, vecs, data.index_rows["uid"], dev_items, dev_gold,
-                               cfg.ks, cfg.infer_batch_size)
-        metrics["epoch"] = epoch
-        state["history"].append({"epoch": epoch, "dev": metrics})
-        best = state["best"]
-        if best is None or metrics["acc@1"] > best["acc@1"]:
-            ckpt_dir.mkdir(parents=True, exist_ok=True)
-            enc.save(out / ENCODER_DIR)
-            tmp = best_vectors_path.with_name("best_vectors.tmp.npy")
-            np.save(tmp, vecs)
-            os.replace(tmp, best_vectors_path)
-            state["best"] = metrics
-
-    if dev_items and cfg.eval_initial and state["global_step"] == 0 and not state["history"]:
-        evaluate(0)
-        save_checkpoint()
-
-    def over_time(since: float | None = None) -> bool:
-        # the budget counts optimisation steps only (state["train_seconds"] plus the running
-        # stretch), not dev evaluations; it applies across resumptions
-        if cfg.max_seconds is None:
-            return False
-        running = time.time() - since if since is not None else 0.0
-        return state["train_seconds"] + running >= cfg.max_seconds
-
-    stop = False
-    ran = 0                                       # steps taken by this call
-    while state["epoch"] < cfg.epochs and not stop:
-        epoch = state["epoch"]
-        plan = sampler.plan(epoch)
-        t_epoch = time.time()
-        enc.train()
-        bar = progress_bar(total=len(plan), desc=f"biocom epoch {epoch + 1}/{cfg.epochs}",
-                           unit="batch", initial=state["step_in_epoch"])
-        try:
-            for b in range(state["step_in_epoch"], len(plan)):
-                if cfg.max_steps is not None and state["global_step"] >= cfg.max_steps:
-                    stop = True
-                    break
-                if over_time(t_epoch):
-                    stop = True
-                    break
-                rows = plan[b]
-                torch.manual_seed(cfg.seed * 1_000_003 + state["global_step"])
-                vec = enc.forward([data.train_items[r] for r in rows])
-                labels = torch.tensor([data.train_labels[r] for r in rows], device=vec.device)
-                loss = loss_fn(vec, labels)
-                opt.zero_grad(set_to_none=True)
-                if loss.requires_grad and loss_fn.last_stats.anchors > 0:
-                    loss.backward()
-                    if cfg.grad_clip:
-                        torch.nn.utils.clip_grad_norm_(enc.model.parameters(), cfg.grad_clip)
-                    opt.step()
-                sched.step()
-                state["global_step"] += 1
-                state["step_in_epoch"] = b + 1
-                state["epoch_loss"] += float(loss.detach())
-                state["epoch_batches"] += 1
-                ran += 1
-                bar.update(1)
-                bar.set_postfix(loss=f"{state['epoch_loss'] / state['epoch_batches']:.4f}")
-                if cfg.checkpoint_steps and state["global_step"] % cfg.checkpoint_steps == 0:
-                    state["train_seconds"] += time.time() - t_epoch
-                    t_epoch = time.time()
-                    save_checkpoint()
-        finally:
-            bar.close()
-        state["train_seconds"] += time.time() - t_epoch
-        if stop:
-            # max_steps / max_seconds reached inside the epoch: keep the position, so that a
-            # later run with a larger budget continues this epoch where it stopped
-            if ran and state["epoch_batches"]:
-                state["history"].append({"epoch": epoch + state["step_in_epoch"] / len(plan),
-                                         "steps": state["global_step"],
-                                         "loss": state["epoch_loss"] / state["epoch_batches"],
-                                         "partial": True})
-            if dev_items and (ran or state["best"] is None):
-                evaluate(round(epoch + state["step_in_epoch"] / len(plan), 3))
-            save_checkpoint()
-            break
-        finished_epoch = epoch + 1
-        state["history"].append({"epoch": finished_epoch, "steps": state["global_step"],
-                                 "loss": state["epoch_loss"] / max(state["epoch_batches"], 1)})
-        state.update(epoch=finished_epoch, step_in_epoch=0, epoch_loss=0.0, epoch_batches=0)
-        last = finished_epoch >= cfg.epochs or (
-            cfg.max_steps is not None and state["global_step"] >= cfg.max_steps) or over_time()
-        if dev_items and (last or finished_epoch % max(cfg.eval_every, 1) == 0):
-            evaluate(finished_epoch)
-        save_checkpoint()
-        if last:
-            break
+    task = BiocomTask(enc, data, sampler, dev_items, dev_gold, cfg, out)
+    loop = TrainingLoop(task, LoopConfig(
+        epochs=cfg.epochs, name="BioCoM", budget="step", max_steps=cfg.max_steps,
+        max_seconds=cfg.max_seconds, checkpoint_every_steps=cfg.checkpoint_steps or None,
+        eval_initial=cfg.eval_initial and bool(dev_items), eval_every=cfg.eval_every,
+        step_seed=cfg.seed), ckpt_dir / CHECKPOINT, _fingerprint(cfg, str(encoder), corpus),
+        resume=resume)
+    resumed = loop.begin() is not None
+    if not resume:
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MODEL_JSON).unlink(missing_ok=True)   # the directory is incomplete until the end
+    res = loop.run()
 
     # ---------------------------------------------------------------- final model
-    best = state["best"]
+    best = None if res.best_metrics is None else {**res.best_metrics, "epoch": res.best_epoch}
     if dev_items and best is not None:
         k, k_source = int(best["k"]), "dev"
         final_enc = BiocomEncoder(out / ENCODER_DIR, max_length=cfg.max_length,
                                   window_chars=cfg.window_chars, device=cfg.device)
-        vecs = np.load(best_vectors_path)
+        vecs = np.load(ckpt_dir / BEST_VECTORS)
         save_encoder = False
         best_epoch = int(best["epoch"])
     else:
@@ -480,7 +325,7 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
         final_enc = enc
         vecs = enc.embed(data.index_items, cfg.infer_batch_size, progress="corpus")
         save_encoder = True
-        best_epoch = int(state["epoch"])
+        best_epoch = res.epochs_completed
     meta = {
         "method": "biocom", "format_version": FORMAT_VERSION,
         "encoder": {"base": str(encoder), "dir": ENCODER_DIR, "max_length": cfg.max_length,
@@ -504,10 +349,9 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
                   "pseudo_rows": int(sum(data.index_rows["pseudo"]))},
         "metrics": {"dev": best, "dev_skipped_mentions": dev_skipped,
                     "best_epoch": best_epoch},
-        "training": {"epochs_run": state["epoch"], "steps": state["global_step"],
-                     "batches_per_epoch": len(sampler), "seconds": round(
-                         state["train_seconds"], 1), "resumed": resumed,
-                     "history": state["history"]},
+        "training": {"epochs_run": res.epochs_completed, "steps": res.global_step,
+                     "batches_per_epoch": len(sampler), "seconds": round(res.elapsed, 1),
+                     "resumed": resumed, "history": res.history},
         "versions": _versions(),
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
@@ -516,7 +360,6 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
     if not cfg.keep_checkpoint and ckpt_dir.exists():
         shutil.rmtree(ckpt_dir)
     return BiocomTrainResult(model_dir=str(out), k=k, best_epoch=best_epoch,
-                             dev_metrics=best, epochs_run=state["epoch"],
-                             steps=state["global_step"],
-                             train_seconds=time.time() - t_start, resumed=resumed,
-                             history=state["history"])
+                             dev_metrics=best, epochs_run=res.epochs_completed,
+                             steps=res.global_step, train_seconds=time.time() - t_start,
+                             resumed=resumed, history=res.history)

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -28,7 +27,8 @@ from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
 from kgnorm.linking.sparse import SparseScorer
-from kgnorm.methods.model_dir import read_model_meta, write_model_meta
+from kgnorm.methods.indexed_names import (load_dense_encoder, load_names_and_index, read_method_meta,
+                                          save_names_and_index)
 from kgnorm.progress import progress_bar
 
 
@@ -316,33 +316,17 @@ def save_biosyn(model, directory: str | Path, ontology: dict | None = None,
     if not isinstance(model, BioSynModel):
         raise KgnormError("save_biosyn expects a BioSynModel")
     d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    dictionary = model._need_dictionary()
-    if model.index is None:
-        model.build_index()
     enc = model.encoder
     enc.save(d / "encoder")
     model.sparse.save(d / "sparse")
-    dictionary.save(d / "names")
-    model.index.save(d / "index")
-    meta: dict[str, Any] = {
+    save_names_and_index(model, d, {
         "method": "biosyn",
         "encoder": {"path": "encoder", "base": str(getattr(enc, "base", enc.path)),
                     "dim": enc.dim, **enc.config()},
         "sparse_weight": model.lam,
         "sparse": {"path": "sparse", **model.sparse.config()},
-        "names": {"path": "names", "count": len(dictionary),
-                  "concepts": dictionary.concept_count,
-                  "mention_names": int(sum(dictionary.is_mention))},
-        "index": {"path": "index", "kind": model.index.kind, "fp16": model.index.fp16},
         "link": {"k_sparse": model.k_sparse, "k_dense": model.k_dense},
-        "hyper_parameters": dict(hyper_parameters or {}),
-        "ontology": dict(ontology or {}),
-        "metrics": dict(metrics or {}),
-    }
-    if extra:
-        meta.update(extra)
-    write_model_meta(d, meta)
+    }, hyper_parameters, ontology, metrics, extra)
     return d
 
 
@@ -350,18 +334,11 @@ def load_biosyn(directory: str | Path, device: str | None = None,
                 use_gpu: bool | str = "auto"):
     """Load a BioSyn model directory written by :func:`save_biosyn`."""
     d = Path(directory)
-    meta = read_model_meta(d)
-    if meta["method"] != "biosyn":
-        raise KgnormError(f"{d} holds a {meta['method']!r} model, not a BioSyn one")
-    e = meta.get("encoder", {})
-    encoder = DenseEncoder(d / e.get("path", "encoder"), pooling=e.get("pooling", "cls"),
-                           max_length=e.get("max_length", 25), device=device,
-                           normalize=e.get("normalize", False))
-    encoder.base = e.get("base", str(d / "encoder"))
-    dictionary = NameDictionary.load(d / meta.get("names", {}).get("path", "names"))
+    meta = read_method_meta(d, "biosyn", "BioSyn")
+    encoder = load_dense_encoder(d, meta, device, pooling="cls")
+    dictionary, index = load_names_and_index(d, meta, use_gpu)
     sparse = SparseScorer.load(d / meta.get("sparse", {}).get("path", "sparse"))
-    index = NameIndex.load(d / meta.get("index", {}).get("path", "index"), use_gpu=use_gpu)
-    if not (sparse.n_names == len(dictionary) == index.ntotal):
+    if sparse.n_names != len(dictionary):
         raise KgnormError(f"{d}: names ({len(dictionary)}), sparse matrix ({sparse.n_names}) "
                           f"and index ({index.ntotal}) disagree")
     if index.dim != encoder.dim:

@@ -1,5 +1,5 @@
 """BNE name encoder (Phan, Sun & Tay 2019, "Robust representation learning of biomedical
-names", ACL) and the name-index linking shared by the encoders of this package.
+names", ACL): the network, its features and its model directory.
 
 Network (:class:`BNE`), per name:
 
@@ -13,14 +13,14 @@ Network (:class:`BNE`), per name:
 
 Dropout (0.5) is applied to the token representations and to the pooled vector.
 ``target_proj`` is the training-only map used by the conceptual and contextual objectives
-(see :mod:`kgnorm.methods.bne.train`); it is saved with the weights but not used by ``encode``.
+(see :mod:`kgnorm.methods.bne.objectives`); it is saved with the weights but not used by ``encode``.
 
 Each distinct token of a batch goes through the character BiLSTM once.
 
 :class:`BneModel` wraps the network with its character vocabulary, word vectors, name
 dictionary and FAISS index: ``encode(names)`` gives L2-normalized float32 vectors and
 ``link(queries, top_k)`` returns :class:`kgnorm.methods.biosyn.model.Candidate` lists (score =
-cosine similarity). A model directory::
+cosine similarity) through :class:`kgnorm.linking.indexed.IndexedNamesMixin`. A model directory::
 
     kgnorm-model.json     method "bne", architecture, hyper-parameters, metrics, versions
     model.safetensors     network weights
@@ -29,15 +29,12 @@ cosine similarity). A model directory::
     wordvectors/          the input word vectors (kgnorm.encoders.wordvectors layout)
     names/                names.tsv, alt_ids.tsv (kgnorm.linking.dictionary)
     index/                names.faiss, index.json (kgnorm.linking.index)
-
-:class:`IndexedNamesMixin` holds the dictionary/index/link logic; the DILBERT model
-(:mod:`kgnorm.methods.dilbert.model`) reuses it.
 """
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +43,15 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from kgnorm.errors import KgnormError
-from kgnorm.methods.biosyn.model import Candidate
-from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.index import NameIndex
-from kgnorm.progress import progress_bar
 from kgnorm.encoders.wordvectors import WordVectors, tokenize
+from kgnorm.errors import KgnormError
+from kgnorm.linking.dictionary import NameDictionary, as_name_dictionary, concept_names
+from kgnorm.linking.index import NameIndex
+from kgnorm.linking.indexed import IndexedNamesMixin
+from kgnorm.progress import progress_bar
 
+# as_name_dictionary, concept_names and IndexedNamesMixin live in kgnorm.linking (shared with
+# DILBERT); they stay importable from here for the callers that still do
 __all__ = ["BNE", "BneModel", "load_bne", "build_char_vocab", "IndexedNamesMixin",
            "as_name_dictionary", "concept_names", "WEIGHTS", "CHARS", "WORDVECTORS"]
 
@@ -61,42 +60,6 @@ CHARS = "chars.json"
 WORDVECTORS = "wordvectors"
 PAD, UNK = 0, 1
 _RESERVED = ["<pad>", "<unk>"]
-
-
-# ---------------------------------------------------------------------- dictionary helpers
-def as_name_dictionary(concepts: NameDictionary | Mapping[str, Iterable[str]],
-                       alt_ids: Mapping[str, Iterable[str]] | None = None) -> NameDictionary:
-    """A :class:`NameDictionary` from a dictionary or a plain ``uid -> names`` mapping
-    (names already normalized; empty names are skipped)."""
-    if isinstance(concepts, NameDictionary):
-        if alt_ids:
-            merged = {k: list(v) for k, v in concepts.alt_ids.items()}
-            for k, v in alt_ids.items():
-                merged[k] = list(dict.fromkeys([*merged.get(k, []), *v]))
-            return NameDictionary(names=list(concepts.names), uids=list(concepts.uids),
-                                  alt_ids=merged, is_mention=list(concepts.is_mention))
-        return concepts
-    if not isinstance(concepts, Mapping):
-        raise KgnormError("concepts must be a NameDictionary or a mapping uid -> names")
-    entries = []
-    for uid, names in concepts.items():
-        if isinstance(names, str):
-            names = [names]
-        entries.extend((n, str(uid)) for n in names)
-    return NameDictionary.from_entries(entries, alt_ids=alt_ids)
-
-
-def concept_names(dictionary: NameDictionary, ontology_only: bool = False
-                  ) -> dict[str, list[str]]:
-    """``uid -> names`` (dictionary order) of a :class:`NameDictionary`; a name carried by
-    several uids is listed under each. ``ontology_only`` skips rows added from mentions."""
-    out: dict[str, list[str]] = {}
-    for name, uids, m in zip(dictionary.names, dictionary.uids, dictionary.is_mention):
-        if ontology_only and m:
-            continue
-        for u in uids:
-            out.setdefault(u, []).append(name)
-    return out
 
 
 def build_char_vocab(names: Iterable[str], min_count: int = 1) -> list[str]:
@@ -169,102 +132,6 @@ class BNE(nn.Module):
                 < name_lens.to(out.device)[:, None])
         pooled = out.masked_fill(~mask[:, :, None], float("-inf")).max(dim=1).values
         return self.out(self.dropout(pooled))
-
-
-# ---------------------------------------------------------------------- shared linking
-class IndexedNamesMixin:
-    """Dictionary + FAISS index + ``link`` for any encoder with ``encode(names)``.
-
-    Subclasses provide ``encode(names, batch_size=..., progress=...)`` and may override
-    :meth:`_index_vectors` / :meth:`_query_vectors` / :meth:`_scores` to search a metric
-    other than the inner product of the encoded vectors.
-    """
-
-    dictionary: NameDictionary | None
-    index: NameIndex | None
-    index_kind: str = "flat"
-    index_fp16: bool = False
-
-    def set_dictionary(self, dictionary: NameDictionary) -> None:
-        if len(dictionary) == 0:
-            raise KgnormError("the name dictionary is empty")
-        self.dictionary = dictionary
-        self.index = None
-
-    def _need_dictionary(self) -> NameDictionary:
-        if self.dictionary is None:
-            raise KgnormError("the model has no name dictionary")
-        return self.dictionary
-
-    def _index_vectors(self, vectors: np.ndarray) -> np.ndarray:
-        return vectors
-
-    def _query_vectors(self, vectors: np.ndarray) -> np.ndarray:
-        return vectors
-
-    def _scores(self, inner: np.ndarray, query_vectors: np.ndarray) -> np.ndarray:
-        return inner
-
-    def build_index(self, vectors: np.ndarray | None = None, progress: bool = False,
-                    batch_size: int = 512) -> NameIndex:
-        """Index the dictionary names (``vectors``: their ``encode`` output, if known)."""
-        d = self._need_dictionary()
-        if vectors is None:
-            vectors = self.encode(d.names, batch_size=batch_size, progress=progress)
-        if len(vectors) != len(d):
-            raise KgnormError(f"{len(vectors)} vectors for {len(d)} dictionary names")
-        self.index = NameIndex.build(self._index_vectors(np.asarray(vectors, np.float32)),
-                                     kind=self.index_kind, fp16=self.index_fp16)
-        return self.index
-
-    def retrieve(self, queries: Sequence[str], top_k: int = 5, batch_size: int = 512,
-                 query_vectors: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(scores float32 [n, k], rows int64 [n, k])``, best first; -1 rows past the
-        dictionary's end."""
-        self._need_dictionary()
-        if self.index is None:
-            self.build_index()
-        qv = (self.encode(list(queries), batch_size=batch_size) if query_vectors is None
-              else np.asarray(query_vectors, np.float32))
-        k = max(1, int(top_k))
-        inner, idx = self.index.search(self._query_vectors(qv), k)
-        scores = self._scores(inner, qv).astype(np.float32)
-        if idx.shape[1] < k:
-            pad = k - idx.shape[1]
-            idx = np.pad(idx, ((0, 0), (0, pad)), constant_values=-1)
-            scores = np.pad(scores, ((0, 0), (0, pad)), constant_values=-np.inf)
-        return scores, idx
-
-    def link(self, queries: Sequence[str], top_k: int = 5, batch_size: int = 512,
-             progress: bool = False) -> list[list[Candidate]]:
-        """Ranked :class:`Candidate` rows (best first) for each (normalized) query."""
-        if isinstance(queries, str):
-            raise KgnormError("link expects a sequence of query strings, not one string")
-        d = self._need_dictionary()
-        if self.index is None:
-            self.build_index(progress=progress)
-        queries = list(queries)
-        out: list[list[Candidate]] = []
-        bar = progress_bar(total=len(queries), desc="link", unit="mention") if progress else None
-        try:
-            for s in range(0, len(queries), batch_size):
-                part = queries[s:s + batch_size]
-                scores, idx = self.retrieve(part, top_k, batch_size=batch_size)
-                for i in range(len(part)):
-                    row = []
-                    for j in range(idx.shape[1]):
-                        c = int(idx[i, j])
-                        if c < 0:
-                            break
-                        sc = float(scores[i, j])
-                        row.append(Candidate(c, d.uids[c], d.names[c], sc, 0.0, sc))
-                    out.append(row)
-                if bar is not None:
-                    bar.update(len(part))
-        finally:
-            if bar is not None:
-                bar.close()
-        return out
 
 
 # ---------------------------------------------------------------------- model

@@ -3,22 +3,15 @@
 Data: ``concepts`` -- a :class:`~kgnorm.linking.dictionary.NameDictionary` or a plain
 ``uid -> [normalized names]`` mapping -- and :class:`~kgnorm.encoders.wordvectors.WordVectors`.
 Every training name is an anchor once per epoch (order and synonym choice seeded with
-``seed + epoch``). With ``e(s)`` the network output (:class:`~kgnorm.methods.bne.model.BNE`)
-and ``P`` the target map (below), for a batch of B anchors ``s_i`` of concepts ``c_i``:
+``seed + epoch``, :mod:`kgnorm.methods.bne.sampling`). The objectives -- synonym, conceptual,
+contextual, and the optional sibling / parent terms -- are in
+:mod:`kgnorm.methods.bne.objectives`; weights w_syn/w_con/w_ctx 1/1/1.
 
-* synonym:     ``S_ij = e(s_i) . e(t_j)`` where ``t_i`` is another name of ``c_i`` drawn
-  for this epoch (rows whose concept has a single training name are left out);
-* conceptual:  ``S_ij = P e(s_i) . g(c_j)`` with ``g(c)`` the mean of ``q`` over the
-  concept's training names;
-* contextual:  ``S_ij = P e(s_i) . q(s_j)`` with ``q(s)`` the mean of the name's word
-  vectors (Option 2 of the paper);
-
-each a logistic loss with in-batch negatives (:func:`logistic_inbatch_loss`):
-``mean_i [ -log sigma(S_ii) + mean_{j in N(i)} -log sigma(-S_ij) ]`` where ``N(i)`` are the
-batch columns whose name/concept is not one of ``s_i``'s concepts (a synonym drawn for
-another anchor of the same concept is no negative). loss = w_syn L_syn + w_con L_con +
-w_ctx L_ctx (1/1/1). ``q`` and ``g`` are L2-normalized so the three scores live on the
-same scale.
+Hierarchy (kgnorm's addition): with ``hierarchy`` (the ontology's IS_A view) and
+``siblings_k`` > 0, each anchor gets ``siblings_k`` names of sibling concepts per epoch as hard
+negatives for the synonym objective; with ``parents_k`` > 0, ``parents_k`` names of its parent
+concepts as positives for the conceptual one (the shared samplers of :mod:`kgnorm.samplers`).
+Without them the negatives are in-batch only, as in the paper.
 
 Target map ``P`` (decided here): the paper compares ``e(s)`` directly with word-vector
 averages of the same dimension. ``projection="auto"`` does exactly that when the word
@@ -57,20 +50,23 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from kgnorm.methods.bne.model import (BNE, BneModel, as_name_dictionary, build_char_vocab,
-                                 concept_names, load_bne)
+from kgnorm.encoders.wordvectors import WordVectors
 from kgnorm.errors import KgnormError
 from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
-from kgnorm.linking.dictionary import NameDictionary
+from kgnorm.graph.hierarchy import Hierarchy
+from kgnorm.linking.dictionary import NameDictionary, as_name_dictionary, concept_names
+from kgnorm.methods.bne.model import BNE, BneModel, build_char_vocab, load_bne
+from kgnorm.methods.bne.objectives import (BatchData, batch_loss, inbatch_scores, l2_rows,
+                                           logistic_inbatch_loss, prototypes)
+from kgnorm.methods.bne.sampling import (HierarchyDraws, TrainingNames, epoch_synonyms,
+                                         hold_out_synonyms)
 from kgnorm.progress import progress_bar
-from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, rng_state, seed_all,
-                                        set_rng_state)
-from kgnorm.encoders.wordvectors import WordVectors
+from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, rng_state,
+                                         seed_all, set_rng_state)
 
 __all__ = ["BneConfig", "BneTrainResult", "train_bne", "logistic_inbatch_loss",
-           "inbatch_scores", "hold_out_synonyms", "prototypes", "load_bne"]
+           "inbatch_scores", "hold_out_synonyms", "prototypes", "load_bne", "evaluate_linking"]
 
 CHECKPOINT = "last.pt"
 BEST = "best.safetensors"
@@ -89,6 +85,10 @@ class BneConfig:
     w_synonym: float = 1.0
     w_concept: float = 1.0
     w_context: float = 1.0
+    siblings_k: int = 0               # sibling names per anchor as hard negatives (0: off)
+    parents_k: int = 0                # parent names per anchor as conceptual positives (0: off)
+    w_sibling: float = 1.0
+    w_parent: float = 1.0
     learning_rate: float = 1e-3
     clip: float = 5.0
     batch_size: int = 64
@@ -128,84 +128,7 @@ class BneTrainResult:
     train_seconds: float = 0.0
 
 
-# ---------------------------------------------------------------------- objectives
-def inbatch_scores(anchors: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """``[B, B']`` dot products: row i = anchor i against every target of the batch."""
-    return anchors @ targets.T
-
-
-def logistic_inbatch_loss(scores: torch.Tensor, negative_mask: torch.Tensor | None = None
-                          ) -> torch.Tensor:
-    """``mean_i [softplus(-S_ii) + mean_{j: mask_ij} softplus(S_ij)]`` for a square score
-    matrix whose diagonal holds the positives. ``negative_mask [B, B]`` (bool) says which
-    off-diagonal cells are negatives (default: all); the diagonal is never a negative. A
-    row without negatives contributes its positive term only."""
-    B = scores.shape[0]
-    if scores.ndim != 2 or scores.shape[1] != B:
-        raise KgnormError(f"logistic_inbatch_loss expects a square score matrix, got "
-                          f"{tuple(scores.shape)}")
-    if B == 0:
-        return scores.sum() * 0.0
-    eye = torch.eye(B, dtype=torch.bool, device=scores.device)
-    mask = ~eye if negative_mask is None else (negative_mask.to(scores.device) & ~eye)
-    pos = F.softplus(-scores.diagonal())
-    negs = F.softplus(scores) * mask
-    cnt = mask.sum(dim=1)
-    neg = negs.sum(dim=1) / cnt.clamp(min=1)
-    return (pos + neg).mean()
-
-
-def prototypes(q: np.ndarray, concept_of: Sequence[int], n_concepts: int) -> np.ndarray:
-    """``g(c)`` = mean of ``q`` over the names of concept c, L2-normalized (zeros stay 0)."""
-    q = np.asarray(q, np.float32)
-    g = np.zeros((n_concepts, q.shape[1]), np.float64)
-    np.add.at(g, np.asarray(concept_of, np.int64), q)
-    cnt = np.bincount(np.asarray(concept_of, np.int64), minlength=n_concepts).astype(np.float64)
-    g /= np.maximum(cnt, 1)[:, None]
-    return _l2(g.astype(np.float32))
-
-
-def _l2(x: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(x, axis=1, keepdims=True)
-    return (x / np.where(n > 0, n, 1.0)).astype(np.float32)
-
-
 # ---------------------------------------------------------------------- data
-def hold_out_synonyms(concepts: Mapping[str, Sequence[str]], fraction: float = 0.05,
-                      max_names: int = 1000, seed: int = 0
-                      ) -> tuple[dict[str, list[str]], list[tuple[str, set[str]]]]:
-    """Seeded dev slice: returns (training concepts, dev [(name, {uid})]).
-
-    Only names carried by exactly one concept whose concept keeps at least one other name
-    are eligible; ``round(fraction * n_names)`` of them (at most ``max_names``) are held
-    out, at most one per concept."""
-    carriers: dict[str, int] = {}
-    for names in concepts.values():
-        for n in set(names):
-            carriers[n] = carriers.get(n, 0) + 1
-    eligible_by_concept: list[tuple[str, list[str]]] = []
-    for uid in sorted(concepts):
-        names = list(dict.fromkeys(concepts[uid]))
-        if len(names) < 2:
-            continue
-        ok = [n for n in names if carriers.get(n) == 1]
-        if ok:
-            eligible_by_concept.append((uid, ok))
-    n_total = sum(len(set(v)) for v in concepts.values())
-    want = min(int(max_names), int(round(float(fraction) * n_total)), len(eligible_by_concept))
-    rng = np.random.default_rng(seed)
-    picked = rng.permutation(len(eligible_by_concept))[:max(want, 0)]
-    dev: list[tuple[str, set[str]]] = []
-    held: dict[str, str] = {}
-    for i in sorted(picked):
-        uid, ok = eligible_by_concept[int(i)]
-        name = ok[int(rng.integers(len(ok)))]
-        held[uid] = name
-        dev.append((name, {uid}))
-    train = {u: [n for n in dict.fromkeys(ns) if held.get(u) != n] for u, ns in concepts.items()}
-    return train, dev
-
-
 def _prepare_dev(dev: Iterable[tuple[str, Iterable[str] | str]] | None
                  ) -> tuple[list[str], list[frozenset[str]]]:
     qs, gs = [], []
@@ -250,10 +173,14 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
               config: BneConfig | None = None,
               alt_ids: Mapping[str, Iterable[str]] | None = None, resume: bool = True,
               progress: bool = True, ontology: dict | None = None,
-              device: str | None = None) -> BneTrainResult:
+              device: str | None = None, hierarchy: Hierarchy | None = None) -> BneTrainResult:
     """Train a BNE encoder on the synonyms of ``concepts`` and write the selected model
-    (with every name of ``concepts`` indexed) to ``out_dir``."""
+    (with every name of ``concepts`` indexed) to ``out_dir``. ``hierarchy`` (IS_A edges over
+    the same uids) is needed when ``siblings_k`` or ``parents_k`` is set."""
     cfg = config or BneConfig()
+    if (cfg.siblings_k or cfg.parents_k) and hierarchy is None:
+        raise KgnormError("BneConfig.siblings_k / parents_k need a hierarchy (the ontology's "
+                          "IS_A edges)")
     if cfg.projection not in PROJECTIONS:
         raise KgnormError(f"unknown projection {cfg.projection!r} (choose from "
                           f"{', '.join(PROJECTIONS)})")
@@ -276,23 +203,13 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
                                                  cfg.seed)
         dev_q, dev_g = _prepare_dev(held)
         dev_source = "held_out" if dev_q else "none"
-    uids = sorted(u for u, ns in train_concepts.items() if ns)
-    cidx = {u: i for i, u in enumerate(uids)}
-    item_name: list[str] = []
-    item_concept: list[int] = []
-    for u in uids:
-        for n in dict.fromkeys(train_concepts[u]):
-            item_name.append(n)
-            item_concept.append(cidx[u])
-    n_items = len(item_name)
+    items = TrainingNames.build(train_concepts)
+    uids, item_name, item_concept = items.uids, items.names, items.concept
+    n_items = len(items)
     if n_items < 2:
         raise KgnormError("BNE needs at least two training names")
-    name_concepts: dict[str, set[int]] = {}
-    for n, c in zip(item_name, item_concept):
-        name_concepts.setdefault(n, set()).add(c)
-    members: list[list[int]] = [[] for _ in uids]
-    for i, c in enumerate(item_concept):
-        members[c].append(i)
+    draws = (HierarchyDraws(items, hierarchy, cfg.siblings_k, cfg.parents_k, cfg.seed)
+             if hierarchy is not None and (cfg.siblings_k or cfg.parents_k) else None)
     train_dict = NameDictionary.from_entries(
         ((n, uids[c]) for n, c in zip(item_name, item_concept)), alt_ids=full_dict.alt_ids)
 
@@ -302,7 +219,7 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
         raise KgnormError(f"projection='identity' needs word vectors of out_dim={cfg.out_dim} "
                           f"dimensions, they have {wd}")
     use_proj = cfg.projection == "linear" or (cfg.projection == "auto" and wd != cfg.out_dim)
-    q_np = _l2(word_vectors.average(item_name))
+    q_np = l2_rows(word_vectors.average(item_name))
     g_np = prototypes(q_np, item_concept, len(uids))
 
     chars = build_char_vocab(item_name)
@@ -311,9 +228,11 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
               cfg.dropout, target_dim=wd if use_proj else None)
     model = BneModel(net, word_vectors, chars, train_dict, max_word_len=cfg.max_word_len,
                      device=device)
-    dev_t = model.device
-    q_t = torch.from_numpy(q_np).to(dev_t)
-    g_t = torch.from_numpy(g_np).to(dev_t)
+    batch_data = BatchData(item_name, item_concept, items.name_concepts,
+                           torch.from_numpy(q_np).to(model.device),
+                           torch.from_numpy(g_np).to(model.device),
+                           {"syn": cfg.w_synonym, "con": cfg.w_concept, "ctx": cfg.w_context,
+                            "sib": cfg.w_sibling, "par": cfg.w_parent})
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
 
     n_batches = math.ceil(n_items / cfg.batch_size)
@@ -326,6 +245,8 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
         "dev_gold": digest("|".join(sorted(g)) for g in dev_g), "chars": digest(chars),
         "wv": [word_vectors.kind, wd, len(kv.index_to_key),
                hashlib.sha1(np.ascontiguousarray(kv.vectors, np.float32).tobytes()).hexdigest()],
+        **({"is_a": digest(f"{c}>{p}" for c, p in sorted(draws.view.graph.edges))}
+           if draws is not None else {}),
     }, sort_keys=True).encode()).hexdigest()
 
     epoch, step, evals_since_best = 0, 0, 0
@@ -390,13 +311,8 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
         while epoch < cfg.max_epochs and not stopped:
             rng = np.random.default_rng(cfg.seed + epoch)
             perm = rng.permutation(n_items)
-            # one synonym per anchor for this epoch (-1: the concept has no other name)
-            syn = np.full(n_items, -1, np.int64)
-            for i in range(n_items):
-                mem = members[item_concept[i]]
-                if len(mem) > 1:
-                    j = mem[int(rng.integers(len(mem) - 1))]
-                    syn[i] = j if j != i else mem[-1]
+            syn = epoch_synonyms(items, rng)
+            siblings, parents = draws.draw(epoch) if draws is not None else (None, None)
             net.train()
             losses: list[float] = []
             sbar = (progress_bar(total=n_batches, desc=f"epoch {epoch + 1}", unit="batch")
@@ -405,8 +321,7 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
                 sbar.update(step)
             for b in range(step, n_batches):
                 sel = perm[b * cfg.batch_size:(b + 1) * cfg.batch_size]
-                loss, parts = _batch_loss(model, cfg, sel, syn, item_name, item_concept,
-                                          name_concepts, q_t, g_t)
+                loss, parts = batch_loss(model, batch_data, sel, syn, siblings, parents)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 if cfg.clip and cfg.clip > 0:
@@ -460,6 +375,7 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
                extra={"training": {"n_train_names": n_items, "n_concepts": len(uids),
                                    "n_dev": len(dev_q), "dev_source": dev_source,
                                    "target_projection": "linear" if use_proj else "identity",
+                                   **(draws.coverage() if draws is not None else {}),
                                    "stopped_early": stopped, "history": history}})
     final = load_bne(out, device=str(model.device))
     return BneTrainResult(out_dir=out, model=final, best_epoch=best_epoch,
@@ -469,43 +385,3 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
                           resumed_from=resumed_from,
                           train_seconds=time.perf_counter() - t_start)
 
-
-def _batch_loss(model: BneModel, cfg: BneConfig, sel: np.ndarray, syn: np.ndarray,
-                item_name: list[str], item_concept: list[int],
-                name_concepts: dict[str, set[int]], q_t: torch.Tensor, g_t: torch.Tensor
-                ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The weighted sum of the three objectives for anchors ``sel``."""
-    net = model.net
-    has_syn = syn[sel] >= 0
-    syn_rows = syn[sel][has_syn]
-    texts = [item_name[i] for i in sel] + [item_name[j] for j in syn_rows]
-    emb = model.embed(texts)
-    a = emb[:len(sel)]
-    dev = a.device
-    anchor_c = [name_concepts[item_name[i]] for i in sel]
-    parts: dict[str, torch.Tensor] = {}
-    # synonym
-    if len(syn_rows) >= 1 and cfg.w_synonym:
-        t = emb[len(sel):]
-        rows = np.flatnonzero(has_syn)
-        S = inbatch_scores(a[torch.from_numpy(rows).to(dev)], t)
-        mask = torch.tensor([[not (name_concepts[item_name[j]] & anchor_c[r]) for j in syn_rows]
-                             for r in rows], dtype=torch.bool, device=dev)
-        parts["syn"] = logistic_inbatch_loss(S, mask)
-    pa = net.target_proj(a) if net.target_proj is not None else a
-    concept_ids = [item_concept[i] for i in sel]
-    if cfg.w_concept:
-        S = inbatch_scores(pa, g_t[torch.tensor(concept_ids, device=dev)])
-        mask = torch.tensor([[c not in anchor_c[r] for c in concept_ids]
-                             for r in range(len(sel))], dtype=torch.bool, device=dev)
-        parts["con"] = logistic_inbatch_loss(S, mask)
-    if cfg.w_context:
-        S = inbatch_scores(pa, q_t[torch.from_numpy(np.asarray(sel)).to(dev)])
-        mask = torch.tensor([[not (name_concepts[item_name[j]] & anchor_c[r]) for j in sel]
-                             for r in range(len(sel))], dtype=torch.bool, device=dev)
-        parts["ctx"] = logistic_inbatch_loss(S, mask)
-    w = {"syn": cfg.w_synonym, "con": cfg.w_concept, "ctx": cfg.w_context}
-    if not parts:
-        return a.sum() * 0.0, {}
-    loss = sum(w[k] * v for k, v in parts.items())
-    return loss, {k: float(v.detach()) for k, v in parts.items()}

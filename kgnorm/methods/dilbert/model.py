@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -35,7 +34,8 @@ from kgnorm.methods.bne.model import IndexedNamesMixin
 from kgnorm.errors import KgnormError
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.index import NameIndex
+from kgnorm.methods.indexed_names import (load_dense_encoder, load_names_and_index, read_method_meta,
+                                          save_names_and_index)
 
 __all__ = ["DilbertModel", "load_dilbert", "DISTANCES"]
 
@@ -117,58 +117,28 @@ class DilbertModel(IndexedNamesMixin):
     def save(self, directory: str | Path, hyper_parameters: dict | None = None,
              metrics: dict | None = None, ontology: dict | None = None,
              extra: dict | None = None) -> Path:
-        from kgnorm.methods.model_dir import write_model_meta
-
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        dictionary = self._need_dictionary()
-        if self.index is None:
-            self.build_index()
         enc = self.encoder
         enc.save(d / "encoder")
-        dictionary.save(d / "names")
-        self.index.save(d / "index")
-        meta: dict[str, Any] = {
+        self.meta = save_names_and_index(self, d, {
             "method": "dilbert",
             "encoder": {"path": "encoder", "base": str(getattr(enc, "base", enc.path)),
                         "dim": enc.dim, **enc.config()},
             "distance": self.distance,
             "score": "-euclidean distance" if self.distance == "euclidean" else "cosine",
-            "names": {"path": "names", "count": len(dictionary),
-                      "concepts": dictionary.concept_count,
-                      "mention_names": int(sum(dictionary.is_mention))},
-            "index": {"path": "index", "kind": self.index.kind, "fp16": self.index.fp16},
-            "hyper_parameters": dict(hyper_parameters or {}),
-            "ontology": dict(ontology or {}),
-            "metrics": dict(metrics or {}),
-        }
-        if extra:
-            meta.update(extra)
-        write_model_meta(d, meta)
-        self.meta = meta
+        }, hyper_parameters, ontology, metrics, extra)
         return d
 
 
 def load_dilbert(directory: str | os.PathLike, device: str | None = None,
                  use_gpu: bool | str = "auto") -> DilbertModel:
     """Load a DILBERT model directory written by :meth:`DilbertModel.save`."""
-    from kgnorm.methods.model_dir import read_model_meta
-
     d = Path(directory)
-    meta = read_model_meta(d)
-    if meta["method"] != "dilbert":
-        raise KgnormError(f"{d} holds a {meta['method']!r} model, not a DILBERT one")
-    e = meta.get("encoder", {})
-    encoder = DenseEncoder(d / e.get("path", "encoder"), pooling=e.get("pooling", "mean"),
-                           max_length=e.get("max_length", 25), device=device,
-                           normalize=e.get("normalize", False))
-    encoder.base = e.get("base", str(d / "encoder"))
-    dictionary = NameDictionary.load(d / meta.get("names", {}).get("path", "names"))
-    index = NameIndex.load(d / meta.get("index", {}).get("path", "index"), use_gpu=use_gpu)
+    meta = read_method_meta(d, "dilbert", "DILBERT")
+    encoder = load_dense_encoder(d, meta, device, pooling="mean")
+    dictionary, index = load_names_and_index(d, meta, use_gpu)
     distance = meta.get("distance", "euclidean")
     want = encoder.dim + (1 if distance == "euclidean" else 0)
-    if index.ntotal != len(dictionary):
-        raise KgnormError(f"{d}: names ({len(dictionary)}) and index ({index.ntotal}) disagree")
     if index.dim != want:
         raise KgnormError(f"{d}: index dimension {index.dim} != expected {want}")
     model = DilbertModel(encoder, dictionary, distance=distance, index_kind=index.kind,

@@ -18,7 +18,7 @@ from kgnorm.graph.hierarchy import Hierarchy
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.samplers import (EpochSeeded, ParentPositiveSampler, RandomNegativeSampler,
                              SiblingNegativeSampler)
-from kgnorm.methods.biosyn.train import _positive_rows
+from kgnorm.methods.biosyn.sampling import positive_rows
 
 __all__ = ["STRATEGIES", "PAIRINGS", "BATCHINGS", "check_strategy", "MentionSample",
            "DilbertSampler", "make_triplets"]
@@ -77,7 +77,7 @@ class DilbertSampler(EpochSeeded):
         self.dictionary = dictionary
         self.max_positives, self.n_negatives = int(max_positives), int(n_negatives)
         self.k_parents, self.k_siblings = int(k_parents), int(k_siblings)
-        rows = _positive_rows(dictionary, list(golds))
+        rows = positive_rows(dictionary, list(golds))
         keep = [i for i, r in enumerate(rows) if r]
         self.n_skipped = len(queries) - len(keep)
         self.queries = [queries[i] for i in keep]

@@ -58,10 +58,12 @@ encoder is a candidate too (``eval_initial``, "epoch 0"): fine-tuning that makes
 accuracy worse -- which happened with MiniLM (BENCHMARKS.md) -- then writes the starting
 encoder instead, and ``best_epoch == 0`` says so.
 
-Checkpoints: ``out_dir/checkpoints/last.pt`` after every epoch and every
-``checkpoint_every_steps`` steps (weights, optimizer, epoch, step, the epoch's triplets,
-history, RNG); ``resume=True`` continues; a checkpoint of other data or settings is
-refused. Same seed and same data give the same run.
+Epochs, checkpoints, resume and dev selection are the shared
+:class:`~kgnorm.training.loop.TrainingLoop`'s (:class:`DilbertTask` supplies the triplets,
+the step, the index and dev Acc@1). Checkpoints: ``out_dir/checkpoints/last.pt`` after every
+epoch and every ``checkpoint_every_steps`` steps (weights, optimizer, position, the epoch's
+triplets, history, RNG); ``resume=True`` continues; a checkpoint of other data or settings
+is refused. Same seed and same data give the same run.
 """
 from __future__ import annotations
 
@@ -70,23 +72,23 @@ import json
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from kgnorm.methods.bne.model import as_name_dictionary
-from kgnorm.methods.dilbert.model import DISTANCES, DilbertModel, load_dilbert
+from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.errors import KgnormError
 from kgnorm.graph.hierarchy import Hierarchy
-from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.progress import progress_bar
-from kgnorm.methods.biosyn.train import _prepare
-from kgnorm.methods.bne.train import evaluate_linking
-from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, rng_state, seed_all,
-                                        set_rng_state)
+from kgnorm.methods.bne.model import as_name_dictionary
+from kgnorm.methods.dilbert.model import DISTANCES, DilbertModel, load_dilbert
+from kgnorm.methods.indexed_names import selected_model
+from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
+from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.task import TrainingTask
+from kgnorm.training.queries import DevQueries, prepare_queries
 from kgnorm.methods.dilbert.sampling import (BATCHINGS, PAIRINGS, STRATEGIES, DilbertSampler,
                                               MentionSample, check_strategy, make_triplets)
 
@@ -99,7 +101,7 @@ MININGS = ("all", "semi-hard")
 
 
 @dataclass
-class DilbertConfig:
+class DilbertConfig(ResumableConfig):
     strategy: str = "random"
     max_positives: int = 30
     n_negatives: int = 5
@@ -126,12 +128,6 @@ class DilbertConfig:
     synonym_anchors: int = 0               # dictionary names added as training queries (0: none)
 
     _RESUMABLE = ("epochs", "encode_batch_size", "checkpoint_every_steps", "eval_initial")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    def fingerprint_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k not in self._RESUMABLE}
 
 
 @dataclass
@@ -205,6 +201,96 @@ def _hierarchydigest(h: Hierarchy | None) -> str:
     return digest(sorted(f"{c}>{p}" for c, p in h.graph.edges))
 
 
+class DilbertTask(TrainingTask):
+    """DILBERT's part of the loop: the epoch's triplets (resampled with the current model
+    when the strategy asks), the triplet-loss step, the name index, dev Acc@1, the model
+    directory."""
+
+    def __init__(self, model: DilbertModel, dictionary: NameDictionary, sampler: DilbertSampler,
+                 dev: DevQueries, cfg: DilbertConfig, out: Path, ontology: dict | None,
+                 progress: bool) -> None:
+        self.model, self.enc, self.dictionary, self.sampler = model, model.encoder, dictionary, sampler
+        self.dev, self.cfg, self.out, self.ontology = dev, cfg, out, ontology
+        self.progress = progress
+        params = [p for p in self.enc.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.Adam(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+        self.name_vecs: np.ndarray | None = None   # dictionary vectors of the current weights
+        self.triplets: list[tuple[str, str, str]] = []
+        self.t_enc = 0.0
+
+    def _encode_names(self) -> None:
+        self.name_vecs = self.model.encode(self.dictionary.names, batch_size=self.cfg.encode_batch_size,
+                                           progress=self.progress, desc="encode names")
+        self.model.build_index(vectors=self.name_vecs)
+
+    def start_epoch(self, epoch: int, saved: dict | None) -> int:
+        cfg = self.cfg
+        self.t_enc = 0.0
+        if saved is not None:
+            self.triplets = [tuple(t) for t in saved["triplets"]]
+        else:
+            self.sampler.set_epoch(epoch)
+            ranked = None
+            if self.sampler.needs_ranking:
+                t0 = time.perf_counter()
+                if self.name_vecs is None or self.model.index is None:
+                    self._encode_names()
+                depth = min(max(cfg.resample_depth, cfg.n_negatives + 1), len(self.dictionary))
+                _, ranked = self.model.retrieve(self.sampler.queries, top_k=depth,
+                                                batch_size=cfg.encode_batch_size)
+                self.t_enc = time.perf_counter() - t0
+            samples = self.sampler.sample(ranked)
+            rng = np.random.default_rng([cfg.seed, epoch, 7])
+            self.triplets = make_triplets(samples, cfg.pairing, rng, cfg.batching)
+        self.name_vecs = None  # weights change from here on
+        self.enc.model.train()
+        return math.ceil(len(self.triplets) / cfg.batch_size)
+
+    def epoch_state(self) -> dict:
+        return {"triplets": [list(t) for t in self.triplets]}
+
+    def train_step(self, step: int) -> float:
+        cfg = self.cfg
+        batch = self.triplets[step * cfg.batch_size:(step + 1) * cfg.batch_size]
+        uniq: dict[str, int] = {}
+        for t in batch:
+            for x in t:
+                uniq.setdefault(x, len(uniq))
+        vec = self.enc.embed_bucketed(list(uniq))
+        ix = torch.tensor([[uniq[x] for x in t] for t in batch], device=vec.device)
+        loss = triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin,
+                            cfg.distance, cfg.mining)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return float(loss.detach())
+
+    def end_epoch(self) -> dict:
+        self.enc.model.eval()
+        t0 = time.perf_counter()
+        self._encode_names()
+        return {"triplets": len(self.triplets),
+                "seconds_encode": round(self.t_enc + time.perf_counter() - t0, 2)}
+
+    def evaluate(self) -> dict | None:
+        return self.dev.evaluate(self.model)
+
+    def save(self, record: dict, history: list[dict]) -> None:
+        self.model.save(self.out, hyper_parameters=self.cfg.to_dict(), ontology=self.ontology,
+                        metrics={"epoch": record["epoch"], "train_loss": record["loss"],
+                                 **({"dev": record["dev"]} if "dev" in record else {})},
+                        extra={"training": {"n_queries": len(self.sampler),
+                                            "n_skipped": self.sampler.n_skipped,
+                                            "history": history}})
+
+    def state_dict(self) -> dict:
+        return {"model": self.enc.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.enc.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+
 def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
                   dictionary: NameDictionary | Mapping[str, Sequence[str]],
                   train: Sequence[tuple[str, Iterable[str] | str]],
@@ -231,8 +317,7 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
     t_start = time.perf_counter()
     seed_all(cfg.seed)
     out = Path(out_dir)
-    ckdir = out / "checkpoints"
-    ckdir.mkdir(parents=True, exist_ok=True)
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
 
     dictionary = as_name_dictionary(dictionary, alt_ids)
     if not isinstance(model, DilbertModel):
@@ -242,13 +327,14 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
         model.encoder.max_length = int(cfg.max_length)
     model.set_dictionary(dictionary)
     enc = model.encoder
-    queries, golds = _prepare(train, cfg.dedupe)
+    queries, golds = prepare_queries(train, cfg.dedupe)
     if not queries:
         raise KgnormError("no training queries with a gold uid")
     if cfg.synonym_anchors:
-        extra_q, extra_g = _prepare(synonym_anchor_pairs(dictionary, cfg.synonym_anchors, cfg.seed), cfg.dedupe)
+        extra_q, extra_g = prepare_queries(synonym_anchor_pairs(dictionary, cfg.synonym_anchors, cfg.seed),
+                                           cfg.dedupe)
         queries, golds = queries + extra_q, golds + extra_g
-    dev_q, dev_g = _prepare(dev, dedupe=False) if dev else ([], [])
+    dev_queries = DevQueries.from_pairs(dev, cfg.eval_top_k, cfg.encode_batch_size)
     sampler = DilbertSampler(dictionary, queries, golds, cfg.strategy, hierarchy,
                              cfg.max_positives, cfg.n_negatives, cfg.k_parents,
                              cfg.k_siblings, cfg.seed)
@@ -260,168 +346,17 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
         "golds": digest("|".join(sorted(g)) for g in golds), "names": digest(dictionary.names),
         "uids": digest("|".join(u) for u in dictionary.uids), "encoder": enc.config(),
         "base": str(getattr(enc, "base", "")), "dim": enc.dim,
-        "hierarchy": _hierarchydigest(hierarchy), "dev": digest(dev_q),
+        "hierarchy": _hierarchydigest(hierarchy), "dev": digest(dev_queries.queries),
     }, sort_keys=True).encode()).hexdigest()
-
-    params = [p for p in enc.model.parameters() if p.requires_grad]
-    optimizer = torch.optim.Adam(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-
-    epoch, step = 0, 0
-    history: list[dict] = []
-    best_acc: float | None = None
-    best_epoch: int | None = None
-    epoch_triplets: list[tuple[str, str, str]] | None = None
-    resumed_from = None
-    ck_path = ckdir / CHECKPOINT
-    if resume and ck_path.is_file():
-        ck = load_checkpoint(ck_path, fingerprint)
-        enc.model.load_state_dict(ck["model"])
-        optimizer.load_state_dict(ck["optimizer"])
-        epoch, step = int(ck["epoch"]), int(ck["step"])
-        history = list(ck["history"])
-        best_acc, best_epoch = ck.get("best_acc"), ck.get("best_epoch")
-        if step > 0 and ck.get("triplets"):
-            epoch_triplets = [tuple(t) for t in ck["triplets"]]
-        else:
-            step = 0
-        set_rng_state(ck["rng"])
-        resumed_from = {"epoch": epoch, "step": step}
-    elif not resume and ck_path.exists():
-        ck_path.unlink()
-
-    def checkpoint(ep: int, st: int, trip: list | None) -> None:
-        atomic_save({"fingerprint": fingerprint, "epoch": ep, "step": st,
-                      "model": enc.model.state_dict(), "optimizer": optimizer.state_dict(),
-                      "history": history, "best_acc": best_acc, "best_epoch": best_epoch,
-                      "rng": rng_state(),
-                      "triplets": [list(t) for t in trip] if trip else []}, ck_path)
-
-    name_vecs: np.ndarray | None = None      # dictionary vectors of the current weights
-    if dev_q and cfg.eval_initial and epoch == 0 and step == 0 and not history:
-        enc.model.eval()
-        t0 = time.perf_counter()
-        name_vecs = model.encode(dictionary.names, batch_size=cfg.encode_batch_size,
-                                 progress=progress, desc="encode names")
-        model.build_index(vectors=name_vecs)
-        rec0 = {"epoch": 0, "loss": None, "steps": 0, "triplets": 0, "seconds_train": 0.0,
-                "seconds_encode": round(time.perf_counter() - t0, 2)}
-        t0 = time.perf_counter()
-        rec0["dev"] = evaluate_linking(model, dev_q, dev_g, cfg.eval_top_k, cfg.encode_batch_size)
-        rec0["seconds_dev"] = round(time.perf_counter() - t0, 2)
-        history.append(rec0)
-        best_acc, best_epoch = rec0["dev"]["acc@1"], 0
-        model.save(out, hyper_parameters=cfg.to_dict(), ontology=ontology,
-                   metrics={"epoch": 0, "train_loss": None, "dev": rec0["dev"]},
-                   extra={"training": {"n_queries": len(sampler), "n_skipped": sampler.n_skipped,
-                                       "history": history}})
-        checkpoint(0, 0, None)
-    ebar = progress_bar(total=cfg.epochs, desc="dilbert epochs", unit="epoch") if progress else None
-    if ebar is not None:
-        ebar.update(min(epoch, cfg.epochs))
-    try:
-        while epoch < cfg.epochs:
-            t_ep = time.perf_counter()
-            t_enc = 0.0
-            if epoch_triplets is None:
-                sampler.set_epoch(epoch)
-                ranked = None
-                if sampler.needs_ranking:
-                    t0 = time.perf_counter()
-                    if name_vecs is None or model.index is None:
-                        name_vecs = model.encode(dictionary.names,
-                                                 batch_size=cfg.encode_batch_size,
-                                                 progress=progress, desc="encode names")
-                        model.build_index(vectors=name_vecs)
-                    depth = min(max(cfg.resample_depth, cfg.n_negatives + 1), len(dictionary))
-                    _, ranked = model.retrieve(sampler.queries, top_k=depth,
-                                               batch_size=cfg.encode_batch_size)
-                    t_enc = time.perf_counter() - t0
-                samples = sampler.sample(ranked)
-                rng = np.random.default_rng([cfg.seed, epoch, 7])
-                epoch_triplets = make_triplets(samples, cfg.pairing, rng, cfg.batching)
-                step = 0
-            name_vecs = None  # weights change from here on
-            trip = epoch_triplets
-            n_batches = math.ceil(len(trip) / cfg.batch_size)
-            if cfg.max_steps_per_epoch:
-                n_batches = min(n_batches, int(cfg.max_steps_per_epoch))
-            enc.model.train()
-            losses: list[float] = []
-            sbar = (progress_bar(total=n_batches, desc=f"epoch {epoch + 1}", unit="batch")
-                    if progress else None)
-            if sbar is not None:
-                sbar.update(step)
-            for b in range(step, n_batches):
-                batch = trip[b * cfg.batch_size:(b + 1) * cfg.batch_size]
-                uniq: dict[str, int] = {}
-                for t in batch:
-                    for x in t:
-                        uniq.setdefault(x, len(uniq))
-                vec = enc.embed_bucketed(list(uniq))
-                ix = torch.tensor([[uniq[x] for x in t] for t in batch], device=vec.device)
-                loss = triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin,
-                                    cfg.distance, cfg.mining)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                losses.append(float(loss.detach()))
-                step = b + 1
-                if sbar is not None:
-                    sbar.update(1)
-                    sbar.set_postfix(loss=f"{losses[-1]:.3f}")
-                if (cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0
-                        and step < n_batches):
-                    checkpoint(epoch, step, trip)
-            if sbar is not None:
-                sbar.close()
-            t_train = time.perf_counter() - t_ep - t_enc
-            enc.model.eval()
-            rec = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else None,
-                   "steps": len(losses), "triplets": len(trip),
-                   "seconds_train": round(t_train, 2)}
-            t0 = time.perf_counter()
-            name_vecs = model.encode(dictionary.names, batch_size=cfg.encode_batch_size,
-                                     progress=progress, desc="encode names")
-            model.build_index(vectors=name_vecs)
-            rec["seconds_encode"] = round(t_enc + time.perf_counter() - t0, 2)
-            improved = True
-            if dev_q:
-                t0 = time.perf_counter()
-                rec["dev"] = evaluate_linking(model, dev_q, dev_g, cfg.eval_top_k,
-                                              cfg.encode_batch_size)
-                rec["seconds_dev"] = round(time.perf_counter() - t0, 2)
-                acc = rec["dev"]["acc@1"]
-                improved = best_acc is None or acc > best_acc
-                if improved:
-                    best_acc, best_epoch = acc, epoch + 1
-            else:
-                best_epoch = epoch + 1
-            rec["seconds"] = round(time.perf_counter() - t_ep, 2)
-            history.append(rec)
-            if improved:
-                model.save(out, hyper_parameters=cfg.to_dict(), ontology=ontology,
-                           metrics={"epoch": epoch + 1, "train_loss": rec["loss"],
-                                    **({"dev": rec["dev"]} if dev_q else {})},
-                           extra={"training": {"n_queries": len(sampler),
-                                               "n_skipped": sampler.n_skipped,
-                                               "history": history}})
-            epoch += 1
-            step = 0
-            epoch_triplets = None
-            checkpoint(epoch, 0, None)
-            if ebar is not None:
-                ebar.update(1)
-                ebar.set_postfix(loss=rec["loss"], dev=(rec.get("dev") or {}).get("acc@1"))
-    finally:
-        if ebar is not None:
-            ebar.close()
-
-    if (out / "kgnorm-model.json").is_file():
-        best = load_dilbert(out, device=str(enc.device))
-    else:  # zero epochs requested
-        best = model
-    return DilbertTrainResult(out_dir=out, model=best, best_epoch=best_epoch,
-                              best_dev_acc1=best_acc, epochs_completed=epoch,
+    task = DilbertTask(model, dictionary, sampler, dev_queries, cfg, out, ontology, progress)
+    loop_cfg = LoopConfig(epochs=cfg.epochs, name="dilbert", max_steps_per_epoch=cfg.max_steps_per_epoch,
+                          checkpoint_every_steps=cfg.checkpoint_every_steps,
+                          eval_initial=cfg.eval_initial and bool(dev_queries), progress=progress)
+    res = TrainingLoop(task, loop_cfg, out / "checkpoints" / CHECKPOINT, fingerprint,
+                       resume=resume, t_start=t_start).run()
+    return DilbertTrainResult(out_dir=out, model=selected_model(out, load_dilbert, model, str(enc.device)),
+                              best_epoch=res.best_epoch,
+                              best_dev_acc1=res.best_value, epochs_completed=res.epochs_completed,
                               n_queries=len(sampler), n_skipped=sampler.n_skipped,
-                              history=history, resumed_from=resumed_from,
+                              history=res.history, resumed_from=res.resumed_from,
                               train_seconds=time.perf_counter() - t_start)

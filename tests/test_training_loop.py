@@ -1,0 +1,181 @@
+"""The shared training loop on a toy task (a linear model with dropout, seeded batches):
+budgets, resume == uninterrupted, epoch-0 selection, patience, refusal."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kgnorm.errors import KgnormError
+from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.task import TrainingTask
+
+
+class Toy(TrainingTask):
+    """Regression with dropout (so resume must restore or reseed the torch RNG) and an
+    epoch-seeded permutation (so resume must restore the epoch's order)."""
+
+    def __init__(self, dev_scores: list[float] | None = None, fail_at: int | None = None,
+                 batch: int = 4):
+        torch.manual_seed(0)
+        g = np.random.default_rng(0)
+        self.x = torch.from_numpy(g.normal(size=(20, 5)).astype(np.float32))
+        self.y = self.x @ torch.arange(5, dtype=torch.float32)
+        self.net = torch.nn.Sequential(torch.nn.Dropout(0.2), torch.nn.Linear(5, 1))
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=0.05)
+        self.batch, self.dev_scores, self.fail_at = batch, list(dev_scores or []), fail_at
+        self.steps_run, self.saved, self.perm = 0, [], None
+
+    def start_epoch(self, epoch, saved):
+        self.perm = (torch.as_tensor(saved["perm"]) if saved is not None
+                     else torch.from_numpy(np.random.default_rng(epoch).permutation(20)))
+        return 5
+
+    def epoch_state(self):
+        return {"perm": self.perm}
+
+    def train_step(self, step):
+        if self.fail_at is not None and self.steps_run == self.fail_at:
+            raise KeyboardInterrupt
+        self.steps_run += 1
+        self.net.train()
+        sel = self.perm[step * self.batch:(step + 1) * self.batch]
+        loss = ((self.net(self.x[sel]).squeeze(-1) - self.y[sel]) ** 2).mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        return float(loss.detach())
+
+    def end_epoch(self):
+        return {"norm": float(self.net[1].weight.detach().norm())}
+
+    def evaluate(self):
+        if not self.dev_scores:
+            return None
+        return {"acc@1": self.dev_scores.pop(0)}
+
+    def save(self, record, history):
+        self.saved.append(record["epoch"])
+
+    def state_dict(self):
+        return {"model": self.net.state_dict(), "optimizer": self.opt.state_dict()}
+
+    def load_state_dict(self, state):
+        self.net.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+
+
+def _run(task, path, resume=True, **kw):
+    kw = {"epochs": 3, "progress": False, **kw}
+    return TrainingLoop(task, LoopConfig(**kw), path, "fp", resume=resume).run()
+
+
+def _weights(task):
+    return torch.cat([p.detach().flatten() for p in task.net.parameters()])
+
+
+def test_no_dev_selects_every_epoch_and_checkpoints(tmp_path):
+    t = Toy()
+    r = _run(t, tmp_path / "ck.pt")
+    assert r.epochs_completed == 3 and r.global_step == 15 and r.stop_reason == "epochs"
+    assert [h["epoch"] for h in r.history] == [1, 2, 3] and t.saved == [1, 2, 3]
+    assert r.best_epoch == 3 and r.best_value is None
+    assert all(np.isfinite(h["loss"]) and h["steps"] == 5 and "norm" in h for h in r.history)
+    assert r.history[-1]["loss"] < r.history[0]["loss"]
+    ck = torch.load(tmp_path / "ck.pt", weights_only=True)
+    assert ck["epoch"] == 3 and "model" in ck and "optimizer" in ck
+
+
+def test_resume_after_an_epoch_equals_uninterrupted(tmp_path):
+    full = Toy()
+    rf = _run(full, tmp_path / "full.pt")
+    part = Toy()
+    _run(part, tmp_path / "part.pt", epochs=1)
+    again = Toy()
+    rr = _run(again, tmp_path / "part.pt")
+    assert rr.resumed_from == {"epoch": 1, "step": 0} and rr.epochs_completed == 3
+    assert torch.allclose(_weights(full), _weights(again))
+    assert [h["loss"] for h in rr.history] == pytest.approx([h["loss"] for h in rf.history])
+    done = _run(Toy(), tmp_path / "part.pt")              # finished: nothing left to do
+    assert done.resumed_from == {"epoch": 3, "step": 0} and done.global_step == 15
+
+
+def test_resume_inside_an_epoch_equals_uninterrupted(tmp_path):
+    full = Toy()
+    rf = _run(full, tmp_path / "full.pt")
+    with pytest.raises(KeyboardInterrupt):
+        _run(Toy(fail_at=7), tmp_path / "cut.pt", checkpoint_every_steps=1)
+    ck = torch.load(tmp_path / "cut.pt", weights_only=True)
+    assert (ck["epoch"], ck["step"]) == (1, 2) and len(ck["losses"]) == 2
+    res = Toy()
+    rr = _run(res, tmp_path / "cut.pt", checkpoint_every_steps=1)
+    assert rr.resumed_from == {"epoch": 1, "step": 2} and res.steps_run == 8
+    assert torch.allclose(_weights(full), _weights(res))
+    assert [h["loss"] for h in rr.history] == pytest.approx([h["loss"] for h in rf.history])
+
+
+def test_epoch_budget_stops_before_an_epoch_that_would_end_past_it(tmp_path):
+    r = _run(Toy(), tmp_path / "b.pt", max_seconds=0.0)
+    assert r.epochs_completed == 1 and r.stop_reason == "max_seconds"
+    r2 = _run(Toy(), tmp_path / "b.pt", max_seconds=None)     # a larger budget continues
+    assert r2.resumed_from == {"epoch": 1, "step": 0} and r2.epochs_completed == 3
+    r3 = _run(Toy(), tmp_path / "c.pt", max_seconds=3600.0)
+    assert r3.epochs_completed == 3 and r3.stop_reason == "epochs"
+
+
+def test_step_budget_stops_inside_an_epoch_evaluates_it_and_resumes(tmp_path):
+    full = Toy(dev_scores=[0.1, 0.2, 0.3])
+    _run(full, tmp_path / "full.pt", budget="step", step_seed=5)
+    cut = Toy(dev_scores=[0.5, 0.6])
+    r = _run(cut, tmp_path / "cut.pt", budget="step", step_seed=5, max_steps=7)
+    assert r.global_step == 7 and r.stop_reason == "max_steps" and r.epochs_completed == 1
+    assert r.history[-1]["partial"] and r.history[-1]["epoch"] == 1.4
+    assert r.best_epoch == 1.4 and r.best_value == 0.6 and cut.saved == [1, 1.4]
+    res = Toy(dev_scores=[0.9, 0.95])
+    r2 = _run(res, tmp_path / "cut.pt", budget="step", step_seed=5)
+    assert r2.resumed_from == {"epoch": 1, "step": 2} and r2.global_step == 15
+    assert torch.allclose(_weights(full), _weights(res))
+    with pytest.raises(KgnormError, match="budget"):
+        LoopConfig(epochs=1, budget="hours").check()
+
+
+def test_epoch_zero_is_a_candidate_and_wins_when_training_hurts(tmp_path):
+    t = Toy(dev_scores=[0.9, 0.5, 0.6, 0.7])
+    r = _run(t, tmp_path / "z.pt", eval_initial=True)
+    assert [h["epoch"] for h in r.history] == [0, 1, 2, 3]
+    assert r.history[0]["loss"] is None and r.history[0]["dev"]["acc@1"] == 0.9
+    assert r.best_epoch == 0 and r.best_value == 0.9 and t.saved == [0]
+    # a resumed run does not evaluate epoch 0 again
+    _run(Toy(dev_scores=[0.9, 0.5]), tmp_path / "y.pt", eval_initial=True, epochs=1)
+    t2 = Toy(dev_scores=[0.95, 0.1])
+    r2 = _run(t2, tmp_path / "y.pt", eval_initial=True)
+    assert [h["epoch"] for h in r2.history] == [0, 1, 2, 3] and r2.best_epoch == 2
+    assert t2.saved == [2]
+
+
+def test_patience_and_step_evaluations(tmp_path):
+    t = Toy(dev_scores=[0.5, 0.4, 0.3, 0.2])
+    r = _run(t, tmp_path / "p.pt", patience=2, epochs=10)
+    assert r.stop_reason == "patience" and r.epochs_completed == 3 and r.best_epoch == 1
+    t = Toy(dev_scores=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    r = _run(t, tmp_path / "s.pt", eval_every_steps=2, epochs=2)
+    assert [h["epoch"] for h in r.history] == [0.4, 0.8, 1, 1.4, 1.8, 2]
+    assert r.best_epoch == 2 and r.history[0]["steps"] == 2
+
+
+def test_eval_every_skips_epochs_but_not_the_last(tmp_path):
+    t = Toy(dev_scores=[0.3, 0.2])
+    r = _run(t, tmp_path / "e.pt", eval_every=2)
+    assert ["dev" in h for h in r.history] == [False, True, True] and r.best_epoch == 2
+
+
+def test_other_fingerprint_or_corrupt_checkpoint_is_refused(tmp_path):
+    _run(Toy(), tmp_path / "f.pt", epochs=1)
+    with pytest.raises(KgnormError, match="other data or settings"):
+        TrainingLoop(Toy(), LoopConfig(epochs=2, progress=False), tmp_path / "f.pt", "other").run()
+    r = TrainingLoop(Toy(), LoopConfig(epochs=1, progress=False), tmp_path / "f.pt", "other",
+                     resume=False).run()
+    assert r.resumed_from is None and r.epochs_completed == 1
+    (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(KgnormError, match="unreadable checkpoint"):
+        _run(Toy(), tmp_path / "bad.pt")
