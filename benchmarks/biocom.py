@@ -135,11 +135,11 @@ def dev_mentions(alt_to_uid: dict[str, str], limit: int | None) -> tuple[list[De
 
 
 def accuracy(ranked: list[list[str]], dev: list[DevMention]) -> tuple[float, float]:
-    """Acc@1, Acc@5 of concept rankings against the gold sets."""
-    n = len(dev)
-    a1 = sum(1 for r, d in zip(ranked, dev) if r[:1] and r[0] in d.gold)
-    a5 = sum(1 for r, d in zip(ranked, dev) if any(u in d.gold for u in r[:5]))
-    return a1 / n, a5 / n
+    """Acc@1, Acc@5 of concept rankings against the gold sets, by the project's one scorer."""
+    from kgnorm.methods.biocom.linker import evaluate_rankings
+
+    m = evaluate_rankings([[(u, 0.0) for u in r] for r in ranked], [d.gold for d in dev], (1, 5))
+    return m["acc@1"], m["acc@5"]
 
 
 # --------------------------------------------------------------------------- baselines

@@ -218,3 +218,16 @@ def test_knn_vote_majority_tie_break_and_fill():
     assert knn_vote(["A"], [0.5], 10) == [("A", 1.0)]
     acc = evaluate_rankings([[("A", 1.0), ("B", 0.0)], [("C", 1.0)]], [{"B"}, "C"], (1, 2))
     assert acc == {"mentions": 2, "acc@1": 0.5, "acc@2": 1.0}
+
+
+def test_evaluate_rankings_is_the_strict_scorer():
+    """BioCoM's dev metric is the project's one scorer: a gold set is the concept's own ids
+    (its uid and the alt id it came from); another concept earns nothing, one uid per rank."""
+    from kgnorm.evaluation.linking import accuracy_at_k
+
+    rankings = [[("MESH:D1", 1.0)], [("OMIM:2", 1.0), ("MESH:D2", 0.5)], [("MESH:D9", 1.0)]]
+    gold = [{"MESH:D1", "OMIM:1"}, {"MESH:D2"}, {"MESH:D3"}]
+    acc = evaluate_rankings(rankings, gold, (1, 5))
+    assert acc == {"mentions": 3, "acc@1": 1 / 3, "acc@5": 2 / 3}
+    strict = accuracy_at_k([[[u for u, _ in r]] for r in rankings], ["MESH:D1+OMIM:1", "MESH:D2", "MESH:D3"])
+    assert (strict.acc1, strict.acc5) == (acc["acc@1"], acc["acc@5"])

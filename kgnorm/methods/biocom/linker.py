@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from kgnorm.errors import KgnormError
+from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
 
 from .model import BiocomEncoder, Item, locate
 
@@ -95,17 +96,12 @@ def vote_rankings(neigh_uids: Sequence[Sequence[str]], neigh_sims: np.ndarray, k
 
 def evaluate_rankings(rankings: Sequence[Sequence[tuple[str, float]]],
                       gold: Sequence[Iterable[str]], at: Sequence[int] = (1, 5)) -> dict:
-    """Acc@n: the share of mentions with a gold uid among the first n ranked concepts."""
-    n = len(rankings)
-    out: dict[str, Any] = {"mentions": n}
-    for a in at:
-        hit = 0
-        for r, g in zip(rankings, gold):
-            gs = {g} if isinstance(g, str) else set(g)
-            if any(u in gs for u, _ in r[:a]):
-                hit += 1
-        out[f"acc@{a}"] = hit / n if n else 0.0
-    return out
+    """Acc@n through the project's one scorer (:func:`kgnorm.evaluation.linking.accuracy_at_k`):
+    one concept per rank; a mention's gold set (its uid and the concept it is an alt id of) is
+    one part whose ids are alternatives, written as a ``+`` conjunction."""
+    parts = [GoldMention((" + ".join(sorted({g} if isinstance(g, str) else set(g))),)) for g in gold]
+    report = accuracy_at_k([[[u for u, _ in r]] for r in rankings], parts, ks=at)
+    return {"mentions": report.n_evaluated, **{f"acc@{a}": report.accuracy[a] for a in report.ks}}
 
 
 def as_items(mentions: Sequence[Any]) -> list[Item]:
