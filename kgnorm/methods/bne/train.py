@@ -53,7 +53,7 @@ import torch
 
 from kgnorm.encoders.wordvectors import WordVectors
 from kgnorm.errors import KgnormError
-from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
+from kgnorm.training.queries import evaluate_linking  # re-exported: the one dev metric
 from kgnorm.graph.hierarchy import Hierarchy
 from kgnorm.linking.dictionary import NameDictionary, as_name_dictionary, concept_names
 from kgnorm.methods.bne.model import BNE, BneModel, build_char_vocab, load_bne
@@ -142,20 +142,6 @@ def _prepare_dev(dev: Iterable[tuple[str, Iterable[str] | str]] | None
             qs.append(text)
             gs.append(golds)
     return qs, gs
-
-
-def evaluate_linking(model, queries: Sequence[str], golds: Sequence[Iterable[str]],
-                     top_k: int = 5, batch_size: int = 512) -> dict:
-    """Acc@1 / Acc@k of the concepts the linker writes (one per rank,
-    :func:`kgnorm.linking.concepts.link_concepts`) on (query, gold set) pairs, strict scorer."""
-    from kgnorm.linking.concepts import link_concepts
-
-    d = model._need_dictionary()
-    preds = [[[c.uid for c in r]] for r in link_concepts(model, list(queries), top_k, batch_size)]
-    gold = [GoldMention(("+".join(sorted(g)),)) for g in golds]
-    ks = sorted({1, min(5, top_k), top_k})
-    rep = accuracy_at_k(preds, gold, ks=ks, alt_ids=d.alt_ids, conjunction="any")
-    return {f"acc@{k}": v for k, v in rep.accuracy.items()} | {"n": rep.n_evaluated}
 
 
 def _save_weights(state: dict, path: Path) -> None:
