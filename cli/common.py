@@ -88,7 +88,7 @@ def read_mention_file(path: Path, fmt: str | None):
     return read_mentions_with_abbreviations(path, fmt)
 
 
-# the trainers' shared steps live in the library (kgnorm.methods.recipes); the commands that
-# still call them by these names get the same functions
+# the trainers' shared steps live in the library (kgnorm.methods.recipes); these names stay for
+# commands (and branches) that still import them from here
 training_pairs_from_file = mention_pairs
 finish_checkpoints = drop_checkpoints

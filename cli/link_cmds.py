@@ -1,4 +1,4 @@
-"""`kgnorm train biosyn`, `kgnorm link`, `kgnorm embed`, `kgnorm eval link`."""
+"""`kgnorm link`, `kgnorm embed`, `kgnorm eval link` (`train biosyn` is in train_cmds.py)."""
 from __future__ import annotations
 
 import json
@@ -9,9 +9,8 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 
-from kgnorm.cli.common import (FormatOpt, KeepCheckpointsOpt, LockTimeoutOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt,
-                               ThreadsOpt, finish_checkpoints, info, json_safe, read_mention_file, set_threads, setup,
-                               training_pairs_from_file, warn)
+from kgnorm.cli.common import (FormatOpt, LockTimeoutOpt, QuietOpt, StoreOpt, info, json_safe, read_mention_file, setup,
+                               warn)
 from kgnorm.errors import InputError, KgnormError
 
 AbbrOpt = Annotated[Optional[bool], typer.Option(
