@@ -127,6 +127,10 @@ def test_train_refusals(medic, tmp_path):
         bench.train("word2vec", tmp_path / "m", ontology="ctd")
     with pytest.raises(KgnormError, match="--preset"):
         bench.train("biosyn", tmp_path / "m", ontology="ctd", preset="fast")
+    with pytest.raises(KgnormError, match="unexpected keyword argument 'epoch'.*its options: ontology"):
+        bench.train("biosyn", tmp_path / "m", ontology="ctd", epoch=1)
+    with pytest.raises(KgnormError, match="missing a required argument: 'root'"):
+        bench.train("dan", tmp_path / "m", ontology="ctd", level=1)
     with pytest.raises(KgnormError, match="Workbench's store"):
         bench.train("biosyn", tmp_path / "m", ontology="ctd", store="elsewhere")
     assert not (tmp_path / "m").exists()

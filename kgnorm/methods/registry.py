@@ -38,8 +38,17 @@ class Method:
         return _resolve(self.trainer)
 
     def run_recipe(self, out: str | Path, **options: Any) -> Path:
-        """Train from the store into ``out`` (options: the recipe's keywords, e.g. ``ontology``)."""
-        return _resolve(self.recipe)(out, **options)
+        """Train from the store into ``out`` (options: the recipe's keywords, e.g. ``ontology``);
+        a keyword the recipe lacks, or a required one left out, is one clear error."""
+        import inspect
+
+        recipe = _resolve(self.recipe)
+        try:
+            inspect.signature(recipe).bind(out, **options)
+        except TypeError as exc:
+            known = [p for p in inspect.signature(recipe).parameters if p != "out"]
+            raise KgnormError(f"train {self.name}: {exc} (its options: {', '.join(known)})") from None
+        return recipe(out, **options)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
