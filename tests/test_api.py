@@ -173,3 +173,19 @@ def test_train_dan_and_hypernyms(tmp_path, tiny_bert_dir):
         bench.hypernyms(model, "TOY:0000", 7)
     with pytest.raises(KgnormError, match="not a concept"):
         bench.hypernyms(model, "TOY:9999", 2, write=False)
+
+
+def test_train_commands_pass_the_recipes_keywords():
+    """Each `kgnorm train METHOD` hands its options to the recipe by name: the same names and
+    the same defaults, so the CLI and Workbench.train run the same thing."""
+    import inspect
+
+    from kgnorm.cli import train_cmds
+    from kgnorm.methods.registry import METHODS
+
+    for name, entry in METHODS.items():
+        module, _, attr = entry.recipe.partition(":")
+        recipe = inspect.signature(getattr(__import__(module, fromlist=[attr]), attr)).parameters
+        command = inspect.signature(getattr(train_cmds, f"train_{name}_cmd")).parameters
+        assert set(command) == set(recipe), name
+        assert {k: p.default for k, p in command.items()} == {k: p.default for k, p in recipe.items()}, name
