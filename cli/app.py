@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kgnorm.cli import biocom_cmds, encoder_cmds, hierarchy_cmds, ingest, link_cmds, pretrain_cmds, query
+from kgnorm.cli import biocom_cmds, encoder_cmds, hierarchy_cmds, ingest, link_cmds, pretrain_cmds, query, train_cmds
 from kgnorm.errors import KgnormError
 from kgnorm.stores.base import redact
 
@@ -64,11 +64,11 @@ app.command("ontologies")(query.ontologies)
 app.command("compact")(ingest.compact_cmd)
 
 train_app = typer.Typer(help="Train a name encoder from an ontology in the store.", no_args_is_help=True)
-train_app.command("biosyn")(link_cmds.train_biosyn_cmd)
-train_app.command("dan")(hierarchy_cmds.train_dan_cmd)
-train_app.command("biocom")(biocom_cmds.train_biocom_cmd)
-train_app.command("bne")(encoder_cmds.train_bne_cmd)
-train_app.command("dilbert")(encoder_cmds.train_dilbert_cmd)
+train_app.command("biosyn")(train_cmds.train_biosyn_cmd)
+train_app.command("dan")(train_cmds.train_dan_cmd)
+train_app.command("biocom")(train_cmds.train_biocom_cmd)
+train_app.command("bne")(train_cmds.train_bne_cmd)
+train_app.command("dilbert")(train_cmds.train_dilbert_cmd)
 app.add_typer(train_app, name="train")
 
 eval_app = typer.Typer(help="Evaluate models (linking, hierarchy, relatedness).", no_args_is_help=True)

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from kgnorm.errors import KgnormError
-from kgnorm.progress import set_quiet
+from kgnorm.methods.recipes import drop_checkpoints, mention_pairs, ontology_word_vectors, set_threads  # noqa: F401
+from kgnorm.progress import note, set_quiet
 
 StoreOpt = Annotated[Optional[str], typer.Option(
     "--store", help="Graph store: a path or ladybug:///path (default ./kgnorm-data/graph, env KGNORM_STORE), "
@@ -44,8 +44,7 @@ def warn(message: str) -> None:
 
 def info(message: str, quiet: bool = False) -> None:
     """Human-facing status goes to stderr so stdout stays machine-readable."""
-    if not quiet:
-        typer.echo(message, err=True)
+    note(message, quiet)
 
 
 def parse_params(pairs: list[str] | None) -> dict[str, Any]:
@@ -82,48 +81,6 @@ def echo_stdout(text: str) -> None:
         sys.stdout.write("\n")
 
 
-def ontology_word_vectors(word_vectors: Path | None, out: Path, resume: bool, texts: Callable[[], list[str]],
-                          seed: int, quiet: bool, label: str, source: str = "fasttext",
-                          encoder: Path | None = None):
-    """A user file, or vectors made from the ontology's text -- fastText trained on it, or
-    static vectors of its words from a transformer encoder (``source="encoder"``) -- cached
-    in --out so that a resumed run sees the very same vectors (fastText training is not
-    bit-reproducible with 2 workers)."""
-    from kgnorm.encoders.wordvectors import WordVectors, train_word_vectors
-
-    if word_vectors is not None:
-        return WordVectors.from_file(word_vectors)
-    cached = out / "wordvectors"
-    if resume and (cached / "meta.json").exists():
-        wv = WordVectors.load(cached)
-        had = "encoder" if wv.source.startswith("encoder:") else "fasttext"
-        if had != source:  # replacing them would break the model already in --out
-            raise KgnormError(f"{out} holds a run on {had} word vectors, not {source}: resume it with "
-                              f"--word-source {had}, or start over with --no-resume or another --out")
-        return wv
-    if source == "encoder":
-        from kgnorm.encoders.dense import DenseEncoder
-
-        info(f"encoding the words of {label} with {encoder or 'the offline MiniLM'} …", quiet)
-        wv = WordVectors.from_encoder(DenseEncoder(encoder, pooling="mean"), texts(), progress=not quiet)
-    else:
-        info(f"training fastText word vectors on {label} …", quiet)
-        wv = train_word_vectors(texts(), seed=seed)
-    wv.save(cached)
-    return wv
-
-
-def set_threads(threads: int | None) -> None:
-    """Apply --threads to torch (None: torch's own default)."""
-    if threads is None:
-        return
-    if threads < 1:
-        raise KgnormError(f"--threads must be >= 1, got {threads}")
-    import torch
-
-    torch.set_num_threads(int(threads))
-
-
 def read_mention_file(path: Path, fmt: str | None):
     """Mentions (with the abbreviations their documents define) of a .concept, PubTator or TSV file."""
     from kgnorm.mentions.readers import read_mentions_with_abbreviations
@@ -131,20 +88,7 @@ def read_mention_file(path: Path, fmt: str | None):
     return read_mentions_with_abbreviations(path, fmt)
 
 
-def training_pairs_from_file(pipeline, path: Path, fmt: str | None) -> list[tuple[str, set[str]]]:
-    """(normalized query, gold uids) per composite part of a mention file."""
-    from kgnorm.linking.job import training_pairs
-
-    return training_pairs(pipeline, read_mention_file(path, fmt))
-
-
-def finish_checkpoints(out: Path, keep: bool, quiet: bool) -> None:
-    """After a trainer wrote its model: delete the resume state unless --keep-checkpoints."""
-    if keep:
-        return
-    from kgnorm.training.checkpoints import drop_checkpoints
-
-    freed = drop_checkpoints(out)
-    if freed:
-        info(f"deleted the training checkpoints ({freed / 2**20:,.1f} MiB; --keep-checkpoints keeps them "
-             f"for a later --resume)", quiet)
+# the trainers' shared steps live in the library (kgnorm.methods.recipes); these names stay for
+# commands (and branches) that still import them from here
+training_pairs_from_file = mention_pairs
+finish_checkpoints = drop_checkpoints

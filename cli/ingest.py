@@ -1,15 +1,15 @@
-"""`kgnorm ingest FORMAT PATH`: loader → OntologyGraph → store.load_ontology (atomic replace)."""
+"""`kgnorm ingest FORMAT PATH` (kgnorm.graph.ingest does the work) and `kgnorm compact`."""
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, info, setup
-from kgnorm.errors import InputError, KgnormError
-from kgnorm.stores import NEO4J_SCHEMES, check_store_uri, open_store, store_exists
+from kgnorm.errors import KgnormError
+from kgnorm.graph.ingest import ingest
+from kgnorm.stores import NEO4J_SCHEMES, check_store_uri, store_exists
 
 app = typer.Typer(help="Load an ontology into the graph store (replaces an ontology of the same name).",
                   no_args_is_help=True)
@@ -22,34 +22,7 @@ DanglingOpt = Annotated[bool, typer.Option("--allow-dangling", help="Drop IS_A e
 def _ingest(fmt: str, path: Path, name: str | None, allow_dangling: bool, store: str | None,
             quiet: bool, lock_timeout: float, **options: Any) -> None:
     setup(quiet)
-    uri = check_store_uri(store)  # a malformed --store fails before the parse, not after it
-    if not path.exists():
-        raise InputError("no such file or directory", path=path)
-    # An existing store is locked before the parse, so a second writer waits (or fails) before
-    # it parses; readers are not blocked. A new store is made only once the file has parsed.
-    st = open_store(uri, lock_timeout=lock_timeout) if store_exists(uri) else None
-    try:
-        loader = importlib.import_module(f"kgnorm.ontologies.{fmt}")
-        graph = loader.load(path, name, allow_dangling=allow_dangling, **options)
-        for warning in graph.warnings:
-            info(f"warning: {warning}", quiet)
-        if not graph.concepts:
-            raise InputError(f"no concepts found; is this a {fmt} file?", path=path)
-        if st is None:
-            st = open_store(uri, create=True, lock_timeout=lock_timeout)
-        if getattr(st, "created", False):  # said even with --quiet: a typo'd --store makes a new store
-            typer.echo(f"kgnorm: creating a new store at {st.uri}", err=True)
-        summary = st.load_ontology(graph)
-    finally:
-        if st is not None:
-            st.close()
-    verb = "replaced" if summary.replaced else "loaded"
-    info(f"{verb} {graph.name} {graph.version}".rstrip() +
-         f": {summary.concepts:,} concepts, {summary.is_a:,} IS_A, {summary.xrefs:,} XREF "
-         f"({graph.report.cycle_edges_removed} cycle edge(s) broken, {graph.report.roots} root(s)) "
-         f"into {st.uri} in {summary.seconds:.1f}s", quiet)
-    if summary.replaced:
-        typer.echo(f"kgnorm: {graph.name}: {summary.reingest_note()}", err=True)
+    ingest(fmt, path, name, allow_dangling, store, lock_timeout, quiet, **options)
 
 
 @app.command("obo")

@@ -8,9 +8,9 @@ import typer
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, echo_stdout, parse_params, setup
 from kgnorm.cli.output import render
-from kgnorm.stores.cypher_files import fill_slots, saved_query, saved_query_names
 from kgnorm.errors import InputError, KgnormError
-from kgnorm.stores import open_store
+from kgnorm.graph.query import ontology_counts, run_query
+from kgnorm.stores.cypher_files import saved_query, saved_query_names
 
 FORMATS = ("table", "json", "csv")
 
@@ -49,9 +49,7 @@ def query(
         text = saved_query(saved)
     else:
         text = cypher or ""
-    text, params = fill_slots(text, parse_params(param))
-    with open_store(store, read_only=not write, lock_timeout=lock_timeout) as st:
-        result = st.query(text, params)
+    result = run_query(text, parse_params(param), write=write, store=store, lock_timeout=lock_timeout)
     echo_stdout(render(result, fmt))
 
 
@@ -63,6 +61,4 @@ def ontologies(
     setup(quiet)
     if fmt not in FORMATS:
         raise KgnormError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    with open_store(store, read_only=True) as st:
-        result = st.run_saved("ontology_counts")
-    echo_stdout(render(result, fmt))
+    echo_stdout(render(ontology_counts(store), fmt))

@@ -24,3 +24,12 @@ def progress_bar(iterable: Any = None, total: float | None = None, desc: str = "
     return tqdm(iterable, total=total, desc=desc, unit=unit, disable=is_quiet(),
                 file=sys.stderr, dynamic_ncols=True, leave=False,
                 unit_scale=(unit == "B"), **kw)
+
+
+def note(message: str, quiet: bool = False) -> None:
+    """A status line on stderr (stdout stays machine-readable); silent when ``quiet``.
+
+    The library's recipes say what they did through this, so the CLI and a notebook print the
+    same lines."""
+    if not quiet:
+        print(message, file=sys.stderr, flush=True)

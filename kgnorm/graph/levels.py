@@ -27,7 +27,9 @@ from typing import Iterator, NamedTuple
 from kgnorm.errors import KgnormError
 from kgnorm.graph.hierarchy import Hierarchy
 
-__all__ = ["LevelName", "LevelSplit", "LevelError", "build_levels"]
+__all__ = ["LevelName", "LevelSplit", "LevelError", "build_levels", "N_LEVELS", "check_level", "split_from_store"]
+
+N_LEVELS = 4  # the levels `train dan`, `hypernyms` and `eval hierarchy` split under a root
 
 
 class LevelError(KgnormError, ValueError):
@@ -188,3 +190,21 @@ def build_levels(hierarchy: Hierarchy, root: str, n_levels: int = 4,
     return LevelSplit(root=root, n_levels=n_levels, seed=seed, train=train, val=val, test=test,
                       classes=classes, class_names=class_names, dropped_dead_end=dropped,
                       class_labels=class_labels)
+
+
+def check_level(level: int) -> None:
+    if not 1 <= level <= N_LEVELS:
+        raise KgnormError(f"--level must be between 1 and {N_LEVELS}, got {level}")
+
+
+def split_from_store(store: str | None, ontology: str, root: str, seed: int):
+    """(the level split under ``root``, the ontology's names): what `train dan`, `hypernyms` and
+    `eval hierarchy` read from the store."""
+    from kgnorm.graph.views import hierarchy_from_store
+    from kgnorm.stores import open_store
+
+    with open_store(store, read_only=True) as st:
+        hierarchy, snap = hierarchy_from_store(st, ontology)
+    if root not in hierarchy:
+        raise KgnormError(f"root {root} is not a concept of ontology {ontology!r}")
+    return build_levels(hierarchy, root, N_LEVELS, seed=seed), snap

@@ -1,4 +1,5 @@
-"""The methods by name: which function loads a trained model directory and which trains one.
+"""The methods by name: which function loads a trained model directory, which trains one, and
+the recipe that trains one from the store (what `kgnorm train METHOD` and `Workbench.train` run).
 
 Entries are import paths, resolved on use, so that naming a method never imports torch or
 another method. A sixth method adds one line here and a folder beside the others.
@@ -23,11 +24,12 @@ class NameEncoder(Protocol):
 
 @dataclass(frozen=True)
 class Method:
-    """Where a method's loader and trainer live (``module:function``)."""
+    """Where a method's loader, trainer and recipe live (``module:function``)."""
 
     name: str
     loader: str
     trainer: str
+    recipe: str
 
     def load(self) -> Callable[..., Any]:
         return _resolve(self.loader)
@@ -35,13 +37,31 @@ class Method:
     def train(self) -> Callable[..., Any]:
         return _resolve(self.trainer)
 
+    def run_recipe(self, out: str | Path, **options: Any) -> Path:
+        """Train from the store into ``out`` (options: the recipe's keywords, e.g. ``ontology``);
+        a keyword the recipe lacks, or a required one left out, is one clear error."""
+        import inspect
+
+        recipe = _resolve(self.recipe)
+        try:
+            inspect.signature(recipe).bind(out, **options)
+        except TypeError as exc:
+            known = [p for p in inspect.signature(recipe).parameters if p != "out"]
+            raise KgnormError(f"train {self.name}: {exc} (its options: {', '.join(known)})") from None
+        return recipe(out, **options)
+
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("biosyn", "kgnorm.methods.biosyn.model:load_biosyn", "kgnorm.methods.biosyn.train:train_biosyn"),
-    Method("bne", "kgnorm.methods.bne.model:load_bne", "kgnorm.methods.bne.train:train_bne"),
-    Method("dan", "kgnorm.methods.dan.model:load_dan", "kgnorm.methods.dan.train:train_dan"),
-    Method("dilbert", "kgnorm.methods.dilbert.model:load_dilbert", "kgnorm.methods.dilbert.train:train_dilbert"),
-    Method("biocom", "kgnorm.methods.biocom.linker:load_biocom", "kgnorm.methods.biocom.train:train_biocom"),
+    Method("biosyn", "kgnorm.methods.biosyn.model:load_biosyn", "kgnorm.methods.biosyn.train:train_biosyn",
+           "kgnorm.methods.biosyn.recipe:train"),
+    Method("bne", "kgnorm.methods.bne.model:load_bne", "kgnorm.methods.bne.train:train_bne",
+           "kgnorm.methods.bne.recipe:train"),
+    Method("dan", "kgnorm.methods.dan.model:load_dan", "kgnorm.methods.dan.train:train_dan",
+           "kgnorm.methods.dan.recipe:train"),
+    Method("dilbert", "kgnorm.methods.dilbert.model:load_dilbert", "kgnorm.methods.dilbert.train:train_dilbert",
+           "kgnorm.methods.dilbert.recipe:train"),
+    Method("biocom", "kgnorm.methods.biocom.linker:load_biocom", "kgnorm.methods.biocom.train:train_biocom",
+           "kgnorm.methods.biocom.recipe:train"),
 )}
 
 

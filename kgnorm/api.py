@@ -1,0 +1,126 @@
+"""The Python API: one `Workbench` per store, the same library calls the `kgnorm` command makes.
+
+    from kgnorm import Workbench
+    wb = Workbench("ladybug:///data/graph")
+    wb.ingest("obo", "hp.obo")
+    wb.query("MATCH (c:Concept) RETURN count(c) AS n")
+
+Results come back as pandas DataFrames (tables), LoadSummary (ingest), a dict (evaluate) or the
+model directory (train); failures raise kgnorm.errors.KgnormError with the CLI's one-line message,
+and leave the store as it was. Status lines go to stderr unless ``quiet=True``."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from kgnorm.errors import KgnormError
+from kgnorm.stores import check_store_uri
+
+if TYPE_CHECKING:  # pandas and the stores' types load on first use
+    import pandas as pd
+
+    from kgnorm.stores import LoadSummary, QueryResult
+
+
+def _frame(result: QueryResult) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(result.rows, columns=list(result.columns))
+
+
+class Workbench:
+    """A graph store (a path, ``ladybug:///path`` or a Neo4j URI; None: $KGNORM_STORE or
+    ./kgnorm-data/graph) and the work done on it. ``lock_timeout``: seconds to wait for an
+    embedded store another process is writing to."""
+
+    def __init__(self, store: str | None = None, *, lock_timeout: float = 30.0) -> None:
+        self.store = check_store_uri(store)  # a malformed URI fails here, before any work
+        self.lock_timeout = lock_timeout
+
+    def __repr__(self) -> str:
+        from kgnorm.stores import redact
+
+        return f"Workbench({redact(self.store)!r})"
+
+    # ------------------------------------------------------------------ the graph
+    def ingest(self, format: str, path: str | Path, ontology: str | None = None, allow_dangling: bool = False,
+               *, quiet: bool = False, **options: Any) -> LoadSummary:
+        """Load an ontology (format: obo, mesh, medic, snomed, meddra; options: the loader's, e.g.
+        ``include_noncurrent`` for MedDRA), replacing one of the same name."""
+        from kgnorm.graph.ingest import ingest
+
+        return ingest(format, path, ontology, allow_dangling, self.store, self.lock_timeout, quiet, **options)
+
+    def ontologies(self) -> pd.DataFrame:
+        """The ontologies in the store with concept and edge counts."""
+        from kgnorm.graph.query import ontology_counts
+
+        return _frame(ontology_counts(self.store))
+
+    def query(self, cypher: str, write: bool = False, **params: Any) -> pd.DataFrame:
+        """One Cypher statement with ``$params`` bound from the keywords; read-only (a write is
+        refused by the store) unless ``write=True``."""
+        from kgnorm.graph.query import run_query
+
+        return _frame(run_query(cypher, params, write=write, store=self.store, lock_timeout=self.lock_timeout))
+
+    # ------------------------------------------------------------------ models
+    def train(self, method: str, out: str | Path, **options: Any) -> Path:
+        """Train ``method`` (biosyn, bne, dan, dilbert, biocom) from the store into ``out``; options
+        are the method's recipe keywords (``kgnorm.methods.<method>.recipe.train``), named as the
+        `kgnorm train METHOD` options are, e.g. ``ontology="medic", train=Path("train.txt")``."""
+        from kgnorm.methods.registry import method as lookup
+
+        if "store" in options:
+            raise KgnormError("train uses the Workbench's store; make another Workbench for another store")
+        return lookup(method).run_recipe(Path(out), store=self.store, **options)
+
+    def hypernyms(self, model: str | Path, root: str, level: int,
+                  names: str | Path | Sequence[str] | None = None, write: bool = True, *,
+                  ontology: str | None = None, top_k: int = 5, write_top_k: int = 1,
+                  seed: int | None = None) -> pd.DataFrame:
+        """Rank the level-``level`` concepts under ``root`` as hypernyms of each name (a file, a list,
+        or None: the held-out test names); with ``write`` the top ``write_top_k`` ranks become
+        PREDICTED_IS_A edges of one Run. Columns: name, rank, hypernym_uid, hypernym_name, score."""
+        import pandas as pd
+
+        from kgnorm.linking.hypernym_run import COLUMNS, rank_names, write_ranking
+
+        ranking = rank_names(model, root, level, names, ontology=ontology, top_k=top_k, seed=seed,
+                             store=self.store)
+        if write:
+            write_ranking(ranking, write_top_k, self.store, self.lock_timeout)
+        return pd.DataFrame(ranking.rows(), columns=list(COLUMNS))
+
+    def link(self, model: str | Path, mentions: str | Path, write: bool = True, top_k: int = 5,
+             **options: Any) -> pd.DataFrame:
+        """Link a mention file (.concept, PubTator or TSV) with a trained model; with ``write`` the
+        LINKED_TO edges go into the store as one Run. Options: those of
+        ``kgnorm.linking.link_run.link_mentions`` (nil_threshold, write_top_k, batch_size …).
+        Columns: mention_id, mention, rank, concept_uids, score, nil."""
+        import pandas as pd
+
+        from kgnorm.linking.link_run import link_mentions
+
+        report = link_mentions(Path(model), Path(mentions), store=self.store, write=write, top_k=top_k,
+                               lock_timeout=self.lock_timeout, collect=True, **options)
+        return pd.DataFrame(report.rows)
+
+    def evaluate(self, model: str | Path, gold: str | Path, *, train: str | Path | None = None,
+                 input_format: str | None = None, batch_size: int = 256, abbreviations: bool | None = None,
+                 composites: bool | None = None, allow_unknown_gold: bool = False,
+                 nil_fraction: float | None = None, nil_seed: int = 0) -> dict[str, Any]:
+        """What `kgnorm eval link --model --format json` reports: Acc@1/Acc@5 of the rows `link`
+        would write for the gold mentions ("full", and "refined" with ``train``), and with
+        ``nil_fraction`` DILBERT's constructed nil evaluation ("nil")."""
+        from kgnorm.evaluation.link_eval import evaluate_link, evaluate_nil_detection
+
+        if nil_fraction is not None and not 0.0 < nil_fraction < 1.0:
+            raise KgnormError(f"--nil-fraction must be between 0 and 1 (exclusive), got {nil_fraction}")
+        model, gold = Path(model), Path(gold)
+        report = evaluate_link(model, gold, None, None, None if train is None else Path(train), input_format,
+                               batch_size, abbreviations, composites, allow_unknown_gold, self.store)
+        if nil_fraction is not None:
+            report["nil"] = evaluate_nil_detection(model, gold, input_format, nil_fraction, nil_seed,
+                                                   abbreviations, composites)
+        return report
