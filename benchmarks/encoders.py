@@ -311,15 +311,15 @@ def main() -> None:
     ap.add_argument("--dilbert-epochs", type=int, default=10, help="DILBERT epoch cap (default 10)")
     ap.add_argument("--strategy", default="resampling+siblings",
                     help="DILBERT negative sampling: random, random+parents, resampling, resampling+siblings")
-    ap.add_argument("--pairing", default="product", help="DILBERT triplet pairing: product or cycle")
+    ap.add_argument("--pairing", default="cycle", help="DILBERT triplet pairing: product or cycle (default: train dilbert's)")
     ap.add_argument("--batching", default="shuffled", help="DILBERT batching: shuffled or mention")
-    ap.add_argument("--max-positives", type=int, default=30, help="DILBERT positives per mention (default 30)")
+    ap.add_argument("--max-positives", type=int, default=10, help="DILBERT positives per mention (default 10, train dilbert's)")
     ap.add_argument("--distance", default="euclidean", choices=["euclidean", "cosine"],
                     help="DILBERT's distance, also the untrained MiniLM baseline's ranking (default euclidean)")
     ap.add_argument("--margin", type=float, default=1.0, help="DILBERT triplet margin (default 1, the paper's)")
     ap.add_argument("--synonym-anchors", type=int, default=0,
                     help="DILBERT: also train on N MEDIC names as queries (one per seeded concept; default 0)")
-    ap.add_argument("--mining", default="all", choices=["all", "semi-hard"],
+    ap.add_argument("--mining", default="semi-hard", choices=["all", "semi-hard"],
                     help="DILBERT triplets that count: all (the paper) or semi-hard (FaceNet)")
     ap.add_argument("--no-merge-train-mentions", dest="merge_train_mentions", action="store_false",
                     help="DILBERT's dictionary without the training mentions")

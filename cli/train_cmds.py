@@ -122,16 +122,16 @@ def train_dilbert_cmd(
     siblings_k: Annotated[int, typer.Option("--siblings-k", help="Sibling names added as negatives "
                                             "(resampling+siblings).")] = 1,
     negatives: Annotated[int, typer.Option("--negatives", help="Negatives per mention.")] = 5,
-    max_positives: Annotated[int, typer.Option("--max-positives", help="Gold names per mention (at most).")] = 30,
+    max_positives: Annotated[int, typer.Option("--max-positives", help="Gold names per mention (at most; the paper: 30).")] = 10,
     pairing: Annotated[str, typer.Option(
         "--pairing", help="product: every positive with every negative (the paper); cycle: one triplet per "
-                          "positive.")] = "product",
+                          "positive (default: measured better on CPU budgets, BENCHMARKS.md).")] = "cycle",
     batching: Annotated[str, typer.Option(
         "--batching", help="shuffled: all triplets shuffled (the paper); mention: a mention's triplets stay in "
                            "consecutive batches, several times fewer texts to encode per step.")] = "shuffled",
     mining: Annotated[str, typer.Option(
         "--mining", help="all: every triplet counts (the paper); semi-hard: only triplets whose negative is "
-                         "farther than the positive (FaceNet), so hard negatives cannot shrink the space.")] = "all",
+                         "farther than the positive (FaceNet), so hard negatives cannot shrink the space (default).")] = "semi-hard",
     synonym_anchors: Annotated[int, typer.Option(
         "--synonym-anchors", help="Also train on N dictionary names as queries, one each of N seeded concepts "
                                   "with another name (SapBERT-like self-alignment; 0: mentions only).")] = 0,

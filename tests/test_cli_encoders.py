@@ -220,7 +220,8 @@ def test_missing_word_vectors_writes_nothing(capsys, world, tmp_path):
     ("random", ["--distance", "cosine", "--margin", "0.3", "--batching", "mention", "--pairing", "cycle",
                 "--max-positives", "3"]),
     ("random+parents", ["--parents-k", "2", "--synonym-anchors", "2"]),
-    ("resampling", ["--epochs", "2", "--max-minutes", "0", "--mining", "semi-hard"]),
+    ("resampling", ["--epochs", "2", "--max-minutes", "0", "--mining", "all", "--pairing", "product",
+                    "--max-positives", "30"]),  # the paper's triplets; the defaults are the measured recipe
     ("resampling+siblings", ["--siblings-k", "2", "--no-merge-train-mentions"]),
 ])
 def test_train_dilbert_each_strategy_then_link(capsys, world, tmp_path, tiny_bert_dir, strategy, extra):
@@ -237,7 +238,8 @@ def test_train_dilbert_each_strategy_then_link(capsys, world, tmp_path, tiny_ber
     assert meta["hyper_parameters"]["strategy"] == strategy
     assert meta["hyper_parameters"]["batching"] == ("mention" if "mention" in extra else "shuffled")
     assert meta["hyper_parameters"]["margin"] == (0.3 if "--margin" in extra else 1.0)
-    assert meta["hyper_parameters"]["mining"] == ("semi-hard" if "semi-hard" in extra else "all")
+    assert meta["hyper_parameters"]["mining"] == ("all" if "all" in extra else "semi-hard")
+    assert meta["hyper_parameters"]["pairing"] == ("product" if "product" in extra else "cycle")
     assert meta["hyper_parameters"]["synonym_anchors"] == (2 if "--synonym-anchors" in extra else 0)
     assert ("+ 2 synonym anchors" in err) == ("--synonym-anchors" in extra)
     # training mentions join the dictionary (as in BioSyn) unless --no-merge-train-mentions
