@@ -21,8 +21,8 @@ import pyarrow as pa
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
-from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite,
-                                concept_columns, ontology_record, redact)
+from kgnorm.stores.base import (CONCEPT_COLUMNS, PUBLISHED, STAGING, GraphStore, LinkEdge, LoadSummary, MentionRow,
+                                QueryResult, RunRecord, RunWrite, concept_columns, ontology_record, redact)
 
 
 LOCK_POLL_S = 0.25
@@ -36,8 +36,9 @@ class LadybugStore(GraphStore):
     process is waited for up to `lock_timeout` seconds, then its holder is named."""
 
     def __init__(self, path: str | Path, read_only: bool = False, create: bool = False,
-                 lock_timeout: float = 30.0) -> None:
+                 lock_timeout: float = 30.0, buffer_pool_mb: int | None = None) -> None:
         self.path = Path(path)
+        self.buffer_pool_mb = buffer_pool_mb  # None: LadybugDB's default, most of the RAM
         self.uri = f"ladybug://{self.path}"
         self.read_only = read_only
         self.created = not self.path.exists()
@@ -57,7 +58,8 @@ class LadybugStore(GraphStore):
         deadline = time.monotonic() + max(0.0, lock_timeout)
         while True:
             try:
-                db = lb.Database(str(self.path), read_only=self.read_only)
+                db = lb.Database(str(self.path), read_only=self.read_only,
+                                 buffer_pool_size=(self.buffer_pool_mb or 0) * 2**20)
                 return db, lb.Connection(db)
             except RuntimeError as exc:
                 if "lock" not in str(exc).lower():
@@ -218,6 +220,63 @@ class LadybugStore(GraphStore):
             self._transaction(body)
         except RuntimeError as exc:
             raise StoreError(f"writing run {run.uid} failed, store unchanged: {_one_line(exc)}") from None
+
+    # -- a run written in batches (kgnorm.stores.staged_run) ------------------------
+    def stage_begin(self, run: RunRecord, stage: str) -> None:
+        self._require_keys()
+        self.stage_clear(stage)
+        row = {**run.row(), "uid": stage, "kind": STAGING}
+        self._transaction(lambda: self._copy("Run", pd.DataFrame([row])))
+
+    def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], seen: list[str],
+                   links: list[LinkEdge], keys: dict[str, str]) -> None:
+        def body() -> None:
+            self._copy("Mention", pd.DataFrame([vars(m) for m in new], columns=MENTION_COLUMNS))
+            self._copy("STAGED", pd.DataFrame({"from": [stage] * (len(new) + len(seen)),
+                                               "to": [m.uid for m in new] + seen,
+                                               "created": [True] * len(new) + [False] * len(seen)}))
+            self._copy("LINKED_TO", pd.DataFrame(
+                [(e.mention_uid, keys[e.concept_uid], float(e.score), int(e.rank), run.method, stage)
+                 for e in links], columns=["from", "to", "score", "rank", "method", "run"]),
+                ' (from="Mention", to="Concept")')
+
+        try:
+            self._transaction(body)
+        except RuntimeError as exc:
+            raise StoreError(f"writing run {run.uid} failed: {_one_line(exc)}") from None
+
+    def stage_publish(self, run: RunRecord, stage: str) -> None:
+        def body() -> None:
+            self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $r DELETE l", {"r": run.uid})
+            self._conn.execute("MATCH ()-[p:PREDICTED_IS_A]->() WHERE p.run = $r DELETE p", {"r": run.uid})
+            self._conn.execute("MATCH (r:Run) WHERE r.uid = $r DELETE r", {"r": run.uid})
+            self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $s SET l.run = $r",
+                               {"s": stage, "r": run.uid})
+            self._copy("Run", pd.DataFrame([run.row()]))
+            self._conn.execute("MATCH (r:Run) WHERE r.uid = $s SET r.kind = $k", {"s": stage, "k": PUBLISHED})
+
+        try:
+            self._transaction(body)
+        except RuntimeError as exc:
+            raise StoreError(f"publishing run {run.uid} failed: {_one_line(exc)}") from None
+        self.stage_clear(stage)
+
+    def stage_clear(self, stage: str) -> None:
+        rows = self._conn.execute("MATCH (r:Run) WHERE r.uid = $s RETURN r.kind", {"s": stage}).get_all()
+        if not rows:
+            return
+
+        def body() -> None:
+            if rows[0][0] == STAGING:  # unpublished: its new mentions and its edges go too
+                self._conn.execute("MATCH (r:Run)-[s:STAGED]->(m:Mention) WHERE r.uid = $s AND s.created "
+                                   "DETACH DELETE m", {"s": stage})
+                self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $s DELETE l", {"s": stage})
+            self._conn.execute("MATCH (r:Run) WHERE r.uid = $s DETACH DELETE r", {"s": stage})
+
+        try:
+            self._transaction(body)
+        except RuntimeError as exc:
+            raise StoreError(f"removing the staged rows of {stage} failed: {_one_line(exc)}") from None
 
     def _require_keys(self) -> None:
         """Stores made before concepts were keyed by ontology + uid can be read, not written."""
