@@ -40,7 +40,14 @@ def _snapshot(st) -> dict:
             "links": rows("MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) "
                           "RETURN m.uid, c.key, l.score, l.rank, l.method, l.run"),
             "runs": rows("MATCH (r:Run) RETURN r.uid, r.kind, r.method, r.params_json"),
-            "staged": rows("MATCH (:Run)-[s:STAGED]->(m:Mention) RETURN m.uid")}
+            "staged": rows("MATCH (r:Run) WHERE r.uid ENDS WITH '~staging' RETURN r.uid") + _staging_tables(st)}
+
+
+def _staging_tables(st) -> list[tuple]:
+    """LadybugDB: the per-run STAGED_* tables left; Neo4j: the STAGED edges left."""
+    if st.uri.startswith("ladybug://"):
+        return sorted((r[1],) for r in st.query("CALL show_tables() RETURN *").rows if r[1].startswith("STAGED"))
+    return [(n,) for n in st.query("MATCH ()-[s:STAGED]->() RETURN count(s)").rows[0] if n]
 
 
 def _staged(st, run: RunRecord, items: list[StagedMention], batch: int) -> tuple[int, int]:

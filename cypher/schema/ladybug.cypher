@@ -16,6 +16,3 @@ CREATE REL TABLE IF NOT EXISTS IS_A(FROM Concept TO Concept);
 CREATE REL TABLE IF NOT EXISTS XREF(FROM Concept TO Concept, source STRING);
 CREATE REL TABLE IF NOT EXISTS LINKED_TO(FROM Mention TO Concept, score DOUBLE, rank INT64, method STRING, run STRING);
 CREATE REL TABLE IF NOT EXISTS PREDICTED_IS_A(FROM Concept TO Concept, FROM Mention TO Concept, score DOUBLE, rank INT64, level INT64, method STRING, run STRING);
-// A link run streamed in batches (kgnorm.stores.staged_run): its staging Run node -> every Mention
-// it wrote (created: new in this run, removed if the run fails). Dropped once the run is published.
-CREATE REL TABLE IF NOT EXISTS STAGED(FROM Run TO Mention, created BOOLEAN);

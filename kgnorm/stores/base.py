@@ -183,13 +183,18 @@ class GraphStore(ABC):
     def stage_clear(self, stage: str) -> None:
         """Drop the staging node; while it is still unpublished, also every row staged under it."""
 
+    def staged_rel(self, stage: str) -> str:
+        """The relationship type from a staging Run node to the mentions it wrote."""
+        return "STAGED"
+
     def stage_lookup(self, stage: str, uids: list[str]) -> dict[str, tuple[str, str, bool]]:
         """uid -> (text, doc_id, already written by this staged run) of those of `uids` that are
         Mention nodes: the store, not memory, remembers the ids a long run has seen."""
         out: dict[str, tuple[str, str, bool]] = {}
         for i in range(0, len(uids), 5000):
             for uid, text, doc, staged in self.query(
-                    "UNWIND $u AS x MATCH (m:Mention {uid: x}) OPTIONAL MATCH (r:Run {uid: $s})-[:STAGED]->(m) "
+                    "UNWIND $u AS x MATCH (m:Mention {uid: x}) "
+                    f"OPTIONAL MATCH (r:Run {{uid: $s}})-[:{self.staged_rel(stage)}]->(m) "
                     "RETURN m.uid, m.text, m.doc_id, r IS NOT NULL", {"u": uids[i:i + 5000], "s": stage}).rows:
                 out[uid] = (text, doc or "", bool(staged))
         return out

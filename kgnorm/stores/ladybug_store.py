@@ -21,16 +21,16 @@ import pyarrow as pa
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
-from kgnorm.stores.base import (CONCEPT_COLUMNS, PUBLISHED, STAGING, GraphStore, LinkEdge, LoadSummary, MentionRow,
-                                QueryResult, RunRecord, RunWrite, concept_columns, ontology_record, redact)
+from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite, concept_columns,
+                                ontology_record, redact)
+from kgnorm.stores.ladybug_staging import MENTION_COLUMNS, LadybugStaging, one_line as _one_line
 
 
 LOCK_POLL_S = 0.25
 _WRITES_FILES = re.compile(r"\s*(COPY|EXPORT|IMPORT|INSTALL|ATTACH|DETACH\s+DATABASE|USE)\b", re.IGNORECASE)
-MENTION_COLUMNS = ["uid", "text", "doc_id", "start", "end", "context", "mention_id", "source"]
 
 
-class LadybugStore(GraphStore):
+class LadybugStore(LadybugStaging, GraphStore):
     """`create=False` refuses a missing store (a typo'd path is an error, not a new empty
     store); `read_only` opens share the store with other readers; a lock held by another
     process is waited for up to `lock_timeout` seconds, then its holder is named."""
@@ -47,6 +47,7 @@ class LadybugStore(GraphStore):
                              "only `kgnorm ingest` creates a store")
         if self.created:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_timeout = lock_timeout
         self._db, self._conn = self._open(lock_timeout)
         self._holder = Path(f"{self.path}.holder")
         if not read_only:
@@ -221,63 +222,6 @@ class LadybugStore(GraphStore):
         except RuntimeError as exc:
             raise StoreError(f"writing run {run.uid} failed, store unchanged: {_one_line(exc)}") from None
 
-    # -- a run written in batches (kgnorm.stores.staged_run) ------------------------
-    def stage_begin(self, run: RunRecord, stage: str) -> None:
-        self._require_keys()
-        self.stage_clear(stage)
-        row = {**run.row(), "uid": stage, "kind": STAGING}
-        self._transaction(lambda: self._copy("Run", pd.DataFrame([row])))
-
-    def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], seen: list[str],
-                   links: list[LinkEdge], keys: dict[str, str]) -> None:
-        def body() -> None:
-            self._copy("Mention", pd.DataFrame([vars(m) for m in new], columns=MENTION_COLUMNS))
-            self._copy("STAGED", pd.DataFrame({"from": [stage] * (len(new) + len(seen)),
-                                               "to": [m.uid for m in new] + seen,
-                                               "created": [True] * len(new) + [False] * len(seen)}))
-            self._copy("LINKED_TO", pd.DataFrame(
-                [(e.mention_uid, keys[e.concept_uid], float(e.score), int(e.rank), run.method, stage)
-                 for e in links], columns=["from", "to", "score", "rank", "method", "run"]),
-                ' (from="Mention", to="Concept")')
-
-        try:
-            self._transaction(body)
-        except RuntimeError as exc:
-            raise StoreError(f"writing run {run.uid} failed: {_one_line(exc)}") from None
-
-    def stage_publish(self, run: RunRecord, stage: str) -> None:
-        def body() -> None:
-            self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $r DELETE l", {"r": run.uid})
-            self._conn.execute("MATCH ()-[p:PREDICTED_IS_A]->() WHERE p.run = $r DELETE p", {"r": run.uid})
-            self._conn.execute("MATCH (r:Run) WHERE r.uid = $r DELETE r", {"r": run.uid})
-            self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $s SET l.run = $r",
-                               {"s": stage, "r": run.uid})
-            self._copy("Run", pd.DataFrame([run.row()]))
-            self._conn.execute("MATCH (r:Run) WHERE r.uid = $s SET r.kind = $k", {"s": stage, "k": PUBLISHED})
-
-        try:
-            self._transaction(body)
-        except RuntimeError as exc:
-            raise StoreError(f"publishing run {run.uid} failed: {_one_line(exc)}") from None
-        self.stage_clear(stage)
-
-    def stage_clear(self, stage: str) -> None:
-        rows = self._conn.execute("MATCH (r:Run) WHERE r.uid = $s RETURN r.kind", {"s": stage}).get_all()
-        if not rows:
-            return
-
-        def body() -> None:
-            if rows[0][0] == STAGING:  # unpublished: its new mentions and its edges go too
-                self._conn.execute("MATCH (r:Run)-[s:STAGED]->(m:Mention) WHERE r.uid = $s AND s.created "
-                                   "DETACH DELETE m", {"s": stage})
-                self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $s DELETE l", {"s": stage})
-            self._conn.execute("MATCH (r:Run) WHERE r.uid = $s DETACH DELETE r", {"s": stage})
-
-        try:
-            self._transaction(body)
-        except RuntimeError as exc:
-            raise StoreError(f"removing the staged rows of {stage} failed: {_one_line(exc)}") from None
-
     def _require_keys(self) -> None:
         """Stores made before concepts were keyed by ontology + uid can be read, not written."""
         names = [r[1] for r in self.query("CALL TABLE_INFO('Concept') RETURN *").rows]
@@ -304,7 +248,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
