@@ -6,11 +6,10 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import numpy as np
 import typer
 
 from kgnorm.cli.common import (FormatOpt, KeepCheckpointsOpt, LockTimeoutOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt,
-                               ThreadsOpt, finish_checkpoints, info, json_safe, read_mention_file, set_threads, setup,
+                               ThreadsOpt, finish_checkpoints, info, json_safe, set_threads, setup,
                                training_pairs_from_file, warn)
 from kgnorm.errors import InputError, KgnormError
 
@@ -187,34 +186,10 @@ def embed_cmd(
 ) -> None:
     """Vectors of names (one per line) or of every concept name of an ontology."""
     setup(quiet)
-    from kgnorm.mentions.readers import read_names
-    from kgnorm.methods.registry import load_encoder
+    from kgnorm.encoders.embed import embed_names
 
-    if (input is None) == (ontology is None):
-        raise KgnormError("give exactly one of --input F or --ontology NAME")
-    if input is not None:
-        texts = read_names(input)
-        uids = [""] * len(texts)
-    else:
-        from kgnorm.graph.views import read_ontology
-        from kgnorm.stores import open_store
-        with open_store(store, read_only=True) as st:
-            snap = read_ontology(st, ontology, with_edges=False)
-        pairs = [(c.uid, n) for c in snap.concepts for n in c.all_names()]
-        uids, texts = [p[0] for p in pairs], [p[1] for p in pairs]
-    enc = load_encoder(model)
-    vecs = np.asarray(enc.encode(texts), dtype=np.float32)
-    base = output.with_suffix("") if output.suffix in (".npy", ".tsv") else output
-    base.parent.mkdir(parents=True, exist_ok=True)
-    tmp = base.with_name(base.name + ".partial.npy")
-    np.save(tmp, vecs)
-    with open(base.with_name(base.name + ".tsv"), "w", encoding="utf-8") as fh:
-        fh.write("row\ttext\tuid\n")
-        for i, (t, u) in enumerate(zip(texts, uids)):
-            fh.write(f"{i}\t{t}\t{u}\n")
-    tmp.replace(base.with_name(base.name + ".npy"))
-    info(f"{len(texts):,} vectors of dimension {vecs.shape[1] if vecs.ndim == 2 else 0} → {base}.npy / {base}.tsv",
-         quiet)
+    res = embed_names(model, output, input=input, ontology=ontology, store=store)
+    info(f"{res.n:,} vectors of dimension {res.dim} → {res.base}.npy / {res.base}.tsv", quiet)
 
 
 def eval_link_cmd(
@@ -247,48 +222,19 @@ def eval_link_cmd(
     """Acc@1/Acc@5 of what `link` writes: one concept per rank, a concept right only through its own uid or
     alt ids (composites need every part; gold -1 skipped; a nil row is no link)."""
     setup(quiet)
-    if input is None:
-        raise KgnormError("give --gold F (gold mentions)")
-    if model is None and predictions is None:
-        raise KgnormError("give --model DIR (link and score) or --predictions F (score a link TSV)")
-    if predictions is not None and model is None and ontology is None:
-        raise KgnormError("--predictions needs --ontology NAME (or --model DIR) for the concepts' alt ids")
-    if nil_fraction is not None:
-        if model is None:
-            raise KgnormError("--nil-fraction needs --model DIR")
-        if not 0.0 < nil_fraction < 1.0:
-            raise KgnormError(f"--nil-fraction must be between 0 and 1 (exclusive), got {nil_fraction}")
-    from kgnorm.evaluation.link_eval import evaluate_link, evaluate_nil_detection
+    from kgnorm.evaluation.model_eval import check_eval_options, evaluate_model, report_lines
 
-    report = evaluate_link(model, input, predictions, ontology, train, input_format, batch_size, abbreviations,
-                           composites, allow_unknown_gold, store)
-    if report["unknown_gold_ids"]:
-        where = f"ontology {ontology!r}" if ontology is not None else f"the dictionary of {model}"
-        warn(f"{report['unknown_gold_ids']} gold id(s) of {input} are not concepts of {where}; their "
-             f"{report['unknown_gold_mentions']} mention(s) are scored as misses")
+    check_eval_options(model, input, predictions, ontology, nil_fraction)
     if nil_fraction is not None:
         info(f"nil: removing {nil_fraction:g} of the gold concepts from the dictionary and linking again …", quiet)
-        report["nil"] = evaluate_nil_detection(model, input, input_format, nil_fraction, nil_seed,
-                                               abbreviations, composites)
+    report = evaluate_model(model, input, predictions=predictions, ontology=ontology,
+                            allow_unknown_gold=allow_unknown_gold, train=train, input_format=input_format,
+                            batch_size=batch_size, abbreviations=abbreviations, composites=composites,
+                            nil_fraction=nil_fraction, nil_seed=nil_seed, store=store)
+    for note in report.pop("notes"):
+        warn(note)
     if fmt == "json":
         typer.echo(json.dumps(json_safe(report), indent=2))
         return
-    for split, r in report.items():
-        if split in ("full", "refined"):
-            typer.echo(f"{split:8s} n={r['n']:5d}  Acc@1 {r['acc1']:.4f}  Acc@5 {r['acc5']:.4f}")
-    if report.get("unknown_gold_ids"):
-        typer.echo(f"gold ids the model or ontology lacks: {report['unknown_gold_ids']} (their "
-                   f"{report['unknown_gold_mentions']} mention(s) scored as misses)")
-    if "nil" in report:
-        nil = report["nil"]
-        typer.echo(f"nil: {nil['removed']} concept(s) removed, {nil['queries']} queries from {nil['documents']} "
-                   f"document(s), {nil['out_of_kb']} out-of-KB; fitted on half of the documents, scored on the "
-                   f"other half (mean of {len(nil['splits'])} splits)")
-        from kgnorm.evaluation.nil import strategy_summaries
-
-        for strategy, m, error, _ in strategy_summaries(nil["strategies"]):
-            if m is None:
-                typer.echo(f"  {strategy:12s} n/a ({error})")
-                continue
-            typer.echo(f"  {strategy:12s} accuracy {m['accuracy']:.4f}  nil P {m['nil_precision']:.4f}  "
-                       f"R {m['nil_recall']:.4f}  F1 {m['nil_f1']:.4f}  in-KB accuracy {m['in_kb_accuracy']:.4f}")
+    for line in report_lines(report):
+        typer.echo(line)
