@@ -167,3 +167,32 @@ def test_link_mentions_strings_collect_and_write_batch(linked_store, tmp_path):
     # other strings: another run and other mention nodes
     other = link_mentions(model, texts[:2], store=uri, write=False, collect=True, progress=False)
     assert other.run_uid is None and {r["mention_id"] for r in other.rows} == {"1", "2"}
+
+
+def test_cli_write_batch_gives_the_same_store(capsys, linked_store, tmp_path):
+    uri, model = linked_store
+    mentions = tmp_path / "m.tsv"
+    mentions.write_text("id\ttext\na\theart attack\nb\tkidney failure\nc\tbreast cancer\nd\ttoy root\n")
+    snaps, outs = [], []
+    for batch in ("1", "50000"):
+        code, out, err = run(capsys, "link", "--model", str(model), "--input", str(mentions), "--store", uri,
+                             "--write-batch", batch)
+        assert code == 0 and "linked 4 mention(s)" in err, err
+        outs.append(out)
+        with open_store(uri, read_only=True) as st:
+            snaps.append(_snapshot(st))
+    assert snaps[0] == snaps[1] and outs[0] == outs[1] and len(snaps[0]["mentions"]) == 4
+
+
+@pytest.mark.filterwarnings("ignore:.*duplicate PMID")  # the reader's own notice of the repeated document
+def test_cli_repeated_document_across_batches_stored_once(capsys, linked_store, tmp_path):
+    uri, model = linked_store
+    doc = "11|t|heart attack here\n11|a|and kidney failure.\n11\t0\t12\theart attack\tDisease\tTOY:0001\n\n"
+    pub = tmp_path / "dup.pubtator"
+    pub.write_text(doc + doc)
+    code, _, err = run(capsys, "link", "--model", str(model), "--input", str(pub), "--store", uri,
+                       "--write-batch", "1", "-q")
+    assert code == 0 and "1 mention(s) repeat an earlier one" in err and "stored once" in err, err
+    with open_store(uri, read_only=True) as st:
+        snap = _snapshot(st)
+    assert [r[4] for r in snap["mentions"]] == ["11:0-12"] and len(snap["links"]) == 1 and snap["staged"] == []
