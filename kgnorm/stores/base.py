@@ -170,10 +170,10 @@ class GraphStore(ABC):
         """Clear what a failed earlier attempt left under `stage`, then write its staging Run node."""
 
     @abstractmethod
-    def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], seen: list[str],
-                   links: list[LinkEdge], keys: dict[str, str]) -> None:
-        """One batch, in one transaction: `new` mentions created, `seen` (existing mention uids)
-        marked as this run's, `links` written with run = `stage` (`keys`: concept uid -> key)."""
+    def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
+                   keys: dict[str, str]) -> None:
+        """One batch, in one transaction: `new` mentions created (and listed under `stage`, to be
+        undone should the run fail), `links` written under the staging tag (`keys`: uid -> key)."""
 
     @abstractmethod
     def stage_publish(self, run: RunRecord, stage: str) -> None:
@@ -183,20 +183,13 @@ class GraphStore(ABC):
     def stage_clear(self, stage: str) -> None:
         """Drop the staging node; while it is still unpublished, also every row staged under it."""
 
-    def staged_rel(self, stage: str) -> str:
-        """The relationship type from a staging Run node to the mentions it wrote."""
-        return "STAGED"
-
-    def stage_lookup(self, stage: str, uids: list[str]) -> dict[str, tuple[str, str, bool]]:
-        """uid -> (text, doc_id, already written by this staged run) of those of `uids` that are
-        Mention nodes: the store, not memory, remembers the ids a long run has seen."""
-        out: dict[str, tuple[str, str, bool]] = {}
+    def mention_texts(self, uids: list[str]) -> dict[str, tuple[str, str]]:
+        """uid -> (text, doc_id) of those of `uids` that are Mention nodes (index lookups)."""
+        out: dict[str, tuple[str, str]] = {}
         for i in range(0, len(uids), 5000):
-            for uid, text, doc, staged in self.query(
-                    "UNWIND $u AS x MATCH (m:Mention {uid: x}) "
-                    f"OPTIONAL MATCH (r:Run {{uid: $s}})-[:{self.staged_rel(stage)}]->(m) "
-                    "RETURN m.uid, m.text, m.doc_id, r IS NOT NULL", {"u": uids[i:i + 5000], "s": stage}).rows:
-                out[uid] = (text, doc or "", bool(staged))
+            for uid, text, doc in self.query("UNWIND $u AS x MATCH (m:Mention {uid: x}) RETURN m.uid, m.text, m.doc_id",
+                                             {"u": uids[i:i + 5000]}).rows:
+                out[uid] = (text, doc or "")
         return out
 
     @abstractmethod

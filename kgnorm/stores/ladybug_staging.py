@@ -4,9 +4,11 @@ Three things keep a million-mention run's RSS flat on LadybugDB (BENCHMARKS.md, 
 - The open database keeps what each COPY into a node table loaded (LadybugDB's primary-key
   index is not managed by its buffer pool, kuzudb/kuzu#4937): the database is closed and
   reopened after every batch, which returns it (the run's rows are committed by then).
-- The mentions a run wrote hang off its staging Run node in a relationship table of their own
-  (``STAGED_<hash>``), dropped at the end in one cheap DDL statement instead of deleting a
-  million edges in one transaction.
+- The mentions a run created are listed in a node table of their own (``STAGED_<hash>``,
+  keyed by a SERIAL: no second string index to grow), read only to undo a failed run and
+  dropped at the end in one cheap DDL statement instead of deleting a million rows in one
+  transaction; a node table, not edges from the staging Run node, because every COPY into a
+  relationship table rewrites the whole adjacency of so busy a node.
 - A run whose uid is new in the store (no Run node, no edge carries it) stages its LINKED_TO
   edges under its final uid, so publishing writes the Run node and nothing else; only a
   re-run (whose previous copy must stay until the new one is complete) stages them under the
@@ -58,18 +60,16 @@ class LadybugStaging:
             "MATCH ()-[p:PREDICTED_IS_A]->() WHERE p.run = $r RETURN count(p)"))
         row = {**run.row(), "uid": stage, "kind": STAGING,
                "metrics_json": json.dumps({"edge_run": stage if used else run.uid})}
-        self._conn.execute(f"CREATE REL TABLE {self.staged_rel(stage)}(FROM Run TO Mention, created BOOLEAN)")
+        self._conn.execute(f"CREATE NODE TABLE {self.staged_rel(stage)}(id SERIAL PRIMARY KEY, uid STRING)")
         self._transaction(lambda: self._copy("Run", pd.DataFrame([row])))
 
-    def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], seen: list[str],
-                   links: list[LinkEdge], keys: dict[str, str]) -> None:
+    def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
+                   keys: dict[str, str]) -> None:
         tag = self._stage_node(stage)[1]
 
         def body() -> None:
             self._copy("Mention", pd.DataFrame([vars(m) for m in new], columns=MENTION_COLUMNS))
-            self._copy(self.staged_rel(stage), pd.DataFrame({
-                "from": [stage] * (len(new) + len(seen)), "to": [m.uid for m in new] + seen,
-                "created": [True] * len(new) + [False] * len(seen)}))
+            self._copy(self.staged_rel(stage), pd.DataFrame({"uid": [m.uid for m in new]}))
             self._copy("LINKED_TO", pd.DataFrame(
                 [(e.mention_uid, keys[e.concept_uid], float(e.score), int(e.rank), run.method, tag)
                  for e in links], columns=["from", "to", "score", "rank", "method", "run"]),
@@ -114,8 +114,8 @@ class LadybugStaging:
         def body() -> None:
             if node is not None and node[0] == STAGING:  # unpublished: its new mentions and edges go too
                 if has_table:
-                    self._conn.execute(f"MATCH (r:Run)-[s:{table}]->(m:Mention) WHERE r.uid = $s AND s.created "
-                                       "DETACH DELETE m", {"s": stage})
+                    self._conn.execute(f"MATCH (s:{table}) WITH s.uid AS x "
+                                       "MATCH (m:Mention {uid: x}) DETACH DELETE m")
                 self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $t DELETE l", {"t": node[1]})
 
         try:

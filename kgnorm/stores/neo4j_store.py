@@ -182,10 +182,10 @@ class Neo4jStore(GraphStore):
         row = {**run.row(), "uid": stage, "kind": STAGING}
         self._write(lambda tx: tx.run("CREATE (r:Run) SET r = $row", row=row).consume(), f"writing run {run.uid}")
 
-    def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], seen: list[str],
-                   links: list[LinkEdge], keys: dict[str, str]) -> None:
+    def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
+                   keys: dict[str, str]) -> None:
         mentions = [vars(m) for m in new]
-        staged = [{"m": m.uid, "created": True} for m in new] + [{"m": u, "created": False} for u in seen]
+        staged = [{"m": m.uid} for m in new]
         rows = [{"m": e.mention_uid, "c": keys[e.concept_uid], "score": float(e.score), "rank": int(e.rank)}
                 for e in links]
 
@@ -194,7 +194,7 @@ class Neo4jStore(GraphStore):
                 tx.run("UNWIND $rows AS r CREATE (m:Mention) SET m = r", rows=batch).consume()
             for batch in _batches(staged):
                 tx.run("MATCH (s:Run {uid: $s}) UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) "
-                       "CREATE (s)-[:STAGED {created: r.created}]->(m)", s=stage, rows=batch).consume()
+                       "CREATE (s)-[:STAGED]->(m)", s=stage, rows=batch).consume()
             for batch in _batches(rows):
                 _all_written(tx, tx.run(
                     "UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) MATCH (c:Concept {key: r.c}) "
@@ -224,7 +224,7 @@ class Neo4jStore(GraphStore):
             return
         steps = ["MATCH (:Run {uid: $s})-[x:STAGED]->() WITH x LIMIT 10000 DELETE x RETURN count(*) AS n"]
         if rows[0][0] == STAGING:  # unpublished: its new mentions and its edges go too
-            steps = ["MATCH (:Run {uid: $s})-[x:STAGED {created: true}]->(m:Mention) WITH DISTINCT m LIMIT 10000 "
+            steps = ["MATCH (:Run {uid: $s})-[x:STAGED]->(m:Mention) WITH DISTINCT m LIMIT 10000 "
                      "DETACH DELETE m RETURN count(*) AS n",
                      "MATCH ()-[l:LINKED_TO {run: $s}]->() WITH l LIMIT 10000 DELETE l RETURN count(*) AS n"] + steps
         for step in steps:

@@ -2,17 +2,19 @@
 
 `kgnorm link` on a million mentions cannot hold every Mention row and edge until one final
 `write_run`: memory would follow the corpus. A `StagedRun` writes each batch at once, under
-a staging Run node (uid ``<run uid>~staging``, kind ``staging``): new Mention nodes hang off it
-by STAGED edges (``created: true``), and its LINKED_TO edges carry the staging uid as their
-`run`. `publish()` then swaps, in one transaction, the previous copy of the run (if any) for
+a staging Run node (uid ``<run uid>~staging``, kind ``staging``): the Mention nodes it creates
+are listed under it (STAGED edges on Neo4j, a per-run table on LadybugDB), and its LINKED_TO
+edges carry a staging tag as their `run`. `publish()` then swaps, in one transaction, the previous copy of the run (if any) for
 the staged edges; on any failure or Ctrl-C, leaving the `with` block without publishing
 removes what was staged, so the store is as it was. A process killed outright leaves the
 staging node behind, and the next attempt at the same run uid clears it first.
 
-Repeated mention ids are found without holding the ids seen so far: each batch asks the store
-which of its ids this run already staged (the STAGED edges), which keeps memory flat at the
-cost of one indexed lookup per mention (a compact in-memory digest per id would still grow
-with the corpus, ~16 bytes per mention at best).
+Repeated mention ids across batches: the run keeps a 63-bit hash of each mention uid it wrote
+(kgnorm.mentions.seen_ids, 8 bytes per mention: 8 MB per million), and for an id it has seen
+asks the store for the text that id was written with (an indexed lookup) to tell a repeat
+(stored once) from a reused id (InputError). Asking the store instead of keeping the hashes
+would need a second string-keyed index in the store, whose memory LadybugDB does not bound
+(it grew the RSS more than the hashes do); a hash collision is told apart by that lookup.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import InputError
+from kgnorm.mentions.seen_ids import SeenIds
 from kgnorm.stores.base import GraphStore, LinkEdge, MentionRow, RunRecord
 
 
@@ -54,6 +57,7 @@ class StagedRun:
         self.source = source  # named in the error about a reused id
         self.stage = staging_uid(run.uid)
         self.published = False
+        self.seen = SeenIds()  # the mention uids of earlier batches, 8 bytes each
 
     def __enter__(self) -> "StagedRun":
         self.store.stage_begin(self.run, self.stage)
@@ -72,33 +76,30 @@ class StagedRun:
         """Write one batch. A mention id seen before in this run is stored once when it is the
         same mention (a duplicated document), and an InputError when it names another text."""
         first: dict[str, StagedMention] = {}
+        earlier: list[StagedMention] = []  # ids an earlier batch (probably) gave
         repeats = 0
         for it in items:
             prev = first.get(it.row.uid)
-            if prev is None:
-                first[it.row.uid] = it
-                continue
-            self._same(prev.row.text, prev.row.doc_id, it.row)
-            repeats += 1
-        stored = self.store.stage_lookup(self.stage, list(first))
-        new: list[MentionRow] = []
-        seen: list[str] = []
-        accepted: list[StagedMention] = []
-        for uid, it in first.items():
-            hit = stored.get(uid)
-            if hit is not None and hit[2]:  # an earlier batch of this run wrote it
-                self._same(hit[0], hit[1], it.row)
+            if prev is not None:
+                self._same(prev.row.text, prev.row.doc_id, it.row)
                 repeats += 1
-                continue
-            if hit is None:
-                new.append(it.row)
-            else:  # a node an earlier run made: kept as it is, marked as this run's
-                seen.append(uid)
-            accepted.append(it)
+            elif self.seen.add(it.row.uid):
+                earlier.append(it)
+            else:
+                first[it.row.uid] = it
+        stored = self.store.mention_texts(list(first) + [it.row.uid for it in earlier])
+        for it in earlier:
+            if it.row.uid in stored:  # written by an earlier batch: compare what it said
+                self._same(*stored[it.row.uid], it.row)
+                repeats += 1
+            else:  # a hash collision, not a repeat
+                first[it.row.uid] = it
+        accepted = list(first.values())
+        new = [it.row for it in accepted if it.row.uid not in stored]  # the others: nodes an earlier run made
         links = [e for it in accepted for e in it.links]
         keys = self.store.concept_keys(sorted({e.concept_uid for e in links}), self.ontology)
         kept = [e for e in links if e.concept_uid in keys]
-        self.store.stage_rows(self.stage, self.run, new, seen, kept, keys)
+        self.store.stage_rows(self.stage, self.run, new, kept, keys)
         return BatchResult(accepted, repeats, len(kept))
 
     def publish(self) -> None:
