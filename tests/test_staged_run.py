@@ -196,3 +196,14 @@ def test_cli_repeated_document_across_batches_stored_once(capsys, linked_store, 
     with open_store(uri, read_only=True) as st:
         snap = _snapshot(st)
     assert [r[4] for r in snap["mentions"]] == ["11:0-12"] and len(snap["links"]) == 1 and snap["staged"] == []
+
+
+def test_seen_ids_remember_ids_in_8_bytes_each():
+    from kgnorm.mentions.seen_ids import SeenIds, first_line_with_id
+
+    seen = SeenIds(merge_every=100)  # several merges into the sorted array
+    assert not any(seen.add(f"m{i}") for i in range(1000))
+    assert all(seen.add(f"m{i}") for i in range(0, 1000, 7)) and not seen.add("m1000")
+    assert seen._sorted.dtype.itemsize == 8 and len(seen._recent) < 100
+    lines = list(enumerate(["id\ttext", "a\tx", "", "b\ty", "a\tz"], 1))
+    assert first_line_with_id(lines, 0, "a", 5) == 2 and first_line_with_id(lines, 0, "b", 4) is None

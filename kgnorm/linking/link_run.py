@@ -19,8 +19,9 @@ from typing import Any, Iterable, Sequence, TextIO
 from kgnorm.errors import KgnormError
 from kgnorm.mentions.types import Mention
 
-# LadybugDB's page cache for a link run's writes: by default it may take most of the RAM and
-# grows with every batch written (BENCHMARKS.md, "link memory").
+# LadybugDB's page cache during a link run's writes: by default most of the RAM, filled as the
+# store grows. Bounded here; the rest of LadybugDB's memory is returned by reopening the
+# database after each batch (kgnorm.stores.ladybug_staging; BENCHMARKS.md, "link memory").
 LINK_BUFFER_POOL_MB = 512
 
 

@@ -14,7 +14,7 @@ from itertools import groupby
 from pathlib import Path
 
 from kgnorm.errors import InputError
-from kgnorm.mentions.seen_ids import SeenIds
+from kgnorm.mentions.seen_ids import SeenIds, first_line_with_id
 from kgnorm.mentions.types import Document, Mention
 from kgnorm.text.abbreviations import abbreviations_from_mentions, document_abbreviations, find_abbreviations
 
@@ -300,7 +300,7 @@ def read_tsv(path: str | Path) -> Iterator[Mention]:
         if not text.strip():
             raise InputError("empty text", p, lineno, record=mid)
         if seen.add(mid):  # links of both would land on one Mention node
-            first = _first_line_with_id(p, col["id"], mid, lineno)
+            first = first_line_with_id(iter_lines(p), col["id"], mid, lineno)
             if first is not None:
                 raise InputError(f"duplicate id {mid} (first on line {first}); each mention needs its own id",
                                  p, lineno)
@@ -308,20 +308,6 @@ def read_tsv(path: str | Path) -> Iterator[Mention]:
         yield Mention(text=text, id=mid, doc_id=get("doc_id").strip(), context=get("context"),
                       type=get("type").strip(), gold=_gold(get("gold"), p, lineno),
                       parts=parts.split("|") if parts.strip() else [])
-
-
-def _first_line_with_id(p: Path, column: int, mid: str, before: int) -> int | None:
-    """The line before `before` that gives id `mid` (read again: only the ids' hashes are kept)."""
-    header_seen = False
-    for lineno, line in iter_lines(p):
-        if lineno >= before:
-            return None
-        if not line.strip():
-            continue
-        if header_seen and line.split("\t")[column].strip() == mid:
-            return lineno
-        header_seen = True
-    return None
 
 
 # --------------------------------------------------------------------------- dispatch

@@ -3,6 +3,7 @@ memory (a dict of the ids themselves took ~150 MB per million; BENCHMARKS.md, "l
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -33,3 +34,18 @@ class SeenIds:
             self._sorted = np.union1d(a, np.fromiter(self._recent, dtype=np.int64, count=len(self._recent)))
             self._recent.clear()
         return False
+
+
+def first_line_with_id(lines: Iterable[tuple[int, str]], column: int, mid: str, before: int) -> int | None:
+    """The line (of a TSV's numbered lines, header first) before `before` whose id column is
+    `mid`: the file is read again, since only the ids' hashes were kept."""
+    header_seen = False
+    for lineno, line in lines:
+        if lineno >= before:
+            return None
+        if not line.strip():
+            continue
+        if header_seen and line.split("\t")[column].strip() == mid:
+            return lineno
+        header_seen = True
+    return None
