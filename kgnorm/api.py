@@ -92,35 +92,29 @@ class Workbench:
             write_ranking(ranking, write_top_k, self.store, self.lock_timeout)
         return pd.DataFrame(ranking.rows(), columns=list(COLUMNS))
 
-    def link(self, model: str | Path, mentions: str | Path, write: bool = True, top_k: int = 5,
+    def link(self, model: str | Path, mentions: str | Path | Sequence[str], write: bool = True, top_k: int = 5,
              **options: Any) -> pd.DataFrame:
-        """Link a mention file (.concept, PubTator or TSV) with a trained model; with ``write`` the
-        LINKED_TO edges go into the store as one Run. Options: those of
-        ``kgnorm.linking.link_run.link_mentions`` (nil_threshold, write_top_k, batch_size …).
-        Columns: mention_id, mention, rank, concept_uids, score, nil."""
+        """Link a mention file (.concept, PubTator or TSV) or a list of texts (ids "1", "2", …) with a
+        trained model; with ``write`` the LINKED_TO edges go into the store as one Run, streamed in
+        batches and published at the end. Options: those of
+        ``kgnorm.linking.link_run.link_mentions`` (nil_threshold, write_top_k, output, write_batch …).
+        Columns: mention_id, mention, rank, concept_uids, score, nil -- the rows of link's TSV."""
         import pandas as pd
 
+        from kgnorm.linking.job import TSV_HEADER
         from kgnorm.linking.link_run import link_mentions
 
-        report = link_mentions(Path(model), Path(mentions), store=self.store, write=write, top_k=top_k,
+        report = link_mentions(model, mentions, store=self.store, write=write, top_k=top_k,
                                lock_timeout=self.lock_timeout, collect=True, **options)
-        return pd.DataFrame(report.rows)
+        frame = pd.DataFrame(report.rows, columns=TSV_HEADER)
+        # the TSV's text as values: rank and nil as integers, score as a float (4 decimals, as written)
+        return frame.astype({"rank": int, "score": float, "nil": int})
 
-    def evaluate(self, model: str | Path, gold: str | Path, *, train: str | Path | None = None,
-                 input_format: str | None = None, batch_size: int = 256, abbreviations: bool | None = None,
-                 composites: bool | None = None, allow_unknown_gold: bool = False,
-                 nil_fraction: float | None = None, nil_seed: int = 0) -> dict[str, Any]:
-        """What `kgnorm eval link --model --format json` reports: Acc@1/Acc@5 of the rows `link`
-        would write for the gold mentions ("full", and "refined" with ``train``), and with
-        ``nil_fraction`` DILBERT's constructed nil evaluation ("nil")."""
-        from kgnorm.evaluation.link_eval import evaluate_link, evaluate_nil_detection
+    def evaluate(self, model: str | Path | None, gold: str | Path, **options: Any) -> dict[str, Any]:
+        """What `kgnorm eval link --format json` reports: Acc@1/Acc@5 of the rows `link` writes for the
+        gold mentions ("full", and "refined" with ``train=``), or of any TSV in link's layout with
+        ``predictions=`` (and ``ontology=`` when no model is given); ``nil_fraction=`` adds DILBERT's
+        constructed nil evaluation ("nil"). Options: ``kgnorm.evaluation.model_eval.evaluate_model``'s."""
+        from kgnorm.evaluation.model_eval import evaluate_model
 
-        if nil_fraction is not None and not 0.0 < nil_fraction < 1.0:
-            raise KgnormError(f"--nil-fraction must be between 0 and 1 (exclusive), got {nil_fraction}")
-        model, gold = Path(model), Path(gold)
-        report = evaluate_link(model, gold, None, None, None if train is None else Path(train), input_format,
-                               batch_size, abbreviations, composites, allow_unknown_gold, self.store)
-        if nil_fraction is not None:
-            report["nil"] = evaluate_nil_detection(model, gold, input_format, nil_fraction, nil_seed,
-                                                   abbreviations, composites)
-        return report
+        return evaluate_model(model, gold, store=self.store, **options)

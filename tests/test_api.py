@@ -1,12 +1,14 @@
 """kgnorm.Workbench, the Python API the CLI wraps: ingest, ontologies, query (read-only unless
-write=True), train through the method recipes, hypernyms and evaluate, called directly."""
+write=True), train through the method recipes, link, hypernyms and evaluate, called directly."""
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from cli_runner import run
@@ -145,6 +147,26 @@ def test_evaluate_matches_eval_link(medic, capsys):
     assert json.loads(out)["full"] == report["full"]
     with pytest.raises(KgnormError, match="--nil-fraction"):
         medic["wb"].evaluate(medic["model"], medic["gold"], nil_fraction=1.5)
+
+
+def test_link_returns_the_tsv_rows_and_writes_the_edges(medic, tmp_path, capsys):
+    """Workbench.link: a file or a list of texts; the frame is what `kgnorm link` writes, and the
+    store gets one run whose LINKED_TO edges are the rank-1 rows."""
+    bench, model = medic["wb"], medic["model"]
+    frame = bench.link(model, medic["gold"], top_k=3, write=False)
+    code, out, err = run(capsys, "link", "--model", str(model), "--input", str(medic["gold"]), "--top-k", "3",
+                         "--no-write", "--store", bench.store, "-q")
+    assert code == 0, err
+    tsv = pd.read_csv(io.StringIO(out), sep="\t", dtype=str, keep_default_na=False)
+    assert list(frame.columns) == list(tsv.columns) == ["mention_id", "mention", "rank", "concept_uids", "score", "nil"]
+    assert frame.astype(str).assign(score=frame["score"].map("{:.4f}".format)).equals(tsv)
+    texts = ["fictional syndrome", "toe disease"]
+    linked = bench.link(model, texts, top_k=2, write_batch=1)
+    assert sorted(set(linked["mention_id"])) == ["1", "2"] and linked["rank"].max() <= 2
+    edges = bench.query("MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) WHERE m.mention_id IN $ids "
+                        "RETURN m.mention_id AS id, c.uid AS uid ORDER BY id", ids=["1", "2"])
+    top = linked[linked["rank"] == 1].sort_values("mention_id")
+    assert edges["uid"].tolist() == top["concept_uids"].tolist()
 
 
 def test_train_dan_and_hypernyms(tmp_path, tiny_bert_dir):

@@ -261,15 +261,22 @@ def test_train_biosyn_defaults_presets_and_checkpoints(capsys, store, tmp_path, 
 
 
 def test_link_reports_what_it_wrote_and_explains_edge_counts(capsys, store, tmp_path, tiny_bert_dir):
-    from kgnorm.cli.link_cmds import _edge_count_note
+    from kgnorm.linking.link_run import EdgeCounts
     from kgnorm.stores.base import LinkEdge
 
-    edges = [LinkEdge("m1", "C1", 0.9, 1), LinkEdge("m2", "C2", 0.8, 1), LinkEdge("m2", "C3", 0.7, 1),
-             LinkEdge("m3", "C9", 0.5, 1)]
-    note = _edge_count_note(4, 1, edges, edges[:3])
-    assert "1 composite mention(s) got one edge per part" in note and "1 nil mention(s) got none" in note
-    assert "1 to concepts not in the store skipped" in note
-    assert _edge_count_note(2, 1, edges[:2], edges[:2]) == ""
+    def note(per_mention: list[list[LinkEdge]], kept: int) -> str:
+        counts = EdgeCounts()
+        for links in per_mention:
+            counts.add(links)
+        counts.kept = kept
+        return counts.note(1)
+
+    m1, m2, m3 = [LinkEdge("m1", "C1", 0.9, 1)], [LinkEdge("m2", "C2", 0.8, 1), LinkEdge("m2", "C3", 0.7, 1)], \
+        [LinkEdge("m3", "C9", 0.5, 1)]
+    text = note([m1, m2, m3, []], 3)
+    assert "1 composite mention(s) got one edge per part" in text and "1 nil mention(s) got none" in text
+    assert "1 to concepts not in the store skipped" in text
+    assert note([m1, [LinkEdge("m2", "C2", 0.8, 1)]], 2) == ""
 
     assert run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--ontology", "ctd",
                "--store", store, "-q")[0] == 0

@@ -14,6 +14,7 @@ from itertools import groupby
 from pathlib import Path
 
 from kgnorm.errors import InputError
+from kgnorm.mentions.seen_ids import SeenIds, first_line_with_id
 from kgnorm.mentions.types import Document, Mention
 from kgnorm.text.abbreviations import abbreviations_from_mentions, document_abbreviations, find_abbreviations
 
@@ -281,7 +282,7 @@ def read_tsv(path: str | Path) -> Iterator[Mention]:
         raise InputError(f"TSV header lacks column(s) {', '.join(missing)} "
                          f"(has: {', '.join(header)})", p, lineno)
     col = {name: i for i, name in enumerate(header)}
-    seen: dict[str, int] = {}
+    seen = SeenIds()
     for lineno, line in lines:
         if not line.strip():
             continue
@@ -298,10 +299,11 @@ def read_tsv(path: str | Path) -> Iterator[Mention]:
             raise InputError("empty id", p, lineno)
         if not text.strip():
             raise InputError("empty text", p, lineno, record=mid)
-        if mid in seen:  # links of both would land on one Mention node
-            raise InputError(f"duplicate id {mid} (first on line {seen[mid]}); each mention needs its own id",
-                             p, lineno)
-        seen[mid] = lineno
+        if seen.add(mid):  # links of both would land on one Mention node
+            first = first_line_with_id(iter_lines(p), col["id"], mid, lineno)
+            if first is not None:
+                raise InputError(f"duplicate id {mid} (first on line {first}); each mention needs its own id",
+                                 p, lineno)
         parts = get("parts")
         yield Mention(text=text, id=mid, doc_id=get("doc_id").strip(), context=get("context"),
                       type=get("type").strip(), gold=_gold(get("gold"), p, lineno),

@@ -44,18 +44,21 @@ def store_exists(uri: str) -> bool:
 
 
 def open_store(uri: str | None = None, read_only: bool = False, create: bool = False,
-               lock_timeout: float = 30.0) -> GraphStore:
+               lock_timeout: float = 30.0, buffer_pool_mb: int | None = None) -> GraphStore:
     """`ladybug:///path`, a plain path, or a Neo4j URI (bolt://, neo4j://, neo4j+s://).
 
     Only `create=True` (ingest) makes a new embedded store; readers pass `read_only=True`
-    (LadybugDB opened read-only, Neo4j sessions in READ access mode) and share the store."""
+    (LadybugDB opened read-only, Neo4j sessions in READ access mode) and share the store.
+    `buffer_pool_mb` bounds LadybugDB's page cache (by default most of the RAM, and it grows
+    with writes); a Neo4j server manages its own memory."""
     uri = check_store_uri(uri)
     if uri.startswith(NEO4J_SCHEMES):
         from kgnorm.stores.neo4j_store import Neo4jStore
         return Neo4jStore(uri, read_only=read_only)
     path = uri[len("ladybug://"):] if uri.startswith("ladybug://") else uri
     from kgnorm.stores.ladybug_store import LadybugStore
-    return LadybugStore(Path(path), read_only=read_only, create=create, lock_timeout=lock_timeout)
+    return LadybugStore(Path(path), read_only=read_only, create=create, lock_timeout=lock_timeout,
+                        buffer_pool_mb=buffer_pool_mb)
 
 
 __all__ = ["GraphStore", "LinkEdge", "LoadSummary", "MentionRow", "PredictionEdge", "QueryResult",

@@ -20,6 +20,10 @@ from kgnorm.graph.ontology_graph import OntologyGraph
 
 _CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/*|^|/)([^/@:\s]+):([^@/\s]*)@")
 
+# kinds of a staging Run node (kgnorm.stores.staged_run): its rows are still being written, or
+# published (only the bookkeeping is left to drop)
+STAGING, PUBLISHED = "staging", "staged-published"
+
 CONCEPT_COLUMNS = ["key", "uid", "ontology", "code", "name", "synonyms", "synonym_scopes", "alt_ids",
                    "xrefs", "definition", "depth", "level_label", "obsolete"]
 
@@ -159,6 +163,34 @@ class GraphStore(ABC):
     @abstractmethod
     def write_run(self, write: RunWrite) -> None:
         """Write a run's Run node, Mention nodes and edges, atomically and idempotently."""
+
+    # -- a run written in batches (kgnorm.stores.staged_run) ------------------------
+    @abstractmethod
+    def stage_begin(self, run: RunRecord, stage: str) -> None:
+        """Clear what a failed earlier attempt left under `stage`, then write its staging Run node."""
+
+    @abstractmethod
+    def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
+                   keys: dict[str, str]) -> None:
+        """One batch, in one transaction: `new` mentions created (and listed under `stage`, to be
+        undone should the run fail), `links` written under the staging tag (`keys`: uid -> key)."""
+
+    @abstractmethod
+    def stage_publish(self, run: RunRecord, stage: str) -> None:
+        """In one transaction: the previous copy of `run` goes, the staged edges become `run`'s."""
+
+    @abstractmethod
+    def stage_clear(self, stage: str) -> None:
+        """Drop the staging node; while it is still unpublished, also every row staged under it."""
+
+    def mention_texts(self, uids: list[str]) -> dict[str, tuple[str, str]]:
+        """uid -> (text, doc_id) of those of `uids` that are Mention nodes (index lookups)."""
+        out: dict[str, tuple[str, str]] = {}
+        for i in range(0, len(uids), 5000):
+            for uid, text, doc in self.query("UNWIND $u AS x MATCH (m:Mention {uid: x}) RETURN m.uid, m.text, m.doc_id",
+                                             {"u": uids[i:i + 5000]}).rows:
+                out[uid] = (text, doc or "")
+        return out
 
     @abstractmethod
     def close(self) -> None: ...

@@ -21,23 +21,24 @@ import pyarrow as pa
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
-from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite,
-                                concept_columns, ontology_record, redact)
+from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite, concept_columns,
+                                ontology_record, redact)
+from kgnorm.stores.ladybug_staging import MENTION_COLUMNS, LadybugStaging, one_line as _one_line
 
 
 LOCK_POLL_S = 0.25
 _WRITES_FILES = re.compile(r"\s*(COPY|EXPORT|IMPORT|INSTALL|ATTACH|DETACH\s+DATABASE|USE)\b", re.IGNORECASE)
-MENTION_COLUMNS = ["uid", "text", "doc_id", "start", "end", "context", "mention_id", "source"]
 
 
-class LadybugStore(GraphStore):
+class LadybugStore(LadybugStaging, GraphStore):
     """`create=False` refuses a missing store (a typo'd path is an error, not a new empty
     store); `read_only` opens share the store with other readers; a lock held by another
     process is waited for up to `lock_timeout` seconds, then its holder is named."""
 
     def __init__(self, path: str | Path, read_only: bool = False, create: bool = False,
-                 lock_timeout: float = 30.0) -> None:
+                 lock_timeout: float = 30.0, buffer_pool_mb: int | None = None) -> None:
         self.path = Path(path)
+        self.buffer_pool_mb = buffer_pool_mb  # None: LadybugDB's default, most of the RAM
         self.uri = f"ladybug://{self.path}"
         self.read_only = read_only
         self.created = not self.path.exists()
@@ -46,6 +47,7 @@ class LadybugStore(GraphStore):
                              "only `kgnorm ingest` creates a store")
         if self.created:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_timeout = lock_timeout
         self._db, self._conn = self._open(lock_timeout)
         self._holder = Path(f"{self.path}.holder")
         if not read_only:
@@ -57,7 +59,8 @@ class LadybugStore(GraphStore):
         deadline = time.monotonic() + max(0.0, lock_timeout)
         while True:
             try:
-                db = lb.Database(str(self.path), read_only=self.read_only)
+                db = lb.Database(str(self.path), read_only=self.read_only,
+                                 buffer_pool_size=(self.buffer_pool_mb or 0) * 2**20)
                 return db, lb.Connection(db)
             except RuntimeError as exc:
                 if "lock" not in str(exc).lower():
@@ -245,7 +248,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())

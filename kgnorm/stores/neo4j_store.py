@@ -17,8 +17,8 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
-from kgnorm.stores.base import (GraphStore, LoadSummary, QueryResult, RunWrite, concept_records,
-                                concept_key, ontology_record, redact)
+from kgnorm.stores.base import (PUBLISHED, STAGING, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult,
+                                RunRecord, RunWrite, concept_records, concept_key, ontology_record, redact)
 
 BATCH = 10_000
 
@@ -175,6 +175,63 @@ class Neo4jStore(GraphStore):
                         (("s", label), ("h", "Concept")))
 
         self._write(work, f"writing run {run.uid}")
+
+    # -- a run written in batches (kgnorm.stores.staged_run) ------------------------
+    def stage_begin(self, run: RunRecord, stage: str) -> None:
+        self.stage_clear(stage)
+        row = {**run.row(), "uid": stage, "kind": STAGING}
+        self._write(lambda tx: tx.run("CREATE (r:Run) SET r = $row", row=row).consume(), f"writing run {run.uid}")
+
+    def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
+                   keys: dict[str, str]) -> None:
+        mentions = [vars(m) for m in new]
+        staged = [{"m": m.uid} for m in new]
+        rows = [{"m": e.mention_uid, "c": keys[e.concept_uid], "score": float(e.score), "rank": int(e.rank)}
+                for e in links]
+
+        def work(tx: Any) -> None:
+            for batch in _batches(mentions):
+                tx.run("UNWIND $rows AS r CREATE (m:Mention) SET m = r", rows=batch).consume()
+            for batch in _batches(staged):
+                tx.run("MATCH (s:Run {uid: $s}) UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) "
+                       "CREATE (s)-[:STAGED]->(m)", s=stage, rows=batch).consume()
+            for batch in _batches(rows):
+                _all_written(tx, tx.run(
+                    "UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) MATCH (c:Concept {key: r.c}) "
+                    "CREATE (m)-[:LINKED_TO {score: r.score, rank: r.rank, method: $method, run: $run}]->(c) "
+                    "RETURN count(*) AS n", rows=batch, method=run.method, run=stage), batch, "LINKED_TO",
+                    (("m", "Mention"), ("c", "Concept")))
+
+        self._write(work, f"writing run {run.uid}")
+
+    def stage_publish(self, run: RunRecord, stage: str) -> None:
+        def work(tx: Any) -> None:
+            tx.run("MATCH ()-[l:LINKED_TO {run: $r}]->() DELETE l", r=run.uid).consume()
+            tx.run("MATCH ()-[p:PREDICTED_IS_A {run: $r}]->() DELETE p", r=run.uid).consume()
+            tx.run("MATCH (r:Run {uid: $uid}) DELETE r", uid=run.uid).consume()
+            tx.run("MATCH ()-[l:LINKED_TO {run: $s}]->() SET l.run = $r", s=stage, r=run.uid).consume()
+            tx.run("CREATE (r:Run) SET r = $row", row=run.row()).consume()
+            tx.run("MATCH (r:Run {uid: $s}) SET r.kind = $k", s=stage, k=PUBLISHED).consume()
+
+        self._write(work, f"publishing run {run.uid}")
+        self.stage_clear(stage)
+
+    def stage_clear(self, stage: str) -> None:
+        """In batches of 10,000 (each its own transaction): the staging node, deleted last, marks
+        what is left should this be interrupted too."""
+        rows = self.query("MATCH (r:Run {uid: $s}) RETURN r.kind", {"s": stage}).rows
+        if not rows:
+            return
+        steps = ["MATCH (:Run {uid: $s})-[x:STAGED]->() WITH x LIMIT 10000 DELETE x RETURN count(*) AS n"]
+        if rows[0][0] == STAGING:  # unpublished: its new mentions and its edges go too
+            steps = ["MATCH (:Run {uid: $s})-[x:STAGED]->(m:Mention) WITH DISTINCT m LIMIT 10000 "
+                     "DETACH DELETE m RETURN count(*) AS n",
+                     "MATCH ()-[l:LINKED_TO {run: $s}]->() WITH l LIMIT 10000 DELETE l RETURN count(*) AS n"] + steps
+        for step in steps:
+            while self._write(lambda tx: tx.run(step, s=stage).single()["n"], f"removing the staged rows of {stage}"):
+                pass
+        self._write(lambda tx: tx.run("MATCH (r:Run {uid: $s}) DETACH DELETE r", s=stage).consume(),
+                    f"removing the staged rows of {stage}")
 
     def close(self) -> None:
         self._driver.close()

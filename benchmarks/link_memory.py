@@ -1,0 +1,129 @@
+"""Peak memory of `kgnorm link` against the number of mentions (issue 17): is it flat?
+
+For each size, a synthetic mention TSV (random 1-4 word names over a 40-word vocabulary, ids
+m1…mN) is linked by `kgnorm link` in its own child process, once with --no-write and once
+writing the run to a fresh copy of a LadybugDB store (`--write-batch`, default 50,000). The
+model is an untrained BioSyn (`kgnorm train biosyn` without --train) over a tiny random BERT
+(hidden 32, 2 layers; the tests' tiny_bert_dir) and a synthetic 300-concept ontology, so the
+figures are those of kgnorm's own streaming, not of a big encoder. The TSV goes to /dev/null.
+Peak RSS is the child's ru_maxrss from os.wait4 (resource.getrusage of that one child; this
+parent never imports torch, so the fork copies little). One thread: OMP/MKL threads = 1.
+Stores and inputs live in a temporary directory (under /tmp) that is deleted at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import append  # noqa: E402
+
+WORDS = ["heart", "attack", "kidney", "renal", "failure", "acute", "chronic", "disease", "syndrome",
+         "infarction", "myocardial", "parkinson", "cancer", "tumor", "breast", "lung", "liver", "pain",
+         "fever", "diabetes", "type", "toe", "finger", "hyper", "hypo", "tension", "itis", "osis", "emia",
+         "pathy", "neuro", "cardio", "gastro", "derma", "nephro", "hepato", "osteo", "myo", "angio", "onco"]
+
+
+def kgnorm(*args: str) -> list[str]:
+    return [sys.executable, "-m", "kgnorm.cli.app", *args]
+
+
+def tiny_bert(d: Path) -> None:
+    """The tests' tiny random BERT (tests/conftest.py, tiny_bert_dir), made in a child."""
+    code = ("import sys; sys.path.insert(0, 'tests'); import conftest, pathlib;"
+            "conftest.tiny_bert_dir.__wrapped__(type('F', (), {'mktemp': lambda self, n: pathlib.Path(sys.argv[1])})())")
+    subprocess.run([sys.executable, "-c", code, str(d)], check=True, cwd=Path(__file__).resolve().parent.parent)
+
+
+def synthetic_obo(path: Path, n: int, rng: random.Random) -> None:
+    lines = ["format-version: 1.2", "ontology: syn", ""]
+    for i in range(n):
+        name = " ".join(rng.sample(WORDS, rng.randint(1, 3)))
+        lines += ["[Term]", f"id: SYN:{i:05d}", f"name: {name}"] + ([f"is_a: SYN:{(i - 1) // 4:05d}"] if i else []) + [""]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def synthetic_mentions(path: Path, n: int, rng: random.Random) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write("id\ttext\n")
+        for i in range(1, n + 1):
+            fh.write(f"m{i}\t{' '.join(rng.choices(WORDS, k=rng.randint(1, 4)))}\n")
+
+
+def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one child, from its own rusage."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd!r} exited with {proc.returncode}: {err.decode()[-2000:]}")
+    return time.perf_counter() - t0, usage.ru_maxrss / 1024
+
+
+def store_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.parent.glob(path.name + "*") if f.is_file()) / 2**20
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--write-batch", type=int, default=50_000)
+    ap.add_argument("--concepts", type=int, default=300)
+    ap.add_argument("--no-append", action="store_true", help="print only, do not append to BENCHMARKS.md")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rng = random.Random(0)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kgnorm-link-memory-", dir="/tmp") as tmp:
+        work = Path(tmp)
+        (work / "bert").mkdir()
+        tiny_bert(work / "bert")
+        synthetic_obo(work / "syn.obo", args.concepts, rng)
+        base = work / "base" / "graph"
+        subprocess.run(kgnorm("ingest", "obo", str(work / "syn.obo"), "--ontology", "syn", "--store", str(base), "-q"),
+                       check=True, env=env)
+        subprocess.run(kgnorm("train", "biosyn", "--ontology", "syn", "--out", str(work / "model"), "--encoder",
+                              str(work / "bert"), "--store", str(base), "--threads", "1", "-q"), check=True, env=env)
+        for n in sizes:
+            mentions = work / f"m{n}.tsv"
+            synthetic_mentions(mentions, n, rng)
+            link = kgnorm("link", "--model", str(work / "model"), "--input", str(mentions), "--output", "/dev/null",
+                          "-q")
+            wall, rss = measure(link + ["--no-write", "--store", str(base)], env)
+            rows.append((n, "--no-write", wall, rss, ""))
+            print(rows[-1], flush=True)
+            store = work / f"s{n}" / "graph"
+            store.parent.mkdir()
+            for f in base.parent.glob(base.name + "*"):
+                shutil.copy2(f, store.parent / f.name)
+            wall, rss = measure(link + ["--store", str(store), "--write-batch", str(args.write_batch)], env)
+            rows.append((n, f"LadybugDB write, --write-batch {args.write_batch:,}", wall, rss,
+                         f"{store_mb(store):,.0f} MB"))
+            print(rows[-1], flush=True)
+            shutil.rmtree(store.parent)
+            mentions.unlink()
+    lines = ["`kgnorm link` on synthetic mentions, each run its own child process; peak RSS from the child's "
+             "rusage (os.wait4). Untrained BioSyn over a tiny random BERT (hidden 32) and a "
+             f"{args.concepts}-concept synthetic ontology, TSV to /dev/null, 1 thread (OMP/MKL).", "",
+             "| mentions | mode | wall | peak RSS | store after |", "|---:|---|---:|---:|---:|"]
+    lines += [f"| {n:,} | {mode} | {wall:,.0f} s | {rss:,.0f} MB | {size} |" for n, mode, wall, rss, size in rows]
+    body = "\n".join(lines)
+    if args.no_append:
+        print(body)
+    else:
+        append("link memory: peak RSS against the number of mentions (issue 17)", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""`kgnorm eval link` as a library call: Acc@1/Acc@5 of what `link` writes (by linking the gold
+mentions with a model, or from any system's TSV), optionally nil detection on DILBERT's
+constructed dev set; and the report's text lines."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kgnorm.errors import KgnormError
+
+
+def check_eval_options(model: str | Path | None, gold: str | Path | None, predictions: str | Path | None,
+                       ontology: str | None, nil_fraction: float | None) -> None:
+    """Every option combination is checked before anything is read."""
+    if gold is None:
+        raise KgnormError("give --gold F (gold mentions)")
+    if model is None and predictions is None:
+        raise KgnormError("give --model DIR (link and score) or --predictions F (score a link TSV)")
+    if predictions is not None and model is None and ontology is None:
+        raise KgnormError("--predictions needs --ontology NAME (or --model DIR) for the concepts' alt ids")
+    if nil_fraction is not None:
+        if model is None:
+            raise KgnormError("--nil-fraction needs --model DIR")
+        if not 0.0 < nil_fraction < 1.0:
+            raise KgnormError(f"--nil-fraction must be between 0 and 1 (exclusive), got {nil_fraction}")
+
+
+def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: str | Path | None = None,
+                   ontology: str | None = None, allow_unknown_gold: bool = False, train: str | Path | None = None,
+                   input_format: str | None = None, batch_size: int = 256, abbreviations: bool | None = None,
+                   composites: bool | None = None, nil_fraction: float | None = None, nil_seed: int = 0,
+                   store: str | None = None) -> dict[str, Any]:
+    """The report: "full" (and "refined" with `train`), unknown gold counts, "nil" with
+    `nil_fraction`, and "notes": lines the user must see (gold ids scored as misses)."""
+    from kgnorm.evaluation.link_eval import evaluate_link, evaluate_nil_detection
+
+    check_eval_options(model, gold, predictions, ontology, nil_fraction)
+    model = Path(model) if model is not None else None
+    report = evaluate_link(model, Path(gold), Path(predictions) if predictions is not None else None, ontology,
+                           Path(train) if train is not None else None, input_format, batch_size, abbreviations,
+                           composites, allow_unknown_gold, store)
+    notes = []
+    if report["unknown_gold_ids"]:
+        where = f"ontology {ontology!r}" if ontology is not None else f"the dictionary of {model}"
+        notes.append(f"{report['unknown_gold_ids']} gold id(s) of {gold} are not concepts of {where}; their "
+                     f"{report['unknown_gold_mentions']} mention(s) are scored as misses")
+    if nil_fraction is not None:
+        report["nil"] = evaluate_nil_detection(model, Path(gold), input_format, nil_fraction, nil_seed,
+                                               abbreviations, composites)
+    report["notes"] = notes
+    return report
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """The table `kgnorm eval link` prints."""
+    from kgnorm.evaluation.nil import strategy_summaries
+
+    lines = []
+    for split, r in report.items():
+        if split in ("full", "refined"):
+            lines.append(f"{split:8s} n={r['n']:5d}  Acc@1 {r['acc1']:.4f}  Acc@5 {r['acc5']:.4f}")
+    if report.get("unknown_gold_ids"):
+        lines.append(f"gold ids the model or ontology lacks: {report['unknown_gold_ids']} (their "
+                     f"{report['unknown_gold_mentions']} mention(s) scored as misses)")
+    if "nil" in report:
+        nil = report["nil"]
+        lines.append(f"nil: {nil['removed']} concept(s) removed, {nil['queries']} queries from {nil['documents']} "
+                     f"document(s), {nil['out_of_kb']} out-of-KB; fitted on half of the documents, scored on the "
+                     f"other half (mean of {len(nil['splits'])} splits)")
+        for strategy, m, error, _ in strategy_summaries(nil["strategies"]):
+            if m is None:
+                lines.append(f"  {strategy:12s} n/a ({error})")
+                continue
+            lines.append(f"  {strategy:12s} accuracy {m['accuracy']:.4f}  nil P {m['nil_precision']:.4f}  "
+                         f"R {m['nil_recall']:.4f}  F1 {m['nil_f1']:.4f}  in-KB accuracy {m['in_kb_accuracy']:.4f}")
+    return lines

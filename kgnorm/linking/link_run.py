@@ -1,0 +1,216 @@
+"""A whole `kgnorm link` run as one library call: mentions in, ranked concepts out (TSV rows,
+optionally collected), LINKED_TO edges and a Run node into the store.
+
+Memory follows the batch sizes, not the corpus: mentions are read lazily, linked `batch_size`
+at a time, written to the TSV as they come, and sent to the store every `write_batch`
+mentions through a :class:`~kgnorm.stores.staged_run.StagedRun`, which keeps the run all or
+nothing (staged, then published; removed on any failure or Ctrl-C)."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections import Counter
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence, TextIO
+
+from kgnorm.errors import KgnormError
+from kgnorm.mentions.types import Mention
+
+# LadybugDB's page cache during a link run's writes: by default most of the RAM, filled as the
+# store grows. Bounded here; the rest of LadybugDB's memory is returned by reopening the
+# database after each batch (kgnorm.stores.ladybug_staging; BENCHMARKS.md, "link memory").
+LINK_BUFFER_POOL_MB = 512
+
+
+@dataclass
+class LinkReport:
+    """What a link run did. `notes`: lines the user must see even when quiet (the fitted nil
+    decision, repeated mentions); `rows`: the TSV rows as dicts (TSV_HEADER keys), with collect=True."""
+
+    run_uid: str | None
+    n_mentions: int = 0
+    n_edges: int = 0
+    repeats: int = 0
+    notes: list[str] = field(default_factory=list)
+    rows: list[dict[str, str]] = field(default_factory=list)
+    top_k: int = 5
+    output: str | None = None  # the TSV's path, when one was written to a file
+    edge_note: str = ""
+
+    def summary(self) -> list[str]:
+        """Status lines (the CLI prints them unless --quiet)."""
+        lines = []
+        if self.output:
+            lines.append(f"wrote {self.n_mentions:,} mention(s) (up to {self.top_k} rank(s) each) to {self.output}")
+        if self.run_uid is not None:
+            lines.append(f"linked {self.n_mentions:,} mention(s); wrote {self.n_edges:,} LINKED_TO edge(s) as run "
+                         f"{self.run_uid}{self.edge_note}")
+        return lines
+
+
+class EdgeCounts:
+    """Why the edge count differs from mentions x ranks, counted as the mentions go by."""
+
+    def __init__(self) -> None:
+        self.mentions = self.with_edges = self.split = self.edges = self.kept = 0
+
+    def add(self, links: list) -> None:
+        self.mentions += 1
+        self.edges += len(links)
+        self.with_edges += bool(links)
+        self.split += any(c > 1 for c in Counter(e.rank for e in links).values())
+
+    def note(self, write_top_k: int) -> str:
+        notes = []
+        if write_top_k > 1:
+            notes.append(f"top {write_top_k} ranks each")
+        if self.split:
+            notes.append(f"{self.split:,} composite mention(s) got one edge per part")
+        if self.mentions - self.with_edges:
+            notes.append(f"{self.mentions - self.with_edges:,} nil mention(s) got none")
+        if self.edges - self.kept:
+            notes.append(f"{self.edges - self.kept:,} to concepts not in the store skipped")
+        return f" ({'; '.join(notes)})" if notes else ""
+
+
+@dataclass
+class _Input:
+    items: Iterable[tuple[Mention, dict[str, str]]]
+    digest: str
+    label: str  # the Run's "input" and each Mention's source
+    path: Path | None
+
+
+def _input(mentions: str | Path | Sequence[str] | Sequence[Mention], input_format: str | None) -> _Input:
+    """A file (read lazily), or mentions given in memory: plain strings get ids "1", "2", …"""
+    from kgnorm.mentions.readers import read_mentions_with_abbreviations
+    from kgnorm.stores.run_ids import file_digest
+    from kgnorm.text.abbreviations import find_abbreviations
+
+    if isinstance(mentions, (str, Path)):
+        return _Input(read_mentions_with_abbreviations(mentions, input_format), file_digest(mentions),
+                      str(mentions), Path(mentions))
+    given = [Mention(text=m, id=str(i)) if isinstance(m, str) else m for i, m in enumerate(mentions, 1)]
+    if not all(isinstance(m, Mention) for m in given):
+        raise KgnormError("mentions must be a file, a list of strings or a list of Mention")
+    h = hashlib.sha1()
+    for m in given:
+        h.update(json.dumps([m.mention_id, m.text, m.doc_id, m.start, m.end, m.context]).encode("utf-8") + b"\n")
+    kind = "strings" if all(isinstance(m, str) for m in mentions) else "mentions"
+    return _Input(((m, find_abbreviations(m.context) if m.context else {}) for m in given), h.hexdigest(),
+                  f"<{len(given)} {kind} given in memory>", None)
+
+
+def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequence[Mention], *,
+                  store: str | None = None, write: bool = True, top_k: int = 5, write_top_k: int = 1,
+                  output: str | Path | TextIO | None = None, input_format: str | None = None,
+                  nil_threshold: float | str | None = None, nil_dev: str | Path | None = None,
+                  nil_strategy: str = "auto", batch_size: int = 256, write_batch: int = 50_000,
+                  abbreviations: bool | None = None, composites: bool | None = None,
+                  lock_timeout: float = 30.0, progress: bool = True,
+                  collect: bool = False) -> LinkReport:
+    """Link `mentions` with the model in `model`; write the TSV to `output` (a path or an open
+    text file; None: none), the run to `store` unless write=False; `collect` keeps the rows."""
+    from kgnorm.linking.job import TSV_HEADER, edges_for, link_stream, open_linker, pipeline_from_meta, tsv_rows
+    from kgnorm.linking.nil_fit import nil_decision, parse_nil_option
+    from kgnorm.progress import progress_bar
+    from kgnorm.stores import LinkEdge, MentionRow, RunRecord, open_store
+    from kgnorm.stores.run_ids import file_digest, mention_uid, run_uid
+    from kgnorm.stores.staged_run import StagedMention, StagedRun
+    from tqdm.auto import tqdm
+
+    if top_k < 1 or write_top_k < 1:
+        raise KgnormError("--top-k and --write-top-k must be >= 1")
+    if write_batch < 1 or batch_size < 1:
+        raise KgnormError("--batch-size and --write-batch must be >= 1")
+    parse_nil_option(nil_threshold, nil_dev, nil_strategy)
+    source = _input(mentions, input_format)
+    model = Path(model)
+    linker, meta = open_linker(model)
+    pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
+    nil = nil_decision(linker, meta, pipeline, nil_threshold, nil_dev, nil_strategy, input_format, batch_size,
+                       store)  # before the store or the output is touched: a failure here writes nothing
+    report = LinkReport(None, top_k=top_k, notes=[nil.note] if nil.note else [])
+    onto = meta.get("ontology") or ""
+    if write:  # check the store before the work
+        _check_ontology(store, meta, report.notes)
+    uid = run_uid("link", model=str(model.resolve()), input=source.digest, top_k=write_top_k,
+                  nil=nil.threshold, abbreviations=abbreviations, composites=composites,
+                  **({"nil_classifier": file_digest(nil_dev)} if nil.classifier is not None else {}))
+    run = RunRecord(uid, "link", linker.method, str(model.resolve()),
+                    params={"input": source.label, "write_top_k": write_top_k, "nil_threshold": nil.threshold,
+                            **nil.params})
+    counts = EdgeCounts()
+    with ExitStack() as stack:
+        fh = _open_output(stack, output)
+        if isinstance(output, (str, Path)):
+            report.output = str(output)
+        staged = None
+        if write:
+            st = stack.enter_context(open_store(store, lock_timeout=lock_timeout, buffer_pool_mb=LINK_BUFFER_POOL_MB))
+            staged = stack.enter_context(StagedRun(st, run, ontology=onto, source=source.path))
+        tsv = csv.writer(fh, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL) if fh else None
+        if fh is not None:
+            fh.write("\t".join(TSV_HEADER) + "\n")
+        bar = stack.enter_context(progress_bar(desc="link", unit="mention") if progress else tqdm(disable=True))
+        pending: list[StagedMention] = []
+
+        def flush() -> None:
+            result = staged.add(pending)
+            report.repeats += result.repeats
+            for it in result.accepted:
+                counts.add(it.links)
+            counts.kept += result.links_written
+            pending.clear()
+
+        for lm in link_stream(linker, pipeline, source.items, top_k=max(top_k, write_top_k),
+                              batch_size=batch_size, nil_threshold=nil.threshold, nil_classifier=nil.classifier):
+            rows = tsv_rows(lm, top_k)
+            if tsv is not None:
+                tsv.writerows(rows)
+            if collect:
+                report.rows.extend(dict(zip(TSV_HEADER, r)) for r in rows)
+            report.n_mentions += 1
+            bar.update(1)
+            if staged is not None:
+                m = lm.mention
+                muid = mention_uid(source.digest, m.mention_id)
+                pending.append(StagedMention(
+                    MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id, source.label),
+                    [LinkEdge(muid, c, score, rank) for c, rank, score in edges_for(lm, write_top_k)]))
+                if len(pending) >= write_batch:
+                    flush()
+        if staged is not None:
+            if pending:
+                flush()
+            staged.publish()
+    if not write:
+        return report
+    report.run_uid, report.n_edges, report.edge_note = uid, counts.kept, counts.note(write_top_k)
+    if report.repeats:
+        report.notes.append(f"{report.repeats} mention(s) repeat an earlier one of {source.label} (same id and "
+                            "text, e.g. a duplicated document): stored once")
+    return report
+
+
+def _open_output(stack: ExitStack, output: str | Path | TextIO | None) -> TextIO | None:
+    if output is None or not isinstance(output, (str, Path)):
+        return output
+    return stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
+
+
+def _check_ontology(store: str | None, meta: dict[str, Any], notes: list[str]) -> None:
+    """The model's ontology must be in the store; a version other than the model's is noted."""
+    from kgnorm.methods.model_dir import check_ontology_version
+    from kgnorm.stores import open_store
+
+    if not meta.get("ontology"):
+        return
+    with open_store(store, read_only=True) as st:
+        row = st.ontology_info(meta["ontology"])
+        if row is None:
+            raise KgnormError(f"the model's ontology {meta['ontology']!r} is not in {st.uri}")
+        check_ontology_version(meta, meta["ontology"], row.get("version") or "", notes.append)
