@@ -25,32 +25,24 @@ def _ingest(fmt: str, path: Path, name: str | None, allow_dangling: bool, store:
     ingest(fmt, path, name, allow_dangling, store, lock_timeout, quiet, **options)
 
 
-@app.command("obo")
-def obo(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
-        store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
-    """Any OBO ontology (via pronto), e.g. HPO's hp.obo."""
-    _ingest("obo", path, ontology, allow_dangling, store, quiet, lock_timeout)
+def _format_command(fmt: str, doc: str):
+    """One `kgnorm ingest FORMAT` command: the formats differ only in their help (MedDRA below
+    adds an option)."""
+    def command(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
+                store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
+        _ingest(fmt, path, ontology, allow_dangling, store, quiet, lock_timeout)
+
+    command.__doc__ = doc
+    return app.command(fmt)(command)
 
 
-@app.command("mesh")
-def mesh(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
-         store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
-    """MeSH descriptor/supplementary XML (a file, .xml.gz, or a directory holding them)."""
-    _ingest("mesh", path, ontology, allow_dangling, store, quiet, lock_timeout)
-
-
-@app.command("medic")
-def medic(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
-          store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
-    """CTD MEDIC: CTD_diseases.tsv/.csv or the DNorm pipe file (medic_06Jul2012.txt)."""
-    _ingest("medic", path, ontology, allow_dangling, store, quiet, lock_timeout)
-
-
-@app.command("snomed")
-def snomed(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
-           store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
-    """SNOMED CT RF2 Snapshot (release root, Snapshot/ or Terminology/ directory)."""
-    _ingest("snomed", path, ontology, allow_dangling, store, quiet, lock_timeout)
+for _fmt, _doc in (
+    ("obo", "Any OBO ontology (via pronto), e.g. HPO's hp.obo."),
+    ("mesh", "MeSH descriptor/supplementary XML (a file, .xml.gz, or a directory holding them)."),
+    ("medic", "CTD MEDIC: CTD_diseases.tsv/.csv or the DNorm pipe file (medic_06Jul2012.txt)."),
+    ("snomed", "SNOMED CT RF2 Snapshot (release root, Snapshot/ or Terminology/ directory)."),
+):
+    _format_command(_fmt, _doc)
 
 
 @app.command("meddra")

