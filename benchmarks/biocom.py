@@ -322,14 +322,14 @@ def train_one(stats: CorpusStats, dev: list[DevMention], args: argparse.Namespac
     wall = time.perf_counter() - t0
     meta = json.loads((model_dir / "kgnorm-model.json").read_text())
     training = meta["training"]
-    evals = [h["dev"] for h in res.history if "dev" in h]
-    initial = next((e for e in evals if e.get("epoch") == 0), None)
+    # the shared loop's records carry the epoch; their "dev" holds the metrics (epoch 0: untrained)
+    initial = next((h["dev"] for h in res.history if h.get("epoch") == 0 and "dev" in h), None)
     ev = evaluate_model(model_dir, dev, stats.row_keys, args.batch_size)
     out = {"cap": stats.cap, "wall_s": wall, "opt_s": float(training["seconds"]),
            "steps": res.steps, "batches_per_epoch": training["batches_per_epoch"],
            "epochs_done": res.steps / max(training["batches_per_epoch"], 1),
            "best_epoch": (res.dev_metrics or {}).get("epoch", res.best_epoch),
-           "evals": len(evals),
+           "evals": sum(1 for h in res.history if "dev" in h),
            "initial": initial, "dev_selected": res.dev_metrics, "eval": ev,
            "pseudo_rows": meta["corpus"]["pseudo_training_rows"],
            "device": meta.get("hyper_parameters", {}).get("device") or "auto"}
