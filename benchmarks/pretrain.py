@@ -22,7 +22,6 @@ linking with no task training, on NCBI-disease dev and BC5CDR-disease dev agains
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import subprocess
@@ -87,31 +86,19 @@ def alt_index(store: str, ontology: str) -> dict[str, set[str]]:
     return {c.uid: {c.uid, *c.alt_ids} for c in snap.concepts}
 
 
-def strict_correct(pred: list[str], gold: list[str], ids: dict[str, set[str]]) -> bool:
-    """As many predicted concepts as gold parts, each gold part matched by one of them and each
-    of them matching a gold part (in any order); a part ``A|B`` or ``A+B`` accepts A or B."""
-    if len(pred) != len(gold):
-        return False
-    alts = [set(g.replace("+", "|").split("|")) for g in gold]
-    hit = [[bool(ids.get(p, {p}) & a) for a in alts] for p in pred]
-    return all(any(r) for r in hit) and all(any(r[j] for r in hit) for j in range(len(alts)))
+def score(tsv: Path, dev: Path, mentions, ids: dict[str, set[str]]) -> tuple[list[bool], set[int], int]:
+    """The TSV `link` wrote, scored by the project's one scorer (what `kgnorm eval link --predictions`
+    runs): per scored mention, whether its rank-1 concept is right; the mentions left out (no
+    linkable gold); and the mentions written as nil or without a rank."""
+    from kgnorm.evaluation.link_tsv import align, read_link_tsv
+    from kgnorm.evaluation.linking import accuracy_at_k
 
-
-def score(tsv: Path, mentions, ids: dict[str, set[str]], skip: set[int]) -> tuple[list[bool], int]:
-    """Per scored mention (gold present), rank-1 strictly correct; and mentions without a row."""
-    top: dict[str, list[str]] = {}
-    with tsv.open(encoding="utf-8", newline="") as f:
-        for row in csv.DictReader(f, delimiter="\t"):
-            if row["rank"] == "1" and row["nil"] == "0":
-                top.setdefault(row["mention_id"], row["concept_uids"].split("|"))
-    out, missing = [], 0
-    for i, m in enumerate(mentions):
-        if i in skip:
-            continue
-        pred = top.get(m.mention_id)
-        missing += pred is None
-        out.append(pred is not None and strict_correct(pred, m.gold, ids))
-    return out, missing
+    predicted = align(read_link_tsv(tsv), [m.mention_id for m in mentions], tsv, dev)
+    rep = accuracy_at_k([p.ranked() for p in predicted], [list(m.gold) for m in mentions], ks=(1,), alt_ids=ids)
+    skip = {i for i, r in enumerate(rep.ranks) if r is None}
+    ok = [r == 1 for r in rep.ranks if r is not None]
+    unranked = sum(1 for i, p in enumerate(predicted) if i not in skip and not any(p.ranked()))
+    return ok, skip, unranked
 
 
 def main() -> None:
@@ -169,12 +156,11 @@ def main() -> None:
         for ds, rel in DEVS.items():
             dev = SHARED / "data" / rel
             mentions = [m for m, _ in read_mentions_with_abbreviations(dev)]
-            skip = {i for i, m in enumerate(mentions) if not [g for g in m.gold if g and g != "-1"]}
             tsv = a.work / f"{mdir.name}-{ds}.tsv"
             wall, _ = run_child(kgnorm("link", "--model", str(mdir), "--input", str(dev), "--no-write", "--top-k", "1",
                                        "--output", str(tsv), "--store", a.store, "-q"),
                                 env={"OMP_NUM_THREADS": str(a.threads)})
-            ok, missing = score(tsv, mentions, ids, skip)
+            ok, skip, missing = score(tsv, dev, mentions, ids)
             kept = [m for i, m in enumerate(mentions) if i not in skip]
             seen = [norm(m.text) in pre_names for m in kept]
             unseen_ok = [c for c, s in zip(ok, seen) if not s]
@@ -188,9 +174,9 @@ def main() -> None:
         "(Multi-Similarity loss with online hard-pair mining, SapBERT's recipe) from the offline MiniLM; then "
         "dense-only linking with NO task training (an untrained BioSyn directory with sparse weight 0: cosine of "
         "mean-pooled vectors, FAISS exact inner product over MEDIC's normalized names), `kgnorm link --no-write "
-        "--top-k 1` in a child process, scored STRICTLY from that TSV by this script's own scorer (rank-1 concept "
-        "uid or one of its alt ids equals gold, per composite part; issue 14's `eval link --predictions` had not "
-        "landed). Figures taken on a shared, loaded 2-core machine (four helpers at work), torch threads "
+        "--top-k 1` in a child process, scored from that TSV by the project's one strict scorer (kgnorm.evaluation.link_tsv + linking."
+        "accuracy_at_k, what `kgnorm eval link --predictions` runs: the rank-1 concept's uid or one of its own alt "
+        "ids equals the gold, part by part). Torch threads "
         f"{a.threads}.",
         "",
         f"Pretraining: `{pre_cmd}`" + (f" (run by this script; wall incl. start-up {pre_wall:.0f} s)" if pre_wall
@@ -207,7 +193,7 @@ def main() -> None:
         + (f"; loss {hist[0]['loss']:.4f} (first {pmeta['config']['log_steps']} steps) → "
            f"{hist[-1]['loss']:.4f} (last logged steps)" if hist else "") + ".",
         "",
-        "| dataset | encoder | strict Acc@1 | mentions scored | without gold (left out) | without a rank-1 row | "
+        "| dataset | encoder | strict Acc@1 | mentions scored | without gold (left out) | written nil or unranked | "
         "mentions whose normalized text is a pretraining name | strict Acc@1 on the others (n) | `kgnorm link` wall |",
         "|---|---|---|---|---|---|---|---|---|",
         *rows,
