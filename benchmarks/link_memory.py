@@ -50,11 +50,11 @@ def synthetic_obo(path: Path, n: int, rng: random.Random) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def synthetic_mentions(path: Path, n: int, rng: random.Random) -> None:
+def synthetic_mentions(path: Path, n: int, rng: random.Random, prefix: str = "m") -> None:
     with path.open("w", encoding="utf-8") as fh:
         fh.write("id\ttext\n")
         for i in range(1, n + 1):
-            fh.write(f"m{i}\t{' '.join(rng.choices(WORDS, k=rng.randint(1, 4)))}\n")
+            fh.write(f"{prefix}{i}\t{' '.join(rng.choices(WORDS, k=rng.randint(1, 4)))}\n")
 
 
 def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -78,6 +78,9 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--write-batch", type=int, default=50_000)
     ap.add_argument("--concepts", type=int, default=300)
+    ap.add_argument("--then", type=int, default=10_000,
+                    help="after each write, link this many new mentions into the same store (0: skip): "
+                         "does peak RSS follow the input or the store's size?")
     ap.add_argument("--no-append", action="store_true", help="print only, do not append to BENCHMARKS.md")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -111,6 +114,16 @@ def main() -> None:
             rows.append((n, f"LadybugDB write, --write-batch {args.write_batch:,}", wall, rss,
                          f"{store_mb(store):,.0f} MB"))
             print(rows[-1], flush=True)
+            if args.then:
+                more = work / "more.tsv"
+                synthetic_mentions(more, args.then, rng, prefix="more")
+                wall, rss = measure(kgnorm("link", "--model", str(work / "model"), "--input", str(more), "--output",
+                                           "/dev/null", "-q", "--store", str(store), "--write-batch",
+                                           str(args.write_batch)), env)
+                rows.append((args.then, f"then LadybugDB write into that store ({n:,} mentions in it)", wall, rss,
+                             f"{store_mb(store):,.0f} MB"))
+                print(rows[-1], flush=True)
+                more.unlink()
             shutil.rmtree(store.parent)
             mentions.unlink()
     lines = ["`kgnorm link` on synthetic mentions, each run its own child process; peak RSS from the child's "
