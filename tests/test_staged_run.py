@@ -207,3 +207,26 @@ def test_seen_ids_remember_ids_in_8_bytes_each():
     assert seen._sorted.dtype.itemsize == 8 and len(seen._recent) < 100
     lines = list(enumerate(["id\ttext", "a\tx", "", "b\ty", "a\tz"], 1))
     assert first_line_with_id(lines, 0, "a", 5) == 2 and first_line_with_id(lines, 0, "b", 4) is None
+
+
+def test_a_failed_link_leaves_the_old_tsv_and_the_store(capsys, linked_store, tmp_path):
+    """A reused id in batch 4 fails the run: the staged batches are removed and the TSV the user
+    named keeps its old content (the new one was written beside it and is dropped)."""
+    uri, model = linked_store
+    mentions = tmp_path / "m.tsv"
+    mentions.write_text("id\ttext\na\theart attack\nb\tkidney failure\nc\tbreast cancer\na\ttoy root\n")
+    out = tmp_path / "out.tsv"
+    out.write_text("an earlier result\n")
+    with open_store(uri, read_only=True) as st:
+        before = _snapshot(st)
+    code, _, err = run(capsys, "link", "--model", str(model), "--input", str(mentions), "--store", uri,
+                       "--write-batch", "1", "--output", str(out))
+    assert code != 0 and "m.tsv" in err, err
+    assert out.read_text() == "an earlier result\n" and sorted(p.name for p in tmp_path.glob("out.tsv*")) == ["out.tsv"]
+    with open_store(uri, read_only=True) as st:
+        assert _snapshot(st) == before
+    mentions.write_text("id\ttext\na\theart attack\nb\tkidney failure\n")
+    code, _, err = run(capsys, "link", "--model", str(model), "--input", str(mentions), "--store", uri,
+                       "--write-batch", "1", "--output", str(out), "-q")
+    assert code == 0, err
+    assert out.read_text().startswith("mention_id\tmention\trank\t") and len(out.read_text().splitlines()) == 1 + 2 * 4  # 4 concepts

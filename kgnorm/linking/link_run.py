@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -197,9 +198,26 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
 
 
 def _open_output(stack: ExitStack, output: str | Path | TextIO | None) -> TextIO | None:
+    """A TSV path is written as ``<name>.partial`` and renamed when the run succeeds, so a run that
+    fails leaves neither a truncated TSV nor a changed old one (a device such as /dev/null is
+    written directly)."""
     if output is None or not isinstance(output, (str, Path)):
         return output
-    return stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
+    final = Path(output)
+    if final.exists() and not final.is_file():
+        return stack.enter_context(open(final, "w", encoding="utf-8", newline=""))
+    partial = final.with_name(final.name + ".partial")
+    fh = open(partial, "w", encoding="utf-8", newline="")
+
+    def finish(exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        fh.close()
+        if exc_type is None:
+            os.replace(partial, final)
+        else:
+            partial.unlink(missing_ok=True)
+
+    stack.push(finish)
+    return fh
 
 
 def _check_ontology(store: str | None, meta: dict[str, Any], notes: list[str]) -> None:
