@@ -9,7 +9,6 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kgnorm.errors import KgnormError
-from kgnorm.methods.recipes import drop_checkpoints, mention_pairs, ontology_word_vectors, set_threads  # noqa: F401
 from kgnorm.progress import note, set_quiet
 
 StoreOpt = Annotated[Optional[str], typer.Option(
@@ -86,9 +85,3 @@ def read_mention_file(path: Path, fmt: str | None):
     from kgnorm.mentions.readers import read_mentions_with_abbreviations
 
     return read_mentions_with_abbreviations(path, fmt)
-
-
-# the trainers' shared steps live in the library (kgnorm.methods.recipes); these names stay for
-# commands (and branches) that still import them from here
-training_pairs_from_file = mention_pairs
-finish_checkpoints = drop_checkpoints

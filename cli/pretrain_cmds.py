@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info, set_threads, setup
+from kgnorm.cli.common import QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info, setup
+from kgnorm.methods.recipes import set_threads
 from kgnorm.errors import KgnormError
 
 
