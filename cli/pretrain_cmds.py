@@ -7,8 +7,6 @@ from typing import Annotated, Optional
 import typer
 
 from kgnorm.cli.common import QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, info, setup
-from kgnorm.methods.recipes import set_threads
-from kgnorm.errors import KgnormError
 
 
 def pretrain_cmd(
@@ -38,28 +36,17 @@ def pretrain_cmd(
 ) -> None:
     """Pretrain a name encoder on ontology synonyms (SapBERT-style Multi-Similarity self-alignment)."""
     setup(quiet)
-    from kgnorm.pretraining import PretrainConfig, pretrain_encoder, read_pretrain_data
-    from kgnorm.stores import open_store
-
-    set_threads(threads)
-    if max_minutes is not None and not max_minutes > 0:
-        raise KgnormError(f"--max-minutes must be > 0, got {max_minutes}")
-    if encoder is not None and not encoder.is_dir():
-        raise KgnormError(f"encoder directory {encoder} does not exist or is not a directory")
-    cfg = PretrainConfig(concepts_per_batch=concepts_per_batch, names_per_concept=names_per_concept, lr=lr,
-                         pooling=pooling, max_length=max_length, hierarchy=hierarchy,
-                         hierarchy_margin=hierarchy_margin, epochs=epochs,
-                         max_seconds=None if max_minutes is None else max_minutes * 60,
-                         checkpoint_steps=checkpoint_steps, seed=seed)
+    from kgnorm.pretraining.recipe import run
 
     def log_line(rec: dict) -> None:
         info(f"step {rec['step']} (epoch {rec['epoch'] + 1}): loss {rec['loss']:.4f}, mined pairs "
              f"{rec['positive_pairs']:.0f}+ / {rec['negative_pairs']:.0f}-, {rec['seconds']:.0f}s", quiet)
 
-    cfg.check()
-    with open_store(store, read_only=True) as st:  # read, then let go of the store: training takes minutes to hours
-        data = read_pretrain_data(st, ontology, hierarchy=hierarchy, min_concepts=concepts_per_batch)
-    result = pretrain_encoder(data, out, encoder, cfg, resume=resume, progress=not quiet, on_log=log_line)
+    result = run(ontology, out, store=store, encoder=encoder, max_minutes=max_minutes, threads=threads,
+                 resume=resume, progress=not quiet, on_log=log_line, epochs=epochs,
+                 concepts_per_batch=concepts_per_batch, names_per_concept=names_per_concept, lr=lr,
+                 pooling=pooling, max_length=max_length, hierarchy=hierarchy,
+                 hierarchy_margin=hierarchy_margin, checkpoint_steps=checkpoint_steps, seed=seed)
     how = "all epochs" if result.complete else "stopped by the budget; --resume continues"
     info(f"pretrained {result.steps} step(s), {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s "
          f"({how}){' after resuming' if result.resumed else ''}", quiet)

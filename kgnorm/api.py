@@ -75,6 +75,18 @@ class Workbench:
             raise KgnormError("train uses the Workbench's store; make another Workbench for another store")
         return lookup(method).run_recipe(Path(out), store=self.store, **options)
 
+    def pretrain(self, ontologies: str | Sequence[str], out: str | Path, **options: Any) -> Path:
+        """Self-align an encoder on the names of the store's ``ontologies`` (SapBERT's recipe; `kgnorm
+        pretrain`) into ``out``, a plain Hugging Face directory every ``encoder=`` option takes.
+        Options: ``encoder``, ``max_minutes``, ``threads``, ``resume`` and :class:`PretrainConfig`'s
+        fields (``hierarchy=True``, ``epochs``, ``lr`` …)."""
+        from kgnorm.pretraining.recipe import run
+
+        if "store" in options:
+            raise KgnormError("pretrain uses the Workbench's store; make another Workbench for another store")
+        names = [ontologies] if isinstance(ontologies, str) else list(ontologies)
+        return Path(run(names, Path(out), store=self.store, **options).out_dir)
+
     def hypernyms(self, model: str | Path, root: str, level: int,
                   names: str | Path | Sequence[str] | None = None, write: bool = True, *,
                   ontology: str | None = None, top_k: int = 5, write_top_k: int = 1,

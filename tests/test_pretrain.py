@@ -154,6 +154,26 @@ def test_api_reads_the_store_and_trains(world, tiny_bert_dir, tmp_path):
     assert meta["concepts"] == 14 and meta["base_encoder"] == str(Path(tiny_bert_dir).resolve())
 
 
+def test_workbench_pretrain_is_the_cli_run(world, tiny_bert_dir, tmp_path, capsys):
+    """Workbench.pretrain and `kgnorm pretrain` with the same options write the same weights."""
+    from kgnorm import Workbench
+
+    opts = dict(epochs=2, concepts_per_batch=3, lr=1e-3, seed=5)
+    out = Workbench(world["store"]).pretrain("tiny", tmp_path / "api", encoder=tiny_bert_dir, threads=1, **opts)
+    assert out == tmp_path / "api" and json.loads((out / META_FILE).read_text())["epochs_completed"] == 2
+    code, _, err = run(capsys, "pretrain", "--ontology", "tiny", "--out", str(tmp_path / "cli"), "--encoder",
+                       str(tiny_bert_dir), "--epochs", "2", "--concepts-per-batch", "3", "--lr", "1e-3",
+                       "--seed", "5", "--threads", "1", "--store", world["store"], "-q")
+    assert code == 0, err
+    api, cli = _weights(out), _weights(tmp_path / "cli")
+    assert api.keys() == cli.keys() and all(torch.equal(api[k], cli[k]) for k in api)
+    with pytest.raises(KgnormError, match="unknown pretraining option"):
+        Workbench(world["store"]).pretrain("tiny", tmp_path / "x", encoder=tiny_bert_dir, learning_rate=1)
+    with pytest.raises(KgnormError, match="Workbench's store"):
+        Workbench(world["store"]).pretrain("tiny", tmp_path / "x", store=world["store"])
+    assert not (tmp_path / "x").exists()
+
+
 def test_hierarchy_term_uses_parent_names(world, tiny_bert_dir, tmp_path):
     with open_store(world["store"]) as st:
         data = read_pretrain_data(st, ["tiny"], hierarchy=True)
