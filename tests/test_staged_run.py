@@ -230,3 +230,67 @@ def test_a_failed_link_leaves_the_old_tsv_and_the_store(capsys, linked_store, tm
                        "--write-batch", "1", "--output", str(out), "-q")
     assert code == 0, err
     assert out.read_text().startswith("mention_id\tmention\trank\t") and len(out.read_text().splitlines()) == 1 + 2 * 4  # 4 concepts
+
+
+KILLED = """
+import os, signal, sys
+sys.path.insert(0, sys.argv[2])
+from test_staged_run import _items
+from kgnorm.stores import RunRecord, open_store
+from kgnorm.stores.staged_run import StagedRun
+
+st = open_store(sys.argv[1])
+staged = StagedRun(st, RunRecord("run-killed", "link", "biosyn", params={"input": "k.tsv"}), source="k.tsv")
+staged.__enter__()
+staged.add(_items(5, prefix="k"))
+os.kill(os.getpid(), signal.SIGKILL)  # killed outright: no clean-up of any kind runs
+"""
+
+
+def test_a_killed_process_leaves_a_stage_the_next_run_clears(store):  # noqa: F811
+    """A real process staged a batch and was SIGKILLed; the next staged run (another run uid)
+    finds the stage's recorded process gone, removes its rows, and says so."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    store.load_ontology(make_graph())
+    uri, embedded = store.test_uri, store.test_uri.startswith("ladybug://")
+    if embedded:
+        store.close()  # one writing process at a time
+    child = subprocess.run([sys.executable, "-c", KILLED, uri, str(Path(__file__).parent)], capture_output=True,
+                           text=True)
+    assert child.returncode == -9, child.stderr
+    st = open_store(uri) if embedded else store
+    try:
+        left = _snapshot(st)
+        assert left["staged"] and any(m[0].startswith("k:") for m in left["mentions"])
+        assert any(r[1] == "staging" for r in left["runs"])
+        run = RunRecord("run-next", "link", "biosyn", params={"input": "n.tsv"})
+        with StagedRun(st, run, source="n.tsv") as staged:
+            staged.add(_items(4, prefix="n"))
+            staged.publish()
+        assert staged.abandoned == ["run-killed~staging"]
+        after = _snapshot(st)
+        assert after["staged"] == [] and [r[0] for r in after["runs"]] == ["run-next"]
+        assert {m[0].split(":")[0] for m in after["mentions"]} == {"n"}
+        assert {link[5] for link in after["links"]} == {"run-next"}
+    finally:
+        if embedded:
+            st.close()
+
+
+def test_a_stage_is_cleared_only_when_its_process_is_gone():
+    import json
+    import socket
+    import subprocess
+
+    from kgnorm.stores.base import owner_is_gone, stage_owner
+
+    done = subprocess.Popen(["true"])
+    done.wait()
+    host = socket.gethostname()
+    assert owner_is_gone(json.dumps({"owner": {"pid": done.pid, "host": host}}))
+    assert not owner_is_gone(json.dumps({"owner": stage_owner()}))                 # this process
+    assert not owner_is_gone(json.dumps({"owner": {"pid": done.pid, "host": host + "-other"}}))  # can't tell
+    assert not owner_is_gone(json.dumps({"edge_run": "x"})) and not owner_is_gone(None)  # written before owners

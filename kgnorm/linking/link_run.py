@@ -190,6 +190,9 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
             staged.publish()
     if not write:
         return report
+    if staged.abandoned:
+        report.notes.append(f"removed what {len(staged.abandoned)} earlier link run(s) left in the store when their "
+                            f"process was killed: {', '.join(staged.abandoned)}")
     report.run_uid, report.n_edges, report.edge_note = uid, counts.kept, counts.note(write_top_k)
     if report.repeats:
         report.notes.append(f"{report.repeats} mention(s) repeat an earlier one of {source.label} (same id and "

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import socket
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -23,6 +25,33 @@ _CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/*|^|/)([^/@:\s]+):([^@/\s]
 # kinds of a staging Run node (kgnorm.stores.staged_run): its rows are still being written, or
 # published (only the bookkeeping is left to drop)
 STAGING, PUBLISHED = "staging", "staged-published"
+
+
+
+def stage_owner() -> dict[str, Any]:
+    """Who writes a staging node: a process on a host. Recorded so that a later run can tell a
+    stage whose process was killed outright (nothing cleaned up) from one still being written."""
+    return {"pid": os.getpid(), "host": socket.gethostname()}
+
+
+def owner_is_gone(metrics_json: str | None) -> bool:
+    """True only when the stage was written on this host by a process that no longer exists;
+    a stage of another host, or of a process that may still run, is left alone."""
+    try:
+        owner = json.loads(metrics_json or "{}").get("owner") or {}
+        pid, host = int(owner["pid"]), owner["host"]
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return False
+    if host != socket.gethostname() or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by someone else
+        return False
+    return False
+
 
 CONCEPT_COLUMNS = ["key", "uid", "ontology", "code", "name", "synonyms", "synonym_scopes", "alt_ids",
                    "xrefs", "definition", "depth", "level_label", "obsolete"]
@@ -182,6 +211,15 @@ class GraphStore(ABC):
     @abstractmethod
     def stage_clear(self, stage: str) -> None:
         """Drop the staging node; while it is still unpublished, also every row staged under it."""
+
+    def clear_abandoned_stages(self) -> list[str]:
+        """Remove the stages left by processes killed outright on this host (their rows would
+        otherwise stay until the same run is attempted again); the staging uids removed."""
+        rows = self.query("MATCH (r:Run) WHERE r.kind = $k RETURN r.uid, r.metrics_json", {"k": STAGING}).rows
+        gone = [uid for uid, meta in rows if owner_is_gone(meta)]
+        for uid in gone:
+            self.stage_clear(uid)
+        return gone
 
     def mention_texts(self, uids: list[str]) -> dict[str, tuple[str, str]]:
         """uid -> (text, doc_id) of those of `uids` that are Mention nodes (index lookups)."""

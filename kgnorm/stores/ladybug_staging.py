@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from kgnorm.errors import StoreError
-from kgnorm.stores.base import PUBLISHED, STAGING, LinkEdge, MentionRow, RunRecord
+from kgnorm.stores.base import PUBLISHED, STAGING, LinkEdge, MentionRow, RunRecord, stage_owner
 
 MENTION_COLUMNS = ["uid", "text", "doc_id", "start", "end", "context", "mention_id", "source"]
 
@@ -59,7 +59,7 @@ class LadybugStaging:
             "MATCH ()-[l:LINKED_TO]->() WHERE l.run = $r RETURN count(l)",
             "MATCH ()-[p:PREDICTED_IS_A]->() WHERE p.run = $r RETURN count(p)"))
         row = {**run.row(), "uid": stage, "kind": STAGING,
-               "metrics_json": json.dumps({"edge_run": stage if used else run.uid})}
+               "metrics_json": json.dumps({"edge_run": stage if used else run.uid, "owner": stage_owner()})}
         self._conn.execute(f"CREATE NODE TABLE {self.staged_rel(stage)}(id SERIAL PRIMARY KEY, uid STRING)")
         self._transaction(lambda: self._copy("Run", pd.DataFrame([row])))
 

@@ -7,6 +7,7 @@ leaves the previous state intact. Reads use the same saved queries as LadybugDB.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -18,7 +19,8 @@ from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
 from kgnorm.stores.base import (PUBLISHED, STAGING, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult,
-                                RunRecord, RunWrite, concept_records, concept_key, ontology_record, redact)
+                                RunRecord, RunWrite, concept_records, concept_key, ontology_record, redact,
+                                stage_owner)
 
 BATCH = 10_000
 
@@ -179,7 +181,7 @@ class Neo4jStore(GraphStore):
     # -- a run written in batches (kgnorm.stores.staged_run) ------------------------
     def stage_begin(self, run: RunRecord, stage: str) -> None:
         self.stage_clear(stage)
-        row = {**run.row(), "uid": stage, "kind": STAGING}
+        row = {**run.row(), "uid": stage, "kind": STAGING, "metrics_json": json.dumps({"owner": stage_owner()})}
         self._write(lambda tx: tx.run("CREATE (r:Run) SET r = $row", row=row).consume(), f"writing run {run.uid}")
 
     def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],

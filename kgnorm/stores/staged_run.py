@@ -7,7 +7,8 @@ are listed under it (STAGED edges on Neo4j, a per-run table on LadybugDB), and i
 edges carry a staging tag as their `run`. `publish()` then swaps, in one transaction, the previous copy of the run (if any) for
 the staged edges; on any failure or Ctrl-C, leaving the `with` block without publishing
 removes what was staged, so the store is as it was. A process killed outright leaves the
-staging node behind, and the next attempt at the same run uid clears it first.
+staging node behind: the next staged run on the same host clears it first when the process
+recorded on it (pid and host) is gone, and the next attempt at the same run uid in any case.
 
 Repeated mention ids across batches: the run keeps a 63-bit hash of each mention uid it wrote
 (kgnorm.mentions.seen_ids, 8 bytes per mention: 8 MB per million), and for an id it has seen
@@ -58,8 +59,10 @@ class StagedRun:
         self.stage = staging_uid(run.uid)
         self.published = False
         self.seen = SeenIds()  # the mention uids of earlier batches, 8 bytes each
+        self.abandoned: list[str] = []  # stages of killed processes cleared on entry
 
     def __enter__(self) -> "StagedRun":
+        self.abandoned = self.store.clear_abandoned_stages()
         self.store.stage_begin(self.run, self.stage)
         return self
 
