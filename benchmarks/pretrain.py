@@ -101,13 +101,33 @@ def score(tsv: Path, dev: Path, mentions, ids: dict[str, set[str]]) -> tuple[lis
     return ok, skip, unranked
 
 
+def _pretraining_line(label: str, pmeta: dict, pre_cmd: str, pre_wall: float | None) -> str:
+    hist = pmeta.get("history") or []
+    return (f"Pretraining ({label}): `{pre_cmd}`" + (f" (run by this script; wall incl. start-up {pre_wall:.0f} s)"
+                                                      if pre_wall else " (run before this script)") + ". "
+            f"Ontologies {', '.join(o['name'] + ' ' + str(o['version']) for o in pmeta['ontologies'])}: "
+            f"{pmeta['concepts']:,} concepts with two or more names, {pmeta['names']:,} names; "
+            f"{pmeta['config']['concepts_per_batch']} concepts × {pmeta['config']['names_per_concept']} names per step, "
+            f"α {pmeta['config']['alpha']}, β {pmeta['config']['beta']}, λ {pmeta['config']['lam']}, "
+            f"ε {pmeta['config']['epsilon']}, AdamW lr {pmeta['config']['lr']}, pooling {pmeta['pooling']}, "
+            f"hierarchy term {'on' if pmeta['config']['hierarchy'] else 'off'}. "
+            f"{pmeta['steps']:,} steps ({pmeta['epochs_completed']} full epoch(s); "
+            f"{'all epochs done' if pmeta['complete'] else 'stopped by the time budget'}) in "
+            f"{pmeta['train_seconds']:.0f} s of training steps"
+            + (f"; loss {hist[0]['loss']:.4f} (first {pmeta['config']['log_steps']} steps) → "
+               f"{hist[-1]['loss']:.4f} (last logged steps)" if hist else "") + ".\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--store", required=True, help="Store holding MEDIC (ingested here when absent).")
     ap.add_argument("--medic", default="medic", help="MEDIC's ontology name in the store (the link dictionary).")
     ap.add_argument("--ontology", action="append", help="Pretraining ontologies (default: MEDIC).")
-    ap.add_argument("--pretrained", type=Path, help="Use this pretrained encoder instead of pretraining here.")
-    ap.add_argument("--pretrained-by", default="", help="The command that wrote --pretrained (recorded).")
+    ap.add_argument("--pretrained", type=Path, action="append",
+                    help="Use this pretrained encoder instead of pretraining here (repeat to compare several, "
+                         "all pretrained on --ontology).")
+    ap.add_argument("--pretrained-by", action="append", default=[],
+                    help="The command that wrote each --pretrained (recorded; one per --pretrained).")
     ap.add_argument("--max-minutes", type=float, default=20.0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--work", type=Path, default=Path("/tmp/kgnorm-bench-pretrain"))
@@ -126,24 +146,27 @@ def main() -> None:
     ontologies = a.ontology or [a.medic]
     a.work.mkdir(parents=True, exist_ok=True)
     ensure_medic(a.store, a.medic)
-    pre_cmd = a.pretrained_by
+    pre_cmds = list(a.pretrained_by)
     pre_wall = None
-    if a.pretrained is None:
-        a.pretrained = a.work / "pretrained"
-        args = ["pretrain", *[x for o in ontologies for x in ("--ontology", o)], "--out", str(a.pretrained),
+    if not a.pretrained:
+        a.pretrained = [a.work / "pretrained"]
+        args = ["pretrain", *[x for o in ontologies for x in ("--ontology", o)], "--out", str(a.pretrained[0]),
                 "--max-minutes", str(a.max_minutes), "--threads", str(a.threads), "--store", a.store, "-q"]
-        pre_cmd = "kgnorm " + " ".join(args)
+        pre_cmds = ["kgnorm " + " ".join(args)]
         pre_wall, _ = run_child(kgnorm(*args), env={"OMP_NUM_THREADS": str(a.threads)})
-    pmeta = json.loads((a.pretrained / META_FILE).read_text())
+    pre_cmds += [""] * (len(a.pretrained) - len(pre_cmds))
+    metas = {d: json.loads((d / META_FILE).read_text()) for d in a.pretrained}
     with open_store(a.store, read_only=True) as st:
         pre_names = set(read_pretrain_data(st, ontologies).names)
     ids = alt_index(a.store, a.medic)
     norm = TextPipeline().normalize_name
-    encoders = {"MiniLM (offline all-MiniLM-L6-v2)": default_encoder_path(), "pretrained": a.pretrained}
+    label_of = {d: ("pretrained" if len(a.pretrained) == 1 else f"pretrained `{d.name}`") for d in a.pretrained}
+    encoders = {"MiniLM (offline all-MiniLM-L6-v2)": default_encoder_path(),
+                **{label_of[d]: d for d in a.pretrained}}
     rows, enc_lines, rel_lines = [], [], []
     umnsrs = [SHARED / "data/umnsrs/UMNSRS_similarity.csv", SHARED / "data/umnsrs/UMNSRS_relatedness.csv"]
     for label, enc in encoders.items():
-        mdir = a.work / ("model-" + ("minilm" if enc != a.pretrained else "pretrained"))
+        mdir = a.work / ("model-" + ("minilm" if enc not in metas else "pretrained-" + enc.name))
         secs, n_names = dense_only_model(a.store, a.medic, enc, mdir)
         enc_lines.append(f"| {label} | {n_names:,} names encoded + indexed in {secs:.0f} s "
                          f"({n_names / secs:,.0f} names/s) |")
@@ -168,7 +191,6 @@ def main() -> None:
             rows.append(f"| {ds} | {label} | {f4(sum(ok) / len(ok))} | {len(ok)} | {len(skip)} | {missing} | "
                         f"{sum(seen)} ({sum(1 for t in texts if t in pre_names)} of {len(texts)} distinct texts) | "
                         f"{f4(sum(unseen_ok) / max(len(unseen_ok), 1))} ({len(unseen_ok)}) | {wall:.0f} s |")
-    hist = pmeta.get("history") or []
     body = "\n".join([
         "Encoder pretrained on the graph: contrastive self-alignment on the ontologies' synonym sets "
         "(Multi-Similarity loss with online hard-pair mining, SapBERT's recipe) from the offline MiniLM; then "
@@ -179,20 +201,7 @@ def main() -> None:
         "ids equals the gold, part by part). Torch threads "
         f"{a.threads}.",
         "",
-        f"Pretraining: `{pre_cmd}`" + (f" (run by this script; wall incl. start-up {pre_wall:.0f} s)" if pre_wall
-                                      else " (run before this script)") + ".",
-        f"Ontologies {', '.join(o['name'] + ' ' + str(o['version']) for o in pmeta['ontologies'])}: "
-        f"{pmeta['concepts']:,} concepts with two or more names, {pmeta['names']:,} names; "
-        f"{pmeta['config']['concepts_per_batch']} concepts × {pmeta['config']['names_per_concept']} names per step, "
-        f"α {pmeta['config']['alpha']}, β {pmeta['config']['beta']}, λ {pmeta['config']['lam']}, "
-        f"ε {pmeta['config']['epsilon']}, AdamW lr {pmeta['config']['lr']}, pooling {pmeta['pooling']}, "
-        f"hierarchy term {'on' if pmeta['config']['hierarchy'] else 'off'}. "
-        f"{pmeta['steps']:,} steps ({pmeta['epochs_completed']} full epoch(s); "
-        f"{'all epochs done' if pmeta['complete'] else 'stopped by the time budget'}) in "
-        f"{pmeta['train_seconds']:.0f} s of training steps"
-        + (f"; loss {hist[0]['loss']:.4f} (first {pmeta['config']['log_steps']} steps) → "
-           f"{hist[-1]['loss']:.4f} (last logged steps)" if hist else "") + ".",
-        "",
+        *[_pretraining_line(label_of[d], metas[d], cmd, pre_wall) for d, cmd in zip(a.pretrained, pre_cmds)],
         "| dataset | encoder | strict Acc@1 | mentions scored | without gold (left out) | written nil or unranked | "
         "mentions whose normalized text is a pretraining name | strict Acc@1 on the others (n) | `kgnorm link` wall |",
         "|---|---|---|---|---|---|---|---|---|",
