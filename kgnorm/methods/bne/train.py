@@ -96,6 +96,7 @@ class BneConfig(ResumableConfig):
     batch_size: int = 64
     max_epochs: int = 20
     patience: int = 3                 # evaluations without a better dev Acc@1
+    max_seconds: float | None = None  # time budget: no epoch expected to end past it
     eval_every_steps: int | None = None
     dev_fraction: float = 0.05
     dev_max: int = 1000
@@ -104,10 +105,10 @@ class BneConfig(ResumableConfig):
     checkpoint_every_steps: int | None = None
     encode_batch_size: int = 512
     seed: int = 0
-    max_seconds: float | None = None  # time budget: no epoch expected to end past it
 
-    _RESUMABLE = ("max_epochs", "patience", "checkpoint_every_steps", "encode_batch_size",
-                  "max_seconds")
+    # the stopping rules (max_epochs, patience, max_seconds) may change on resume
+    _RESUMABLE = ("max_epochs", "patience", "max_seconds", "checkpoint_every_steps",
+                  "encode_batch_size")
 
 
 @dataclass
