@@ -166,7 +166,7 @@ class BneTask(TrainingTask):
         self.cfg, self.dev_q, self.dev_g, self.best_path = cfg, dev_q, dev_g, best_path
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.learning_rate)
         self.perm: np.ndarray = np.arange(0)
-        self.syn: list[int] = []
+        self.syn: np.ndarray = np.arange(0)
         self.siblings: list[list[int]] | None = None
         self.parents: list[list[int]] | None = None
 
