@@ -22,8 +22,8 @@ LockTimeoutOpt = Annotated[float, typer.Option(
 FormatOpt = Annotated[Optional[str], typer.Option(
     "--input-format", help="concept, pubtator or tsv (default: detected from the file).")]
 MaxMinutesOpt = Annotated[Optional[float], typer.Option(
-    "--max-minutes", help="Time budget: no new epoch starts once it is spent (the best epoch is kept; "
-                          "--resume with a larger budget continues).")]
+    "--max-minutes", help="Time budget: no epoch starts that the last epoch's duration says would end past "
+                          "it, set-up counted (the best epoch is kept; --resume with a larger budget continues).")]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="torch CPU threads.")]
 ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue an interrupted run in --out.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed (same seed and data: same run).")]

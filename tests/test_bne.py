@@ -177,6 +177,45 @@ def test_train_link_save_load_and_resume(wv, tmp_path):
                   config=BneConfig(**{**TINY, "batch_size": 4}, max_epochs=3), progress=False)
 
 
+def test_budget_stop_then_resume_replays_the_straight_run_exactly(wv, tmp_path):
+    """The loop's budget stops after one epoch; resuming to 4 epochs gives the weights, losses,
+    dev Acc@1 per evaluation (inside epochs too) and selection of 4 epochs straight -- with
+    dropout on, so the torch RNG state must be carried over the checkpoint."""
+    dev = [("cardiac infarction", {"MESH:D1"}), ("kidney failures", ["MESH:D2"]),
+           ("mammary tumor", {"MESH:D3"}), ("lung carcinoma", {"MESH:D5"})]
+    cfg = BneConfig(**{**TINY, "dropout": 0.5}, max_epochs=4, patience=100, eval_every_steps=1,
+                    checkpoint_every_steps=2, learning_rate=2e-2, seed=4)
+    first = train_bne(CONCEPTS, wv, tmp_path / "r", dev=dev, progress=False,
+                      config=BneConfig(**{**cfg.to_dict(), "max_seconds": 0.0}))
+    assert first.epochs_completed == 1 and first.stop_reason == "max_seconds"
+    assert not first.stopped_early
+    resumed = train_bne(CONCEPTS, wv, tmp_path / "r", dev=dev, config=cfg, progress=False)
+    straight = train_bne(CONCEPTS, wv, tmp_path / "s", dev=dev, config=cfg, progress=False)
+    assert resumed.resumed_from == {"epoch": 1, "step": 0} and resumed.stop_reason == "epochs"
+    assert resumed.epochs_completed == straight.epochs_completed == 4
+    assert [(h["epoch"], h["loss"], h["dev"]["acc@1"]) for h in resumed.history] == \
+        [(h["epoch"], h["loss"], h["dev"]["acc@1"]) for h in straight.history]
+    assert len(straight.history) == 4 * 3                 # 3 batches an epoch, each evaluated
+    assert (resumed.best_epoch, resumed.best_dev_acc1) == (straight.best_epoch, straight.best_dev_acc1)
+    a, b = resumed.model.net.state_dict(), straight.model.net.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_checkpoint_of_the_old_trainer_is_refused(wv, tmp_path):
+    """A last.pt of the trainer before the shared loop: one line saying to rerun with --no-resume."""
+    ck = tmp_path / "o" / "checkpoints" / "last.pt"
+    ck.parent.mkdir(parents=True)
+    torch.save({"fingerprint": "0" * 40, "epoch": 1, "step": 0, "model": {}, "optimizer": {},
+                "history": [], "best_acc": 0.5, "best_epoch": 1.0, "evals_since_best": 0,
+                "stopped": False, "rng": {}}, ck)
+    cfg = BneConfig(**TINY, max_epochs=1)
+    with pytest.raises(KgnormError, match="older kgnorm's BNE trainer.*--no-resume") as e:
+        train_bne(CONCEPTS, wv, tmp_path / "o", config=cfg, progress=False)
+    assert "\n" not in str(e.value)
+    r = train_bne(CONCEPTS, wv, tmp_path / "o", config=cfg, progress=False, resume=False)
+    assert r.epochs_completed == 1 and r.resumed_from is None
+
+
 def test_held_out_dev_and_early_stopping(wv, tmp_path):
     cfg = BneConfig(**TINY, max_epochs=30, patience=1, dev_fraction=0.2, seed=2)
     r = train_bne(CONCEPTS, wv, tmp_path / "h", config=cfg, progress=False)

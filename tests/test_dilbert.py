@@ -254,6 +254,21 @@ def test_train_random_save_load_resume(tiny_bert_dir, dictionary, tmp_path):
                       progress=False)
 
 
+def test_time_budget_through_the_loop_then_a_larger_one_resumes(tiny_bert_dir, dictionary, tmp_path):
+    """max_seconds=0: the first epoch runs, no second starts; the budget is not fingerprinted,
+    so the same run continues without it."""
+    cfg = DilbertConfig(strategy="random", epochs=2, batch_size=8, learning_rate=1e-3,
+                        max_positives=2, n_negatives=1, pairing="cycle", seed=0, max_seconds=0.0)
+    r = train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "b",
+                      config=cfg, progress=False)
+    assert r.epochs_completed == 1 and r.stop_reason == "max_seconds"
+    r = train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "b",
+                      config=DilbertConfig(**{**cfg.to_dict(), "max_seconds": None}), progress=False)
+    assert r.resumed_from == {"epoch": 1, "step": 0}
+    assert r.epochs_completed == 2 and r.stop_reason == "epochs"
+    assert [h["epoch"] for h in r.history] == [0, 1, 2]
+
+
 def test_starting_encoder_competes_as_epoch_zero(tiny_bert_dir, dictionary, tmp_path):
     # lr 0: training leaves the weights as they were, so no epoch beats (ties with) epoch 0
     # and the model written is the starting encoder

@@ -3,7 +3,6 @@ budget and the finish (model metadata, checkpoints). A method's ``recipe.py`` ho
 is its own; the CLI's ``train`` commands and ``Workbench.train`` both run the recipes."""
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -91,25 +90,12 @@ def ontology_word_vectors(word_vectors: Path | None, out: Path, resume: bool, te
     return wv
 
 
-def run_with_budget(train_epochs: Callable[[int, bool], Any], epochs: int, resume: bool,
-                    max_minutes: float | None, done: Callable[[Any], bool], completed: Callable[[Any], int],
-                    quiet: bool) -> Any:
-    """Call a resumable trainer for all epochs at once, or one epoch per call while the time
-    budget lasts (the trainers checkpoint every epoch; their epoch count is not fingerprinted)."""
-    if max_minutes is None:
-        return train_epochs(epochs, resume)
-    budget, t0 = max_minutes * 60.0, time.perf_counter()
-    target, res = 1, resume
-    while True:
-        result = train_epochs(min(target, epochs), res)
-        res = True
-        if done(result) or completed(result) >= epochs:
-            return result
-        if time.perf_counter() - t0 >= budget:
-            note(f"time budget of {max_minutes:g} min spent after {completed(result)} epoch(s); "
-                 f"--resume with a larger --max-minutes continues", quiet)
-            return result
-        target = completed(result) + 1
+def note_budget(stop_reason: str, max_minutes: float | None, epochs: int, quiet: bool) -> None:
+    """Say when the time budget (``max_seconds`` of the training loop) ended a run, and how to
+    go on: the checkpoint keeps the budget clock, so only a larger budget continues it."""
+    if stop_reason == "max_seconds" and max_minutes is not None:
+        note(f"time budget of {max_minutes:g} min spent after {epochs} epoch(s); "
+             f"--resume with a larger --max-minutes continues", quiet)
 
 
 def drop_checkpoints(out: Path, keep: bool, quiet: bool) -> None:

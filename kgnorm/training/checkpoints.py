@@ -10,8 +10,6 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
-from kgnorm.errors import KgnormError
-
 import numpy as np
 import torch
 
@@ -71,17 +69,6 @@ def digest(items: Iterable[str]) -> str:
         h.update(s.encode("utf-8"))
         h.update(b"\x00")
     return h.hexdigest()
-
-
-def load_checkpoint(path: Path, fingerprint: str) -> dict:
-    """A trainer's checkpoint, refused unless written for the same data and settings."""
-    try:
-        ck = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # noqa: BLE001 - corrupt file
-        raise KgnormError(f"{path}: unreadable checkpoint ({e}); delete it or pass resume=False") from None
-    if ck.get("fingerprint") != fingerprint:
-        raise KgnormError(f"{path} was written for other data or settings; use another out_dir or resume=False")
-    return ck
 
 
 # what a trainer leaves in its --out only to resume: `checkpoints/` (BioSyn, BNE, DILBERT,

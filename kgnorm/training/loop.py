@@ -129,13 +129,13 @@ class TrainingLoop:
         try:
             ck = torch.load(self.path, map_location="cpu", weights_only=True)
         except Exception as e:  # noqa: BLE001 - corrupt file
-            raise KgnormError(f"{self.path}: unreadable checkpoint ({e}); delete it or pass "
-                              "resume=False") from None
+            raise KgnormError(f"{self.path}: unreadable checkpoint ({e}); delete it or start over "
+                              "with --no-resume (resume=False)") from None
         if not isinstance(ck, dict) or ck.get("fingerprint") != self.fingerprint:
             raise KgnormError(
                 f"{self.path} was written for other data or settings (a different {self.cfg.name} "
                 "run: different configuration, data or encoder, or an older kgnorm); use another "
-                "output directory or resume=False")
+                "output directory, or start over with --no-resume (resume=False)")
         return ck
 
     def _restore(self, ck: dict) -> None:

@@ -3,12 +3,11 @@ from the store, word vectors (a file, or made from the ontology's text), then `t
 under the time budget."""
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from kgnorm.errors import KgnormError
 from kgnorm.methods.recipes import (PIPELINE, check_file, finish, names_and_mentions, ontology_word_vectors,
-                                    read_snapshot, run_with_budget, set_threads)
+                                    note_budget, read_snapshot, set_threads)
 from kgnorm.progress import note
 
 WORD_SOURCES = ("fasttext", "encoder")
@@ -48,15 +47,12 @@ def train(out: str | Path, *, ontology: str, store: str | None = None, word_vect
          f"word vectors: {wv.kind}, {wv.dim} dimensions", quiet)
     cfg = BneConfig(char_hidden=hidden, word_hidden=hidden, out_dim=dim, learning_rate=lr,
                     batch_size=batch_size, max_epochs=epochs, patience=patience, seed=seed,
-                    max_steps_per_epoch=max_steps, siblings_k=siblings_k, parents_k=parents_k)
+                    max_steps_per_epoch=max_steps, siblings_k=siblings_k, parents_k=parents_k,
+                    max_seconds=None if max_minutes is None else max_minutes * 60)
     onto = {"name": ontology, "version": snap.version}
-
-    def run(n_epochs: int, res: bool):
-        return train_bne(dictionary, wv, out, dev=dev_pairs, config=replace(cfg, max_epochs=n_epochs),
-                         resume=res, progress=not quiet, ontology=onto, hierarchy=hierarchy)
-
-    result = run_with_budget(run, epochs, resume, max_minutes, lambda r: r.stopped_early,
-                             lambda r: r.epochs_completed, quiet)
+    result = train_bne(dictionary, wv, out, dev=dev_pairs, config=cfg, resume=resume, progress=not quiet,
+                       ontology=onto, hierarchy=hierarchy)
+    note_budget(result.stop_reason, max_minutes, result.epochs_completed, quiet)
     finish(out, keep_checkpoints, quiet, ontology=ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
     msg = f"BNE: {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s on {result.n_train_names:,} names"
     if result.best_dev_acc1 is not None:

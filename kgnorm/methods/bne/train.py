@@ -30,12 +30,14 @@ slice of the synonyms is held out (``dev_fraction`` of the names, at most ``dev_
 only names of concepts with another name left, only names carried by one concept) and
 removed from the training names. The saved model indexes *all* names of ``concepts``.
 
-Checkpoints: ``out_dir/checkpoints/last.pt`` (weights, optimizer, epoch, step, history,
-early-stopping state, RNG) after every evaluation and every ``checkpoint_every_steps``
-steps; ``checkpoints/best.safetensors`` holds the best weights so far. ``resume=True``
-continues an interrupted run with the same data and settings (a different fingerprint is
-refused); the epoch's order is a function of ``seed + epoch``, so resumed runs see the
-same batches.
+Epochs, early stopping, checkpoints, resume, the time budget ``max_seconds`` and progress are
+the shared :class:`~kgnorm.training.loop.TrainingLoop`'s (:class:`BneTask` supplies the epoch's
+draws, the step and dev Acc@1). Checkpoints: ``out_dir/checkpoints/last.pt`` (weights,
+optimizer, position, history, early-stopping state, RNG) after every evaluation and every
+``checkpoint_every_steps`` steps; ``checkpoints/best.safetensors`` holds the best weights so
+far. ``resume=True`` continues an interrupted run with the same data and settings (a
+different fingerprint, or a checkpoint of the trainer before the shared loop, is refused);
+the epoch's order is a function of ``seed + epoch``, so resumed runs see the same batches.
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ import math
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -61,11 +63,11 @@ from kgnorm.methods.bne.objectives import (BatchData, batch_loss, inbatch_scores
                                            logistic_inbatch_loss, prototypes)
 from kgnorm.methods.bne.sampling import (HierarchyDraws, TrainingNames, epoch_synonyms,
                                          hold_out_synonyms)
-from kgnorm.progress import progress_bar
-from kgnorm.training.checkpoints import (atomic_save, digest, load_checkpoint, rng_state,
-                                         seed_all, set_rng_state)
+from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
+from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.task import TrainingTask
 
-__all__ = ["BneConfig", "BneTrainResult", "train_bne", "logistic_inbatch_loss",
+__all__ = ["BneConfig", "BneTrainResult", "BneTask", "train_bne", "logistic_inbatch_loss",
            "inbatch_scores", "hold_out_synonyms", "prototypes", "load_bne", "evaluate_linking"]
 
 CHECKPOINT = "last.pt"
@@ -74,7 +76,7 @@ PROJECTIONS = ("auto", "identity", "linear")
 
 
 @dataclass
-class BneConfig:
+class BneConfig(ResumableConfig):
     char_dim: int = 50
     char_hidden: int = 200
     word_hidden: int = 200
@@ -94,6 +96,7 @@ class BneConfig:
     batch_size: int = 64
     max_epochs: int = 20
     patience: int = 3                 # evaluations without a better dev Acc@1
+    max_seconds: float | None = None  # time budget: no epoch expected to end past it
     eval_every_steps: int | None = None
     dev_fraction: float = 0.05
     dev_max: int = 1000
@@ -103,13 +106,9 @@ class BneConfig:
     encode_batch_size: int = 512
     seed: int = 0
 
-    _RESUMABLE = ("max_epochs", "patience", "checkpoint_every_steps", "encode_batch_size")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    def fingerprint_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k not in self._RESUMABLE}
+    # the stopping rules (max_epochs, patience, max_seconds) may change on resume
+    _RESUMABLE = ("max_epochs", "patience", "max_seconds", "checkpoint_every_steps",
+                  "encode_batch_size")
 
 
 @dataclass
@@ -126,6 +125,7 @@ class BneTrainResult:
     history: list[dict] = field(default_factory=list)
     resumed_from: dict | None = None
     train_seconds: float = 0.0
+    stop_reason: str = "epochs"       # the loop's: epochs | patience | max_seconds
 
 
 # ---------------------------------------------------------------------- data
@@ -153,6 +153,77 @@ def _save_weights(state: dict, path: Path) -> None:
 
 
 # ---------------------------------------------------------------------- trainer
+class BneTask(TrainingTask):
+    """BNE's part of :class:`~kgnorm.training.loop.TrainingLoop`: the epoch's order, synonyms
+    and hierarchy draws (a function of ``seed + epoch``, so nothing per epoch is checkpointed),
+    the loss step, dev Acc@1 on the training names' index, and the best weights file (the model
+    directory, with every name indexed, is written once at the end)."""
+
+    def __init__(self, model: BneModel, data: BatchData, items: TrainingNames,
+                 draws: HierarchyDraws | None, cfg: BneConfig, dev_q: list[str],
+                 dev_g: list[frozenset[str]], best_path: Path) -> None:
+        self.model, self.net, self.data, self.items, self.draws = model, model.net, data, items, draws
+        self.cfg, self.dev_q, self.dev_g, self.best_path = cfg, dev_q, dev_g, best_path
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.learning_rate)
+        self.perm: np.ndarray = np.arange(0)
+        self.syn: np.ndarray = np.arange(0)
+        self.siblings: list[list[int]] | None = None
+        self.parents: list[list[int]] | None = None
+
+    def start_epoch(self, epoch: int, saved: dict | None) -> int:
+        rng = np.random.default_rng(self.cfg.seed + epoch)
+        self.perm = rng.permutation(len(self.items))
+        self.syn = epoch_synonyms(self.items, rng)
+        self.siblings, self.parents = (self.draws.draw(epoch) if self.draws is not None
+                                       else (None, None))
+        return math.ceil(len(self.items) / self.cfg.batch_size)
+
+    def train_step(self, step: int) -> float:
+        cfg = self.cfg
+        self.net.train()  # an evaluation inside the epoch leaves eval mode
+        sel = self.perm[step * cfg.batch_size:(step + 1) * cfg.batch_size]
+        loss, _ = batch_loss(self.model, self.data, sel, self.syn, self.siblings, self.parents)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.clip and cfg.clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.net.parameters(), cfg.clip)
+        self.optimizer.step()
+        return float(loss.detach())
+
+    def evaluate(self) -> dict | None:
+        if not self.dev_q:
+            return None
+        self.model.build_index(batch_size=self.cfg.encode_batch_size)
+        return evaluate_linking(self.model, self.dev_q, self.dev_g, self.cfg.eval_top_k,
+                                self.cfg.encode_batch_size)
+
+    def save(self, record: dict, history: list[dict]) -> None:
+        _save_weights(self.net.state_dict(), self.best_path)
+
+    def state_dict(self) -> dict:
+        return {"model": self.net.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.net.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+
+def _begin(loop: TrainingLoop, path: Path) -> dict | None:
+    """``loop.begin()``, with a checkpoint of the trainer before the shared loop (it has no
+    ``global_step``) refused in one line that says how to go on."""
+    try:
+        return loop.begin()
+    except KgnormError:
+        try:
+            old = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception:  # noqa: BLE001 - unreadable: the loop's message stands
+            old = None
+        if isinstance(old, dict) and "best_acc" in old and "global_step" not in old:
+            raise KgnormError(f"{path} was written by an older kgnorm's BNE trainer and cannot be "
+                              "resumed: rerun with --no-resume (resume=False) or another --out") from None
+        raise
+
+
 def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
               word_vectors: WordVectors, out_dir: str | Path,
               dev: Sequence[tuple[str, Iterable[str] | str]] | None = None,
@@ -219,11 +290,7 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
                            torch.from_numpy(g_np).to(model.device),
                            {"syn": cfg.w_synonym, "con": cfg.w_concept, "ctx": cfg.w_context,
                             "sib": cfg.w_sibling, "par": cfg.w_parent})
-    optimizer = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
 
-    n_batches = math.ceil(n_items / cfg.batch_size)
-    if cfg.max_steps_per_epoch:
-        n_batches = min(n_batches, int(cfg.max_steps_per_epoch))
     kv = word_vectors.kv
     fingerprint = hashlib.sha1(json.dumps({
         "config": cfg.fingerprint_dict(), "names": digest(item_name),
@@ -235,115 +302,20 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
            if draws is not None else {}),
     }, sort_keys=True).encode()).hexdigest()
 
-    epoch, step, evals_since_best = 0, 0, 0
-    history: list[dict] = []
-    best_acc: float | None = None
-    best_epoch: float | None = None
-    stopped = False
-    resumed_from = None
     ck_path, best_path = ckdir / CHECKPOINT, ckdir / BEST
-    if resume and ck_path.is_file():
-        ck = load_checkpoint(ck_path, fingerprint)
-        net.load_state_dict(ck["model"])
-        optimizer.load_state_dict(ck["optimizer"])
-        epoch, step = int(ck["epoch"]), int(ck["step"])
-        history = list(ck["history"])
-        best_acc, best_epoch = ck.get("best_acc"), ck.get("best_epoch")
-        evals_since_best = int(ck.get("evals_since_best", 0))
-        stopped = bool(ck.get("stopped", False))
-        set_rng_state(ck["rng"])
-        resumed_from = {"epoch": epoch, "step": step}
-    elif not resume:
-        for p in (ck_path, best_path):
-            if p.exists():
-                p.unlink()
-
-    def checkpoint(ep: int, st: int) -> None:
-        atomic_save({"fingerprint": fingerprint, "epoch": ep, "step": st,
-                      "model": net.state_dict(), "optimizer": optimizer.state_dict(),
-                      "history": history, "best_acc": best_acc, "best_epoch": best_epoch,
-                      "evals_since_best": evals_since_best, "stopped": stopped,
-                      "rng": rng_state()}, ck_path)
-
-    def evaluate(ep_float: float, losses: list[float]) -> None:
-        nonlocal best_acc, best_epoch, evals_since_best, stopped
-        ep_float = round(float(ep_float), 4)
-        rec: dict = {"epoch": ep_float,
-                     "loss": float(np.mean(losses)) if losses else None}
-        t0 = time.perf_counter()
-        if dev_q:
-            model.build_index(batch_size=cfg.encode_batch_size)
-            rec["dev"] = evaluate_linking(model, dev_q, dev_g, cfg.eval_top_k,
-                                          cfg.encode_batch_size)
-            acc = rec["dev"]["acc@1"]
-            if best_acc is None or acc > best_acc:
-                best_acc, best_epoch, evals_since_best = acc, ep_float, 0
-                _save_weights(net.state_dict(), best_path)
-            else:
-                evals_since_best += 1
-                if evals_since_best >= cfg.patience:
-                    stopped = True
-        else:
-            best_epoch = ep_float
-            _save_weights(net.state_dict(), best_path)
-        rec["seconds_eval"] = round(time.perf_counter() - t0, 2)
-        history.append(rec)
-
-    ebar = (progress_bar(total=cfg.max_epochs, desc="bne epochs", unit="epoch")
-            if progress else None)
-    if ebar is not None:
-        ebar.update(min(epoch, cfg.max_epochs))
-    try:
-        while epoch < cfg.max_epochs and not stopped:
-            rng = np.random.default_rng(cfg.seed + epoch)
-            perm = rng.permutation(n_items)
-            syn = epoch_synonyms(items, rng)
-            siblings, parents = draws.draw(epoch) if draws is not None else (None, None)
-            net.train()
-            losses: list[float] = []
-            sbar = (progress_bar(total=n_batches, desc=f"epoch {epoch + 1}", unit="batch")
-                    if progress else None)
-            if sbar is not None:
-                sbar.update(step)
-            for b in range(step, n_batches):
-                sel = perm[b * cfg.batch_size:(b + 1) * cfg.batch_size]
-                loss, parts = batch_loss(model, batch_data, sel, syn, siblings, parents)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if cfg.clip and cfg.clip > 0:
-                    torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.clip)
-                optimizer.step()
-                losses.append(float(loss.detach()))
-                step = b + 1
-                if sbar is not None:
-                    sbar.update(1)
-                    sbar.set_postfix(loss=f"{losses[-1]:.3f}", **{k: f"{v:.3f}"
-                                                                  for k, v in parts.items()})
-                if (cfg.eval_every_steps and step % cfg.eval_every_steps == 0
-                        and step < n_batches):
-                    evaluate(epoch + step / n_batches, losses[-cfg.eval_every_steps:])
-                    net.train()
-                    checkpoint(epoch, step)
-                    if stopped:
-                        break
-                elif (cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0
-                      and step < n_batches):
-                    checkpoint(epoch, step)
-            if sbar is not None:
-                sbar.close()
-            if stopped:
-                break
-            evaluate(epoch + 1.0, losses)
-            epoch += 1
-            step = 0
-            checkpoint(epoch, 0)
-            if ebar is not None:
-                ebar.update(1)
-                ebar.set_postfix(loss=history[-1]["loss"],
-                                 dev=(history[-1].get("dev") or {}).get("acc@1"))
-    finally:
-        if ebar is not None:
-            ebar.close()
+    if not resume and best_path.exists():
+        best_path.unlink()
+    task = BneTask(model, batch_data, items, draws, cfg, dev_q, dev_g, best_path)
+    loop_cfg = LoopConfig(epochs=cfg.max_epochs, name="bne", max_seconds=cfg.max_seconds,
+                          max_steps_per_epoch=cfg.max_steps_per_epoch,
+                          checkpoint_every_steps=cfg.checkpoint_every_steps,
+                          eval_every_steps=cfg.eval_every_steps, patience=cfg.patience,
+                          progress=progress)
+    loop = TrainingLoop(task, loop_cfg, ck_path, fingerprint, resume=resume, t_start=t_start)
+    _begin(loop, ck_path)
+    res = loop.run()
+    best_epoch = None if res.best_epoch is None else float(res.best_epoch)
+    stopped = res.stop_reason == "patience"
 
     # final model: best weights, every name of the input indexed
     from safetensors.torch import load_file
@@ -355,19 +327,16 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
     model.build_index(batch_size=cfg.encode_batch_size, progress=progress)
     model.save(out, hyper_parameters=cfg.to_dict(), ontology=ontology,
                metrics={"best_epoch": best_epoch,
-                        **({"dev": next((h["dev"] for h in history
-                                         if h["epoch"] == best_epoch and "dev" in h), None)}
-                           if dev_q else {})},
+                        **({"dev": res.best_metrics} if dev_q else {})},
                extra={"training": {"n_train_names": n_items, "n_concepts": len(uids),
                                    "n_dev": len(dev_q), "dev_source": dev_source,
                                    "target_projection": "linear" if use_proj else "identity",
                                    **(draws.coverage() if draws is not None else {}),
-                                   "stopped_early": stopped, "history": history}})
+                                   "stopped_early": stopped, "history": res.history}})
     final = load_bne(out, device=str(model.device))
     return BneTrainResult(out_dir=out, model=final, best_epoch=best_epoch,
-                          best_dev_acc1=best_acc, epochs_completed=epoch,
+                          best_dev_acc1=res.best_value, epochs_completed=res.epochs_completed,
                           stopped_early=stopped, dev_source=dev_source,
-                          n_train_names=n_items, n_dev=len(dev_q), history=history,
-                          resumed_from=resumed_from,
-                          train_seconds=time.perf_counter() - t_start)
-
+                          n_train_names=n_items, n_dev=len(dev_q), history=res.history,
+                          resumed_from=res.resumed_from,
+                          train_seconds=time.perf_counter() - t_start, stop_reason=res.stop_reason)

@@ -2,12 +2,11 @@
 hierarchy strategies, then `train_dilbert` under the time budget."""
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from kgnorm.errors import KgnormError
-from kgnorm.methods.recipes import (PIPELINE, check_file, finish, names_and_mentions, read_snapshot,
-                                    run_with_budget, set_threads)
+from kgnorm.methods.recipes import (PIPELINE, check_file, finish, names_and_mentions, note_budget,
+                                    read_snapshot, set_threads)
 from kgnorm.progress import note
 
 HIERARCHY_STRATEGIES = ("random+parents", "resampling+siblings")
@@ -66,15 +65,12 @@ def train(out: str | Path, *, ontology: str, train: Path, store: str | None = No
                         max_positives=max_positives, pairing=pairing, batching=batching, margin=margin,
                         mining=mining, distance=distance, learning_rate=lr, batch_size=batch_size, epochs=epochs,
                         max_length=max_length, seed=seed, max_steps_per_epoch=max_steps,
-                        eval_initial=eval_initial, synonym_anchors=synonym_anchors)
+                        eval_initial=eval_initial, synonym_anchors=synonym_anchors,
+                        max_seconds=None if max_minutes is None else max_minutes * 60)
     onto = {"name": ontology, "version": snap.version}
-
-    def run(n_epochs: int, res: bool):
-        return train_dilbert(encoder, search_dict, train_pairs, dev_pairs, out, replace(cfg, epochs=n_epochs),
-                             hierarchy=hierarchy, resume=res, progress=not quiet, ontology=onto)
-
-    result = run_with_budget(run, epochs, resume, max_minutes, lambda r: False, lambda r: r.epochs_completed,
-                             quiet)
+    result = train_dilbert(encoder, search_dict, train_pairs, dev_pairs, out, cfg, hierarchy=hierarchy,
+                           resume=resume, progress=not quiet, ontology=onto)
+    note_budget(result.stop_reason, max_minutes, result.epochs_completed, quiet)
     finish(out, keep_checkpoints, quiet, ontology=ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
     msg = (f"DILBERT ({strategy}, {distance}): {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s "
            f"on {result.n_queries:,} queries")

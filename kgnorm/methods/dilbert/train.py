@@ -126,8 +126,10 @@ class DilbertConfig(ResumableConfig):
     checkpoint_every_steps: int | None = None
     eval_initial: bool = True              # dev-evaluate the starting encoder as "epoch 0"
     synonym_anchors: int = 0               # dictionary names added as training queries (0: none)
+    max_seconds: float | None = None       # time budget: no epoch expected to end past it
 
-    _RESUMABLE = ("epochs", "encode_batch_size", "checkpoint_every_steps", "eval_initial")
+    _RESUMABLE = ("epochs", "encode_batch_size", "checkpoint_every_steps", "eval_initial",
+                  "max_seconds")
 
 
 @dataclass
@@ -142,6 +144,7 @@ class DilbertTrainResult:
     history: list[dict] = field(default_factory=list)
     resumed_from: dict | None = None
     train_seconds: float = 0.0
+    stop_reason: str = "epochs"             # the loop's: epochs | max_seconds
 
 
 # ---------------------------------------------------------------------- loss
@@ -349,7 +352,8 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
         "hierarchy": _hierarchydigest(hierarchy), "dev": digest(dev_queries.queries),
     }, sort_keys=True).encode()).hexdigest()
     task = DilbertTask(model, dictionary, sampler, dev_queries, cfg, out, ontology, progress)
-    loop_cfg = LoopConfig(epochs=cfg.epochs, name="dilbert", max_steps_per_epoch=cfg.max_steps_per_epoch,
+    loop_cfg = LoopConfig(epochs=cfg.epochs, name="dilbert", max_seconds=cfg.max_seconds,
+                          max_steps_per_epoch=cfg.max_steps_per_epoch,
                           checkpoint_every_steps=cfg.checkpoint_every_steps,
                           eval_initial=cfg.eval_initial and bool(dev_queries), progress=progress)
     res = TrainingLoop(task, loop_cfg, out / "checkpoints" / CHECKPOINT, fingerprint,
@@ -359,4 +363,4 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
                               best_dev_acc1=res.best_value, epochs_completed=res.epochs_completed,
                               n_queries=len(sampler), n_skipped=sampler.n_skipped,
                               history=res.history, resumed_from=res.resumed_from,
-                              train_seconds=time.perf_counter() - t_start)
+                              train_seconds=time.perf_counter() - t_start, stop_reason=res.stop_reason)
