@@ -294,3 +294,23 @@ def test_a_stage_is_cleared_only_when_its_process_is_gone():
     assert not owner_is_gone(json.dumps({"owner": stage_owner()}))                 # this process
     assert not owner_is_gone(json.dumps({"owner": {"pid": done.pid, "host": host + "-other"}}))  # can't tell
     assert not owner_is_gone(json.dumps({"edge_run": "x"})) and not owner_is_gone(None)  # written before owners
+
+
+def test_link_buffer_pool_grows_with_the_store_file(tmp_path):
+    """The bound link sets on LadybugDB's buffer pool (512 MB) is raised to the store file's size,
+    so a big store's checkpoint does not run out of pool; no bound stays LadybugDB's default."""
+    from kgnorm.linking.link_run import LINK_BUFFER_POOL_MB
+    from kgnorm.stores.ladybug_store import pool_mb_for
+
+    big = tmp_path / "big"
+    with big.open("wb") as fh:
+        fh.truncate(3 * LINK_BUFFER_POOL_MB * 2**20 + 1)  # a sparse file: the size without the disk
+    assert pool_mb_for(LINK_BUFFER_POOL_MB, big) == 3 * LINK_BUFFER_POOL_MB + 1
+    assert pool_mb_for(LINK_BUFFER_POOL_MB, tmp_path / "new") == LINK_BUFFER_POOL_MB
+    assert pool_mb_for(None, big) == 0
+    uri = f"ladybug://{tmp_path}/graph"
+    with open_store(uri, create=True) as st:
+        st.load_ontology(make_graph())
+        assert st.pool_mb() == 0
+    with open_store(uri, buffer_pool_mb=LINK_BUFFER_POOL_MB) as st:  # a small store: the bound as given
+        assert st.pool_mb() == LINK_BUFFER_POOL_MB

@@ -60,7 +60,7 @@ class LadybugStore(LadybugStaging, GraphStore):
         while True:
             try:
                 db = lb.Database(str(self.path), read_only=self.read_only,
-                                 buffer_pool_size=(self.buffer_pool_mb or 0) * 2**20)
+                                 buffer_pool_size=self.pool_mb() * 2**20)
                 return db, lb.Connection(db)
             except RuntimeError as exc:
                 if "lock" not in str(exc).lower():
@@ -70,6 +70,9 @@ class LadybugStore(LadybugStaging, GraphStore):
                     raise StoreError(f"store {self.path} is locked by {self._holder_text()}; waited "
                                      f"{lock_timeout:g} s (--lock-timeout)") from None
                 time.sleep(LOCK_POLL_S)
+
+    def pool_mb(self) -> int:
+        return pool_mb_for(self.buffer_pool_mb, self.path)
 
     def _holder_text(self) -> str:
         try:
@@ -237,6 +240,17 @@ class LadybugStore(LadybugStaging, GraphStore):
             pass
         if not self.read_only:
             self._holder.unlink(missing_ok=True)
+
+
+def pool_mb_for(requested: int | None, path: Path) -> int:
+    """The buffer pool to open a store with (0: LadybugDB's default, most of the RAM). A bound
+    the caller sets is raised to the store file's size: a write's checkpoint needs pool pages
+    in proportion to the tables it touches (at 3M mentions a 64 MB pool failed with "the buffer
+    pool is full" and 192 MB did; BENCHMARKS.md, "LadybugDB alone")."""
+    if not requested:
+        return 0
+    size = path.stat().st_size if path.is_file() else 0
+    return max(int(requested), -(-size // 2**20))
 
 
 def _plain(value: Any) -> Any:
