@@ -2,7 +2,10 @@
 
 For each size, a synthetic mention TSV (random 1-4 word names over a 40-word vocabulary, ids
 m1…mN) is linked by `kgnorm link` in its own child process, once with --no-write and once
-writing the run to a fresh copy of a LadybugDB store (`--write-batch`, default 50,000). The
+writing the run to a fresh copy of a LadybugDB store (`--write-batch`, default 50,000). With
+`--bolt`, the run is written instead to a live Bolt server (ArcadeDB with its Bolt plugin, the
+tests' server, in a child process of its own, fresh for each size), so that the figure is the
+memory of kgnorm's process alone; the server's own peak is reported beside it. The
 model is an untrained BioSyn (`kgnorm train biosyn` without --train) over a tiny random BERT
 (hidden 32, 2 layers; the tests' tiny_bert_dir) and a synthetic 300-concept ontology, so the
 figures are those of kgnorm's own streaming, not of a big encoder. The TSV goes to /dev/null.
@@ -69,6 +72,48 @@ def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return time.perf_counter() - t0, usage.ru_maxrss / 1024
 
 
+def server_peak_mb(pid: int) -> float:
+    """The peak RSS (VmHWM) of a live process, read before it ends."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def bolt_legs(work: Path, n: int, link: list[str], args: argparse.Namespace, env: dict[str, str],
+              rng: random.Random) -> list[tuple[int, str, float, float, str]]:
+    """Link n mentions into a fresh Bolt server, then --then more into the same one."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from bolt_server import ArcadeDBProcess
+
+    root = work / f"arcadedb-{n}"
+    root.mkdir()
+    server = ArcadeDBProcess(root)
+    env = {**env, "KGNORM_NEO4J_DATABASE": server.database}
+    rows = []
+    try:
+        subprocess.run(kgnorm("ingest", "obo", str(work / "syn.obo"), "--ontology", "syn", "--store", server.uri,
+                              "-q"), check=True, env=env)
+        wall, rss = measure(link + ["--store", server.uri, "--write-batch", str(args.write_batch)], env)
+        rows.append((n, f"Bolt write, --write-batch {args.write_batch:,} (server peak so far "
+                        f"{server_peak_mb(server._proc.pid):,.0f} MB)", wall, rss, ""))
+        print(rows[-1], flush=True)
+        if args.then:
+            more = work / "more.tsv"
+            synthetic_mentions(more, args.then, rng, prefix="more")
+            wall, rss = measure(kgnorm("link", "--model", str(work / "model"), "--input", str(more), "--output",
+                                       "/dev/null", "-q", "--store", server.uri, "--write-batch",
+                                       str(args.write_batch)), env)
+            rows.append((args.then, f"then Bolt write into that server ({n:,} mentions in it; server peak so far "
+                                    f"{server_peak_mb(server._proc.pid):,.0f} MB)", wall, rss, ""))
+            print(rows[-1], flush=True)
+            more.unlink()
+    finally:
+        server.stop()
+    shutil.rmtree(root)
+    return rows
+
+
 def store_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.parent.glob(path.name + "*") if f.is_file()) / 2**20
 
@@ -81,6 +126,8 @@ def main() -> None:
     ap.add_argument("--then", type=int, default=10_000,
                     help="after each write, link this many new mentions into the same store (0: skip): "
                          "does peak RSS follow the input or the store's size?")
+    ap.add_argument("--bolt", action="store_true",
+                    help="write to a live Bolt server (ArcadeDB, a fresh one per size) instead of LadybugDB")
     ap.add_argument("--no-append", action="store_true", help="print only, do not append to BENCHMARKS.md")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -103,6 +150,10 @@ def main() -> None:
             synthetic_mentions(mentions, n, rng)
             link = kgnorm("link", "--model", str(work / "model"), "--input", str(mentions), "--output", "/dev/null",
                           "-q")
+            if args.bolt:
+                rows += bolt_legs(work, n, link, args, env, rng)
+                mentions.unlink()
+                continue
             wall, rss = measure(link + ["--no-write", "--store", str(base)], env)
             rows.append((n, "--no-write", wall, rss, ""))
             print(rows[-1], flush=True)
@@ -128,7 +179,10 @@ def main() -> None:
             mentions.unlink()
     lines = ["`kgnorm link` on synthetic mentions, each run its own child process; peak RSS from the child's "
              "rusage (os.wait4). Untrained BioSyn over a tiny random BERT (hidden 32) and a "
-             f"{args.concepts}-concept synthetic ontology, TSV to /dev/null, 1 thread (OMP/MKL).", "",
+             f"{args.concepts}-concept synthetic ontology, TSV to /dev/null, 1 thread (OMP/MKL)."
+             + (" The store is a live Bolt server (ArcadeDB + Bolt plugin, arcadedb-embedded) in a child process "
+                "of its own, fresh for each size; its peak RSS (VmHWM, JVM included) is given in the mode column."
+                if args.bolt else ""), "",
              "| mentions | mode | wall | peak RSS | store after |", "|---:|---|---:|---:|---:|"]
     lines += [f"| {n:,} | {mode} | {wall:,.0f} s | {rss:,.0f} MB | {size} |" for n, mode, wall, rss, size in rows]
     body = "\n".join(lines)
