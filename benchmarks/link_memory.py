@@ -80,6 +80,18 @@ def server_peak_mb(pid: int) -> float:
     return float("nan")
 
 
+def link_more(work: Path, store: str, args: argparse.Namespace, env: dict[str, str],
+              rng: random.Random) -> tuple[float, float]:
+    """Link --then new mentions into a store a write has filled: (wall, peak RSS)."""
+    more = work / "more.tsv"
+    synthetic_mentions(more, args.then, rng, prefix="more")
+    try:
+        return measure(kgnorm("link", "--model", str(work / "model"), "--input", str(more), "--output", "/dev/null",
+                              "-q", "--store", store, "--write-batch", str(args.write_batch)), env)
+    finally:
+        more.unlink()
+
+
 def bolt_legs(work: Path, n: int, link: list[str], args: argparse.Namespace, env: dict[str, str],
               rng: random.Random) -> list[tuple[int, str, float, float, str]]:
     """Link n mentions into a fresh Bolt server, then --then more into the same one."""
@@ -99,15 +111,10 @@ def bolt_legs(work: Path, n: int, link: list[str], args: argparse.Namespace, env
                         f"{server_peak_mb(server._proc.pid):,.0f} MB)", wall, rss, ""))
         print(rows[-1], flush=True)
         if args.then:
-            more = work / "more.tsv"
-            synthetic_mentions(more, args.then, rng, prefix="more")
-            wall, rss = measure(kgnorm("link", "--model", str(work / "model"), "--input", str(more), "--output",
-                                       "/dev/null", "-q", "--store", server.uri, "--write-batch",
-                                       str(args.write_batch)), env)
+            wall, rss = link_more(work, server.uri, args, env, rng)
             rows.append((args.then, f"then Bolt write into that server ({n:,} mentions in it; server peak so far "
                                     f"{server_peak_mb(server._proc.pid):,.0f} MB)", wall, rss, ""))
             print(rows[-1], flush=True)
-            more.unlink()
     finally:
         server.stop()
     shutil.rmtree(root)
@@ -166,15 +173,10 @@ def main() -> None:
                          f"{store_mb(store):,.0f} MB"))
             print(rows[-1], flush=True)
             if args.then:
-                more = work / "more.tsv"
-                synthetic_mentions(more, args.then, rng, prefix="more")
-                wall, rss = measure(kgnorm("link", "--model", str(work / "model"), "--input", str(more), "--output",
-                                           "/dev/null", "-q", "--store", str(store), "--write-batch",
-                                           str(args.write_batch)), env)
+                wall, rss = link_more(work, str(store), args, env, rng)
                 rows.append((args.then, f"then LadybugDB write into that store ({n:,} mentions in it)", wall, rss,
                              f"{store_mb(store):,.0f} MB"))
                 print(rows[-1], flush=True)
-                more.unlink()
             shutil.rmtree(store.parent)
             mentions.unlink()
     lines = ["`kgnorm link` on synthetic mentions, each run its own child process; peak RSS from the child's "
