@@ -47,6 +47,19 @@ class Concept:
 
 
 @dataclass
+class RetiredId:
+    """An id the source still names but that is no longer a concept (OBO ``is_obsolete``, an
+    inactive SNOMED concept): where its links and gold labels go. ``replaced_by`` holds the
+    successors the source states (OBO ``replaced_by``, SNOMED REPLACED BY / SAME AS);
+    ``consider`` only suggestions (OBO ``consider``, SNOMED POSSIBLY EQUIVALENT TO)."""
+
+    uid: str
+    name: str = ""
+    replaced_by: list[str] = field(default_factory=list)
+    consider: list[str] = field(default_factory=list)
+
+
+@dataclass
 class FinalizeReport:
     """What `finalize` had to mend; loaders surface it to the user."""
 
@@ -69,6 +82,7 @@ class OntologyGraph:
     is_a_origin: dict[tuple[str, str], str] = field(default_factory=dict)
     report: FinalizeReport = field(default_factory=FinalizeReport)
     warnings: list[str] = field(default_factory=list)
+    retired: dict[str, RetiredId] = field(default_factory=dict)
 
     # -- building -------------------------------------------------------------------
     def add_concept(self, concept: Concept) -> Concept:
