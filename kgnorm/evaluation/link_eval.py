@@ -83,6 +83,7 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
     Gold ids the model or ontology lacks are refused unless `allow_unknown_gold`; then they are
     scored as misses and counted in ``unknown_gold_ids`` / ``unknown_gold_mentions``."""
     from kgnorm.evaluation.link_tsv import align, parse_link_rows, read_link_tsv, score, unknown_gold_ids
+    from kgnorm.evaluation.composites import scoring_gold, unsplit_composites
     from kgnorm.evaluation.linking import refined_subset
     from kgnorm.linking.job import link_stream, open_linker, pipeline_from_meta, tsv_rows
     from kgnorm.text.pipeline import TextPipeline
@@ -107,7 +108,7 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
         by_id = parse_link_rows(rows, source=f"the rows `link` writes for {model}")
     if not mentions:
         raise InputError("no mentions", path=gold)
-    golds = [list(m.gold) for m in mentions]
+    golds = [scoring_gold(m) for m in mentions]  # one rule for several ids (kgnorm.evaluation.composites)
     unknown = unknown_gold_ids(golds, known)
     n_unknown_mentions = 0
     if unknown:
@@ -125,6 +126,7 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
         texts = [pipeline.normalize_name(m.text) for m in mentions]
         idx = refined_subset(texts, train_texts, ["|".join(g) for g in golds])
         out["refined"] = score(predicted, golds, alt_ids, idx)
+    out["composites"], out["composites_unsplit"] = unsplit_composites(mentions, [len(p.parts) for p in predicted])
     out["unknown_gold_ids"] = len(unknown)
     out["unknown_gold_mentions"] = n_unknown_mentions
     return out

@@ -59,6 +59,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     for split, r in report.items():
         if split in ("full", "refined"):
             lines.append(f"{split:8s} n={r['n']:5d}  Acc@1 {r['acc1']:.4f}  Acc@5 {r['acc5']:.4f}")
+    if report.get("composites"):
+        lines.append(f"composites (every part must be right): {report['composites']}, left unsplit by the "
+                     f"linker (misses): {report['composites_unsplit']}")
     if report.get("unknown_gold_ids"):
         lines.append(f"gold ids the model or ontology lacks: {report['unknown_gold_ids']} (their "
                      f"{report['unknown_gold_mentions']} mention(s) scored as misses)")
