@@ -14,6 +14,10 @@ AbbrOpt = Annotated[Optional[bool], typer.Option(
     "--abbreviations/--no-abbreviations", help="Expand abbreviations defined in the document.")]
 CompOpt = Annotated[Optional[bool], typer.Option(
     "--composites/--no-composites", help="Split composite mentions into parts.")]
+ConsOpt = Annotated[Optional[bool], typer.Option(
+    "--consistency/--no-consistency", help="One concept per document for mentions with the same normalized text "
+                                           "or resolved short form (a vote weighted by score; a confident link "
+                                           "keeps its own). Default: the model's setting, else off.")]
 
 
 def link_cmd(
@@ -39,7 +43,7 @@ def link_cmd(
     write_batch: Annotated[int, typer.Option(
         "--write-batch", help="Mentions sent to the store at a time: memory follows this, not the input; the "
                               "run is still all or nothing (staged, then published).")] = 50_000,
-    abbreviations: AbbrOpt = None, composites: CompOpt = None,
+    abbreviations: AbbrOpt = None, composites: CompOpt = None, consistency: ConsOpt = None,
     store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
 ) -> None:
     """Link mentions to concepts; TSV out, LINKED_TO edges into the store."""
@@ -50,7 +54,8 @@ def link_cmd(
                            output=output if output else sys.stdout, input_format=input_format,
                            nil_threshold=nil_threshold, nil_dev=nil_dev, nil_strategy=nil_strategy,
                            batch_size=batch_size, write_batch=write_batch, abbreviations=abbreviations,
-                           composites=composites, lock_timeout=lock_timeout, progress=not quiet)
+                           composites=composites, lock_timeout=lock_timeout, progress=not quiet,
+                           consistency=consistency)
     for note in report.notes:
         warn(note)
     for line in report.summary():
@@ -89,7 +94,7 @@ def eval_link_cmd(
                                                   "split (mentions whose text never occurs in train).")] = None,
     input_format: FormatOpt = None,
     batch_size: Annotated[int, typer.Option("--batch-size")] = 256,
-    abbreviations: AbbrOpt = None, composites: CompOpt = None,
+    abbreviations: AbbrOpt = None, composites: CompOpt = None, consistency: ConsOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     nil_fraction: Annotated[Optional[float], typer.Option(
         "--nil-fraction", help="Also evaluate nil detection on DILBERT's constructed dev set: this fraction of "
@@ -110,7 +115,7 @@ def eval_link_cmd(
     report = evaluate_model(model, input, predictions=predictions, ontology=ontology,
                             allow_unknown_gold=allow_unknown_gold, train=train, input_format=input_format,
                             batch_size=batch_size, abbreviations=abbreviations, composites=composites,
-                            nil_fraction=nil_fraction, nil_seed=nil_seed, store=store)
+                            nil_fraction=nil_fraction, nil_seed=nil_seed, store=store, consistency=consistency)
     for note in report.pop("notes"):
         warn(note)
     if fmt == "json":

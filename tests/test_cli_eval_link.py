@@ -77,7 +77,7 @@ def test_predictions_model_and_independent_scoring_agree(capsys, world):
 
 def test_composite_rule_same_from_tsv_and_model(capsys, world):
     """A typed PubTator gold (NCBI's CompositeMention / SpecificDisease): the TSV `link` writes and
-    `eval link --model` give the same figures and the same composite counts."""
+    `eval link --model` give the same figures and the same composite counts (document consistency on in both)."""
     title = "Fictional syndrome and toe syndrome in FTS2 carriers."
     lines = [f"1|t|{title}", "1|a|"]
     for text, typ, ids in [("Fictional syndrome and toe syndrome", "CompositeMention", "D900001|D900002"),
@@ -88,10 +88,10 @@ def test_composite_rule_same_from_tsv_and_model(capsys, world):
     gold.write_text("\n".join(lines) + "\n\n")
     tsv = world["tmp"] / "typed.tsv"
     code, _, err = run(capsys, "link", "--model", str(world["model"]), "--input", str(gold), "--top-k", "5",
-                       "--no-write", "--output", str(tsv), "-q")
+                       "--no-write", "--output", str(tsv), "-q", "--consistency")
     assert code == 0, err
     reps = []
-    for how in (["--predictions", str(tsv), "--ontology", "ctd"], ["--model", str(world["model"])]):
+    for how in (["--predictions", str(tsv), "--ontology", "ctd"], ["--model", str(world["model"]), "--consistency"]):
         code, out, err = run(capsys, "eval", "link", *how, "--gold", str(gold), "--format", "json",
                              "--store", world["store"])
         assert code == 0, err

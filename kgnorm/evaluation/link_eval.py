@@ -76,7 +76,8 @@ def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, f
 def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, ontology: str | None,
                   train: Path | None, input_format: str | None, batch_size: int = 256,
                   abbreviations: bool | None = None, composites: bool | None = None,
-                  allow_unknown_gold: bool = False, store: str | None = None) -> dict[str, Any]:
+                  allow_unknown_gold: bool = False, store: str | None = None,
+                  consistency: bool | None = None) -> dict[str, Any]:
     """Score link TSV rows against the gold mentions (kgnorm.evaluation.link_tsv): the rows of the file
     `predictions`, or those `link` writes for `model` (same rows, same parser, same scorer).
 
@@ -85,6 +86,7 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
     from kgnorm.evaluation.link_tsv import align, parse_link_rows, read_link_tsv, score, unknown_gold_ids
     from kgnorm.evaluation.composites import scoring_gold, unsplit_composites
     from kgnorm.evaluation.linking import refined_subset
+    from kgnorm.linking.consistency import consistency_on, consistent_stream
     from kgnorm.linking.job import link_stream, open_linker, pipeline_from_meta, tsv_rows
     from kgnorm.text.pipeline import TextPipeline
 
@@ -101,8 +103,9 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
         by_id = read_link_tsv(predictions)
     else:
         rows: list[list[str]] = []
-        for lm in link_stream(linker, pipeline, read_gold_mentions(gold, input_format), top_k=5,
-                              batch_size=batch_size):
+        stream = link_stream(linker, pipeline, read_gold_mentions(gold, input_format), top_k=5,
+                             batch_size=batch_size)
+        for lm in consistent_stream(stream) if consistency_on(consistency, meta) else stream:
             mentions.append(lm.mention)
             rows.extend(tsv_rows(lm, 5))
         by_id = parse_link_rows(rows, source=f"the rows `link` writes for {model}")

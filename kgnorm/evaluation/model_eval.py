@@ -29,7 +29,7 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
                    ontology: str | None = None, allow_unknown_gold: bool = False, train: str | Path | None = None,
                    input_format: str | None = None, batch_size: int = 256, abbreviations: bool | None = None,
                    composites: bool | None = None, nil_fraction: float | None = None, nil_seed: int = 0,
-                   store: str | None = None) -> dict[str, Any]:
+                   store: str | None = None, consistency: bool | None = None) -> dict[str, Any]:
     """The report: "full" (and "refined" with `train`), unknown gold counts, "nil" with
     `nil_fraction`, and "notes": lines the user must see (gold ids scored as misses)."""
     from kgnorm.evaluation.link_eval import evaluate_link, evaluate_nil_detection
@@ -38,7 +38,7 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
     model = Path(model) if model is not None else None
     report = evaluate_link(model, Path(gold), Path(predictions) if predictions is not None else None, ontology,
                            Path(train) if train is not None else None, input_format, batch_size, abbreviations,
-                           composites, allow_unknown_gold, store)
+                           composites, allow_unknown_gold, store, consistency)
     notes = []
     if report["unknown_gold_ids"]:
         where = f"ontology {ontology!r}" if ontology is not None else f"the dictionary of {model}"
