@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from kgnorm.cli import biocom_cmds, encoder_cmds, hierarchy_cmds, ingest, link_cmds, pretrain_cmds, query, train_cmds
+from kgnorm.cli import (biocom_cmds, encoder_cmds, hierarchy_cmds, ingest, link_cmds, pretrain_cmds, query,
+                        rerank_cmds, train_cmds)
 from kgnorm.errors import KgnormError
 from kgnorm.stores.base import redact
 
@@ -69,6 +70,7 @@ train_app.command("dan")(train_cmds.train_dan_cmd)
 train_app.command("biocom")(train_cmds.train_biocom_cmd)
 train_app.command("bne")(train_cmds.train_bne_cmd)
 train_app.command("dilbert")(train_cmds.train_dilbert_cmd)
+train_app.command("rerank")(rerank_cmds.train_rerank_cmd)
 app.add_typer(train_app, name="train")
 
 eval_app = typer.Typer(help="Evaluate models (linking, hierarchy, relatedness).", no_args_is_help=True)
