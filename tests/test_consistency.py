@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kgnorm.linking.consistency import consistency_on, consistent_stream, harmonize
-from kgnorm.linking.job import Hit, LinkedMention
+from kgnorm.linking.linker import Hit, LinkedMention
 from kgnorm.mentions.types import Mention
 
 

@@ -122,7 +122,7 @@ def _harmonize_document(doc: list[Any], confident: float, temperature: float) ->
 def consistent_stream(linked: Iterable[Any], confident: float = DEFAULT_CONFIDENT,
                       temperature: float = DEFAULT_TEMPERATURE) -> Iterator[Any]:
     """Apply :func:`harmonize` per document to a stream of linked mentions (objects with ``mention``,
-    ``queries``, ``parts`` and ``nil``, as :func:`kgnorm.linking.job.link_stream` yields them). A
+    ``queries``, ``parts`` and ``nil``, as :func:`kgnorm.linking.linker.link_stream` yields them). A
     document is a run of consecutive mentions with one ``doc_id``, as the readers yield them; a
     mention without a doc id passes unchanged. Memory: one document at a time."""
     doc: list[Any] = []

@@ -1,7 +1,7 @@
 """A reranker model directory as a linker: the wrapped linker's top-k, reordered by the cross-encoder.
 
 The directory holds the cross-encoder and a ``kgnorm-model.json`` that names the linker's
-directory (referenced, not copied); :func:`kgnorm.linking.job.open_linker` opens both. One
+directory (referenced, not copied); :func:`kgnorm.jobs.models.open_linker` opens both. One
 concept per rank is kept: the linker already ranks concepts, the reranker only reorders them.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ def part_inputs(queries: list[str], mentions: list[Any], whole: list[bool]) -> l
 
 
 class RerankLinker:
-    """PartLinker over another PartLinker (:class:`kgnorm.linking.job.DictionaryLinker`)."""
+    """PartLinker over another PartLinker (:class:`kgnorm.linking.linker.DictionaryLinker`)."""
 
     method = "rerank"
 

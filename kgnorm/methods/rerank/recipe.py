@@ -22,7 +22,7 @@ def groups_from_linker(linker: Any, pipeline: Any, path: Path, fmt: str | None, 
     """One group per linked part with a gold concept. ``training``: a candidate whose name is the
     query itself (a training mention merged into the linker's dictionary finds itself) shows the
     concept's first other name instead, and a gold the linker missed is added by its name."""
-    from kgnorm.linking.job import link_stream
+    from kgnorm.linking.linker import link_stream
     from kgnorm.mentions.readers import read_mentions_with_abbreviations
     from kgnorm.methods.rerank.linker import part_inputs
     from kgnorm.methods.rerank.train import Group
@@ -78,8 +78,9 @@ def train(out: str | Path, *, linker: Path, train: Path, dev: Path | None = None
     """Train a cross-encoder reranker over ``linker``'s top-k into ``out``."""
     import torch
 
-    from kgnorm.linking.job import open_linker, pipeline_from_meta
-    from kgnorm.methods.model_dir import library_versions, write_model_meta
+    from kgnorm.linking.linker import DictionaryLinker, pipeline_from_meta
+    from kgnorm.methods.model_dir import library_versions, read_model_meta, write_model_meta
+    from kgnorm.methods.registry import load_encoder
     from kgnorm.methods.rerank.model import CrossScorer
     from kgnorm.methods.rerank.train import RerankConfig, train_rerank
     from kgnorm.training.checkpoints import digest
@@ -94,10 +95,12 @@ def train(out: str | Path, *, linker: Path, train: Path, dev: Path | None = None
         raise KgnormError("--out must not be the linker's directory (the reranker references it)")
     set_threads(threads)
     torch.manual_seed(seed)
-    inner, meta = open_linker(linker)
-    if meta["method"] == "rerank" or getattr(getattr(inner, "model", None), "dictionary", None) is None:
+    meta = read_model_meta(linker)
+    model = None if meta["method"] in ("rerank", "biocom") else load_encoder(linker)
+    if getattr(model, "dictionary", None) is None or not hasattr(model, "link"):
         raise KgnormError(f"{linker}: a {meta['method']} model cannot be reranked (give a name-dictionary linker, "
                           "e.g. a BioSyn model directory)")
+    inner = DictionaryLinker(model, meta["method"])
     pipeline = pipeline_from_meta(meta)
     note(f"linking the training and dev mentions with {linker} (top {top_k}) …", quiet)
     train_groups = groups_from_linker(inner, pipeline, train, input_format, top_k, training=True)

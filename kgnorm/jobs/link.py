@@ -117,8 +117,9 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
     text file; None: none), the run to `store` unless write=False; `collect` keeps the rows;
     `consistency`: one concept per document for mentions that say the same thing
     (kgnorm.linking.consistency; None: the model's setting or the default)."""
+    from kgnorm.jobs.models import open_linker
     from kgnorm.linking.consistency import consistency_on, consistent_stream
-    from kgnorm.linking.job import TSV_HEADER, edges_for, link_stream, open_linker, pipeline_from_meta, tsv_rows
+    from kgnorm.linking.linker import TSV_HEADER, edges_for, link_stream, pipeline_from_meta, tsv_rows
     from kgnorm.linking.nil_fit import nil_decision, parse_nil_option
     from kgnorm.progress import progress_bar
     from kgnorm.stores import LinkEdge, MentionRow, RunRecord, open_store
