@@ -29,15 +29,16 @@ def test_the_rule():
     assert is_composite(M("C6 and C7 deficiencies", two, "CompositeMention"))
     assert not is_composite(M("combined deficiency of C6 and C7", two, "SpecificDisease"))
     assert not is_composite(M("ACTH deficiency", two, "SpecificDisease"))
-    # no mark: a coordination of as many parts as ids is a composite, anything else alternative ids
+    # no mark (.concept, BC5CDR's convention): a composite, coordination or not
     assert is_composite(M("cocaine or amphetamine abuse", two, "Disease"))
-    assert not is_composite(M("hemorrhagic cystitis", two, "Disease"))
+    assert is_composite(M("hemorrhagic cystitis", two, "Disease"))
     assert scoring_gold(M("ACTH deficiency", ["OMIM:201400", "MESH:C535668"], "SpecificDisease")) == \
         ["OMIM:201400+MESH:C535668"]
-    assert scoring_gold(M("hemorrhagic cystitis", ["MESH:D1", "-1"], "Disease")) == ["MESH:D1"]
+    assert scoring_gold(M("ACTH deficiency", ["MESH:D1", "-1"], "SpecificDisease")) == ["MESH:D1"]
     assert scoring_gold(M("acute and chronic pain", two, "Disease")) == two
     assert scoring_gold(M("x", [])) == []
-    assert unsplit_composites([M("acute and chronic pain", two), M("hemorrhagic cystitis", two)], [1, 1]) == (1, 1)
+    assert unsplit_composites([M("acute and chronic pain", two), M("hemorrhagic cystitis", two),
+                               M("ACTH deficiency", two, "SpecificDisease")], [2, 1, 1]) == (2, 1)
 
 
 def test_concept_reader_text_with_bar_gives_parts(tmp_path):
