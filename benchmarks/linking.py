@@ -243,7 +243,7 @@ def scored_tsv(args) -> None:
         a = ambiguity_rows(path, dev)
         amb.append(f"| {ds} | {label} | {a['old_strict']:.4f} | {a['old_lenient']:.4f} | {a['old_ambiguous']} | "
                    f"{a['new_strict']:.4f} | {a['new_ambiguous']} |")
-    body = "\n".join([
+    lines = [
         "Scored with the one strict scorer: one concept per rank, a concept right only through its own uid or "
         "alt ids. The figures are those of the TSV `kgnorm link --no-write --output F` wrote, scored by "
         "`kgnorm eval link --predictions F --gold DEV --train TRAIN --model DIR --allow-unknown-gold` (gold ids "
@@ -251,15 +251,17 @@ def scored_tsv(args) -> None:
         "as misses); `kgnorm eval link --model DIR` (the rows link would write, scored in-process) and an independent reading of the TSV (csv module, rank-1 rows, alt ids of the model's "
         "dictionary; no kgnorm scorer) agree to the 3rd decimal (the script stops otherwise). Figures taken on a "
         "shared, loaded 2-core machine. Several gold ids: a composite (parts listed, NCBI's CompositeMention, or "
-        "an unmarked coordination of that many parts) needs every part right, any other mention one of its ids "
-        "(kgnorm.evaluation.composites)." + (" `--model` cross-check skipped (--skip-model-check)."
-                                            if args.skip_model_check else ""),
-        f"Command: `python benchmarks/linking.py {' '.join(sys.argv[1:])}`",
-        "", *rows, "",
-        "Ambiguity errors: dev mentions whose written top-1 concept is wrong although the top-1 *name* is a name "
-        "of a gold concept (a name shared by several concepts). *Before*: the linker wrote the first uid of the "
-        "top name and `eval link` credited any uid of it; *now*: concepts of a shared name are ranked by training "
-        "evidence (kgnorm.linking.concepts). Same model for both.", "", *amb] if not args.skip_ambiguity else [])
+        "no mark at all, as in a .concept file) needs every part right, any other mention (NCBI's SpecificDisease, "
+        "Modifier, DiseaseClass) one of its ids (kgnorm.evaluation.composites)."
+        + (" `--model` cross-check skipped (--skip-model-check)." if args.skip_model_check else ""),
+        "", *rows]
+    if not args.skip_ambiguity:
+        lines += [
+            "", "Ambiguity errors: dev mentions whose written top-1 concept is wrong although the top-1 *name* is a "
+            "name of a gold concept (a name shared by several concepts). *Before*: the linker wrote the first uid of "
+            "the top name and `eval link` credited any uid of it; *now*: concepts of a shared name are ranked by "
+            "training evidence (kgnorm.linking.concepts). Same model for both.", "", *amb]
+    body = "\n".join(lines)
     append("Linking, strict scorer: what `kgnorm link` writes, scored from its TSV", body)
 
 

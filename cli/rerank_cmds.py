@@ -33,7 +33,8 @@ def train_rerank_cmd(
     seed: SeedOpt = 0, resume: ResumeOpt = True, threads: ThreadsOpt = None,
     keep_checkpoints: KeepCheckpointsOpt = False, store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
-    """Train a cross-encoder that reranks a linker's top-k (its own candidates as hard negatives)."""
+    """Train a cross-encoder that reranks a linker's top-k (residual: linker score + cross-encoder score; the
+    linker's own candidates are the hard negatives)."""
     setup(quiet)
     from kgnorm.methods.rerank.recipe import train as train_rerank
 

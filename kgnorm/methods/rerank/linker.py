@@ -34,15 +34,16 @@ class RerankLinker:
         return self.inner.model
 
     def link_parts(self, queries: list[str], mentions: list[Any], whole: list[bool], top_k: int) -> list[list[Any]]:
-        """Ranks 1..depth are the linker's top ``depth`` reordered by cross-encoder score (the score
-        shown); deeper ranks, when ``top_k`` asks for them, keep the linker's order and scores."""
+        """Ranks 1..depth are the linker's top ``depth`` reordered by the linker's score plus the
+        cross-encoder's (the score shown); deeper ranks, when ``top_k`` asks for them, keep the
+        linker's order and scores."""
         ranked = self.inner.link_parts(queries, mentions, whole, max(top_k, self.depth))
         firsts = part_inputs(queries, mentions, whole)
         pairs = [(f, h) for f, hits in zip(firsts, ranked) for h in hits[:self.depth]]
         scores = iter(self.scorer.score([f for f, _ in pairs], [h.name for _, h in pairs]))
         out = []
         for hits in ranked:
-            head = [replace(h, score=next(scores)) for h in hits[:self.depth]]
+            head = [replace(h, score=h.score + next(scores)) for h in hits[:self.depth]]
             head.sort(key=lambda h: -h.score)  # stable: ties keep the linker's order
             out.append((head + hits[self.depth:])[:top_k])
         return out

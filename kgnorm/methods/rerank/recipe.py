@@ -21,7 +21,9 @@ def groups_from_linker(linker: Any, pipeline: Any, path: Path, fmt: str | None, 
                        training: bool, batch_size: int = 256) -> list:
     """One group per linked part with a gold concept. ``training``: a candidate whose name is the
     query itself (a training mention merged into the linker's dictionary finds itself) shows the
-    concept's first other name instead, and a gold the linker missed is added by its name."""
+    concept's first other name instead (with the best score of the group's other candidates: the
+    exact match is not evidence a test mention will have), and a gold the linker missed is added by
+    its name (with the group's lowest score)."""
     from kgnorm.linking.linker import link_stream
     from kgnorm.mentions.readers import read_mentions_with_abbreviations
     from kgnorm.methods.rerank.linker import part_inputs
@@ -50,23 +52,26 @@ def groups_from_linker(linker: Any, pipeline: Any, path: Path, fmt: str | None, 
             ids = _gold_ids(g)
             if not ids:
                 continue
-            names, ys = [], []
+            names, ys, priors = [], [], []
+            others = [h.score for h in hits if h.name != q]
             for h in hits:
-                name = h.name
+                name, prior = h.name, h.score
                 if training and name == q:
-                    name = other_name(h.uid, q)
+                    name, prior = other_name(h.uid, q), max(others, default=h.score)
                     if name is None:
                         continue
                 names.append(name)
                 ys.append(bool(own_ids(h.uid) & ids))
+                priors.append(prior)
             if training and not any(ys):
                 extra = next((n for uid in sorted(ids) for n in [other_name(uid, q)] if n), None)
                 if extra is None:
                     continue
                 names.append(extra)
                 ys.append(True)
+                priors.append(min(priors, default=0.0))
             if names:
-                groups.append(Group(first, names, ys))
+                groups.append(Group(first, names, ys, priors))
     return groups
 
 

@@ -1,10 +1,13 @@
 """Training the reranker on the linker's own candidates (hard negatives), on the shared loop.
 
 A training group is one mention part: its first segment, the linker's top-k concepts (their
-names) and which of them are gold. The loss is listwise: the softmax over a group's scores should
-put its mass on the gold candidates (-log of their summed probability). A group whose gold the
-linker missed gets the gold concept's name added, so it still teaches. Dev selection: Acc@1 of the
-reranked list over the dev parts (a part whose gold is not in the top-k counts as a miss).
+names and the linker's scores) and which of them are gold. The reranker is residual: a candidate's
+score is the linker's score plus the cross-encoder's, so an untrained head leaves the linker's
+order and training learns corrections to it. The loss is listwise: the softmax over a group's
+scores should put its mass on the gold candidates (-log of their summed probability). A group whose
+gold the linker missed gets the gold concept's name added, so it still teaches. Dev selection:
+Acc@1 of the reranked list over the dev parts (a part whose gold is not in the top-k counts as a
+miss), the starting model ("epoch 0": the linker's own order, near enough) included.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ class Group:
     first: str
     names: list[str]
     gold: list[bool]
+    priors: list[float]            # the linker's scores
 
 
 @dataclass
@@ -58,7 +62,7 @@ def reranked_acc1(scorer: CrossScorer, groups: list[Group]) -> float:
     scores = iter(scorer.score([a for a, _ in flat], [b for _, b in flat]))
     right = 0
     for g in groups:
-        s = [next(scores) for _ in g.names]
+        s = [next(scores) + p for p in g.priors]
         right += bool(s) and g.gold[max(range(len(s)), key=lambda i: (s[i], -i))]
     return right / len(groups) if groups else float("nan")
 
@@ -83,13 +87,13 @@ class RerankTask(TrainingTask):
         self.scorer.model.train()
         return (len(self.order) + self.cfg.batch_groups - 1) // self.cfg.batch_groups
 
-    def _trim(self, g: Group) -> tuple[list[str], list[bool]]:
+    def _trim(self, g: Group) -> tuple[list[str], list[bool], list[float]]:
         """The gold candidates first seen, then the hardest (top-ranked) negatives."""
         k = self.cfg.train_candidates
         pos = [i for i, y in enumerate(g.gold) if y][:1]
         neg = [i for i, y in enumerate(g.gold) if not y][:max(1, k - len(pos))]
         keep = sorted(pos + neg)
-        return [g.names[i] for i in keep], [g.gold[i] for i in keep]
+        return [g.names[i] for i in keep], [g.gold[i] for i in keep], [g.priors[i] for i in keep]
 
     def train_step(self, step: int) -> float | None:
         b = self.cfg.batch_groups
@@ -99,14 +103,15 @@ class RerankTask(TrainingTask):
         if not trimmed:
             return None
         width = max(len(t[0]) for _, t in trimmed)
-        firsts, names, gold, mask = [], [], [], []
-        for g, (ns, ys) in trimmed:
+        firsts, names, gold, mask, priors = [], [], [], [], []
+        for g, (ns, ys, ps) in trimmed:
             pad = width - len(ns)
             firsts += [g.first] * width
             names += ns + [ns[0]] * pad
             gold.append(ys + [False] * pad)
             mask.append([True] * len(ns) + [False] * pad)
-        scores = self.scorer.forward(firsts, names).view(len(trimmed), width)
+            priors.append(ps + [0.0] * pad)
+        scores = self.scorer.forward(firsts, names).view(len(trimmed), width) + torch.tensor(priors)
         scores = scores.masked_fill(~torch.tensor(mask), float("-inf"))
         loss = _listwise_loss(scores, torch.tensor(gold))
         self.opt.zero_grad()
@@ -145,7 +150,7 @@ def train_rerank(scorer: CrossScorer, train: list[Group], dev: list[Group], out:
     task = RerankTask(scorer, train, dev, out, cfg, save_meta)
     loop = TrainingLoop(task, LoopConfig(epochs=cfg.epochs, name="rerank", max_seconds=cfg.max_seconds,
                                          max_steps_per_epoch=cfg.max_steps_per_epoch, epoch_seed=cfg.seed,
-                                         progress=progress),
+                                         eval_initial=bool(dev), progress=progress),
                         out / "checkpoints" / "last.pt", fingerprint, resume=resume, on_record=on_epoch)
     res = loop.run()
     return RerankResult(res.best_epoch, res.best_value, linker_acc, res.epochs_completed, res.history,
