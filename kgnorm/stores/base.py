@@ -384,3 +384,8 @@ def content_digest(graph: OntologyGraph) -> str:
 def redact(text: str) -> str:
     """`user:password@` in a URI (or anything that looks like one) → `user:***@`."""
     return _CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}:***@", text)
+
+
+def refused_read_only(cause: str) -> StoreError:
+    """The one line every backend gives when a store opened read-only is asked to write."""
+    return StoreError(f"query failed: {cause}; the store is opened read-only: pass --write to change it")
