@@ -115,7 +115,8 @@ def _with_links(store) -> dict:
     store.load_ontology(xo)
     store.load_ontology(make_graph())
     store.write_run(RunWrite(RunRecord("run-1", "link", "biosyn"),
-                             mentions=[MentionRow("f:m1", "alpha", "d1", 0, 5), MentionRow("f:m2", "gamma", "d1", 6, 11)],
+                             mentions=[MentionRow("f:m1", "alpha", "d1", 0, 5),
+                                       MentionRow("f:m2", "gamma", "d1", 6, 11)],
                              links=[LinkEdge("f:m1", "T:a", 0.9, 1), LinkEdge("f:m2", "T:c", 0.8, 1)],
                              predictions=[PredictionEdge("T:b", "T:root", 0.7, 1, 1)]))
     state = _state(store)
