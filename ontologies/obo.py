@@ -65,7 +65,12 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
     try:
         return _build(path, name, parsed, allow_dangling)
     except _Undeclared:  # read again leniently: the undeclared types are dropped, with a warning
-        return _build(path, name, _parse(path, import_depth, allow_dangling, lenient=True), allow_dangling)
+        pass
+    again = _parse(path, import_depth, allow_dangling, lenient=True, syntax_ok=not parsed.notes)
+    try:
+        return _build(path, name, again, allow_dangling)
+    except _Undeclared as exc:  # a synonym line the lenient reader could not make out
+        raise InputError(f"{exc}; declare it with a `synonymtypedef:` header line", path=path) from exc
 
 
 def _build(path: Path, name: str | None, parsed: _Parsed, allow_dangling: bool) -> OntologyGraph:
@@ -183,14 +188,15 @@ def _default_name(header: str | None, path: Path) -> str:
     return raw or path.stem
 
 
-def _parse(path: Path, import_depth: int, allow_dangling: bool, lenient: bool) -> _Parsed:
+def _parse(path: Path, import_depth: int, allow_dangling: bool, lenient: bool,
+           syntax_ok: bool = False) -> _Parsed:
     """Run pronto; a file it refuses is read again leniently (see obo_lenient), and a dangling
     `is_a` is an error or, with allow_dangling, blanked out and recorded (see the docstring)."""
     text: str | None = None
     notes: list[str] = []
     dropped: list[tuple[str, str, int]] = []
     if lenient:
-        text, notes = _repaired(path)
+        text, notes = _repaired(path, syntax_ok)
     for _ in range(3):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -229,9 +235,9 @@ def _read_text(path: Path) -> str:
         return decode_text(fh.read())[0]
 
 
-def _repaired(path: Path) -> tuple[str, list[str]]:
+def _repaired(path: Path, syntax_ok: bool) -> tuple[str, list[str]]:
     """The file mended line by line; a file with no readable `[Term]` is not OBO at all."""
-    rep = obo_lenient.repair(_read_text(path))
+    rep = obo_lenient.repair(_read_text(path), syntax_ok)
     if not any(_ID_LINE.match(ln) for ln in rep.lines):
         first = rep.found.get("header", [None])[0]
         raise InputError("not an OBO file: no readable [Term] stanza", path=path, line=first)

@@ -69,11 +69,21 @@ class Repairs:
         return sum(len(v) for v in self.found.values())
 
 
-def repair(text: str) -> Repairs:
-    """Mend `text` (a whole OBO document) until fastobo accepts every header line and frame."""
+def repair(text: str, syntax_ok: bool = False) -> Repairs:
+    """Mend `text` (a whole OBO document) until fastobo accepts every header line and frame;
+    `syntax_ok`: fastobo already accepted it, only undeclared synonym types are left to mend."""
     rep = Repairs(lines=text.splitlines())
     starts = [i for i, ln in enumerate(rep.lines) if _is_frame_header(ln)]
     header_end = starts[0] if starts else len(rep.lines)
+    if not syntax_ok:
+        _check_syntax(rep, header_end, starts)
+    _drop_undeclared_types(rep, header_end)
+    return rep
+
+
+def _check_syntax(rep: Repairs, header_end: int, starts: list[int]) -> None:
+    """fastobo parses in order and names its first error: each batch is parsed from the frame
+    of the last error on, so a file costs one parse plus one batch per rejected line."""
     _check_header(rep, header_end)
     bounds = list(zip(starts, starts[1:] + [len(rep.lines)]))
     pos = 0
@@ -84,18 +94,19 @@ def repair(text: str) -> Repairs:
             pos += _BATCH
             continue
         if index < 0:  # fastobo failed without naming a line: find the frame one by one
-            frame = next((f for f in chunk if _first_error(rep.lines, *f) is not None), None)
-            if frame is None:  # pragma: no cover - only the batch fails; let pronto judge
+            k = next((k for k, f in enumerate(chunk) if _first_error(rep.lines, *f) is not None), None)
+            if k is None:  # pragma: no cover - only the batch fails; let pronto judge
                 pos += _BATCH
                 continue
+            frame = chunk[k]
             index = _first_error(rep.lines, *frame)  # type: ignore[assignment]
             if index is None or index < 0:
                 index = _unreadable_line(rep.lines, frame)
         else:
-            frame = next(f for f in chunk if f[0] <= index < f[1])
+            k = next(k for k, f in enumerate(chunk) if f[0] <= index < f[1])
+            frame = chunk[k]
         _mend(rep, index, frame)
-    _drop_undeclared_types(rep, header_end)
-    return rep
+        pos += k  # the frames before it parsed
 
 
 def _is_frame_header(line: str) -> bool:
