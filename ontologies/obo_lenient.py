@@ -24,7 +24,7 @@ _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 _SYNONYM = re.compile(r'^synonym:\s*("(?:[^"\\]|\\.)*")\s*(\S+)?')
 _SYN_TYPED = re.compile(r'^(synonym:\s*"(?:[^"\\]|\\.)*"\s+(?:EXACT|RELATED|BROAD|NARROW))\s+([^\s\[{!]+)(\s*\[.*)$')
 _TYPEDEF = re.compile(r"^synonymtypedef:\s*(\S+)")
-_BATCH = 256  # frames per fastobo call: one call per batch, plus one per rejected line
+_BATCH = (16, 1024)  # frames per fastobo call: small after an error, doubling while they parse
 _PREFIX = "format-version: 1.2\n\n"
 _PREFIX_LINES = 2
 
@@ -83,20 +83,23 @@ def repair(text: str, syntax_ok: bool = False) -> Repairs:
 
 def _check_syntax(rep: Repairs, header_end: int, starts: list[int]) -> None:
     """fastobo parses in order and names its first error: each batch is parsed from the frame
-    of the last error on, so a file costs one parse plus one batch per rejected line."""
+    of the last error on, and batches are small after an error, so a file costs about one
+    parse plus a few frames per rejected line."""
     _check_header(rep, header_end)
     bounds = list(zip(starts, starts[1:] + [len(rep.lines)]))
-    pos = 0
+    pos, batch = 0, _BATCH[1]
     while pos < len(bounds):
-        chunk = bounds[pos:pos + _BATCH]
+        chunk = bounds[pos:pos + batch]
         index = _first_error(rep.lines, chunk[0][0], chunk[-1][1])
         if index is None:
-            pos += _BATCH
+            pos += batch
+            batch = min(batch * 2, _BATCH[1])
             continue
+        batch = _BATCH[0]
         if index < 0:  # fastobo failed without naming a line: find the frame one by one
             k = next((k for k, f in enumerate(chunk) if _first_error(rep.lines, *f) is not None), None)
             if k is None:  # pragma: no cover - only the batch fails; let pronto judge
-                pos += _BATCH
+                pos += len(chunk)
                 continue
             frame = chunk[k]
             index = _first_error(rep.lines, *frame)  # type: ignore[assignment]
