@@ -132,7 +132,7 @@ def test_cli_and_workbench(capsys, tmp_path, meta):
 
 def test_umls_and_lenient_obo_load_into_a_bolt_server(bolt_server, monkeypatch):
     """The Neo4j leg: the same graphs through a live Bolt server."""
-    from kgnorm.graph.ingest import ingest
+    from kgnorm.jobs.ingest import ingest
     from kgnorm.stores import open_store
 
     uri, database, _ = bolt_server
