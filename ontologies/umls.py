@@ -166,10 +166,13 @@ def _read_conso(path: Path, sabs: set[str] | None, langs: set[str] | None, suppr
     accs: dict[str, _Acc] = {}
     skipped: Counter[str] = Counter()
     total = 0
+    last = ""
     for _, f in rows(path, COLUMNS["MRCONSO"]):
         total += 1
         cui, lat, src, supp = f[0], f[1], f[11], f[16]
-        seen.add(cui)
+        if cui != last:  # MRCONSO is sorted by CUI: one bitmap update per concept, not per row
+            seen.add(cui)
+            last = cui
         if langs is not None and lat not in langs:
             skipped["in another language"] += 1
             continue
