@@ -99,7 +99,9 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
     accs = _read_conso(meta / "MRCONSO.RRF", sabs, langs, suppress, ranks, seen, graph)
     types = _read_types(meta / "MRSTY.RRF", accs) if (meta / "MRSTY.RRF").exists() else {}
     defs = _read_defs(meta / "MRDEF.RRF", accs, sabs, suppress) if (meta / "MRDEF.RRF").exists() else {}
-    for cui, acc in accs.items():
+    for cui in accs:  # each accumulator is freed once its concept is made (the keys stay for MRREL)
+        acc = accs[cui]
+        accs[cui] = None  # type: ignore[assignment]
         con = Concept(uid=f"UMLS:{cui}", code=cui, name=acc.name, definition=defs.get(cui, ""),
                       level_label="|".join(sorted(types.get(cui, ()))))
         for text in acc.names:
