@@ -90,8 +90,10 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
     all); `suppress`: keep suppressible names (SUPPRESS other than N) too."""
     meta = _meta_dir(require_path(path, "UMLS folder"))
     sabs, langs = _as_set(sab), _as_set(lang)
-    if langs and "ALL" in langs:
-        langs = None
+    if langs:
+        langs = {v.upper() for v in langs}
+        if "ALL" in langs:
+            langs = None
     graph = OntologyGraph(name=name or DEFAULT_NAME, format=FORMAT, source_path=str(meta),
                           version=_release(meta))
     ranks = _ranks(meta)
@@ -169,9 +171,11 @@ def _read_conso(path: Path, sabs: set[str] | None, langs: set[str] | None, suppr
     skipped: Counter[str] = Counter()
     total = 0
     last = ""
+    sources: set[str] = set()
     for _, f in rows(path, COLUMNS["MRCONSO"]):
         total += 1
         cui, lat, src, supp = f[0], f[1], f[11], f[16]
+        sources.add(src)
         if cui != last:  # MRCONSO is sorted by CUI: one bitmap update per concept, not per row
             seen.add(cui)
             last = cui
@@ -198,6 +202,10 @@ def _read_conso(path: Path, sabs: set[str] | None, langs: set[str] | None, suppr
         alt = alt_id(src, f[13])
         if alt and alt not in acc.alt_ids:
             acc.alt_ids.append(alt)
+    if total and not accs:
+        raise InputError(f"no name kept of {total:,}: sources {','.join(sorted(sabs or ['all']))}, languages "
+                         f"{','.join(sorted(langs or ['all']))} (the file's sources: {', '.join(sorted(sources))})",
+                         path=path)
     if skipped:
         graph.warnings.append(f"{path}: {total:,} names read, {total - sum(skipped.values()):,} kept for "
                               f"{len(accs):,} concepts; skipped " +

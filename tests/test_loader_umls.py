@@ -148,3 +148,8 @@ def test_umls_and_lenient_obo_load_into_a_bolt_server(bolt_server, monkeypatch):
                         "RETURN c.uid AS c, p.uid AS p ORDER BY c", {}).rows
     assert [tuple(r) for r in rows] == [("UMLS:C9000002", "UMLS:C9000001"), ("UMLS:C9000003", "UMLS:C9000001"),
                                         ("UMLS:C9000006", "UMLS:C9000002")]
+
+
+def test_sources_that_match_nothing_say_which_the_file_has():
+    with pytest.raises(InputError, match=r"no name kept of 15: sources MESH.*the file's sources: HPO, MDR, MSH"):
+        umls.load(META, sab="MESH")
