@@ -155,9 +155,6 @@ def _retire(graph: OntologyGraph, obsolete: dict[str, Any]) -> None:
         graph.retired[uid] = RetiredId(uid=uid, name=(term.name or "").strip(),
                                        replaced_by=sorted(unescape_obo(r) for r in data.replaced_by),
                                        consider=sorted(unescape_obo(c) for c in data.consider))
-    if obsolete:
-        graph.warnings.append(f"{len(obsolete)} obsolete term(s) not loaded as concepts; their ids "
-                              f"resolve through their replaced_by / consider")
 
 
 def _duplicate_stanzas(path: Path) -> dict[str, list[tuple[int, str]]]:
