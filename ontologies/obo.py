@@ -221,8 +221,10 @@ def _parse(path: Path, import_depth: int, allow_dangling: bool, lenient: bool,
                 line = exc.lineno if isinstance(exc, SyntaxError) else None
                 raise InputError(f"OBO syntax error: {getattr(exc, 'msg', exc)}", path=path, line=line) from exc
             except BaseException as exc:  # pyo3's PanicException: fastobo gave up without a line
-                if isinstance(exc, (KeyboardInterrupt, SystemExit, MemoryError)) or lenient:
+                if isinstance(exc, (KeyboardInterrupt, SystemExit, MemoryError)):
                     raise
+                if lenient:
+                    raise InputError(f"the OBO parser failed even on the mended file ({exc})", path=path) from exc
                 return _parse(path, import_depth, allow_dangling, lenient=True)
     raise InputError("could not parse OBO file", path=path)  # pragma: no cover
 
