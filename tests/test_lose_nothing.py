@@ -142,7 +142,9 @@ def test_read_only_store_refuses_writes(store, tmp_path):  # noqa: F811
     (arcadedb-embedded 26.10): its result summaries do show a write (query type 'w', update
     counters, also for a SET that matched nothing), and a rolled-back transaction undoes data
     writes; but schema changes are not transactional there, so a statement-level check refuses
-    CREATE/DROP INDEX|CONSTRAINT before it is sent. Neo4j 5 refuses all five itself."""
+    CREATE/DROP INDEX|CONSTRAINT before it is sent. It also reports query type 'w' for the
+    EXPLAIN of a read, so an EXPLAIN (planned, never run) is judged by its counters alone.
+    Neo4j 5 refuses all five writes itself."""
     store.load_ontology(make_graph())
     before = _state(store)
     indexes = _index_names(store)
@@ -155,6 +157,7 @@ def test_read_only_store_refuses_writes(store, tmp_path):  # noqa: F811
         assert _state(reader) == before and _index_names(reader) == indexes
         assert "kgnorm_intruder" not in indexes
         assert count(reader, "MATCH (c:Concept) RETURN count(c)") == 4  # reads still run
+        reader.query("EXPLAIN MATCH (c:Concept) RETURN c.uid")  # ArcadeDB says query type 'w' for any EXPLAIN
     finally:
         reader.close()
 

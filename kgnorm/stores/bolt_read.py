@@ -18,6 +18,7 @@ from typing import Any, Callable
 from kgnorm.stores.base import QueryResult, refused_read_only
 
 _SCHEMA = re.compile(r"\s*(CREATE|DROP)\s+(\w+\s+)?(INDEX|CONSTRAINT)\b", re.IGNORECASE)
+_EXPLAIN = re.compile(r"\s*EXPLAIN\b", re.IGNORECASE)
 _WRITE_TYPES = ("w", "rw", "s")
 _COUNTERS = ("nodes_created", "nodes_deleted", "relationships_created", "relationships_deleted", "properties_set",
              "labels_added", "labels_removed", "indexes_added", "indexes_removed", "constraints_added",
@@ -35,7 +36,7 @@ def read_checked(session: Any, cypher: str, params: dict[str, Any], plain: Calla
         result = tx.run(cypher, params)
         columns = list(result.keys())
         rows = [[plain(v) for v in record.values()] for record in result]
-        wrote = writes(result.consume())
+        wrote = writes(result.consume(), planned_only=bool(_EXPLAIN.match(cypher)))
     finally:
         tx.close()  # a read never commits: close() rolls back what is still open
     if wrote:
@@ -43,12 +44,16 @@ def read_checked(session: Any, cypher: str, params: dict[str, Any], plain: Calla
     return QueryResult(columns, rows)
 
 
-def writes(summary: Any) -> str:
-    """What a result summary says the statement wrote ("" for a read)."""
+def writes(summary: Any, planned_only: bool = False) -> str:
+    """What a result summary says the statement wrote ("" for a read). `planned_only` (EXPLAIN,
+    which plans and never runs the statement): judged by the counters alone, since ArcadeDB
+    reports query type 'w' for the EXPLAIN of a read too."""
     counters = summary.counters
     done = [f"{name} {getattr(counters, name)}" for name in _COUNTERS if getattr(counters, name, 0)]
     if done:
         return ", ".join(done)
-    if counters.contains_updates or counters.contains_system_updates or summary.query_type in _WRITE_TYPES:
+    if counters.contains_updates or counters.contains_system_updates:
+        return "contains updates"
+    if summary.query_type in _WRITE_TYPES and not planned_only:
         return f"query type {summary.query_type!r}"
     return ""
