@@ -1,0 +1,1 @@
+"""Jobs: one module per command, orchestrating the generic packages and the methods."""
