@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, info, json_safe, setup, warn
+from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, json_safe, print_report, setup, warn
 
 
 def annotate_cmd(
@@ -41,10 +41,7 @@ def annotate_cmd(
                                 write=write, top_k=top_k, consistency=consistency, nil_threshold=nil_threshold,
                                 nil_dev=nil_dev, batch_docs=batch_size, lock_timeout=lock_timeout,
                                 progress=not quiet)
-    for note in report.notes:
-        warn(note)
-    for line in report.summary():
-        info(line, quiet)
+    print_report(report, quiet)
 
 
 def eval_annotate_cmd(

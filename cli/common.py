@@ -46,6 +46,14 @@ def info(message: str, quiet: bool = False) -> None:
     note(message, quiet)
 
 
+def print_report(report: Any, quiet: bool) -> None:
+    """A run's notes (always) and its summary lines (unless quiet), both to stderr."""
+    for message in report.notes:
+        warn(message)
+    for line in report.summary():
+        info(line, quiet)
+
+
 def parse_params(pairs: list[str] | None) -> dict[str, Any]:
     """`k=v` pairs; values parsed as JSON when they parse, else kept as strings."""
     out: dict[str, Any] = {}

@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import FormatOpt, LockTimeoutOpt, QuietOpt, StoreOpt, info, json_safe, setup, warn
+from kgnorm.cli.common import (FormatOpt, LockTimeoutOpt, QuietOpt, StoreOpt, info, json_safe, print_report, setup,
+                               warn)
 
 AbbrOpt = Annotated[Optional[bool], typer.Option(
     "--abbreviations/--no-abbreviations", help="Expand abbreviations defined in the document.")]
@@ -51,10 +52,7 @@ def link_cmd(
                            nil_threshold=nil_threshold, nil_dev=nil_dev, nil_strategy=nil_strategy,
                            batch_size=batch_size, write_batch=write_batch, abbreviations=abbreviations,
                            composites=composites, lock_timeout=lock_timeout, progress=not quiet)
-    for note in report.notes:
-        warn(note)
-    for line in report.summary():
-        info(line, quiet)
+    print_report(report, quiet)
 
 
 def embed_cmd(

@@ -5,24 +5,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from annotate_fixtures import DOCS, build, write_jsonl
+from annotate_fixtures import build, write_jsonl
 from cli_runner import run
 from kgnorm.documents.readers import read_documents
-
-
-@pytest.fixture(params=["ladybug", "bolt"])
-def store(request, tmp_path, monkeypatch) -> str:
-    if request.param == "ladybug":
-        return f"ladybug://{tmp_path}/graph"
-    uri, database, _ = request.getfixturevalue("bolt_server")
-    if database:
-        monkeypatch.setenv("KGNORM_NEO4J_DATABASE", database)
-    from kgnorm.stores import open_store
-    with open_store(uri) as st:
-        st.query("MATCH (n) DETACH DELETE n")
-    return uri
+from test_cli_journey import journey_store as store  # noqa: F401  (a fresh store of each kind)
 
 
 def _json(capsys, store: str, *args: str) -> list[dict]:

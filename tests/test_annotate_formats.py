@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from annotate_fixtures import DOCS, OBO, write_jsonl
+from annotate_fixtures import OBO, write_jsonl
 from cli_runner import exit_code, run
 from kgnorm.documents.readers import read_documents
 
