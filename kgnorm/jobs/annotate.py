@@ -72,7 +72,7 @@ def build_detector(ner: str | Path | MentionDetector, store: str | None) -> tupl
     if not path.is_dir():
         raise KgnormError(f"--ner {spec}: not a model directory (or use dictionary:ONTOLOGY)")
     try:
-        from kgnorm.ner import load_ner  # the trained detector (issue 26, item 1)
+        from kgnorm.methods.ner.model import load_ner  # the trained detector (kgnorm train ner)
     except ImportError:
         raise KgnormError("this build has no trained mention detector: use --ner dictionary:ONTOLOGY") from None
     return load_ner(path), str(path.resolve())
@@ -113,8 +113,9 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     from kgnorm.documents.readers import input_digest, read_documents
     from kgnorm.documents.writers import document_writer
     from kgnorm.linking.doc_consistency import harmonize, propagate_spans
-    from kgnorm.linking.job import edges_for, link_stream, open_linker, pipeline_from_meta
-    from kgnorm.linking.link_run import LINK_BUFFER_POOL_MB, _check_ontology, _open_output
+    from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, _check_ontology, _open_output
+    from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta
     from kgnorm.linking.nil_fit import nil_decision, parse_nil_option
     from kgnorm.mentions.types import Mention
     from kgnorm.progress import progress_bar
