@@ -154,3 +154,35 @@ def test_eval_annotate_agrees_with_hand_computation(capsys, tmp_path, world):
                          str(tmp_path / "pred.pubtator"), "--ontology", "toyd", "--store", store)
     assert code != 0 and not out
     assert "bad.pubtator" in _one_line_error(err) and "record g1" in err and "17-31" in err
+
+
+class _InterruptedDetector:
+    """The dictionary tagger, interrupted (as by Ctrl-C) while the second batch is detected."""
+
+    def __init__(self, inner):
+        self.inner, self.types, self.calls = inner, inner.types, 0
+
+    def detect(self, texts):
+        self.calls += 1
+        if self.calls == 2:
+            raise KeyboardInterrupt
+        return self.inner.detect(texts)
+
+
+def test_ctrl_c_leaves_store_and_output_unchanged(tmp_path, world):
+    from kgnorm.api import Workbench
+    from kgnorm.jobs.annotate import build_detector
+
+    store, model = world
+    wb = Workbench(store)
+    count = "MATCH (n) RETURN count(n) AS n"
+    before = wb.query(count)["n"][0]
+    src = write_jsonl(tmp_path / "in.jsonl")
+    detector = _InterruptedDetector(build_detector("dictionary:toyd", store)[0])
+    with pytest.raises(KeyboardInterrupt):
+        wb.annotate(detector, model, src, input_format="jsonl", batch_docs=1, write_batch=1,
+                    output=tmp_path / "out.jsonl", output_format="jsonl")
+    assert wb.query(count)["n"][0] == before
+    assert not list(tmp_path.glob("out.jsonl*"))
+    frame = wb.annotate(build_detector("dictionary:toyd", store)[0], model, src, input_format="jsonl", write=False)
+    assert {"d1", "d2"} == set(frame["doc_id"]) and frame["concept_uids"].str.startswith("TOYD:").all()
