@@ -44,6 +44,9 @@ class AnnotateReport:
         rate = self.n_documents / self.seconds if self.seconds > 0 else 0.0
         lines = [f"annotated {self.n_documents:,} document(s) ({rate:.1f}/s): {self.n_mentions:,} mention(s)"
                  + (f"; {self.n_empty:,} empty document(s) skipped" if self.n_empty else "")]
+        if self.n_propagated or self.n_harmonized:
+            lines.append(f"document consistency: {self.n_propagated:,} more occurrence(s) tagged, "
+                         f"{self.n_harmonized:,} mention(s) relinked to their group's concept")
         if self.output:
             lines.append(f"wrote {self.output}")
         if self.run_uid is not None:
