@@ -1,14 +1,13 @@
 """`kgnorm annotate` and `kgnorm eval annotate`: parse options, call the library, print."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, json_safe, print_report, setup, warn
+from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, print_evaluation, print_report, setup
 
 
 def annotate_cmd(
@@ -67,10 +66,4 @@ def eval_annotate_cmd(
     report = evaluate_annotations(gold, predictions, model=model, ontology=ontology,
                                   types=[t.strip() for t in types.split(",") if t.strip()] if types else None,
                                   gold_format=gold_format, predictions_format=predictions_format, store=store)
-    for note in report.pop("notes", []):
-        warn(note)
-    if fmt == "json":
-        typer.echo(json.dumps(json_safe(report), indent=2))
-        return
-    for line in report_lines(report):
-        typer.echo(line)
+    print_evaluation(report, fmt, report_lines)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -52,6 +52,17 @@ def print_report(report: Any, quiet: bool) -> None:
         warn(message)
     for line in report.summary():
         info(line, quiet)
+
+
+def print_evaluation(report: dict[str, Any], fmt: str, lines_of: Callable[[dict[str, Any]], list[str]]) -> None:
+    """An eval report: its notes to stderr, then JSON (``--format json``) or its table lines to stdout."""
+    for message in report.pop("notes", []):
+        warn(message)
+    if fmt == "json":
+        typer.echo(json.dumps(json_safe(report), indent=2))
+        return
+    for line in lines_of(report):
+        typer.echo(line)
 
 
 def parse_params(pairs: list[str] | None) -> dict[str, Any]:
