@@ -54,6 +54,12 @@ def test_offsets_round_trip_every_format(capsys, tmp_path, world):
         assert spans["pubtator"] == spans["bioc"] == spans["jsonl"] and spans["jsonl"]
         for doc_id, start, end, _ in spans["jsonl"]:  # the offsets index the input's own text
             assert originals[doc_id][start:end].strip()
+        # the BioC written is itself an input: read for its text, it gives the same mentions
+        code, _, err = _annotate(capsys, world, tmp_path / "out.bioc", "bioc", tmp_path / "again.jsonl", "jsonl")
+        assert code == 0, err
+        again = sorted((d.doc_id, a.start, a.end, a.ids) for d in read_documents(tmp_path / "again.jsonl", "jsonl")
+                       for a in d.annotations)
+        assert again == spans["jsonl"]
         if fmt_in == "text":  # the short form after a line break, and the one after CR LF
             assert {("a1", 23, 25), ("a1", 56, 58)} <= {s[:3] for s in spans["jsonl"]}
 
