@@ -176,6 +176,8 @@ class RunWrite:
 
 class GraphStore(ABC):
     uri: str
+    # the stages of killed processes this writer removed when it opened the store (not yet told)
+    abandoned: list[str] = []
 
     @abstractmethod
     def query(self, cypher: str, params: dict[str, Any] | None = None) -> QueryResult:
@@ -214,12 +216,19 @@ class GraphStore(ABC):
 
     def clear_abandoned_stages(self) -> list[str]:
         """Remove the stages left by processes killed outright on this host (their rows would
-        otherwise stay until the same run is attempted again); the staging uids removed."""
+        otherwise stay until the same run is attempted again); the staging uids removed. Every
+        writer runs this when it opens the store (:meth:`opened_for_writing`)."""
         rows = self.query("MATCH (r:Run) WHERE r.kind = $k RETURN r.uid, r.metrics_json", {"k": STAGING}).rows
         gone = [uid for uid, meta in rows if owner_is_gone(meta)]
         for uid in gone:
             self.stage_clear(uid)
         return gone
+
+    def opened_for_writing(self) -> None:
+        """What every writer does first, whatever it writes (ingest, link, hypernyms, query
+        --write, compact): a `link` killed outright left a staging Run and its rows; they go
+        now, not only when the next link run starts."""
+        self.abandoned = self.clear_abandoned_stages()
 
     def mention_texts(self, uids: list[str]) -> dict[str, tuple[str, str]]:
         """uid -> (text, doc_id) of those of `uids` that are Mention nodes (index lookups)."""

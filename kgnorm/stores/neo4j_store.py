@@ -65,6 +65,7 @@ class Neo4jStore(GraphStore):
             with self._session() as session:
                 for stmt in schema_statements("neo4j"):
                     session.run(stmt).consume()
+            self.opened_for_writing()
 
     def _session(self) -> Any:
         kw: dict[str, Any] = {"default_access_mode": self._mode}
