@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pandas and the stores' types load on first use
     import pandas as pd
 
     from kgnorm.stores import LoadSummary, QueryResult
+    from kgnorm.stores.ladybug_compact import CompactSummary
 
 
 def _frame(result: QueryResult) -> pd.DataFrame:
@@ -52,7 +53,7 @@ class Workbench:
 
         return ingest(format, path, ontology, allow_dangling, self.store, self.lock_timeout, quiet, **options)
 
-    def compact(self) -> Any:
+    def compact(self) -> CompactSummary:
         """Reclaim the space an embedded store keeps after ontologies were replaced (`kgnorm
         compact`); returns what it did (MB before and after, nodes, edges, seconds)."""
         from kgnorm.jobs.compact import compact_store
