@@ -319,7 +319,7 @@ def test_a_stage_is_cleared_only_when_its_process_is_gone():
     import socket
     import subprocess
 
-    from kgnorm.stores.base import owner_is_gone, stage_owner
+    from kgnorm.stores.stages import owner_is_gone, stage_owner
 
     done = subprocess.Popen(["true"])
     done.wait()

@@ -8,50 +8,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import socket
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from kgnorm.stores.cypher_files import fill_slots, saved_query
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
+from kgnorm.stores.stages import STAGING, owner_is_gone
 
 _CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/*|^|/)([^/@:\s]+):([^@/\s]*)@")
-
-# kinds of a staging Run node (kgnorm.stores.staged_run): its rows are still being written, or
-# published (only the bookkeeping is left to drop)
-STAGING, PUBLISHED = "staging", "staged-published"
-
-
-
-def stage_owner() -> dict[str, Any]:
-    """Who writes a staging node: a process on a host. Recorded so that a later run can tell a
-    stage whose process was killed outright (nothing cleaned up) from one still being written."""
-    return {"pid": os.getpid(), "host": socket.gethostname()}
-
-
-def owner_is_gone(metrics_json: str | None) -> bool:
-    """True only when the stage was written on this host by a process that no longer exists;
-    a stage of another host, or of a process that may still run, is left alone."""
-    try:
-        owner = json.loads(metrics_json or "{}").get("owner") or {}
-        pid, host = int(owner["pid"]), owner["host"]
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return False
-    if host != socket.gethostname() or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # exists, owned by someone else
-        return False
-    return False
-
 
 CONCEPT_COLUMNS = ["key", "uid", "ontology", "code", "name", "synonyms", "synonym_scopes", "alt_ids",
                    "xrefs", "definition", "depth", "level_label", "obsolete"]
@@ -133,6 +101,14 @@ class MentionRow:
     context: str = ""
     mention_id: str = ""
     source: str = ""
+    type: str = ""  # the detector's label for a mention found in text (annotate)
+
+@dataclass
+class DocumentRow:
+    """A `Document` node (annotate): uid = input digest + doc id; `(:Mention)-[:IN]->(:Document)`."""
+    uid: str
+    doc_id: str
+    source: str = ""
 
 
 @dataclass
@@ -202,9 +178,11 @@ class GraphStore(ABC):
 
     @abstractmethod
     def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
-                   keys: dict[str, str]) -> None:
-        """One batch, in one transaction: `new` mentions created (and listed under `stage`, to be
-        undone should the run fail), `links` written under the staging tag (`keys`: uid -> key)."""
+                   keys: dict[str, str], documents: Sequence[DocumentRow] = (),
+                   in_edges: Sequence[tuple[str, str]] = ()) -> None:
+        """One batch, in one transaction: `new` mentions (and `documents`) created and listed under
+        `stage`, to be undone should the run fail; `links` written under the staging tag (`keys`:
+        uid -> key); `in_edges` (mention uid, document uid) joins new mentions to their document."""
 
     @abstractmethod
     def stage_publish(self, run: RunRecord, stage: str) -> None:
@@ -238,6 +216,11 @@ class GraphStore(ABC):
                                              {"u": uids[i:i + 5000]}).rows:
                 out[uid] = (text, doc or "")
         return out
+
+    def document_uids(self, uids: list[str]) -> set[str]:
+        """Those of `uids` that are Document nodes already (index lookups)."""
+        q = "UNWIND $u AS x MATCH (d:Document {uid: x}) RETURN d.uid"
+        return {r[0] for i in range(0, len(uids), 5000) for r in self.query(q, {"u": uids[i:i + 5000]}).rows}
 
     @abstractmethod
     def close(self) -> None: ...
