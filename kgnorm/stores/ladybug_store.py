@@ -54,6 +54,7 @@ class LadybugStore(LadybugStaging, GraphStore):
             self._holder.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv)}), encoding="utf-8")
             for stmt in schema_statements("ladybug"):
                 self._conn.execute(stmt)
+            self.opened_for_writing()
 
     def _open(self, lock_timeout: float) -> tuple[Any, Any]:
         deadline = time.monotonic() + max(0.0, lock_timeout)

@@ -19,9 +19,9 @@ from kgnorm.stores.bolt_read import ACCESS_MODE_ERROR, read_checked
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
-from kgnorm.stores.base import (PUBLISHED, STAGING, DocumentRow, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult,
-                                RunRecord, RunWrite, concept_records, concept_key, ontology_record, redact,
-                                refused_read_only, stage_owner)
+from kgnorm.stores.base import (DocumentRow, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult, RunRecord,
+                                RunWrite, concept_records, concept_key, ontology_record, redact, refused_read_only)
+from kgnorm.stores.stages import PUBLISHED, STAGING, stage_owner
 
 BATCH = 10_000
 
@@ -67,6 +67,7 @@ class Neo4jStore(GraphStore):
             with self._session() as session:
                 for stmt in schema_statements("neo4j"):
                     session.run(stmt).consume()
+            self.opened_for_writing()
 
     def _session(self) -> Any:
         kw: dict[str, Any] = {"default_access_mode": self._mode}
