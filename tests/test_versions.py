@@ -1,0 +1,181 @@
+"""Issue 27: a new version of an ontology keeps its links. Links to surviving concepts stay,
+links to a concept merged into a single successor move there (recording `moved_from`), the
+rest leave their mention an ORPHAN_OF the ontology; retired ids stay resolvable. Store-level
+tests run on LadybugDB and over Bolt (the `store` fixture of test_stores)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kgnorm.errors import StoreError
+from kgnorm.graph.ontology_graph import Concept, OntologyGraph, RetiredId
+from kgnorm.graph.versions import plan_version
+from kgnorm.ontologies import medic, snomed
+from kgnorm.stores import LinkEdge, MentionRow, PredictionEdge, RunRecord, RunWrite
+from test_stores import count, store  # noqa: F401  (the two-backend fixture)
+
+FIX = Path(__file__).parent / "fixtures"
+V1 = FIX / "medic" / "versions" / "medic_v1_01Jan2098.txt"
+V2 = FIX / "medic" / "versions" / "medic_v2_01Jan2099.txt"
+SCT = FIX / "snomed" / "SnomedCT_InternationalRF2_PRODUCTION_20990131T120000Z"
+LINKS = {"m1": "D000001", "m2": "D000002", "m3": "D000003", "m4": "D000004", "m5": "D000005", "m8": "D000008"}
+
+
+def _graph(*concepts: tuple[str, list[str]]) -> OntologyGraph:
+    g = OntologyGraph("t", "obo", "/x")
+    for uid, alts in concepts:
+        g.add_concept(Concept(uid, uid, uid.lower(), alt_ids=list(alts)))
+    g.finalize()
+    return g
+
+
+# -- the plan, without a store -----------------------------------------------------------
+def test_plan_moves_single_successors_and_orphans_the_rest():
+    new = _graph(("T:a", ["T:x"]), ("T:b", ["T:y"]), ("T:c", ["T:y"]), ("T:d", []))
+    new.retired["T:z"] = RetiredId("T:z", "zed", replaced_by=["T:w"])
+    new.retired["T:w"] = RetiredId("T:w", "double-u", replaced_by=["T:d"])  # a chain: z -> w -> d
+    plan = plan_version({"T:a", "T:x", "T:y", "T:z", "T:gone"}, new)
+    assert plan.moved == {"T:x": "T:a", "T:z": "T:d"}
+    assert plan.removed == ["T:gone", "T:y"] and plan.ambiguous == {"T:y": ["T:b", "T:c"]}
+    assert sorted(plan.added) == ["T:b", "T:c", "T:d"]
+    assert plan.retired["T:x"].replaced_by == ["T:a"] and plan.retired["T:y"].consider == ["T:b", "T:c"]
+    assert plan.retired["T:gone"].replaced_by == [] and plan.retired["T:z"].replaced_by == ["T:d"]
+
+
+def test_plan_keeps_earlier_retired_ids_resolvable():
+    previous = {"T:old": RetiredId("T:old", "old", replaced_by=["T:a"])}
+    plan = plan_version({"T:a"}, _graph(("T:a", []), ("T:b", [])), previous)
+    assert plan.retired["T:old"].replaced_by == ["T:a"] and not plan.moved and not plan.removed
+    # the successor itself merged away later: the old id follows it
+    plan = plan_version({"T:a"}, _graph(("T:b", ["T:a"])), previous)
+    assert plan.moved == {"T:a": "T:b"} and plan.retired["T:old"].replaced_by == ["T:b"]
+
+
+def test_snomed_inactive_concepts_are_retired_with_their_successors():
+    g = snomed.load(SCT)
+    assert "SNOMEDCT:9990003005" not in g.concepts
+    ret = g.retired["SNOMEDCT:9990003005"]
+    # the active REPLACED BY row counts; the inactive one (to 9990002000) does not
+    assert ret.replaced_by == ["SNOMEDCT:9990001007"] and ret.consider == []
+
+
+# -- MEDIC v1 -> v2 on both stores ----------------------------------------------------------
+def _link_v1(st) -> None:
+    st.write_run(RunWrite(
+        RunRecord("run-1", "link", "biosyn"),
+        mentions=[MentionRow(f"f:{m}", f"text {m}", "d1", i, i + 1, mention_id=m) for i, m in enumerate(LINKS)],
+        links=[LinkEdge(f"f:{m}", f"MESH:{d}", 0.9, 1) for m, d in LINKS.items()],
+        predictions=[PredictionEdge("f:m1", "MESH:D000003", 0.5, 1, 1, source_is_mention=True)],
+        ontology="medic"))
+
+
+def _links(st) -> dict[str, tuple[str, str]]:
+    rows = st.query("MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) RETURN m.mention_id, c.uid, "
+                    "coalesce(l.moved_from, '')").rows
+    return {m: (c, f) for m, c, f in rows}
+
+
+def _orphans(st) -> dict[str, str]:
+    return dict(st.query("MATCH (m:Mention)-[r:ORPHAN_OF]->(o:Ontology {name: 'medic'}) "
+                         "RETURN m.mention_id, r.concept_uid").rows)
+
+
+def test_medic_new_version_keeps_moves_and_orphans_links(store):  # noqa: F811
+    store.load_ontology(medic.load(V1))
+    _link_v1(store)
+    s = store.load_ontology(medic.load(V2))
+    assert (s.links_kept, s.links_moved, s.links_orphaned, s.orphan_mentions, s.predictions_removed) == (2, 2, 2, 2, 1)
+    assert s.merged == {"MESH:D000002": "MESH:D000006", "MESH:D000005": "MESH:D000004"}
+    assert s.added_concepts == ["MESH:D000007"] and len(s.removed_concepts) == 4
+    assert "moved 2 to a successor, orphaned 2 (of 2 mention(s))" in s.reingest_note()
+    assert _links(store) == {"m1": ("MESH:D000001", ""), "m4": ("MESH:D000004", ""),
+                             "m2": ("MESH:D000006", "MESH:D000002"), "m5": ("MESH:D000004", "MESH:D000005")}
+    assert _orphans(store) == {"m3": "MESH:D000003", "m8": "MESH:D000008"}
+    assert [m.mention_id for m in store.orphans("medic")] == ["m3", "m8"]
+    row = store.query("MATCH (:Mention)-[r:ORPHAN_OF]->(:Ontology) WHERE r.concept_uid = 'MESH:D000003' "
+                      "RETURN r.run, r.rank, r.version").rows[0]
+    assert row == ["run-1", 1, "01Jan2098"]
+    assert count(store, "MATCH ()-[p:PREDICTED_IS_A]->() RETURN count(p)") == 0
+    retired = store.retired_ids("medic")
+    assert retired["MESH:D000002"].replaced_by == ["MESH:D000006"]
+    assert retired["MESH:D000008"].replaced_by == [] and retired["MESH:D000008"].consider == [
+        "MESH:D000001", "MESH:D000007"]
+    # the same v2 again: nothing moves twice, the orphans stay orphans
+    again = store.load_ontology(medic.load(V2))
+    assert again.unchanged and len(_orphans(store)) == 2 and len(_links(store)) == 4
+
+
+def test_relinked_orphans_lose_their_orphan_edge(store):  # noqa: F811
+    store.load_ontology(medic.load(V1))
+    _link_v1(store)
+    store.load_ontology(medic.load(V2))
+    orphans = store.orphans("medic")
+    store.write_run(RunWrite(RunRecord("relink", "link", "biosyn"), mentions=orphans,
+                             links=[LinkEdge(m.uid, "MESH:D000007", 0.7, 1) for m in orphans], ontology="medic",
+                             relinked=[m.uid for m in orphans]))
+    assert _orphans(store) == {} and _links(store)["m3"] == ("MESH:D000007", "")
+    assert count(store, "MATCH (m:Mention) RETURN count(m)") == len(LINKS)
+
+
+def test_a_failed_replace_leaves_old_version_and_links_whole(store, monkeypatch):  # noqa: F811
+    store.load_ontology(medic.load(V1))
+    _link_v1(store)
+    before = (_links(store), store.ontology_info("medic")["version"])
+    bad = medic.load(V2)
+    bad.is_a.append(("MESH:D000001", "MESH:nowhere"))  # fails after the links were moved (same transaction)
+    with pytest.raises(StoreError, match="store unchanged"):
+        store.load_ontology(bad)
+    assert (_links(store), store.ontology_info("medic")["version"]) == before
+    assert _orphans(store) == {} and store.retired_ids("medic") == {}
+    assert count(store, "MATCH ()-[p:PREDICTED_IS_A]->() RETURN count(p)") == 1
+    if store.uri.startswith("ladybug"):  # LadybugDB: fail while the moved links and orphans are copied back
+        from kgnorm.stores.ladybug_store import LadybugStore
+        real = LadybugStore._copy
+
+        def failing(self, table, frame, options=""):
+            if table == "ORPHAN_OF":
+                raise RuntimeError("disk full (injected)")
+            return real(self, table, frame, options)
+
+        monkeypatch.setattr(LadybugStore, "_copy", failing)
+        with pytest.raises(StoreError, match="store unchanged.*injected"):
+            store.load_ontology(medic.load(V2))
+        monkeypatch.undo()
+        assert (_links(store), store.ontology_info("medic")["version"]) == before and _orphans(store) == {}
+
+
+def test_dry_run_plan_writes_nothing(store):  # noqa: F811
+    store.load_ontology(medic.load(V1))
+    _link_v1(store)
+    plan = store.plan_load(medic.load(V2))
+    assert (plan.links_kept, plan.links_moved, plan.links_orphaned) == (2, 2, 2) and plan.dry_run
+    assert store.ontology_info("medic")["version"] == "01Jan2098" and _orphans(store) == {}
+    assert len(_links(store)) == 6
+
+
+# -- SNOMED: REPLACED BY / SAME AS move links ---------------------------------------------------
+def _snomed_v2(tmp: Path) -> Path:
+    """The fixture release, a year on: 9990002000 inactive, SAME AS 9990001007."""
+    dst = tmp / "SnomedCT_InternationalRF2_PRODUCTION_21000131T120000Z"
+    shutil.copytree(SCT, dst)
+    concept = next(dst.rglob("sct2_Concept_Snapshot*.txt"))
+    concept.write_bytes(concept.read_bytes().replace(b"9990002000\t20990131\t1", b"9990002000\t21000131\t0"))
+    assoc = next(dst.rglob("der2_cRefset_AssociationSnapshot*.txt"))
+    assoc.write_bytes(assoc.read_bytes() + b"7c3d2e1f-4a5b-5c6d-8e7f-9a0b1c2d3e04\t21000131\t1\t900000000000207008\t"
+                      b"900000000000527005\t9990002000\t9990001007\r\n")
+    return dst
+
+
+def test_snomed_same_as_moves_links(store, tmp_path):  # noqa: F811
+    store.load_ontology(snomed.load(SCT))
+    store.write_run(RunWrite(RunRecord("r", "link", "x"), mentions=[MentionRow("f:toe", "left toe thing")],
+                             links=[LinkEdge("f:toe", "SNOMEDCT:9990002000", 0.8, 1)], ontology="snomedct"))
+    s = store.load_ontology(snomed.load(_snomed_v2(tmp_path)))
+    assert (s.links_kept, s.links_moved, s.links_orphaned) == (0, 1, 0)
+    assert store.query("MATCH (:Mention)-[l:LINKED_TO]->(c:Concept) RETURN c.uid, l.moved_from").rows == [
+        ["SNOMEDCT:9990001007", "SNOMEDCT:9990002000"]]
+    retired = store.retired_ids("snomedct")
+    assert retired["SNOMEDCT:9990002000"].replaced_by == ["SNOMEDCT:9990001007"]
+    assert retired["SNOMEDCT:9990003005"].replaced_by == ["SNOMEDCT:9990001007"]
