@@ -14,6 +14,7 @@ from kgnorm.graph.ontology_graph import Concept, OntologyGraph, RetiredId
 from kgnorm.graph.versions import plan_version
 from kgnorm.ontologies import medic, snomed
 from kgnorm.stores import LinkEdge, MentionRow, PredictionEdge, RunRecord, RunWrite
+from test_cli_journey import journey_store  # noqa: F401  (LadybugDB and Bolt, by URI)
 from test_stores import count, store  # noqa: F401  (the two-backend fixture)
 
 FIX = Path(__file__).parent / "fixtures"
@@ -179,3 +180,74 @@ def test_snomed_same_as_moves_links(store, tmp_path):  # noqa: F811
     retired = store.retired_ids("snomedct")
     assert retired["SNOMEDCT:9990002000"].replaced_by == ["SNOMEDCT:9990001007"]
     assert retired["SNOMEDCT:9990003005"].replaced_by == ["SNOMEDCT:9990001007"]
+
+
+# -- the journey on the command line: link v1, dry run, re-ingest v2, relink, score ------------
+MENTIONS = ("id\ttext\tgold\nm1\talpha pyrexia\tMESH:D000001\nm2\tbeta disease\tMESH:D000002\n"
+            "m3\tgamma wasting\tMESH:D000003\nm4\tdelta anaemia\tMESH:D000004\n"
+            "m5\tepsilon dermatitis\tMESH:D000005\nm8\teta tussis\tMESH:D000008\n")
+
+
+def test_medic_upgrade_journey_on_the_cli(capsys, tmp_path, journey_store, tiny_bert_dir):  # noqa: F811
+    import csv
+    import json
+
+    from cli_runner import run
+
+    store, mentions = journey_store, tmp_path / "mentions.tsv"
+    mentions.write_text(MENTIONS)
+
+    def ok(*args: str) -> tuple[str, str]:
+        code, out, err = run(capsys, *args, "--store", store)
+        assert code == 0, err
+        return out, err
+
+    def query(cypher: str) -> list[dict]:
+        return json.loads(ok("query", cypher, "--format", "json")[0])
+
+    def model(name: str) -> str:
+        ok("train", "biosyn", "--ontology", "medic", "--out", str(tmp_path / name), "--encoder", str(tiny_bert_dir),
+           "-q")
+        return str(tmp_path / name)
+
+    ok("ingest", "medic", str(V1), "-q")
+    links = tmp_path / "links.tsv"
+    ok("link", "--model", model("m1"), "--input", str(mentions), "--output", str(links), "-q")
+    top1 = {r["mention_id"]: r["concept_uids"] for r in csv.DictReader(links.open(), delimiter="\t")
+            if r["rank"] == "1"}
+    assert top1 == {f"m{i}": f"MESH:D00000{i}" for i in (1, 2, 3, 4, 5, 8)}  # exact names, so exact links
+    # the dry run says what would happen and changes nothing
+    _, err = ok("ingest", "medic", str(V2), "--dry-run")
+    assert "links: 2 kept, 2 moved, 2 orphaned (2 mention(s))" in err
+    assert "1 added: MESH:D000007" in err and "2 removed: MESH:D000003, MESH:D000008" in err
+    assert "MESH:D000002 -> MESH:D000006" in err
+    assert query("MATCH (o:Ontology) RETURN o.version AS v") == [{"v": "01Jan2098"}]
+    _, err = ok("ingest", "medic", str(V2))
+    assert "kept 2 link(s), moved 2 to a successor, orphaned 2 (of 2 mention(s))" in err
+    moved = query("MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) WHERE coalesce(l.moved_from, '') <> '' "
+                  "RETURN m.mention_id AS id, c.uid AS c, l.moved_from AS f ORDER BY id")
+    assert moved == [{"id": "m2", "c": "MESH:D000006", "f": "MESH:D000002"},
+                     {"id": "m5", "c": "MESH:D000004", "f": "MESH:D000005"}]
+    orphan_q = "MATCH (m:Mention)-[:ORPHAN_OF]->(:Ontology {name: 'medic'}) RETURN m.mention_id AS id ORDER BY id"
+    assert query(orphan_q) == [{"id": "m3"}, {"id": "m8"}]
+    # relink the orphans with a model of the new version
+    m2 = model("m2")
+    out, err = ok("link", "--model", m2, "--relink-orphans")
+    assert "linked 2 mention(s)" in err and query(orphan_q) == []
+    assert {r["m"] for r in query("MATCH (m:Mention)-[:LINKED_TO]->(:Concept) RETURN DISTINCT m.mention_id AS m")} \
+        == {"m1", "m2", "m3", "m4", "m5", "m8"}
+    assert [r["mention_id"] for r in csv.DictReader(out.splitlines(), delimiter="\t")][:1] == ["m3"]
+    _, err = ok("link", "--model", m2, "--relink-orphans")
+    assert "no orphan mentions" in err
+    # gold written against v1: the merged ids are scored through their successor, and said so
+    out, _ = ok("eval", "link", "--model", m2, "--gold", str(mentions), "--allow-unknown-gold", "--format", "json")
+    report = json.loads(out)
+    assert (report["retired_gold_ids"], report["retired_gold_mentions"], report["unknown_gold_ids"]) == (2, 2, 1)
+
+
+def test_link_needs_input_or_relink_orphans(capsys, tmp_path):
+    from cli_runner import run
+
+    for extra in ((), ("--input", str(tmp_path / "m.tsv"), "--relink-orphans")):
+        code, _, err = run(capsys, "link", "--model", str(tmp_path), *extra, "--store", str(tmp_path / "g"))
+        assert code != 0 and "give --input, or --relink-orphans (not both)" in err

@@ -59,7 +59,17 @@ def relink_orphans(model: str | Path, *, store: str | None = None, top_k: int = 
             if tsv is not None:
                 tsv.writerows(tsv_rows(lm, top_k))
             links += [LinkEdge(row.uid, c, score, rank) for c, rank, score in edges_for(lm, write_top_k)]
-        st.write_run(RunWrite(run, mentions=rows, links=links, ontology=onto, relinked=[r.uid for r in rows]))
+        have = st.concept_keys(sorted({e.concept_uid for e in links}), onto)
+        skipped = [e for e in links if e.concept_uid not in have]  # a model built on the old version
+        if skipped:
+            links = [e for e in links if e.concept_uid in have]
+            report.notes.append(f"{len(skipped):,} link(s) to concepts no longer in {onto} skipped (e.g. "
+                                f"{skipped[0].concept_uid}): build the model on the new version")
+        linked = {e.mention_uid for e in links}
+        still = {e.mention_uid for e in skipped} - linked  # every link of theirs skipped: still orphans
+        st.write_run(RunWrite(run, mentions=rows, links=links, ontology=onto,
+                              relinked=[r.uid for r in rows if r.uid not in still]))
     report.run_uid, report.n_mentions, report.n_edges = uid, len(rows), len(links)
-    report.edge_note = f" (relinked the orphans of {onto})"
+    report.edge_note = f" (the orphans of {onto}; {len(still):,} still orphans)" if still else \
+        f" (the orphans of {onto})"
     return report
