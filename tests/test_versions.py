@@ -251,3 +251,48 @@ def test_link_needs_input_or_relink_orphans(capsys, tmp_path):
     for extra in ((), ("--input", str(tmp_path / "m.tsv"), "--relink-orphans")):
         code, _, err = run(capsys, "link", "--model", str(tmp_path), *extra, "--store", str(tmp_path / "g"))
         assert code != 0 and "give --input, or --relink-orphans (not both)" in err
+
+
+# -- a kill while the links are being moved leaves the old version whole ----------------------
+KILLED = """
+import os, sys, time
+from kgnorm.ontologies import medic
+from kgnorm.stores import open_store
+import kgnorm.stores.ladybug_store as lb, kgnorm.stores.neo4j_store as neo
+
+def stall(*args, **kw):  # inside the replace's transaction, after the links were moved
+    print("moving", flush=True)
+    time.sleep(60)
+
+real_copy = lb.LadybugStore._copy
+lb.LadybugStore._copy = lambda self, table, frame, options="": (
+    stall() if table == "ORPHAN_OF" else real_copy(self, table, frame, options))
+real_batches = neo._batches
+neo._batches = lambda rows, *a: (  # Bolt: the removed concepts' keys, deleted after the moves and orphans
+    stall() if rows and isinstance(rows[0], str) else real_batches(rows, *a))
+st = open_store(sys.argv[1])
+st.load_ontology(medic.load(sys.argv[2]))
+"""
+
+
+def test_a_kill_while_links_move_leaves_old_version_whole(store):  # noqa: F811
+    import subprocess
+    import sys
+
+    store.load_ontology(medic.load(V1))
+    _link_v1(store)
+    before = (_links(store), store.ontology_info("medic")["version"])
+    uri = store.test_uri
+    if uri.startswith("ladybug"):
+        store.close()  # the child takes the write lock
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, uri, str(V2)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "moving"
+    finally:
+        proc.kill()
+        proc.wait()
+    from kgnorm.stores import open_store
+    with open_store(uri) as st:
+        assert (_links(st), st.ontology_info("medic")["version"]) == before
+        assert _orphans(st) == {} and st.retired_ids("medic") == {}
+        assert count(st, "MATCH (c:Concept) WHERE c.ontology = 'medic' RETURN count(c)") == 8

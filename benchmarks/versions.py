@@ -1,0 +1,143 @@
+"""Issue 27: a new MEDIC version keeps NCBI-disease dev's links. Appended to BENCHMARKS.md.
+
+CTD's 2017 file is not here, so "v2" is derived from MEDIC 2012 (seeded): `--merge` concepts
+are folded into another concept (their ids appended to its id list, their names to its
+synonyms: what CTD does when it merges), `--remove` vanish without a successor; half of each
+are chosen among the concepts dev's run links to, so that links move and orphan. Every step
+is the `kgnorm` command a user runs (timed as a child process):
+ingest 2012 -> untrained BioSyn -> link dev -> ingest v2 --dry-run -> ingest v2 ->
+untrained BioSyn on v2 -> link --relink-orphans; then the store's edges are compared with
+what the plan implies (every link to a surviving concept kept, every link to a merged id
+moved to the concept that lists it, the rest orphaned, then relinked).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import SHARED, append  # noqa: E402
+
+MEDIC = SHARED / "data" / "medic" / "medic_06Jul2012.txt"
+DEV = SHARED / "data" / "ncbi-disease" / "NCBIdevelopset_corpus.txt"
+KG = [sys.executable, "-m", "kgnorm.cli"]
+
+
+def kg(*args: str) -> tuple[float, str, str]:
+    """Run one kgnorm command: (wall seconds, stdout, stderr); a failure stops the benchmark."""
+    t0 = time.perf_counter()
+    p = subprocess.run([*KG, *args], capture_output=True, text=True,
+                       env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})
+    if p.returncode != 0:
+        raise SystemExit(f"kgnorm {' '.join(args)} failed: {p.stderr.strip()[-2000:]}")
+    return time.perf_counter() - t0, p.stdout, p.stderr
+
+
+def query(store: str, cypher: str) -> list[dict]:
+    return json.loads(kg("query", cypher, "--format", "json", "--store", store)[1])
+
+
+def derive_v2(src: Path, dst: Path, linked: set[str], n_merge: int, n_remove: int, seed: int
+              ) -> tuple[dict[str, str], set[str]]:
+    """Write the derived v2; (merged uid -> the uid that lists it now, removed uids)."""
+    from kgnorm.ontologies.medic import mesh_first, normalize_id
+
+    lines = src.read_text(encoding="utf-8").splitlines()
+    ids = [mesh_first([normalize_id(x) for x in ln.split("||", 1)[0].split("|")]) for ln in lines]
+    alt_anywhere = {a for uids in ids for a in uids[1:]}
+    # candidates: MeSH-first lines whose uid is nobody's alt id (so the merge is the only successor)
+    cand = [i for i, uids in enumerate(ids) if uids[0].startswith("MESH:D") and uids[0] not in alt_anywhere]
+    rng = random.Random(seed)
+    linked_c = [i for i in cand if ids[i][0] in linked]
+    other_c = [i for i in cand if ids[i][0] not in linked]
+    rng.shuffle(linked_c)
+    rng.shuffle(other_c)
+    half_m, half_r = n_merge // 2, n_remove // 2
+    merged_i = linked_c[:half_m] + other_c[:n_merge - half_m]
+    removed_i = linked_c[half_m:half_m + half_r] + other_c[n_merge - half_m:n_merge - half_m + n_remove - half_r]
+    gone = set(merged_i) | set(removed_i)
+    targets = [i for i in cand if i not in gone]
+    out = list(lines)
+    merged: dict[str, str] = {}
+    for i in merged_i:
+        t = rng.choice(targets)
+        ids_t, names_t = out[t].split("||", 1)
+        ids_i, names_i = lines[i].split("||", 1)
+        out[t] = f"{ids_t}|{ids_i}||{names_t}|{names_i}"
+        merged[ids[i][0]] = ids[t][0]
+    for i in sorted(gone, reverse=True):
+        del out[i]
+    dst.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return merged, {ids[i][0] for i in removed_i}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--merge", type=int, default=200)
+    ap.add_argument("--remove", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workdir", type=Path, default=None)
+    args = ap.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="kgnorm-versions-"))
+    shutil.rmtree(work / "graph", ignore_errors=True)
+    store = f"ladybug://{work}/graph"
+    t = {}
+    t["ingest 2012"], _, _ = kg("ingest", "medic", str(MEDIC), "--store", store, "-q")
+    t["train biosyn (untrained) on 2012"], _, _ = kg("train", "biosyn", "--ontology", "medic", "--out",
+                                                     str(work / "m1"), "--threads", "1", "--store", store, "-q")
+    t["link dev"], _, _ = kg("link", "--model", str(work / "m1"), "--input", str(DEV), "--output",
+                             str(work / "dev.tsv"), "--store", store, "-q")
+    before = query(store, "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) RETURN m.uid AS m, c.uid AS c")
+    v2 = work / "medic_v2_derived.txt"
+    merged, removed = derive_v2(MEDIC, v2, {r["c"] for r in before}, args.merge, args.remove, args.seed)
+    t["ingest v2 --dry-run"], _, dry = kg("ingest", "medic", str(v2), "--dry-run", "--store", store)
+    t["ingest v2"], _, note = kg("ingest", "medic", str(v2), "--store", store)
+    after = query(store, "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) "
+                         "RETURN m.uid AS m, c.uid AS c, coalesce(l.moved_from, '') AS f")
+    orphans = query(store, "MATCH (m:Mention)-[r:ORPHAN_OF]->(:Ontology {name: 'medic'}) "
+                           "RETURN m.uid AS m, r.concept_uid AS c")
+    want_links = sorted((r["m"], merged.get(r["c"], r["c"]), r["c"] if r["c"] in merged else "")
+                        for r in before if r["c"] not in removed)
+    want_orphans = sorted((r["m"], r["c"]) for r in before if r["c"] in removed)
+    got_links = sorted((r["m"], r["c"], r["f"]) for r in after)
+    got_orphans = sorted((r["m"], r["c"]) for r in orphans)
+    kept = sum(1 for r in before if r["c"] not in merged and r["c"] not in removed)
+    moved = sum(1 for r in before if r["c"] in merged)
+    checks = {"links as the plan implies (kept + moved, moved_from set)": got_links == want_links,
+              "orphans as the plan implies": got_orphans == want_orphans}
+    t["train biosyn (untrained) on v2"], _, _ = kg("train", "biosyn", "--ontology", "medic", "--out",
+                                                   str(work / "m2"), "--threads", "1", "--store", store, "-q")
+    t["link --relink-orphans"], _, relink = kg("link", "--model", str(work / "m2"), "--relink-orphans",
+                                               "--output", str(work / "relinked.tsv"), "--store", store)
+    left = query(store, "MATCH (m:Mention)-[:ORPHAN_OF]->(:Ontology) RETURN count(DISTINCT m) AS n")[0]["n"]
+    checks["no orphan left after --relink-orphans"] = left == 0
+    n_mentions = len({r["m"] for r in before})
+    body = [f"MEDIC 2012 ({MEDIC.name}) -> derived v2 ({args.merge} concepts merged into another's ids, "
+            f"{args.remove} removed, seed {args.seed}; half of each among the concepts dev links to); "
+            f"NCBI-disease dev ({DEV.name}): {n_mentions:,} mentions, {len(before):,} LINKED_TO edges "
+            "(untrained BioSyn: char tf-idf + MiniLM, write-top-k 1). LadybugDB store. The machine is shared with "
+            "seven other engineers' jobs: times are noisy.", "",
+            f"- links: {kept:,} kept, {moved:,} moved, {len(want_orphans):,} orphaned "
+            f"({len({m for m, _ in want_orphans}):,} mentions)",
+            "- `ingest --dry-run` said: " + " / ".join(ln.strip() for ln in dry.splitlines() if "links:" in ln),
+            "- `ingest` said: " + " ".join(ln.strip() for ln in note.splitlines() if "kept" in ln)[:400],
+            "- `link --relink-orphans` said: " + " ".join(ln.strip() for ln in relink.splitlines() if "linked" in ln),
+            ""]
+    body += [f"- check: {k}: {'yes' if ok else 'NO'}" for k, ok in checks.items()]
+    body += ["", "| step (a `kgnorm` child process) | wall s |", "|---|---:|"]
+    body += [f"| {k} | {v:.1f} |" for k, v in t.items()]
+    append("MEDIC versions keep their links (issue 27)", "\n".join(body))
+    if not all(checks.values()):
+        raise SystemExit("a check failed")
+
+
+if __name__ == "__main__":
+    main()
