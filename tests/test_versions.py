@@ -95,6 +95,13 @@ def test_medic_new_version_keeps_moves_and_orphans_links(store):  # noqa: F811
                              "m2": ("MESH:D000006", "MESH:D000002"), "m5": ("MESH:D000004", "MESH:D000005")}
     assert _orphans(store) == {"m3": "MESH:D000003", "m8": "MESH:D000008"}
     assert [m.mention_id for m in store.orphans("medic")] == ["m3", "m8"]
+    assert [(r["mention_id"], r["was_linked_to"]) for r in store.run_saved("orphans", {"ontology": "medic"}).records()] \
+        == [("m3", "MESH:D000003"), ("m8", "MESH:D000008")]
+    assert [(r["mention_id"], r["moved_from"], r["concept"]) for r in
+            store.run_saved("moved_links", {"ontology": "medic"}).records()] == [
+        ("m2", "MESH:D000002", "MESH:D000006"), ("m5", "MESH:D000005", "MESH:D000004")]
+    assert [r["uid"] for r in store.run_saved("retired_ids", {"ontology": "medic"}).records()] == [
+        "MESH:D000002", "MESH:D000003", "MESH:D000005", "MESH:D000008"]
     row = store.query("MATCH (:Mention)-[r:ORPHAN_OF]->(:Ontology) WHERE r.concept_uid = 'MESH:D000003' "
                       "RETURN r.run, r.rank, r.version").rows[0]
     assert row == ["run-1", 1, "01Jan2098"]
