@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.link_run import LinkReport
+from kgnorm.jobs.link import LinkReport
 from kgnorm.mentions.types import Mention
 
 
@@ -21,7 +21,8 @@ def relink_orphans(model: str | Path, *, store: str | None = None, top_k: int = 
                    output: TextIO | None = None, batch_size: int = 256, lock_timeout: float = 30.0) -> LinkReport:
     """Link the orphans of the model's ontology with the model; write the run (and the TSV rows
     to `output`, in `link`'s layout)."""
-    from kgnorm.linking.job import TSV_HEADER, edges_for, link_stream, open_linker, pipeline_from_meta, tsv_rows
+    from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.linker import TSV_HEADER, edges_for, link_stream, pipeline_from_meta, tsv_rows
     from kgnorm.stores import LinkEdge, RunRecord, RunWrite, open_store
     from kgnorm.stores.run_ids import run_uid
     from kgnorm.text.abbreviations import find_abbreviations
