@@ -21,7 +21,8 @@ import pyarrow as pa
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
-from kgnorm.stores.base import (CONCEPT_COLUMNS, RETIRED_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite,
+from kgnorm.stores.reingest import RETIRED_COLUMNS
+from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite,
                                 concept_columns, ontology_record, redact, retired_records)
 from kgnorm.stores.ladybug_staging import MENTION_COLUMNS, LadybugStaging, one_line as _one_line
 
