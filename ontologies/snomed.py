@@ -117,11 +117,14 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
     for _, _, (did, flag, cid, lang, typ, term) in _rows(
             files["description"], "description",
             ["id", "active", "conceptId", "languageCode", "typeId", "term"]):
+        acc = acceptability.get(did)
         if flag == "1" and cid in inactive and lang.startswith("en") and typ in (FSN, SYNONYM):
-            retired_names.setdefault(cid, split_semantic_tag(term)[0] if typ == FSN else term)
+            if typ == SYNONYM and acc:  # the preferred term, as for an active concept
+                retired_names[cid] = term
+            else:
+                retired_names.setdefault(cid, split_semantic_tag(term)[0] if typ == FSN else term)
         if flag != "1" or cid not in active or not lang.startswith("en"):
             continue
-        acc = acceptability.get(did)
         if typ == FSN:
             if acc:
                 fsn_pref.setdefault(cid, term)

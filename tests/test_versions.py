@@ -165,18 +165,21 @@ def test_dry_run_plan_writes_nothing(store):  # noqa: F811
 
 # -- SNOMED: REPLACED BY / SAME AS move links ---------------------------------------------------
 def _snomed_v2(tmp: Path) -> Path:
-    """The fixture release, a year on: 9990002000 inactive, SAME AS 9990001007."""
+    """The fixture release, a year on: 9990002000 inactive, REPLACED BY 9990001007, and only POSSIBLY
+    EQUIVALENT TO the root (a suggestion: `consider`, no move)."""
     dst = tmp / "SnomedCT_InternationalRF2_PRODUCTION_21000131T120000Z"
     shutil.copytree(SCT, dst)
     concept = next(dst.rglob("sct2_Concept_Snapshot*.txt"))
     concept.write_bytes(concept.read_bytes().replace(b"9990002000\t20990131\t1", b"9990002000\t21000131\t0"))
     assoc = next(dst.rglob("der2_cRefset_AssociationSnapshot*.txt"))
     assoc.write_bytes(assoc.read_bytes() + b"7c3d2e1f-4a5b-5c6d-8e7f-9a0b1c2d3e04\t21000131\t1\t900000000000207008\t"
-                      b"900000000000527005\t9990002000\t9990001007\r\n")
+                      b"900000000000526001\t9990002000\t9990001007\r\n"
+                      b"8d4e3f20-5b6c-5d7e-9f80-ab1c2d3e4f05\t21000131\t1\t900000000000207008\t"
+                      b"900000000000523009\t9990002000\t138875005\r\n")
     return dst
 
 
-def test_snomed_same_as_moves_links(store, tmp_path):  # noqa: F811
+def test_snomed_replaced_by_moves_links(store, tmp_path):  # noqa: F811
     store.load_ontology(snomed.load(SCT))
     store.write_run(RunWrite(RunRecord("r", "link", "x"), mentions=[MentionRow("f:toe", "left toe thing")],
                              links=[LinkEdge("f:toe", "SNOMEDCT:9990002000", 0.8, 1)], ontology="snomedct"))
@@ -186,6 +189,8 @@ def test_snomed_same_as_moves_links(store, tmp_path):  # noqa: F811
         ["SNOMEDCT:9990001007", "SNOMEDCT:9990002000"]]
     retired = store.retired_ids("snomedct")
     assert retired["SNOMEDCT:9990002000"].replaced_by == ["SNOMEDCT:9990001007"]
+    assert retired["SNOMEDCT:9990002000"].consider == ["SNOMEDCT:138875005"]
+    assert retired["SNOMEDCT:9990002000"].name == "Left toe fictional disorder"
     assert retired["SNOMEDCT:9990003005"].replaced_by == ["SNOMEDCT:9990001007"]
 
 
