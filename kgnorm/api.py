@@ -122,6 +122,14 @@ class Workbench:
         # the TSV's text as values: rank and nil as integers, score as a float (4 decimals, as written)
         return frame.astype({"rank": int, "score": float, "nil": int})
 
+    def relink_orphans(self, model: str | Path, **options: Any) -> Any:
+        """``kgnorm link --relink-orphans``: link again the mentions a re-ingest left orphans of the
+        model's ontology, as one run; returns its LinkReport (run uid, mentions, edges, notes).
+        Options: ``kgnorm.jobs.relink.relink_orphans``'s (top_k, write_top_k, output, batch_size)."""
+        from kgnorm.jobs.relink import relink_orphans
+
+        return relink_orphans(model, store=self.store, lock_timeout=self.lock_timeout, **options)
+
     def evaluate(self, model: str | Path | None, gold: str | Path, **options: Any) -> dict[str, Any]:
         """What `kgnorm eval link --format json` reports: Acc@1/Acc@5 of the rows `link` writes for the
         gold mentions ("full", and "refined" with ``train=``), or of any TSV in link's layout with
