@@ -38,7 +38,10 @@ def kg(*args: str) -> tuple[float, str, str]:
                        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})
     if p.returncode != 0:
         raise SystemExit(f"kgnorm {' '.join(args)} failed: {p.stderr.strip()[-2000:]}")
-    return time.perf_counter() - t0, p.stdout, p.stderr
+    dt = time.perf_counter() - t0
+    if args[0] != "query":
+        print(f"{dt:7.1f} s  kgnorm {' '.join(args)}", flush=True)
+    return dt, p.stdout, p.stderr
 
 
 def query(store: str, cypher: str) -> list[dict]:
@@ -60,7 +63,9 @@ def derive_v2(src: Path, dst: Path, linked: set[str], n_merge: int, n_remove: in
     other_c = [i for i in cand if ids[i][0] not in linked]
     rng.shuffle(linked_c)
     rng.shuffle(other_c)
-    half_m, half_r = n_merge // 2, n_remove // 2
+    # half of each among the linked concepts (as far as there are enough), the rest among the others
+    half_m = min(n_merge // 2, len(linked_c) // 2)
+    half_r = min(n_remove // 2, len(linked_c) - half_m)
     merged_i = linked_c[:half_m] + other_c[:n_merge - half_m]
     removed_i = linked_c[half_m:half_m + half_r] + other_c[n_merge - half_m:n_merge - half_m + n_remove - half_r]
     gone = set(merged_i) | set(removed_i)
@@ -85,19 +90,27 @@ def main() -> None:
     ap.add_argument("--remove", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--reuse-model", action="store_true",
+                    help="Reuse WORKDIR/m1 (the untrained 2012 model of an earlier run) instead of building it.")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="kgnorm-versions-"))
-    shutil.rmtree(work / "graph", ignore_errors=True)
+    for old in work.glob("graph*"):  # a fresh store (LadybugDB: a file, and its .wal / .holder)
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
     store = f"ladybug://{work}/graph"
-    t = {}
+    t: dict[str, float] = {}
     t["ingest 2012"], _, _ = kg("ingest", "medic", str(MEDIC), "--store", store, "-q")
-    t["train biosyn (untrained) on 2012"], _, _ = kg("train", "biosyn", "--ontology", "medic", "--out",
-                                                     str(work / "m1"), "--threads", "1", "--store", store, "-q")
+    if not (args.reuse_model and (work / "m1" / "kgnorm-model.json").exists()):
+        shutil.rmtree(work / "m1", ignore_errors=True)
+        t["train biosyn (untrained) on 2012"], _, _ = kg("train", "biosyn", "--ontology", "medic", "--out",
+                                                         str(work / "m1"), "--threads", "1", "--store", store, "-q")
+    shutil.rmtree(work / "m2", ignore_errors=True)
     t["link dev"], _, _ = kg("link", "--model", str(work / "m1"), "--input", str(DEV), "--output",
                              str(work / "dev.tsv"), "--store", store, "-q")
     before = query(store, "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) RETURN m.uid AS m, c.uid AS c")
     v2 = work / "medic_v2_derived.txt"
-    merged, removed = derive_v2(MEDIC, v2, {r["c"] for r in before}, args.merge, args.remove, args.seed)
+    linked_set = {r["c"] for r in before}
+    merged, removed = derive_v2(MEDIC, v2, linked_set, args.merge, args.remove, args.seed)
+    print(f"v2: {len(merged)} merged, {len(removed)} removed", flush=True)
     t["ingest v2 --dry-run"], _, dry = kg("ingest", "medic", str(v2), "--dry-run", "--store", store)
     t["ingest v2"], _, note = kg("ingest", "medic", str(v2), "--store", store)
     after = query(store, "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) "
@@ -120,8 +133,10 @@ def main() -> None:
     left = query(store, "MATCH (m:Mention)-[:ORPHAN_OF]->(:Ontology) RETURN count(DISTINCT m) AS n")[0]["n"]
     checks["no orphan left after --relink-orphans"] = left == 0
     n_mentions = len({r["m"] for r in before})
-    body = [f"MEDIC 2012 ({MEDIC.name}) -> derived v2 ({args.merge} concepts merged into another's ids, "
-            f"{args.remove} removed, seed {args.seed}; half of each among the concepts dev links to); "
+    n_linked = len({r["c"] for r in before})
+    body = [f"MEDIC 2012 ({MEDIC.name}) -> derived v2 ({len(merged)} concepts merged into another's ids, "
+            f"{len(removed)} removed, seed {args.seed}; {sum(1 for u in merged if u in linked_set)} merged and "
+            f"{sum(1 for u in removed if u in linked_set)} removed among the {n_linked} concepts dev's run links to); "
             f"NCBI-disease dev ({DEV.name}): {n_mentions:,} mentions, {len(before):,} LINKED_TO edges "
             "(untrained BioSyn: char tf-idf + MiniLM, write-top-k 1). LadybugDB store. The machine is shared with "
             "seven other engineers' jobs: times are noisy.", "",
