@@ -312,3 +312,13 @@ def test_a_kill_while_links_move_leaves_old_version_whole(store):  # noqa: F811
         assert (_links(st), st.ontology_info("medic")["version"]) == before
         assert _orphans(st) == {} and st.retired_ids("medic") == {}
         assert count(st, "MATCH (c:Concept) WHERE c.ontology = 'medic' RETURN count(c)") == 8
+
+
+def test_dry_run_never_makes_a_store(capsys, tmp_path):
+    from cli_runner import run
+
+    code, _, err = run(capsys, "ingest", "medic", str(V1), "--dry-run", "--store", str(tmp_path / "none"))
+    assert code == 0 and "new ontology: 8 concept(s) added" in err and not (tmp_path / "none").exists()
+    code, _, err = run(capsys, "ingest", "medic", str(FIX / "medic" / "bad_line.txt"), "--dry-run",
+                       "--store", str(tmp_path / "none"))
+    assert code != 0 and "bad_line.txt" in err and not (tmp_path / "none").exists()
