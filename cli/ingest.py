@@ -60,6 +60,18 @@ def meddra(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt 
             include_noncurrent=include_noncurrent)
 
 
+@app.command("umls")
+def umls(path: PathArg, ontology: NameOpt = None, allow_dangling: Annotated[bool, typer.Option(
+             "--allow-dangling", help="Skip MRREL rows naming a CUI that MRCONSO lacks instead of failing.")] = False,
+         sab: Annotated[Optional[str], typer.Option(
+             "--sab", help="Sources to keep, comma-separated (e.g. MSH,SNOMEDCT_US); default: all.")] = None,
+         lang: Annotated[str, typer.Option("--lang", help="Languages to keep, comma-separated; ALL for all.")] = "ENG",
+         suppress: Annotated[bool, typer.Option("--suppress", help="Also keep suppressible names (SUPPRESS not N).")] = False,
+         store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
+    """UMLS Metathesaurus RRF (a release's META folder): concepts are CUIs, source codes alt ids."""
+    _ingest("umls", path, ontology, allow_dangling, store, quiet, lock_timeout, sab=sab, lang=lang, suppress=suppress)
+
+
 def compact_cmd(store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
     """Reclaim the space an embedded store keeps after ontologies were replaced (LadybugDB has
     no vacuum): the store is copied into a fresh file that takes its place."""

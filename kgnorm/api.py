@@ -45,8 +45,9 @@ class Workbench:
     # ------------------------------------------------------------------ the graph
     def ingest(self, format: str, path: str | Path, ontology: str | None = None, allow_dangling: bool = False,
                *, quiet: bool = False, **options: Any) -> LoadSummary:
-        """Load an ontology (format: obo, mesh, medic, snomed, meddra; options: the loader's, e.g.
-        ``include_noncurrent`` for MedDRA), replacing one of the same name."""
+        """Load an ontology (format: obo, mesh, medic, snomed, meddra, umls; options: the loader's, e.g.
+        ``include_noncurrent`` for MedDRA, ``sab=``/``lang=``/``suppress=`` for UMLS), replacing one of
+        the same name."""
         from kgnorm.jobs.ingest import ingest
 
         return ingest(format, path, ontology, allow_dangling, self.store, self.lock_timeout, quiet, **options)

@@ -72,7 +72,7 @@ def test_query_formats_params_and_files(capsys, store, tmp_path):
 @pytest.mark.parametrize("args,needle", [
     (["ingest", "medic", "medic/bad_line.txt"], "bad_line.txt:"),
     (["ingest", "medic", "obo/hp_mini.obo"], "hp_mini.obo"),
-    (["ingest", "obo", "obo/bad_syntax.obo"], "bad_syntax.obo"),
+    (["ingest", "obo", "obo/error_page.obo"], "error_page.obo"),  # a web page saved as .obo
     (["ingest", "medic", "medic/dangling.tsv"], "dangling.tsv"),
     (["ingest", "obo", "obo/dangling.obo"], "dangling.obo"),
     (["ingest", "obo", "obo/nonexistent.obo"], "nonexistent.obo"),
