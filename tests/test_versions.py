@@ -322,3 +322,66 @@ def test_dry_run_never_makes_a_store(capsys, tmp_path):
     code, _, err = run(capsys, "ingest", "medic", str(FIX / "medic" / "bad_line.txt"), "--dry-run",
                        "--store", str(tmp_path / "none"))
     assert code != 0 and "bad_line.txt" in err and not (tmp_path / "none").exists()
+
+
+# -- OBO: an obsolete term with replaced_by moves its links; consider alone orphans them -----------
+OBO_V1 = """format-version: 1.2
+ontology: toy
+
+[Term]
+id: TOY:0000001
+name: toy root
+
+[Term]
+id: TOY:0000002
+name: toy anomaly
+is_a: TOY:0000001
+
+[Term]
+id: TOY:0000003
+name: toy defect
+is_a: TOY:0000001
+"""
+OBO_V2 = """format-version: 1.2
+ontology: toy
+
+[Term]
+id: TOY:0000001
+name: toy root
+
+[Term]
+id: TOY:0000002
+name: toy anomaly
+is_obsolete: true
+replaced_by: TOY:0000004
+
+[Term]
+id: TOY:0000003
+name: toy defect
+is_obsolete: true
+consider: TOY:0000001
+
+[Term]
+id: TOY:0000004
+name: toy anomaly, refined
+is_a: TOY:0000001
+"""
+
+
+def test_obo_obsolete_replaced_by_moves_links(store, tmp_path):  # noqa: F811
+    from kgnorm.ontologies import obo
+
+    for name, body in (("v1", OBO_V1), ("v2", OBO_V2)):
+        (tmp_path / f"{name}.obo").write_text(body)
+    store.load_ontology(obo.load(tmp_path / "v1.obo", "toy"))
+    store.write_run(RunWrite(RunRecord("r", "link", "x"), ontology="toy",
+                             mentions=[MentionRow("f:a", "anomaly"), MentionRow("f:d", "defect")],
+                             links=[LinkEdge("f:a", "TOY:0000002", 0.9, 1), LinkEdge("f:d", "TOY:0000003", 0.9, 1)]))
+    s = store.load_ontology(obo.load(tmp_path / "v2.obo", "toy"))
+    assert (s.links_kept, s.links_moved, s.links_orphaned) == (0, 1, 1)
+    assert store.query("MATCH (:Mention)-[l:LINKED_TO]->(c:Concept) RETURN c.uid, l.moved_from").rows == [
+        ["TOY:0000004", "TOY:0000002"]]
+    assert store.query("MATCH (m:Mention)-[r:ORPHAN_OF]->(:Ontology) RETURN m.uid, r.concept_uid").rows == [
+        ["f:d", "TOY:0000003"]]
+    retired = store.retired_ids("toy")
+    assert retired["TOY:0000003"].consider == ["TOY:0000001"] and retired["TOY:0000003"].replaced_by == []
