@@ -62,6 +62,17 @@ def test_snomed_inactive_concepts_are_retired_with_their_successors():
     assert ret.replaced_by == ["SNOMEDCT:9990001007"] and ret.consider == []
 
 
+def test_retired_gold_ids_resolve_only_for_a_model_that_lacks_them():
+    from kgnorm.evaluation.retired import resolve_retired
+
+    golds = [["T:old"], ["T:old+T:a"], ["-1"], ["T:gone"]]
+    new_model = resolve_retired(golds, {"T:a", "T:new", "T:old"}, {"T:old": "T:new"}, {"T:new": ["T:old"]})
+    assert new_model.golds == [["T:new"], ["T:new+T:a"], ["-1"], ["T:gone"]]
+    assert (new_model.ids, new_model.mentions) == (1, 2)
+    old_model = resolve_retired(golds, {"T:a", "T:old"}, {"T:old": "T:new"}, {})  # T:old is its own concept
+    assert old_model.golds == golds and old_model.ids == 0
+
+
 # -- MEDIC v1 -> v2 on both stores ----------------------------------------------------------
 def _link_v1(st) -> None:
     st.write_run(RunWrite(

@@ -86,7 +86,8 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
     if not mentions:
         raise InputError("no mentions", path=gold)
     golds = [list(m.gold) for m in mentions]
-    resolved = resolve_retired(golds, known, retired_successors(ontology or (meta or {}).get("ontology"), store))
+    resolved = resolve_retired(golds, known, retired_successors(ontology or (meta or {}).get("ontology"), store),
+                               alt_ids)
     golds = resolved.golds
     unknown = unknown_gold_ids(golds, known)
     n_unknown_mentions = 0

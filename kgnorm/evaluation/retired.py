@@ -38,9 +38,13 @@ def retired_successors(ontology: str | None, store: str | None) -> dict[str, str
     return out
 
 
-def resolve_retired(golds: list[list[str]], known: set[str], successors: dict[str, str]) -> Resolved:
-    """Replace each gold id that is not a known concept id but a retired one with a single
-    successor (conjunction pieces `A+B` one by one)."""
+def resolve_retired(golds: list[list[str]], known: set[str], successors: dict[str, str],
+                    alt_ids: dict[str, list[str]] | None = None) -> Resolved:
+    """Replace each gold id that is a retired one with a single successor the model knows
+    (conjunction pieces `A+B` one by one). An id that is still a concept of the model's own
+    dictionary (a model built on the older version) is left as it is."""
+    alts = {a for v in (alt_ids or {}).values() for a in v}
+    concepts = known - alts
     seen: set[str] = set()
     out = Resolved([])
     for parts in golds:
@@ -50,7 +54,7 @@ def resolve_retired(golds: list[list[str]], known: set[str], successors: dict[st
             pieces = []
             for piece in part.split("+"):
                 p = piece.strip()
-                if p not in UNLINKABLE and p in successors and successors[p] in known:
+                if p not in UNLINKABLE and p in successors and successors[p] in known and p not in concepts:
                     seen.add(p)
                     hit = True
                     p = successors[p]
