@@ -4,11 +4,14 @@ Mixed into GraphStore; the backends apply the plan in their own load_ontology.""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph, RetiredId
 from kgnorm.graph.versions import plan_version
+
+if TYPE_CHECKING:
+    from kgnorm.stores.base import MentionRow
 
 RETIRED_COLUMNS = ["key", "uid", "ontology", "name", "replaced_by", "consider"]
 
@@ -63,7 +66,6 @@ class LoadSummary:
         if self.orphan_mentions:
             note += "; `kgnorm link --model M --relink-orphans` links the orphans again"
         return note
-
 
 
 class ReingestReads:
@@ -140,7 +142,7 @@ class ReingestReads:
             return {}
         return {u: RetiredId(u, n or "", list(rb or []), list(co or [])) for u, n, rb, co in rows}
 
-    def orphans(self, ontology: str) -> list[Any]:
+    def orphans(self, ontology: str) -> list[MentionRow]:
         """The mentions left orphans of `ontology` by a re-ingest (see LoadSummary), once each."""
         try:
             rows = self.query("MATCH (m:Mention)-[:ORPHAN_OF]->(o:Ontology) WHERE o.name = $o "
@@ -148,7 +150,7 @@ class ReingestReads:
                               "m.source ORDER BY m.uid", {"o": ontology}).rows
         except StoreError:
             return []
-        from kgnorm.stores.base import MentionRow
+        from kgnorm.stores.base import MentionRow  # noqa: F811  (base imports this module)
 
         return [MentionRow(u, t or "", d or "", -1 if s is None else int(s), -1 if e is None else int(e), c or "",
                            mid or "", src or "") for u, t, d, s, e, c, mid, src in rows]
