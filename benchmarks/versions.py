@@ -143,12 +143,14 @@ def main() -> None:
             f"- links: {kept:,} kept, {moved:,} moved, {len(want_orphans):,} orphaned "
             f"({len({m for m, _ in want_orphans}):,} mentions)",
             "- `ingest --dry-run` said: " + " / ".join(ln.strip() for ln in dry.splitlines() if "links:" in ln),
-            "- `ingest` said: " + " ".join(ln.strip() for ln in note.splitlines() if "kept" in ln)[:400],
+            "- `ingest` said: " + " ".join(ln.strip() for ln in note.splitlines() if "kept" in ln),
             "- `link --relink-orphans` said: " + " ".join(ln.strip() for ln in relink.splitlines() if "linked" in ln),
             ""]
     body += [f"- check: {k}: {'yes' if ok else 'NO'}" for k, ok in checks.items()]
     body += ["", "| step (a `kgnorm` child process) | wall s |", "|---|---:|"]
     body += [f"| {k} | {v:.1f} |" for k, v in t.items()]
+    if "train biosyn (untrained) on 2012" not in t:
+        body.append("\n(--reuse-model: the 2012 model was built by an earlier run of this script in the same workdir.)")
     append("MEDIC versions keep their links (issue 27)", "\n".join(body))
     if not all(checks.values()):
         raise SystemExit("a check failed")
