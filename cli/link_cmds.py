@@ -1,7 +1,6 @@
 """`kgnorm link`, `kgnorm embed`, `kgnorm eval link` (`train biosyn` is in train_cmds.py)."""
 from __future__ import annotations
 
-import json
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -9,8 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from kgnorm.cli.common import (FormatOpt, LockTimeoutOpt, QuietOpt, StoreOpt, info, print_evaluation, print_report,
+                               setup)
 from kgnorm.errors import KgnormError
-from kgnorm.cli.common import FormatOpt, LockTimeoutOpt, QuietOpt, StoreOpt, info, json_safe, setup, warn
 
 AbbrOpt = Annotated[Optional[bool], typer.Option(
     "--abbreviations/--no-abbreviations", help="Expand abbreviations defined in the document.")]
@@ -57,10 +57,7 @@ def link_cmd(
         with (open(output, "w", encoding="utf-8", newline="") if output else nullcontext(sys.stdout)) as fh:
             report = relink(model, store=store, top_k=top_k, write_top_k=write_top_k, output=fh,
                             batch_size=batch_size, lock_timeout=lock_timeout)
-        for note in report.notes:
-            warn(note)
-        for line in report.summary():
-            info(line, quiet)
+        print_report(report, quiet)
         return
     from kgnorm.jobs.link import link_mentions
 
@@ -69,10 +66,7 @@ def link_cmd(
                            nil_threshold=nil_threshold, nil_dev=nil_dev, nil_strategy=nil_strategy,
                            batch_size=batch_size, write_batch=write_batch, abbreviations=abbreviations,
                            composites=composites, lock_timeout=lock_timeout, progress=not quiet)
-    for note in report.notes:
-        warn(note)
-    for line in report.summary():
-        info(line, quiet)
+    print_report(report, quiet)
 
 
 def embed_cmd(
@@ -129,10 +123,4 @@ def eval_link_cmd(
                             allow_unknown_gold=allow_unknown_gold, train=train, input_format=input_format,
                             batch_size=batch_size, abbreviations=abbreviations, composites=composites,
                             nil_fraction=nil_fraction, nil_seed=nil_seed, store=store)
-    for note in report.pop("notes"):
-        warn(note)
-    if fmt == "json":
-        typer.echo(json.dumps(json_safe(report), indent=2))
-        return
-    for line in report_lines(report):
-        typer.echo(line)
+    print_evaluation(report, fmt, report_lines)

@@ -19,3 +19,4 @@ CREATE INDEX kgnorm_mention_doc IF NOT EXISTS FOR (m:Mention) ON (m.doc_id);
 // need no DDL here.
 CREATE CONSTRAINT kgnorm_retired_key IF NOT EXISTS FOR (r:RetiredId) REQUIRE r.key IS UNIQUE;
 CREATE INDEX kgnorm_retired_ontology IF NOT EXISTS FOR (r:RetiredId) ON (r.ontology);
+CREATE CONSTRAINT kgnorm_document_uid IF NOT EXISTS FOR (d:Document) REQUIRE d.uid IS UNIQUE;

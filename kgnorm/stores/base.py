@@ -14,7 +14,7 @@ import socket
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from kgnorm.stores.cypher_files import fill_slots, saved_query
 from kgnorm.errors import StoreError
@@ -26,7 +26,6 @@ _CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/*|^|/)([^/@:\s]+):([^@/\s]
 # kinds of a staging Run node (kgnorm.stores.staged_run): its rows are still being written, or
 # published (only the bookkeeping is left to drop)
 STAGING, PUBLISHED = "staging", "staged-published"
-
 
 
 def stage_owner() -> dict[str, Any]:
@@ -98,6 +97,14 @@ class MentionRow:
     context: str = ""
     mention_id: str = ""
     source: str = ""
+    type: str = ""  # the detector's label for a mention found in text (annotate)
+
+@dataclass
+class DocumentRow:
+    """A `Document` node (annotate): uid = input digest + doc id; `(:Mention)-[:IN]->(:Document)`."""
+    uid: str
+    doc_id: str
+    source: str = ""
 
 
 @dataclass
@@ -167,9 +174,11 @@ class GraphStore(ReingestReads, ABC):
 
     @abstractmethod
     def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
-                   keys: dict[str, str]) -> None:
-        """One batch, in one transaction: `new` mentions created (and listed under `stage`, to be
-        undone should the run fail), `links` written under the staging tag (`keys`: uid -> key)."""
+                   keys: dict[str, str], documents: Sequence[DocumentRow] = (),
+                   in_edges: Sequence[tuple[str, str]] = ()) -> None:
+        """One batch, in one transaction: `new` mentions (and `documents`) created and listed under
+        `stage`, to be undone should the run fail; `links` written under the staging tag (`keys`:
+        uid -> key); `in_edges` (mention uid, document uid) joins new mentions to their document."""
 
     @abstractmethod
     def stage_publish(self, run: RunRecord, stage: str) -> None:
@@ -196,6 +205,11 @@ class GraphStore(ReingestReads, ABC):
                                              {"u": uids[i:i + 5000]}).rows:
                 out[uid] = (text, doc or "")
         return out
+
+    def document_uids(self, uids: list[str]) -> set[str]:
+        """Those of `uids` that are Document nodes already (index lookups)."""
+        q = "UNWIND $u AS x MATCH (d:Document {uid: x}) RETURN d.uid"
+        return {r[0] for i in range(0, len(uids), 5000) for r in self.query(q, {"u": uids[i:i + 5000]}).rows}
 
     @abstractmethod
     def close(self) -> None: ...

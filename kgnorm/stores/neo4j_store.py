@@ -12,13 +12,13 @@ import logging
 import os
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
-from kgnorm.stores.base import (PUBLISHED, STAGING, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult,
+from kgnorm.stores.base import (PUBLISHED, STAGING, DocumentRow, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult,
                                 RunRecord, RunWrite, concept_records, concept_key, ontology_record, redact,
                                 retired_records, stage_owner)
 
@@ -207,9 +207,12 @@ class Neo4jStore(GraphStore):
         self._write(lambda tx: tx.run("CREATE (r:Run) SET r = $row", row=row).consume(), f"writing run {run.uid}")
 
     def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
-                   keys: dict[str, str]) -> None:
+                   keys: dict[str, str], documents: Sequence[DocumentRow] = (),
+                   in_edges: Sequence[tuple[str, str]] = ()) -> None:
         mentions = [vars(m) for m in new]
         staged = [{"m": m.uid} for m in new]
+        docs = [vars(d) for d in documents]
+        joins = [{"m": m, "d": d} for m, d in in_edges]
         rows = [{"m": e.mention_uid, "c": keys[e.concept_uid], "score": float(e.score), "rank": int(e.rank)}
                 for e in links]
 
@@ -219,6 +222,12 @@ class Neo4jStore(GraphStore):
             for batch in _batches(staged):
                 tx.run("MATCH (s:Run {uid: $s}) UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) "
                        "CREATE (s)-[:STAGED]->(m)", s=stage, rows=batch).consume()
+            for batch in _batches(docs):
+                tx.run("MATCH (s:Run {uid: $s}) UNWIND $rows AS r CREATE (d:Document) SET d = r "
+                       "CREATE (s)-[:STAGED]->(d)", s=stage, rows=batch).consume()
+            for batch in _batches(joins):
+                tx.run("UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) MATCH (d:Document {uid: r.d}) "
+                       "CREATE (m)-[:`IN`]->(d)", rows=batch).consume()
             for batch in _batches(rows):
                 _all_written(tx, tx.run(
                     "UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) MATCH (c:Concept {key: r.c}) "
@@ -250,6 +259,8 @@ class Neo4jStore(GraphStore):
         if rows[0][0] == STAGING:  # unpublished: its new mentions and its edges go too
             steps = ["MATCH (:Run {uid: $s})-[x:STAGED]->(m:Mention) WITH DISTINCT m LIMIT 10000 "
                      "DETACH DELETE m RETURN count(*) AS n",
+                     "MATCH (:Run {uid: $s})-[x:STAGED]->(d:Document) WITH DISTINCT d LIMIT 10000 "
+                     "DETACH DELETE d RETURN count(*) AS n",
                      "MATCH ()-[l:LINKED_TO {run: $s}]->() WITH l LIMIT 10000 DELETE l RETURN count(*) AS n"] + steps
         for step in steps:
             while self._write(lambda tx: tx.run(step, s=stage).single()["n"], f"removing the staged rows of {stage}"):
