@@ -36,7 +36,7 @@ def link_cmd(
         "--nil-strategy", help="With auto: min_fp, max_tp, weighted, auto (the best of DILBERT's three on dev), "
                                 "dev_accuracy (the most accurate cut on dev), or classifier (gradient-boosted trees "
                                 "on the top-5 distances and the lexical overlap with the top-1 name, fitted on "
-                                "dev; kgnorm.linking.nil_classifier).")] = "auto",
+                                "dev; kgnorm.nil.classifier).")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Mentions linked per batch.")] = 256,
     write_batch: Annotated[int, typer.Option(
         "--write-batch", help="Mentions sent to the store at a time: memory follows this, not the input; the "

@@ -9,6 +9,7 @@ from typing import Any
 from kgnorm.errors import InputError, KgnormError
 from kgnorm.graph.ontology_graph import OntologyGraph
 from kgnorm.progress import note
+from kgnorm.jobs.store import open_writer
 from kgnorm.stores import LoadSummary, check_store_uri, open_store, store_exists
 
 FORMATS = ("obo", "mesh", "medic", "snomed", "meddra", "umls")
@@ -30,7 +31,7 @@ def ingest(fmt: str, path: str | Path, name: str | None = None, allow_dangling: 
         return _dry_run(fmt, path, name, allow_dangling, uri, quiet, **options)
     # An existing store is locked before the parse, so a second writer waits (or fails) before
     # it parses; readers are not blocked. A new store is made only once the file has parsed.
-    st = open_store(uri, lock_timeout=lock_timeout) if store_exists(uri) else None
+    st = open_writer(uri, lock_timeout=lock_timeout) if store_exists(uri) else None
     try:
         graph = _parse(fmt, path, name, allow_dangling, quiet, **options)
         if st is None:

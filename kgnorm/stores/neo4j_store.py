@@ -15,12 +15,14 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from kgnorm.stores.bolt_read import ACCESS_MODE_ERROR, read_checked
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
-from kgnorm.stores.base import (PUBLISHED, STAGING, DocumentRow, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult,
-                                RunRecord, RunWrite, concept_records, concept_key, ontology_record, redact,
-                                retired_records, stage_owner)
+from kgnorm.stores.base import (DocumentRow, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult, RunRecord,
+                                RunWrite, concept_records, concept_key, ontology_record, redact, refused_read_only,
+                                retired_records)
+from kgnorm.stores.stages import PUBLISHED, STAGING, stage_owner
 
 BATCH = 10_000
 
@@ -43,8 +45,9 @@ def split_credentials(uri: str) -> tuple[str, tuple[str, str] | None]:
 
 
 class Neo4jStore(GraphStore):
-    """`read_only`: every session runs in READ access mode (Neo4j refuses writes there) and the
-    schema DDL is not run, so readers never need write rights."""
+    """`read_only`: every session runs in READ access mode (Neo4j refuses writes there), each
+    query in a transaction kgnorm checks and rolls back (kgnorm.stores.bolt_read: servers that
+    ignore the access mode), and the schema DDL is not run, so readers never need write rights."""
 
     def __init__(self, uri: str, database: str | None = None, read_only: bool = False) -> None:
         import neo4j
@@ -65,6 +68,7 @@ class Neo4jStore(GraphStore):
             with self._session() as session:
                 for stmt in schema_statements("neo4j"):
                     session.run(stmt).consume()
+            self.opened_for_writing()
 
     def _session(self) -> Any:
         kw: dict[str, Any] = {"default_access_mode": self._mode}
@@ -78,11 +82,16 @@ class Neo4jStore(GraphStore):
 
         try:
             with self._session() as session:
+                if self.read_only:  # checked and rolled back by kgnorm, whatever the server does
+                    return read_checked(session, cypher, params or {}, _plain)
                 result = session.run(cypher, params or {})
                 columns = list(result.keys())
                 rows = [[_plain(v) for v in record.values()] for record in result]
         except Neo4jError as exc:
-            raise StoreError(f"query failed: {' '.join(str(exc.message or exc).split())}") from None
+            msg = " ".join(str(exc.message or exc).split())
+            if exc.code == ACCESS_MODE_ERROR:  # Neo4j 5 refused the write in a READ transaction
+                raise refused_read_only(msg) from None
+            raise StoreError(f"query failed: {msg}") from None
         return QueryResult(columns, rows)
 
     # -- writes --------------------------------------------------------------------
