@@ -336,13 +336,8 @@ def test_dry_run_never_makes_a_store(capsys, tmp_path):
 
 
 # -- OBO: an obsolete term with replaced_by moves its links; consider alone orphans them -----------
-OBO_V1 = """format-version: 1.2
-ontology: toy
-
-[Term]
-id: TOY:0000001
-name: toy root
-
+OBO_HEAD = "format-version: 1.2\nontology: toy\n\n[Term]\nid: TOY:0000001\nname: toy root\n"
+OBO_V1 = OBO_HEAD + """
 [Term]
 id: TOY:0000002
 name: toy anomaly
@@ -353,13 +348,7 @@ id: TOY:0000003
 name: toy defect
 is_a: TOY:0000001
 """
-OBO_V2 = """format-version: 1.2
-ontology: toy
-
-[Term]
-id: TOY:0000001
-name: toy root
-
+OBO_V2 = OBO_HEAD + """
 [Term]
 id: TOY:0000002
 name: toy anomaly
@@ -377,7 +366,6 @@ id: TOY:0000004
 name: toy anomaly, refined
 is_a: TOY:0000001
 """
-
 
 def test_obo_obsolete_replaced_by_moves_links(store, tmp_path):  # noqa: F811
     from kgnorm.ontologies import obo
