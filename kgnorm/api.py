@@ -129,6 +129,14 @@ class Workbench:
         # the TSV's text as values: rank and nil as integers, score as a float (4 decimals, as written)
         return frame.astype({"rank": int, "score": float, "nil": int})
 
+    def relink_orphans(self, model: str | Path, **options: Any) -> Any:
+        """``kgnorm link --relink-orphans``: link again the mentions a re-ingest left orphans of the
+        model's ontology, as one run; returns its LinkReport (run uid, mentions, edges, notes).
+        Options: ``kgnorm.jobs.relink.relink_orphans``'s (top_k, write_top_k, output, batch_size)."""
+        from kgnorm.jobs.relink import relink_orphans
+
+        return relink_orphans(model, store=self.store, lock_timeout=self.lock_timeout, **options)
+
     def annotate(self, ner: str | Path | Any, model: str | Path, input: str | Path, input_format: str = "text",
                  write: bool = True, **options: Any) -> pd.DataFrame:
         """Find mentions in raw documents (``ner``: ``"dictionary:ONT"``, a trained detector's directory or

@@ -93,6 +93,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     if report.get("unknown_gold_ids"):
         lines.append(f"gold ids the model or ontology lacks: {report['unknown_gold_ids']} (their "
                      f"{report['unknown_gold_mentions']} mention(s) scored as misses)")
+    if report.get("retired_gold_ids"):
+        lines.append(f"retired gold ids scored through their successor: {report['retired_gold_ids']} (in "
+                     f"{report['retired_gold_mentions']} mention(s))")
     if "nil" in report:
         nil = report["nil"]
         lines.append(f"nil: {nil['removed']} concept(s) removed, {nil['queries']} queries from {nil['documents']} "
