@@ -1,14 +1,16 @@
 """`kgnorm link`, `kgnorm embed`, `kgnorm eval link` (`train biosyn` is in train_cmds.py)."""
 from __future__ import annotations
 
-import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import FormatOpt, LockTimeoutOpt, QuietOpt, StoreOpt, info, json_safe, setup, warn
+from kgnorm.cli.common import (FormatOpt, LockTimeoutOpt, QuietOpt, StoreOpt, info, print_evaluation, print_report,
+                               setup)
+from kgnorm.errors import KgnormError
 
 AbbrOpt = Annotated[Optional[bool], typer.Option(
     "--abbreviations/--no-abbreviations", help="Expand abbreviations defined in the document.")]
@@ -22,7 +24,7 @@ ConsOpt = Annotated[Optional[bool], typer.Option(
 
 def link_cmd(
     model: Annotated[Path, typer.Option("--model", help="A trained model directory.")],
-    input: Annotated[Path, typer.Option("--input", help="Mentions: .concept, PubTator or TSV (id, text …).")],
+    input: Annotated[Optional[Path], typer.Option("--input", help="Mentions: .concept, PubTator or TSV (id, text …).")] = None,
     input_format: FormatOpt = None,
     top_k: Annotated[int, typer.Option("--top-k")] = 5,
     output: Annotated[Optional[Path], typer.Option("--output", help="TSV to write (default stdout).")] = None,
@@ -38,16 +40,29 @@ def link_cmd(
         "--nil-strategy", help="With auto: min_fp, max_tp, weighted, auto (the best of DILBERT's three on dev), "
                                 "dev_accuracy (the most accurate cut on dev), or classifier (gradient-boosted trees "
                                 "on the top-5 distances and the lexical overlap with the top-1 name, fitted on "
-                                "dev; kgnorm.linking.nil_classifier).")] = "auto",
+                                "dev; kgnorm.nil.classifier).")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Mentions linked per batch.")] = 256,
     write_batch: Annotated[int, typer.Option(
         "--write-batch", help="Mentions sent to the store at a time: memory follows this, not the input; the "
                               "run is still all or nothing (staged, then published).")] = 50_000,
     abbreviations: AbbrOpt = None, composites: CompOpt = None, consistency: ConsOpt = None,
+    relink_orphans: Annotated[bool, typer.Option(
+        "--relink-orphans", help="Instead of --input: link again the mentions a re-ingest of the model's ontology "
+                                 "left orphans (their concept went without a single successor).")] = False,
     store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
 ) -> None:
     """Link mentions to concepts; TSV out, LINKED_TO edges into the store."""
     setup(quiet)
+    if relink_orphans == (input is not None):
+        raise KgnormError("give --input, or --relink-orphans (not both)")
+    if relink_orphans:
+        from kgnorm.jobs.relink import relink_orphans as relink
+
+        with (open(output, "w", encoding="utf-8", newline="") if output else nullcontext(sys.stdout)) as fh:
+            report = relink(model, store=store, top_k=top_k, write_top_k=write_top_k, output=fh,
+                            batch_size=batch_size, lock_timeout=lock_timeout)
+        print_report(report, quiet)
+        return
     from kgnorm.jobs.link import link_mentions
 
     report = link_mentions(model, input, store=store, write=write, top_k=top_k, write_top_k=write_top_k,
@@ -56,10 +71,7 @@ def link_cmd(
                            batch_size=batch_size, write_batch=write_batch, abbreviations=abbreviations,
                            composites=composites, lock_timeout=lock_timeout, progress=not quiet,
                            consistency=consistency)
-    for note in report.notes:
-        warn(note)
-    for line in report.summary():
-        info(line, quiet)
+    print_report(report, quiet)
 
 
 def embed_cmd(
@@ -116,10 +128,4 @@ def eval_link_cmd(
                             allow_unknown_gold=allow_unknown_gold, train=train, input_format=input_format,
                             batch_size=batch_size, abbreviations=abbreviations, composites=composites,
                             nil_fraction=nil_fraction, nil_seed=nil_seed, store=store, consistency=consistency)
-    for note in report.pop("notes"):
-        warn(note)
-    if fmt == "json":
-        typer.echo(json.dumps(json_safe(report), indent=2))
-        return
-    for line in report_lines(report):
-        typer.echo(line)
+    print_evaluation(report, fmt, report_lines)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import InputError, KgnormError
-from kgnorm.linking.linker import PartLinker
+from kgnorm.linking.candidates import PartLinker
 from kgnorm.mentions.readers import read_mentions_with_abbreviations as read_gold_mentions
 from kgnorm.text.pipeline import TextPipeline
 
@@ -68,6 +68,7 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
     from kgnorm.evaluation.link_tsv import align, parse_link_rows, read_link_tsv, score, unknown_gold_ids
     from kgnorm.evaluation.composites import scoring_gold, unsplit_composites
     from kgnorm.evaluation.linking import refined_subset
+    from kgnorm.evaluation.retired import resolve_retired, retired_successors
     from kgnorm.linking.consistency import consistent_stream
     from kgnorm.linking.linker import link_stream, tsv_rows
 
@@ -88,6 +89,9 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
     if not mentions:
         raise InputError("no mentions", path=gold)
     golds = [scoring_gold(m) for m in mentions]  # one rule for several ids (kgnorm.evaluation.composites)
+    resolved = resolve_retired(golds, known, retired_successors(ontology or (meta or {}).get("ontology"), store),
+                               alt_ids)
+    golds = resolved.golds
     unknown = unknown_gold_ids(golds, known)
     n_unknown_mentions = 0
     if unknown:
@@ -107,5 +111,6 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
         out["refined"] = score(predicted, golds, alt_ids, idx)
     out["composites"], out["composites_unsplit"] = unsplit_composites(mentions, [len(p.parts) for p in predicted])
     out["unknown_gold_ids"] = len(unknown)
+    out["retired_gold_ids"], out["retired_gold_mentions"] = resolved.ids, resolved.mentions
     out["unknown_gold_mentions"] = n_unknown_mentions
     return out
