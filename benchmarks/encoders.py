@@ -69,7 +69,8 @@ def dilbert_step_seconds(dictionary, train_pairs, cfg, encoder=None, n_steps: in
     import torch
 
     from kgnorm.encoders.dense import DenseEncoder
-    from kgnorm.methods.dilbert.train import DilbertSampler, make_triplets, triplet_loss
+    from kgnorm.losses.triplet import triplet_loss
+    from kgnorm.methods.dilbert.train import DilbertSampler, make_triplets
 
     uniq = dict.fromkeys((q, frozenset(g)) for q, g in train_pairs)
     sampler = DilbertSampler(dictionary, [q for q, _ in uniq], [g for _, g in uniq], "random",

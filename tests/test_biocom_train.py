@@ -13,7 +13,7 @@ import torch
 import kgnorm.methods.biocom.train as train_mod
 from kgnorm.methods.biocom.corpus import build_corpus
 from kgnorm.methods.biocom.linker import INDEX_FILE, MODEL_JSON, ROWS_FILE, load_biocom
-from kgnorm.methods.biocom.loss import MultiSimilarityLoss
+from kgnorm.losses.multi_similarity import MultiSimilarityLoss
 from kgnorm.methods.biocom.train import BiocomConfig, train_biocom
 from kgnorm.errors import KgnormError
 

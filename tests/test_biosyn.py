@@ -13,7 +13,8 @@ from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.biosyn.model import load_biosyn
 from kgnorm.methods.model_dir import read_model_meta, write_model_meta
 from kgnorm.methods.biosyn import train as tb
-from kgnorm.methods.biosyn.train import BioSynConfig, marginal_nll, train_biosyn
+from kgnorm.losses.marginal_nll import marginal_nll
+from kgnorm.methods.biosyn.train import BioSynConfig, train_biosyn
 
 ENTRIES = [
     ("heart attack", "MESH:D1"), ("myocardial infarction", "MESH:D1"),

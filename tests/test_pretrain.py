@@ -10,7 +10,7 @@ import torch
 
 from cli_runner import exit_code, run
 from test_cli_encoders import TINY_OBO  # 8 concepts, 7 with two or more names, an IS_A tree
-from kgnorm.methods.biocom.loss import mine_pairs, ms_loss
+from kgnorm.losses.multi_similarity import mine_pairs, ms_loss
 from kgnorm.errors import KgnormError
 from kgnorm.graph.views import ConceptNames, OntologySnapshot
 from kgnorm.pretraining import (META_FILE, PretrainConfig, build_pretrain_data, pretrain, pretrain_encoder,

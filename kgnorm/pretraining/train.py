@@ -2,11 +2,11 @@
 Liu et al. 2021), optionally with a hierarchy term (CODER's idea of using the graph's relations).
 
 Each step draws ``concepts_per_batch`` concepts × ``names_per_concept`` of their names (the
-BioCoM :class:`~kgnorm.methods.biocom.sampler.ConceptBatchSampler`: every name about once per epoch,
+BioCoM :class:`~kgnorm.samplers.concept_batch.ConceptBatchSampler`: every name about once per epoch,
 a resumed run replays the same batches), encodes them with length bucketing (each bucket of
 ``bucket`` names padded only to its own longest name: names are short, one long one would
 otherwise set the width of the whole batch) and minimises the Multi-Similarity loss with
-online hard-pair mining (:mod:`kgnorm.methods.biocom.loss`; SapBERT's α 1, β 60, λ 0.5, ε 0.2) with AdamW.
+online hard-pair mining (:mod:`kgnorm.losses.multi_similarity`; SapBERT's α 1, β 60, λ 0.5, ε 0.2) with AdamW.
 
 Hierarchy term (``hierarchy=True``): for one name of each concept of the batch, a name of a
 direct parent (drawn with the shared :class:`~kgnorm.samplers.parents.ParentPositiveSampler`
@@ -38,8 +38,8 @@ import numpy as np
 import torch
 
 from kgnorm.errors import KgnormError
-from kgnorm.methods.biocom.loss import ms_loss
-from kgnorm.methods.biocom.sampler import ConceptBatchSampler
+from kgnorm.losses.multi_similarity import ms_loss
+from kgnorm.samplers.concept_batch import ConceptBatchSampler
 from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
 from kgnorm.training.loop import LoopConfig, TrainingLoop, checkpoint_fingerprint
 from kgnorm.training.task import TrainingTask

@@ -72,9 +72,9 @@ from .corpus import Corpus, load_corpus
 from .data import TrainingData, prepare_dev, prepare_training_data
 from .linker import (ENCODER_DIR, INDEX_TYPES, MODEL_JSON, BiocomLinker, build_index,
                      evaluate_rankings, load_biocom, save_linker, vote_rankings)
-from .loss import MultiSimilarityLoss
+from kgnorm.losses.multi_similarity import MultiSimilarityLoss
 from .model import MARKERS, BiocomEncoder, Item
-from .sampler import ConceptBatchSampler
+from kgnorm.samplers.concept_batch import ConceptBatchSampler
 
 __all__ = ["BiocomConfig", "BiocomTrainResult", "train_biocom", "evaluate_dev",
            "prepare_dev"]

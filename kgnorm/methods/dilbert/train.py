@@ -83,7 +83,8 @@ from kgnorm.errors import KgnormError
 from kgnorm.graph.hierarchy import Hierarchy
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.bne.model import as_name_dictionary
-from kgnorm.methods.dilbert.model import DISTANCES, DilbertModel, load_dilbert
+from kgnorm.losses.triplet import DISTANCES, MININGS, triplet_loss
+from kgnorm.methods.dilbert.model import DilbertModel, load_dilbert
 from kgnorm.methods.indexed_names import selected_model
 from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
 from kgnorm.training.loop import LoopConfig, TrainingLoop
@@ -97,7 +98,6 @@ __all__ = ["STRATEGIES", "PAIRINGS", "BATCHINGS", "MININGS", "DilbertConfig", "D
            "train_dilbert", "load_dilbert"]
 
 CHECKPOINT = "last.pt"
-MININGS = ("all", "semi-hard")
 
 
 @dataclass
@@ -145,35 +145,6 @@ class DilbertTrainResult:
     resumed_from: dict | None = None
     train_seconds: float = 0.0
     stop_reason: str = "epochs"             # the loop's: epochs | max_seconds
-
-
-# ---------------------------------------------------------------------- loss
-def triplet_loss(anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor,
-                 margin: float = 1.0, distance: str = "euclidean",
-                 mining: str = "all") -> torch.Tensor:
-    """``mean(relu(d(a, p) - d(a, n) + margin))``; ``d`` Euclidean or ``1 - cosine``.
-
-    ``mining="semi-hard"`` (FaceNet, Schroff et al. 2015) averages over the triplets whose
-    negative is farther than the positive (``d(a, n) > d(a, p)``) only: a triplet whose
-    negative is closer lowers its loss most easily by shrinking every distance, which
-    with the hardest negatives drives the encoder towards a collapsed space."""
-    if distance == "euclidean":
-        dp = torch.nn.functional.pairwise_distance(anchor, positive)
-        dn = torch.nn.functional.pairwise_distance(anchor, negative)
-    elif distance == "cosine":
-        dp = 1.0 - torch.nn.functional.cosine_similarity(anchor, positive)
-        dn = 1.0 - torch.nn.functional.cosine_similarity(anchor, negative)
-    else:
-        raise KgnormError(f"unknown distance {distance!r} (choose from {', '.join(DISTANCES)})")
-    losses = torch.relu(dp - dn + float(margin))
-    if mining == "all":
-        return losses.mean()
-    if mining != "semi-hard":
-        raise KgnormError(f"unknown triplet mining {mining!r} (choose from {', '.join(MININGS)})")
-    keep = (dn > dp).detach()
-    if not bool(keep.any()):
-        return (losses * 0.0).sum()  # keeps the graph: a step with no semi-hard triplet is a no-op
-    return losses[keep].mean()
 
 
 # ---------------------------------------------------------------------- trainer
