@@ -21,8 +21,8 @@ class Toy(TrainingTask):
         g = np.random.default_rng(0)
         self.x = torch.from_numpy(g.normal(size=(20, 5)).astype(np.float32))
         self.y = self.x @ torch.arange(5, dtype=torch.float32)
-        self.net = torch.nn.Sequential(torch.nn.Dropout(0.2), torch.nn.Linear(5, 1))
-        self.opt = torch.optim.Adam(self.net.parameters(), lr=0.05)
+        self.net = self.module = torch.nn.Sequential(torch.nn.Dropout(0.2), torch.nn.Linear(5, 1))
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=0.05)
         self.batch, self.dev_scores, self.fail_at = batch, list(dev_scores or []), fail_at
         self.steps_run, self.saved, self.perm = 0, [], None
 
@@ -34,17 +34,13 @@ class Toy(TrainingTask):
     def epoch_state(self):
         return {"perm": self.perm}
 
-    def train_step(self, step):
+    def loss(self, step):
         if self.fail_at is not None and self.steps_run == self.fail_at:
             raise KeyboardInterrupt
         self.steps_run += 1
         self.net.train()
         sel = self.perm[step * self.batch:(step + 1) * self.batch]
-        loss = ((self.net(self.x[sel]).squeeze(-1) - self.y[sel]) ** 2).mean()
-        self.opt.zero_grad()
-        loss.backward()
-        self.opt.step()
-        return float(loss.detach())
+        return ((self.net(self.x[sel]).squeeze(-1) - self.y[sel]) ** 2).mean()
 
     def end_epoch(self):
         return {"norm": float(self.net[1].weight.detach().norm())}
@@ -56,13 +52,6 @@ class Toy(TrainingTask):
 
     def save(self, record, history):
         self.saved.append(record["epoch"])
-
-    def state_dict(self):
-        return {"model": self.net.state_dict(), "optimizer": self.opt.state_dict()}
-
-    def load_state_dict(self, state):
-        self.net.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
 
 
 def _run(task, path, resume=True, **kw):

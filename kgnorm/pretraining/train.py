@@ -169,8 +169,12 @@ class PretrainTask(TrainingTask):
         self.on_log = on_log
         self.sampler = ConceptBatchSampler(data.groups, cfg.concepts_per_batch, cfg.names_per_concept,
                                            cfg.seed)
-        self.params = [p for p in enc.model.parameters() if p.requires_grad]
-        self.opt = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.module = enc.model
+        self.optimizer = torch.optim.AdamW([p for p in enc.model.parameters() if p.requires_grad], lr=cfg.lr,
+                                           weight_decay=cfg.weight_decay)
+        self.clip_norm = cfg.grad_clip or None
+        self._t0 = 0.0
+        self._parts = (0, 0, 0, 0.0, 0)
         self.labels = torch.tensor(data.labels)
         self.plan: list = []
         self.epoch = self.steps = 0
@@ -196,8 +200,9 @@ class PretrainTask(TrainingTask):
         p = torch.nn.functional.normalize(self.enc.embed_bucketed(parent_names, cfg.bucket), dim=-1)
         return torch.relu(cfg.hierarchy_margin - (a * p).sum(-1)).mean(), len(anchors)
 
-    def train_step(self, step: int) -> float:
-        cfg, t0 = self.cfg, time.perf_counter()
+    def loss(self, step: int) -> torch.Tensor:
+        cfg = self.cfg
+        self._t0 = time.perf_counter()
         rows = self.plan[step]
         emb = self.enc.embed_bucketed([self.data.names[r] for r in rows], bucket=cfg.bucket)
         loss, stats = ms_loss(emb, self.labels[rows].to(emb.device), cfg.alpha, cfg.beta, cfg.lam,
@@ -208,18 +213,15 @@ class PretrainTask(TrainingTask):
             if term is not None:
                 loss = loss + cfg.hierarchy_weight * term
                 h_loss = float(term.detach())
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.grad_clip:
-            torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
-        self.opt.step()
+        self._parts = (stats.anchors, stats.positives, stats.negatives, h_loss, h_pairs)
+        return loss
+
+    def after_step(self, step: int, loss: float) -> None:
         self.steps += 1
-        self.elapsed += time.perf_counter() - t0
-        value = float(loss.detach())
-        self.window.append((value, stats.anchors, stats.positives, stats.negatives, h_loss, h_pairs))
-        if len(self.window) >= cfg.log_steps or step + 1 == len(self.plan):
+        self.elapsed += time.perf_counter() - self._t0
+        self.window.append((loss, *self._parts))
+        if len(self.window) >= self.cfg.log_steps or step + 1 == len(self.plan):
             self._log()
-        return value
 
     def _log(self) -> None:
         w = np.array(self.window)
@@ -235,13 +237,11 @@ class PretrainTask(TrainingTask):
             self.on_log(rec)
 
     def state_dict(self) -> dict:
-        return {"model": self.enc.model.state_dict(), "optimizer": self.opt.state_dict(),
-                "ontologies": self.data.ontologies, "encoder": self.enc_id, "log": self.log,
+        return {**super().state_dict(), "ontologies": self.data.ontologies, "encoder": self.enc_id, "log": self.log,
                 "task_steps": self.steps, "task_elapsed": self.elapsed}
 
     def load_state_dict(self, state: dict) -> None:
-        self.enc.model.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
+        super().load_state_dict(state)
         self.log = list(state["log"])
         self.steps, self.elapsed = int(state["task_steps"]), float(state["task_elapsed"])
 

@@ -1,10 +1,12 @@
 """One training loop for every method (after PyKEEN's training loops and
 sentence-transformers' ``fit``): the method supplies a
-:class:`~kgnorm.training.task.TrainingTask` -- its model, sampler, loss step and dev metric --
+:class:`~kgnorm.training.task.TrainingTask` -- its module, optimizer, the loss of a batch, its
+sampler and dev metric --
 and :class:`TrainingLoop` owns the machinery they all need, so that it is written (and
 fixed) once:
 
-* epochs of steps, with ``max_steps_per_epoch`` for smoke runs and time-boxing;
+* epochs of steps -- zero_grad, backward, gradient clipping, the optimizer and scheduler steps
+  on the task's loss -- with ``max_steps_per_epoch`` for smoke runs and time-boxing;
 * seeding: ``epoch_seed`` reseeds torch before every epoch, ``step_seed`` before every step
   (dropout then replays on resume without any saved state); the tasks seed their own
   samplers with the epoch they are given;
@@ -283,6 +285,25 @@ class TrainingLoop:
             history=self.history, resumed_from=resumed_from, stop_reason=self.stop_reason,
             elapsed=self.elapsed())
 
+    def _optimise(self, step: int) -> float | None:
+        """One batch: the task's loss, then backward, gradient clipping, the optimizer and
+        scheduler steps (:meth:`TrainingTask.loss` says when a batch is skipped)."""
+        task = self.task
+        loss = task.loss(step)
+        if loss is None:
+            return None
+        task.optimizer.zero_grad(set_to_none=True)
+        if loss.requires_grad:
+            loss.backward()
+            if task.clip_norm:
+                torch.nn.utils.clip_grad_norm_(task.module.parameters(), task.clip_norm)
+            task.optimizer.step()
+        if task.scheduler is not None:
+            task.scheduler.step()
+        value = float(loss.detach())
+        task.after_step(step, value)
+        return value
+
     def _run_epoch(self, ebar) -> bool:
         """One epoch (or its rest); False when a budget or patience stopped it inside."""
         c, task, epoch = self.cfg, self.task, self.epoch
@@ -308,7 +329,7 @@ class TrainingLoop:
                 if c.step_seed is not None:
                     torch.manual_seed(c.step_seed * 1_000_003 + self.global_step)
                 t0 = time.perf_counter()
-                loss = task.train_step(b)
+                loss = self._optimise(b)
                 dt = time.perf_counter() - t0
                 self._step_seconds += dt
                 seconds_train += dt

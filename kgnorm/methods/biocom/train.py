@@ -216,8 +216,10 @@ class BiocomTask(TrainingTask):
                  out: Path) -> None:
         self.enc, self.data, self.sampler, self.cfg, self.out = enc, data, sampler, cfg, out
         self.dev_items, self.dev_gold = dev_items, dev_gold
-        self.opt = torch.optim.AdamW(enc.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        self.sched = _scheduler(self.opt, cfg.warmup_steps)
+        self.module = enc.model
+        self.optimizer = torch.optim.AdamW(enc.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.scheduler = _scheduler(self.optimizer, cfg.warmup_steps)
+        self.clip_norm = cfg.grad_clip or None
         self.loss_fn = MultiSimilarityLoss(cfg.alpha, cfg.beta, cfg.lam, cfg.epsilon, cfg.mining)
         self.plan: list = []
         self.vecs: np.ndarray | None = None
@@ -227,19 +229,13 @@ class BiocomTask(TrainingTask):
         self.enc.train()
         return len(self.plan)
 
-    def train_step(self, step: int) -> float:
+    def loss(self, step: int) -> torch.Tensor:
         rows, data = self.plan[step], self.data
         vec = self.enc.forward([data.train_items[r] for r in rows])
         labels = torch.tensor([data.train_labels[r] for r in rows], device=vec.device)
         loss = self.loss_fn(vec, labels)
-        self.opt.zero_grad(set_to_none=True)
-        if loss.requires_grad and self.loss_fn.last_stats.anchors > 0:
-            loss.backward()
-            if self.cfg.grad_clip:
-                torch.nn.utils.clip_grad_norm_(self.enc.model.parameters(), self.cfg.grad_clip)
-            self.opt.step()
-        self.sched.step()
-        return float(loss.detach())
+        # no anchor with a mined pair: counted, but no optimizer step (the schedule moves on)
+        return loss if self.loss_fn.last_stats.anchors > 0 else loss.detach()
 
     def evaluate(self) -> dict | None:
         if not self.dev_items:
@@ -258,15 +254,6 @@ class BiocomTask(TrainingTask):
         tmp = path.with_name("best_vectors.tmp.npy")
         np.save(tmp, self.vecs)
         os.replace(tmp, path)
-
-    def state_dict(self) -> dict:
-        return {"model": self.enc.model.state_dict(), "optimizer": self.opt.state_dict(),
-                "scheduler": self.sched.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.enc.model.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
-        self.sched.load_state_dict(state["scheduler"])
 
 
 def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Path, *,

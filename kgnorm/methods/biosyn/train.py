@@ -138,6 +138,7 @@ class BioSynTask(TrainingTask):
         self.q_sparse = model.sparse.transform(queries)         # sparse candidates: once
         _, self.s_idx = model.sparse.topk(self.q_sparse, self.fetch)
         bert_params = [p for p in model.encoder.model.parameters() if p.requires_grad]
+        self.module = model.encoder.model
         self.optimizer = torch.optim.Adam(
             [{"params": bert_params},
              {"params": [model.sparse_weight], "lr": cfg.sparse_weight_lr, "weight_decay": 0.0}],
@@ -181,7 +182,7 @@ class BioSynTask(TrainingTask):
     def epoch_state(self) -> dict:
         return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in self.state.items()}
 
-    def train_step(self, step: int) -> float | None:
+    def loss(self, step: int) -> torch.Tensor | None:
         st, bs = self.state, self.cfg.batch_size
         sel = st["perm"][step * bs:(step + 1) * bs]
         lab = torch.from_numpy(st["labels"][sel])
@@ -190,12 +191,8 @@ class BioSynTask(TrainingTask):
         scores = self.model([self.queries[i] for i in sel],
                             [[self.names[c] for c in st["cand"][i]] for i in sel],
                             torch.from_numpy(st["c_sparse"][sel]))
-        loss = marginal_nll(scores, lab.to(scores.device),
+        return marginal_nll(scores, lab.to(scores.device),
                             torch.from_numpy(st["mult"][sel]).to(scores.device))
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        return float(loss.detach())
 
     def end_epoch(self) -> dict:
         """Encode the dictionary once: the saved index, dev, and the next epoch's candidates."""
@@ -217,15 +214,12 @@ class BioSynTask(TrainingTask):
                     extra={"training": {"n_queries": len(self.queries), "history": history}})
 
     def state_dict(self) -> dict:
-        return {"model": self.model.encoder.model.state_dict(),
-                "sparse_weight": self.model.sparse_weight.detach().cpu().clone(),
-                "optimizer": self.optimizer.state_dict()}
+        return {**super().state_dict(), "sparse_weight": self.model.sparse_weight.detach().cpu().clone()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.model.encoder.model.load_state_dict(state["model"])
+        super().load_state_dict(state)
         with torch.no_grad():
             self.model.sparse_weight.copy_(state["sparse_weight"].to(self.model.sparse_weight.device))
-        self.optimizer.load_state_dict(state["optimizer"])
 
 
 def train_biosyn(model: BioSynModel, dictionary: NameDictionary,

@@ -164,7 +164,9 @@ class BneTask(TrainingTask):
                  dev_g: list[frozenset[str]], best_path: Path) -> None:
         self.model, self.net, self.data, self.items, self.draws = model, model.net, data, items, draws
         self.cfg, self.dev_q, self.dev_g, self.best_path = cfg, dev_q, dev_g, best_path
+        self.module = self.net
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.learning_rate)
+        self.clip_norm = cfg.clip if cfg.clip and cfg.clip > 0 else None
         self.perm: np.ndarray = np.arange(0)
         self.syn: np.ndarray = np.arange(0)
         self.siblings: list[list[int]] | None = None
@@ -178,17 +180,11 @@ class BneTask(TrainingTask):
                                        else (None, None))
         return math.ceil(len(self.items) / self.cfg.batch_size)
 
-    def train_step(self, step: int) -> float:
+    def loss(self, step: int) -> torch.Tensor:
         cfg = self.cfg
         self.net.train()  # an evaluation inside the epoch leaves eval mode
         sel = self.perm[step * cfg.batch_size:(step + 1) * cfg.batch_size]
-        loss, _ = batch_loss(self.model, self.data, sel, self.syn, self.siblings, self.parents)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.clip and cfg.clip > 0:
-            torch.nn.utils.clip_grad_norm_(self.net.parameters(), cfg.clip)
-        self.optimizer.step()
-        return float(loss.detach())
+        return batch_loss(self.model, self.data, sel, self.syn, self.siblings, self.parents)[0]
 
     def evaluate(self) -> dict | None:
         if not self.dev_q:
@@ -199,13 +195,6 @@ class BneTask(TrainingTask):
 
     def save(self, record: dict, history: list[dict]) -> None:
         _save_weights(self.net.state_dict(), self.best_path)
-
-    def state_dict(self) -> dict:
-        return {"model": self.net.state_dict(), "optimizer": self.optimizer.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.net.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
 
 
 def _begin(loop: TrainingLoop, path: Path) -> dict | None:

@@ -187,6 +187,7 @@ class DilbertTask(TrainingTask):
         self.dev, self.cfg, self.out, self.ontology = dev, cfg, out, ontology
         self.progress = progress
         params = [p for p in self.enc.model.parameters() if p.requires_grad]
+        self.module = self.enc.model
         self.optimizer = torch.optim.Adam(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
         self.name_vecs: np.ndarray | None = None   # dictionary vectors of the current weights
         self.triplets: list[tuple[str, str, str]] = []
@@ -223,7 +224,7 @@ class DilbertTask(TrainingTask):
     def epoch_state(self) -> dict:
         return {"triplets": [list(t) for t in self.triplets]}
 
-    def train_step(self, step: int) -> float:
+    def loss(self, step: int) -> torch.Tensor:
         cfg = self.cfg
         batch = self.triplets[step * cfg.batch_size:(step + 1) * cfg.batch_size]
         uniq: dict[str, int] = {}
@@ -232,12 +233,8 @@ class DilbertTask(TrainingTask):
                 uniq.setdefault(x, len(uniq))
         vec = self.enc.embed_bucketed(list(uniq))
         ix = torch.tensor([[uniq[x] for x in t] for t in batch], device=vec.device)
-        loss = triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin,
+        return triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin,
                             cfg.distance, cfg.mining)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        return float(loss.detach())
 
     def end_epoch(self) -> dict:
         self.enc.model.eval()
@@ -256,13 +253,6 @@ class DilbertTask(TrainingTask):
                         extra={"training": {"n_queries": len(self.sampler),
                                             "n_skipped": self.sampler.n_skipped,
                                             "history": history}})
-
-    def state_dict(self) -> dict:
-        return {"model": self.enc.model.state_dict(), "optimizer": self.optimizer.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.enc.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
 
 
 def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
