@@ -1,4 +1,4 @@
-"""`kgnorm pretrain`: an encoder self-aligned on the ontologies' synonyms (kgnorm.pretraining)."""
+"""`kgnorm pretrain`: an encoder self-aligned on the ontologies' synonyms (kgnorm.methods.pretrain)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,7 +36,7 @@ def pretrain_cmd(
 ) -> None:
     """Pretrain a name encoder on ontology synonyms (SapBERT-style Multi-Similarity self-alignment)."""
     setup(quiet)
-    from kgnorm.pretraining.recipe import run
+    from kgnorm.methods.pretrain.recipe import run
 
     def log_line(rec: dict) -> None:
         info(f"step {rec['step']} (epoch {rec['epoch'] + 1}): loss {rec['loss']:.4f}, mined pairs "

@@ -80,7 +80,7 @@ class Workbench:
         pretrain`) into ``out``, a plain Hugging Face directory every ``encoder=`` option takes.
         Options: ``encoder``, ``max_minutes``, ``threads``, ``resume`` and :class:`PretrainConfig`'s
         fields (``hierarchy=True``, ``epochs``, ``lr`` …)."""
-        from kgnorm.pretraining.recipe import run
+        from kgnorm.methods.pretrain.recipe import run
 
         if "store" in options:
             raise KgnormError("pretrain uses the Workbench's store; make another Workbench for another store")

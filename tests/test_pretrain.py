@@ -1,4 +1,4 @@
-"""Pretraining on ontology synonyms (kgnorm.pretraining): the data, the mining, the loss going
+"""Pretraining on ontology synonyms (kgnorm.methods.pretrain): the data, the mining, the loss going
 down, resuming, and `kgnorm pretrain` end to end with its one-line errors that write nothing."""
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from test_cli_encoders import TINY_OBO  # 8 concepts, 7 with two or more names, 
 from kgnorm.losses.multi_similarity import mine_pairs, ms_loss
 from kgnorm.errors import KgnormError
 from kgnorm.graph.views import ConceptNames, OntologySnapshot
-from kgnorm.pretraining import (META_FILE, PretrainConfig, build_pretrain_data, pretrain, pretrain_encoder,
+from kgnorm.methods.pretrain import (META_FILE, PretrainConfig, build_pretrain_data, pretrain, pretrain_encoder,
                                 read_pretrain_data)
-from kgnorm.pretraining.train import CHECKPOINT
+from kgnorm.methods.pretrain.train import CHECKPOINT
 from kgnorm.stores import open_store
 from kgnorm.text.pipeline import TextPipeline
 
