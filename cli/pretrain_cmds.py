@@ -48,6 +48,6 @@ def pretrain_cmd(
                  pooling=pooling, max_length=max_length, hierarchy=hierarchy,
                  hierarchy_margin=hierarchy_margin, checkpoint_steps=checkpoint_steps, seed=seed)
     how = "all epochs" if result.complete else "stopped by the budget; --resume continues"
-    info(f"pretrained {result.steps} step(s), {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s "
+    info(f"pretrained {result.global_step} step(s), {result.epochs_completed} epoch(s) in {result.elapsed:.0f}s "
          f"({how}){' after resuming' if result.resumed else ''}", quiet)
     info(f"encoder → {out} (pass it as --encoder, pooling {pooling})", quiet)

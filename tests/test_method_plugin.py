@@ -66,10 +66,9 @@ def train(opts, store=None, quiet=False):
         for n in c.all_names():
             names.append(n)
             groups.append(i)
+    loop = TrainingLoop(LoopConfig(epochs=opts.epochs, seed=opts.seed, progress=False), opts.out)
     task = ToyTask(names, groups, opts.dim)
-    torch.manual_seed(opts.seed)
-    res = TrainingLoop(task, LoopConfig(epochs=opts.epochs, progress=False), Path(opts.out) / "checkpoints" / "last.pt",
-                       "toy").run()
+    res = loop.run(task, {"names": names, "dim": opts.dim})
     torch.save(task.module.state_dict(), Path(opts.out) / "toy.pt")
     write_model_meta(opts.out, {"method": "toy", "dim": opts.dim, "epochs": res.epochs_completed,
                                 "loss": [h["loss"] for h in res.history]})

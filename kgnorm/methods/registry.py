@@ -8,7 +8,7 @@ another method. A new method is a folder beside the others and one line here (or
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -41,11 +41,15 @@ class Method:
         """``Options(out=out, **options)``; a keyword it lacks, or a required one left out, is one
         clear error."""
         cls = self.options()
-        try:
-            return cls(out=Path(out), **options)
-        except TypeError as exc:
-            known = [f.name for f in fields(cls) if f.name != "out"]
-            raise KgnormError(f"train {self.name}: {exc} (its options: {', '.join(known)})") from None
+        known = [f.name for f in fields(cls) if f.name != "out"]
+        unknown = [k for k in options if k not in known]
+        missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+                   and f.name != "out" and f.name not in options]
+        if unknown or missing:
+            why = (f"unexpected keyword argument {unknown[0]!r}" if unknown
+                   else f"missing a required argument: {missing[0]!r}")
+            raise KgnormError(f"train {self.name}: {why} (its options: {', '.join(known)})")
+        return cls(out=Path(out), **options)
 
     def run_recipe(self, out: str | Path, *, store: str | None = None, quiet: bool = False,
                    **options: Any) -> Path:

@@ -20,7 +20,7 @@ from typing import Any
 __all__ = [
     "build_corpus", "check_corpus", "load_corpus", "NameMatcher", "CorpusSummary",
     "BiocomEncoder",
-    "BiocomConfig", "BiocomTrainResult", "train_biocom", "BiocomLinker", "load_biocom",
+    "BiocomConfig", "train_biocom", "BiocomLinker", "load_biocom",
     "knn_vote",
 ]
 
@@ -28,7 +28,7 @@ _WHERE = {
     "build_corpus": "corpus", "check_corpus": "corpus", "load_corpus": "corpus",
     "NameMatcher": "corpus", "CorpusSummary": "corpus",
     "BiocomEncoder": "model",
-    "BiocomConfig": "train", "BiocomTrainResult": "train", "train_biocom": "train",
+    "BiocomConfig": "train", "train_biocom": "train",
     "BiocomLinker": "linker", "load_biocom": "linker", "knn_vote": "linker",
 }
 

@@ -54,8 +54,9 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     result = train_biocom(Path(opts.corpus), opts.out, opts.encoder or default_encoder_path(), dev=dev_mentions, config=cfg,
                           ontology=opts.ontology, version=version, resume=opts.resume)
     update_meta(opts.out, ontology=opts.ontology, ontology_version=version, text_pipeline=PIPELINE)
-    msg = f"BioCoM: {result.steps} steps, {result.epochs_run} epoch(s) in {result.train_seconds:.0f}s, k={result.k}"
-    if result.dev_metrics:
-        msg += f", dev {result.dev_metrics}"
+    msg = (f"BioCoM: {result.global_step} steps, {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s, "
+           f"k={result.info['k']}")
+    if result.info["dev"]:
+        msg += f", dev {result.info['dev']}"
     note(msg + f" → {opts.out}", quiet)
     return opts.out

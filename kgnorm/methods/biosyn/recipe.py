@@ -87,10 +87,10 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
 
         result = train_biosyn(model, search_dict, train_pairs, dev_pairs, opts.out, cfg, resume=opts.resume,
                               progress=not quiet, ontology=onto, on_epoch=epoch_line)
-        msg = (f"trained {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s on {result.n_queries:,} "
+        msg = (f"trained {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s on {result.info['n_queries']:,} "
                f"queries")
-        if result.best_dev_acc1 is not None:
-            msg += f"; best dev Acc@1 {result.best_dev_acc1:.4f} at epoch {result.best_epoch}"
+        if result.best_value is not None:
+            msg += f"; best dev Acc@1 {result.best_value:.4f} at epoch {result.best_epoch}"
         note(msg, quiet)
     else:
         note(f"encoding {len(search_dict):,} dictionary names for the dense index …", quiet)

@@ -45,12 +45,10 @@ settings is refused. Same seed and same data give the same run.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -63,15 +61,13 @@ from kgnorm.methods.biosyn.model import BioSynModel, load_biosyn, save_biosyn
 from kgnorm.methods.indexed_names import selected_model
 from kgnorm.methods.biosyn.sampling import combine_candidates, gold_concepts
 from kgnorm.losses.marginal_nll import marginal_nll
-from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
-from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.checkpoints import ResumableConfig
+from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainResult
 from kgnorm.training.task import TrainingTask
-from kgnorm.training.queries import DevQueries, prepare_queries
+from kgnorm.training.queries import DevQueries, prepare_queries, query_fingerprint
 
 # the names older code and tests use
 _combine, _gold_concepts, _prepare = combine_candidates, gold_concepts, prepare_queries
-
-CHECKPOINT = "last.pt"
 
 
 @dataclass
@@ -101,19 +97,6 @@ class BioSynConfig(ResumableConfig):
 
     _RESUMABLE = ("epochs", "eval_batch_size", "encode_batch_size", "checkpoint_every_steps",
                   "checkpoint_every_seconds", "max_seconds")
-
-
-@dataclass
-class TrainResult:
-    out_dir: Path
-    model: BioSynModel
-    best_epoch: int | None
-    best_dev_acc1: float | None
-    epochs_completed: int
-    history: list[dict] = field(default_factory=list)
-    resumed_from: dict | None = None
-    train_seconds: float = 0.0
-    n_queries: int = 0
 
 
 class BioSynTask(TrainingTask):
@@ -235,9 +218,11 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
     if cfg.top_k < 1 or not 0.0 <= cfg.dense_ratio <= 1.0 or cfg.batch_size < 1:
         raise KgnormError("BioSynConfig: need top_k >= 1, 0 <= dense_ratio <= 1, batch_size >= 1")
     out = Path(out_dir)
-    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
-    t_start = time.perf_counter()
-    seed_all(cfg.seed)
+    loop = TrainingLoop(LoopConfig(epochs=cfg.epochs, name="biosyn", max_seconds=cfg.max_seconds,
+                                   max_steps_per_epoch=cfg.max_steps_per_epoch,
+                                   checkpoint_every_steps=cfg.checkpoint_every_steps,
+                                   checkpoint_every_seconds=cfg.checkpoint_every_seconds, seed=cfg.seed,
+                                   progress=progress), out, resume=resume, on_record=on_epoch)
 
     if cfg.max_length is not None:
         model.encoder.max_length = int(cfg.max_length)
@@ -250,22 +235,9 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
         raise KgnormError("no training queries with a gold uid")
     dev_queries = DevQueries.from_pairs(dev, cfg.eval_top_k, cfg.eval_batch_size)
 
-    fingerprint = hashlib.sha1(json.dumps({
-        "config": cfg.fingerprint_dict(), "queries": digest(queries),
-        "golds": digest(["|".join(sorted(g)) for g in golds]), "names": digest(dictionary.names),
-        "uids": digest(["|".join(u) for u in dictionary.uids]),
-        "encoder": model.encoder.config(), "dim": model.encoder.dim,
-        "objective": "concept-marginal",
-    }, sort_keys=True).encode()).hexdigest()
+    fingerprint = query_fingerprint(cfg, queries, golds, dictionary, model.encoder, objective="concept-marginal")
     task = BioSynTask(model, dictionary, queries, golds, dev_queries, cfg, out, ontology, progress)
-    loop_cfg = LoopConfig(epochs=cfg.epochs, name="biosyn", max_seconds=cfg.max_seconds,
-                          max_steps_per_epoch=cfg.max_steps_per_epoch,
-                          checkpoint_every_steps=cfg.checkpoint_every_steps,
-                          checkpoint_every_seconds=cfg.checkpoint_every_seconds, progress=progress)
-    res = TrainingLoop(task, loop_cfg, out / "checkpoints" / CHECKPOINT, fingerprint, resume=resume,
-                       on_record=on_epoch, t_start=t_start).run()
-    return TrainResult(out_dir=out, model=selected_model(out, load_biosyn, model, str(model.device)),
-                       best_epoch=res.best_epoch,
-                       best_dev_acc1=res.best_value, epochs_completed=res.epochs_completed,
-                       history=res.history, resumed_from=res.resumed_from,
-                       train_seconds=time.perf_counter() - t_start, n_queries=len(queries))
+    res = loop.run(task, fingerprint)
+    res.model = selected_model(out, load_biosyn, model, str(model.device))
+    res.info = {"n_queries": len(queries)}
+    return res

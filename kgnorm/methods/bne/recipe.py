@@ -77,9 +77,9 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
                        ontology=onto, hierarchy=hierarchy)
     note_budget(result.stop_reason, opts.max_minutes, result.epochs_completed, quiet)
     finish(opts.out, opts.keep_checkpoints, quiet, ontology=opts.ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
-    msg = f"BNE: {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s on {result.n_train_names:,} names"
-    if result.best_dev_acc1 is not None:
-        msg += (f"; best dev Acc@1 {result.best_dev_acc1:.4f} at epoch {result.best_epoch:g} "
-                f"({result.n_dev} {'held-out synonyms' if result.dev_source == 'held_out' else 'dev queries'})")
+    msg = f"BNE: {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s on {result.info['n_train_names']:,} names"
+    if result.best_value is not None:
+        msg += (f"; best dev Acc@1 {result.best_value:.4f} at epoch {result.best_epoch:g} "
+                f"({result.info['n_dev']} {'held-out synonyms' if result.info['dev_source'] == 'held_out' else 'dev queries'})")
     note(msg + f" → {opts.out}", quiet)
     return opts.out

@@ -97,9 +97,9 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     result = train_dan(split, wv, opts.level, opts.out, config, progress=not quiet, resume=opts.resume)
     finish(opts.out, opts.keep_checkpoints, quiet, ontology=opts.ontology, ontology_version=snap.version, root=opts.root,
            level=opts.level, split_seed=opts.seed, n_levels=N_LEVELS)
-    note(f"DAN level {opts.level}: best validation mAP {result.best_val_map:.3f} at epoch {result.best_epoch} "
-         f"({result.epochs_run} epochs, {result.train_seconds:.0f}s) → {opts.out}", quiet)
-    if result.test_metrics:
+    note(f"DAN level {opts.level}: best validation mAP {result.best_value:.3f} at epoch {result.best_epoch:g} "
+         f"({result.epochs_completed} epochs, {result.train_seconds:.0f}s) → {opts.out}", quiet)
+    if result.info["test_metrics"]:
         from kgnorm.evaluation.hierarchy import format_results
-        note(format_results({"dan": result.test_metrics}), quiet)
+        note(format_results({"dan": result.info["test_metrics"]}), quiet)
     return opts.out

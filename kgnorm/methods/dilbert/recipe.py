@@ -103,11 +103,11 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     note_budget(result.stop_reason, opts.max_minutes, result.epochs_completed, quiet)
     finish(opts.out, opts.keep_checkpoints, quiet, ontology=opts.ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
     msg = (f"DILBERT ({opts.strategy}, {opts.distance}): {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s "
-           f"on {result.n_queries:,} queries")
-    if result.n_skipped:
-        msg += f" ({result.n_skipped} skipped: gold not in the dictionary)"
-    if result.best_dev_acc1 is not None:
-        msg += f"; best dev Acc@1 {result.best_dev_acc1:.4f} at epoch {result.best_epoch}"
+           f"on {result.info['n_queries']:,} queries")
+    if result.info["n_skipped"]:
+        msg += f" ({result.info['n_skipped']} skipped: gold not in the dictionary)"
+    if result.best_value is not None:
+        msg += f"; best dev Acc@1 {result.best_value:.4f} at epoch {result.best_epoch}"
         if result.best_epoch == 0:
             msg += (" (no trained epoch beat the starting encoder on dev: the model written is "
                     "the starting encoder)")

@@ -67,12 +67,10 @@ is refused. Same seed and same data give the same run.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -86,18 +84,17 @@ from kgnorm.methods.bne.model import as_name_dictionary
 from kgnorm.losses.triplet import DISTANCES, MININGS, triplet_loss
 from kgnorm.methods.dilbert.model import DilbertModel, load_dilbert
 from kgnorm.methods.indexed_names import selected_model
-from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
-from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.checkpoints import ResumableConfig, digest
+from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainResult
 from kgnorm.training.task import TrainingTask
-from kgnorm.training.queries import DevQueries, prepare_queries
+from kgnorm.training.queries import DevQueries, prepare_queries, query_fingerprint
 from kgnorm.methods.dilbert.sampling import (BATCHINGS, PAIRINGS, STRATEGIES, DilbertSampler,
                                               MentionSample, check_strategy, make_triplets)
 
-__all__ = ["STRATEGIES", "PAIRINGS", "BATCHINGS", "MININGS", "DilbertConfig", "DilbertTrainResult",
+__all__ = ["STRATEGIES", "PAIRINGS", "BATCHINGS", "MININGS", "DilbertConfig", "TrainResult",
            "DilbertSampler", "MentionSample", "triplet_loss", "make_triplets", "synonym_anchor_pairs",
            "train_dilbert", "load_dilbert"]
 
-CHECKPOINT = "last.pt"
 
 
 @dataclass
@@ -130,21 +127,6 @@ class DilbertConfig(ResumableConfig):
 
     _RESUMABLE = ("epochs", "encode_batch_size", "checkpoint_every_steps", "eval_initial",
                   "max_seconds")
-
-
-@dataclass
-class DilbertTrainResult:
-    out_dir: Path
-    model: DilbertModel
-    best_epoch: int | None
-    best_dev_acc1: float | None
-    epochs_completed: int
-    n_queries: int
-    n_skipped: int                          # training mentions whose gold is not in the dictionary
-    history: list[dict] = field(default_factory=list)
-    resumed_from: dict | None = None
-    train_seconds: float = 0.0
-    stop_reason: str = "epochs"             # the loop's: epochs | max_seconds
 
 
 # ---------------------------------------------------------------------- trainer
@@ -262,7 +244,7 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
                   config: DilbertConfig | None = None, hierarchy: Hierarchy | None = None,
                   alt_ids: Mapping[str, Iterable[str]] | None = None, resume: bool = True,
                   progress: bool = True, ontology: dict | None = None,
-                  device: str | None = None) -> DilbertTrainResult:
+                  device: str | None = None) -> TrainResult:
     """Fine-tune ``model`` (a DilbertModel, a DenseEncoder, or an encoder directory --
     default MiniLM -- loaded with mean pooling) on ``train`` (normalized query, gold uids)
     against ``dictionary`` and write the selected model to ``out_dir``."""
@@ -278,10 +260,11 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
         raise KgnormError(f"unknown triplet mining {cfg.mining!r} (choose from {', '.join(MININGS)})")
     if cfg.batch_size < 1:
         raise KgnormError("DilbertConfig.batch_size must be >= 1")
-    t_start = time.perf_counter()
-    seed_all(cfg.seed)
     out = Path(out_dir)
-    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    loop = TrainingLoop(LoopConfig(epochs=cfg.epochs, name="dilbert", max_seconds=cfg.max_seconds,
+                                   max_steps_per_epoch=cfg.max_steps_per_epoch,
+                                   checkpoint_every_steps=cfg.checkpoint_every_steps, seed=cfg.seed,
+                                   progress=progress), out, resume=resume)
 
     dictionary = as_name_dictionary(dictionary, alt_ids)
     if not isinstance(model, DilbertModel):
@@ -305,23 +288,11 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
     if len(sampler) == 0:
         raise KgnormError("no training mention has its gold concept in the dictionary")
 
-    fingerprint = hashlib.sha1(json.dumps({
-        "config": cfg.fingerprint_dict(), "queries": digest(queries),
-        "golds": digest("|".join(sorted(g)) for g in golds), "names": digest(dictionary.names),
-        "uids": digest("|".join(u) for u in dictionary.uids), "encoder": enc.config(),
-        "base": str(getattr(enc, "base", "")), "dim": enc.dim,
-        "hierarchy": _hierarchydigest(hierarchy), "dev": digest(dev_queries.queries),
-    }, sort_keys=True).encode()).hexdigest()
+    fingerprint = query_fingerprint(cfg, queries, golds, dictionary, enc, base=str(getattr(enc, "base", "")),
+                                    hierarchy=_hierarchydigest(hierarchy), dev=digest(dev_queries.queries))
     task = DilbertTask(model, dictionary, sampler, dev_queries, cfg, out, ontology, progress)
-    loop_cfg = LoopConfig(epochs=cfg.epochs, name="dilbert", max_seconds=cfg.max_seconds,
-                          max_steps_per_epoch=cfg.max_steps_per_epoch,
-                          checkpoint_every_steps=cfg.checkpoint_every_steps,
-                          eval_initial=cfg.eval_initial and bool(dev_queries), progress=progress)
-    res = TrainingLoop(task, loop_cfg, out / "checkpoints" / CHECKPOINT, fingerprint,
-                       resume=resume, t_start=t_start).run()
-    return DilbertTrainResult(out_dir=out, model=selected_model(out, load_dilbert, model, str(enc.device)),
-                              best_epoch=res.best_epoch,
-                              best_dev_acc1=res.best_value, epochs_completed=res.epochs_completed,
-                              n_queries=len(sampler), n_skipped=sampler.n_skipped,
-                              history=res.history, resumed_from=res.resumed_from,
-                              train_seconds=time.perf_counter() - t_start, stop_reason=res.stop_reason)
+    loop.cfg.eval_initial = cfg.eval_initial and bool(dev_queries)
+    res = loop.run(task, fingerprint)
+    res.model = selected_model(out, load_dilbert, model, str(enc.device))
+    res.info = {"n_queries": len(sampler), "n_skipped": sampler.n_skipped}  # n_skipped: gold not in the dictionary
+    return res

@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .data import PretrainData, build_pretrain_data
-from .train import META_FILE, PretrainConfig, PretrainResult, pretrain_encoder
+from .train import META_FILE, PretrainConfig, TrainResult, pretrain_encoder
 
 __all__ = ["pretrain", "read_pretrain_data", "build_pretrain_data", "pretrain_encoder", "PretrainConfig",
-           "PretrainData", "PretrainResult", "META_FILE"]
+           "PretrainData", "TrainResult", "META_FILE"]
 
 
 def read_pretrain_data(store, ontologies: Sequence[str], hierarchy: bool = False,
@@ -30,7 +30,7 @@ def read_pretrain_data(store, ontologies: Sequence[str], hierarchy: bool = False
 
 def pretrain(store, ontologies: Sequence[str], out_dir: str | Path, encoder: str | Path | None = None,
              config: PretrainConfig | None = None, resume: bool = True, progress: bool = False,
-             on_log: Callable[[dict], None] | None = None) -> PretrainResult:
+             on_log: Callable[[dict], None] | None = None) -> TrainResult:
     """Pretrain an encoder on ontologies of an open graph store (``kgnorm.stores.open_store``)."""
     cfg = config or PretrainConfig()
     cfg.check()

@@ -8,13 +8,13 @@ from typing import Any
 
 from kgnorm.errors import KgnormError
 
-from .train import PretrainConfig, PretrainResult, pretrain_encoder
+from .train import PretrainConfig, TrainResult, pretrain_encoder
 
 
 def run(ontologies: Sequence[str], out: Path, *, store: str | None = None, encoder: Path | None = None,
         max_minutes: float | None = None, threads: int | None = None, resume: bool = True,
         progress: bool = False, on_log: Callable[[dict], None] | None = None,
-        **options: Any) -> PretrainResult:
+        **options: Any) -> TrainResult:
     """``options``: :class:`PretrainConfig`'s fields (epochs, lr, hierarchy, seed …)."""
     from kgnorm.methods.recipes import set_threads
     from kgnorm.stores import open_store

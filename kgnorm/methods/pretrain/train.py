@@ -18,7 +18,7 @@ Output: a plain Hugging Face encoder directory (``save_pretrained`` model and to
 every ``--encoder`` option takes, plus ``kgnorm-pretrain.json`` (ontologies, settings, loss
 history). Steps, budgets and checkpoints are the shared
 :class:`~kgnorm.training.loop.TrainingLoop`'s (step budget: ``max_steps``, and ``max_seconds``
-of optimisation time). Checkpoints (``checkpoints/checkpoint.pt``: weights, optimizer,
+of optimisation time). Checkpoints (``checkpoints/last.pt``: weights, optimizer,
 position, RNG) are written every ``checkpoint_steps`` steps, after every epoch and at the
 stop; a run stopped by its budget keeps its checkpoint so that ``resume`` with a larger
 budget continues it, a finished one deletes it. Resuming with other ontologies, another
@@ -30,7 +30,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -40,16 +40,15 @@ import torch
 from kgnorm.errors import KgnormError
 from kgnorm.losses.multi_similarity import ms_loss
 from kgnorm.samplers.concept_batch import ConceptBatchSampler
-from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
-from kgnorm.training.loop import LoopConfig, TrainingLoop, checkpoint_fingerprint
+from kgnorm.training.checkpoints import ResumableConfig
+from kgnorm.training.loop import CHECKPOINT, LoopConfig, TrainingLoop, TrainResult, checkpoint_fingerprint
 from kgnorm.training.task import TrainingTask
 
 from .data import PretrainData
 
-__all__ = ["PretrainConfig", "PretrainResult", "pretrain_encoder", "META_FILE"]
+__all__ = ["PretrainConfig", "TrainResult", "pretrain_encoder", "META_FILE"]
 
 META_FILE = "kgnorm-pretrain.json"
-CHECKPOINT = Path("checkpoints") / "checkpoint.pt"
 
 
 @dataclass
@@ -96,19 +95,8 @@ class PretrainConfig(ResumableConfig):
             raise KgnormError(f"learning rate must be > 0, got {self.lr}")
 
 
-@dataclass
-class PretrainResult:
-    out_dir: str
-    steps: int
-    epochs_completed: int
-    train_seconds: float
-    complete: bool                 # every epoch ran (else stopped by max_steps / max_seconds)
-    resumed: bool
-    history: list[dict] = field(default_factory=list)   # per log interval: step, loss, mining
-
-
-def _fingerprint(data: PretrainData, cfg: PretrainConfig, encoder: str) -> str:
-    return digest([data.fingerprint(), json.dumps(cfg.fingerprint_dict(), sort_keys=True), encoder])
+def _fingerprint(data: PretrainData, cfg: PretrainConfig, encoder: str) -> dict:
+    return {"data": data.fingerprint(), "config": cfg.fingerprint_dict(), "encoder": encoder}
 
 
 def _check_out(out: Path, data: PretrainData, cfg: PretrainConfig, encoder: str, resume: bool) -> dict | None:
@@ -248,7 +236,7 @@ class PretrainTask(TrainingTask):
 
 def pretrain_encoder(data: PretrainData, out_dir: str | Path, encoder: str | Path | None = None,
                      config: PretrainConfig | None = None, resume: bool = True, progress: bool = False,
-                     on_log: Callable[[dict], None] | None = None) -> PretrainResult:
+                     on_log: Callable[[dict], None] | None = None) -> TrainResult:
     """Pretrain ``encoder`` (default: the offline MiniLM) on ``data`` and write it to ``out_dir``."""
     from kgnorm.encoders.dense import DenseEncoder, default_encoder_path
     from kgnorm.samplers.parents import ParentPositiveSampler
@@ -266,17 +254,14 @@ def pretrain_encoder(data: PretrainData, out_dir: str | Path, encoder: str | Pat
     enc_id = str(enc_path.resolve())
     _check_out(out, data, cfg, enc_id, resume)
     enc = DenseEncoder(enc_path, pooling=cfg.pooling, max_length=cfg.max_length, device=cfg.device)
-    seed_all(cfg.seed)
+    loop = TrainingLoop(LoopConfig(
+        epochs=cfg.epochs, name="pretrain", budget="step", max_steps=cfg.max_steps,
+        max_seconds=cfg.max_seconds, checkpoint_every_steps=cfg.checkpoint_steps or None,
+        step_seed=cfg.seed, seed=cfg.seed, progress=progress), out, resume=resume)
     samplers = ({o: ParentPositiveSampler(h, items=[], seed=cfg.seed) for o, h in data.hierarchies.items()}
                 if cfg.hierarchy else {})
     task = PretrainTask(enc, data, cfg, samplers, enc_id, on_log)
-    loop = TrainingLoop(task, LoopConfig(
-        epochs=cfg.epochs, name="pretrain", budget="step", max_steps=cfg.max_steps,
-        max_seconds=cfg.max_seconds, checkpoint_every_steps=cfg.checkpoint_steps or None,
-        step_seed=cfg.seed, progress=progress), out / CHECKPOINT, _fingerprint(data, cfg, enc_id),
-        resume=resume)
-    resumed = loop.begin() is not None
-    res = loop.run()
+    res = loop.run(task, _fingerprint(data, cfg, enc_id))
     complete = res.epochs_completed >= cfg.epochs
     enc.model.eval()
     enc.save(out)
@@ -291,5 +276,5 @@ def pretrain_encoder(data: PretrainData, out_dir: str | Path, encoder: str | Pat
     tmp.replace(out / META_FILE)
     if complete and not cfg.keep_checkpoint:
         shutil.rmtree(out / CHECKPOINT.parent, ignore_errors=True)
-    return PretrainResult(str(out), res.global_step, res.epochs_completed, res.elapsed, complete,
-                          resumed, task.log)
+    res.info = {"log": task.log}   # per log interval: step, loss, mining
+    return res
