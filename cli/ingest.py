@@ -1,4 +1,4 @@
-"""`kgnorm ingest FORMAT PATH` (kgnorm.graph.ingest does the work) and `kgnorm compact`."""
+"""`kgnorm ingest FORMAT PATH` (kgnorm.jobs.ingest does the work) and `kgnorm compact`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +8,7 @@ import typer
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, info, setup
 from kgnorm.errors import KgnormError
-from kgnorm.graph.ingest import ingest
+from kgnorm.jobs.ingest import ingest
 from kgnorm.stores import NEO4J_SCHEMES, check_store_uri, store_exists
 
 app = typer.Typer(help="Load an ontology into the graph store (replaces an ontology of the same name).",
@@ -52,6 +52,18 @@ def meddra(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt 
            store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
     """MedDRA ASCII release (the MedAscii directory)."""
     _ingest("meddra", path, ontology, allow_dangling, store, quiet, lock_timeout, include_noncurrent=include_noncurrent)
+
+
+@app.command("umls")
+def umls(path: PathArg, ontology: NameOpt = None, allow_dangling: Annotated[bool, typer.Option(
+             "--allow-dangling", help="Skip MRREL rows naming a CUI that MRCONSO lacks instead of failing.")] = False,
+         sab: Annotated[Optional[str], typer.Option(
+             "--sab", help="Sources to keep, comma-separated (e.g. MSH,SNOMEDCT_US); default: all.")] = None,
+         lang: Annotated[str, typer.Option("--lang", help="Languages to keep, comma-separated; ALL for all.")] = "ENG",
+         suppress: Annotated[bool, typer.Option("--suppress", help="Also keep suppressible names (SUPPRESS not N).")] = False,
+         store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
+    """UMLS Metathesaurus RRF (a release's META folder): concepts are CUIs, source codes alt ids."""
+    _ingest("umls", path, ontology, allow_dangling, store, quiet, lock_timeout, sab=sab, lang=lang, suppress=suppress)
 
 
 def compact_cmd(store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:

@@ -90,7 +90,7 @@ def test_ingest_again_replaces_and_bad_input_leaves_the_store(wb, tmp_path, caps
     with pytest.raises(InputError, match="no such file"):
         wb.ingest("obo", tmp_path / "missing.obo", ontology="hp")
     with pytest.raises(KgnormError):
-        wb.ingest("obo", FIX / "obo/bad_syntax.obo", ontology="hp")
+        wb.ingest("obo", FIX / "obo/error_page.obo", ontology="hp")  # not OBO at all
     with pytest.raises(KgnormError, match="unknown ontology format"):
         wb.ingest("owl", FIX / "obo/hp_mini.obo")
     assert _concepts(wb) == 6 and wb.ontologies()["ontology"].tolist() == ["hp"]

@@ -72,7 +72,7 @@ def test_query_formats_params_and_files(capsys, store, tmp_path):
 @pytest.mark.parametrize("args,needle", [
     (["ingest", "medic", "medic/bad_line.txt"], "bad_line.txt:"),
     (["ingest", "medic", "obo/hp_mini.obo"], "hp_mini.obo"),
-    (["ingest", "obo", "obo/bad_syntax.obo"], "bad_syntax.obo"),
+    (["ingest", "obo", "obo/error_page.obo"], "error_page.obo"),  # a web page saved as .obo
     (["ingest", "medic", "medic/dangling.tsv"], "dangling.tsv"),
     (["ingest", "obo", "obo/dangling.obo"], "dangling.obo"),
     (["ingest", "obo", "obo/nonexistent.obo"], "nonexistent.obo"),
@@ -261,7 +261,7 @@ def test_train_biosyn_defaults_presets_and_checkpoints(capsys, store, tmp_path, 
 
 
 def test_link_reports_what_it_wrote_and_explains_edge_counts(capsys, store, tmp_path, tiny_bert_dir):
-    from kgnorm.linking.link_run import EdgeCounts
+    from kgnorm.jobs.link import EdgeCounts
     from kgnorm.stores.base import LinkEdge
 
     def note(per_mention: list[list[LinkEdge]], kept: int) -> str:

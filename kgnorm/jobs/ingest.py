@@ -10,7 +10,7 @@ from kgnorm.errors import InputError, KgnormError
 from kgnorm.progress import note
 from kgnorm.stores import LoadSummary, check_store_uri, open_store, store_exists
 
-FORMATS = ("obo", "mesh", "medic", "snomed", "meddra")
+FORMATS = ("obo", "mesh", "medic", "snomed", "meddra", "umls")
 
 
 def ingest(fmt: str, path: str | Path, name: str | None = None, allow_dangling: bool = False,
