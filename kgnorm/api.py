@@ -123,6 +123,20 @@ class Workbench:
         # the TSV's text as values: rank and nil as integers, score as a float (4 decimals, as written)
         return frame.astype({"rank": int, "score": float, "nil": int})
 
+    def annotate(self, ner: str | Path | Any, model: str | Path, input: str | Path, input_format: str = "text",
+                 write: bool = True, **options: Any) -> pd.DataFrame:
+        """Find mentions in raw documents (``ner``: ``"dictionary:ONT"``, a trained detector's directory or
+        a MentionDetector), link them with ``model`` and, with ``write``, store documents, mentions and
+        LINKED_TO edges as one Run. Options: ``kgnorm.jobs.annotate.annotate_documents``'s (output,
+        output_format, top_k, consistency …). One row per mention: MENTION_COLUMNS."""
+        import pandas as pd
+
+        from kgnorm.jobs.annotate import MENTION_COLUMNS, annotate_documents
+
+        report = annotate_documents(ner, model, input, input_format=input_format, store=self.store, write=write,
+                                    lock_timeout=self.lock_timeout, collect=True, progress=False, **options)
+        return pd.DataFrame(report.rows, columns=MENTION_COLUMNS)
+
     def evaluate(self, model: str | Path | None, gold: str | Path, **options: Any) -> dict[str, Any]:
         """What `kgnorm eval link --format json` reports: Acc@1/Acc@5 of the rows `link` writes for the
         gold mentions ("full", and "refined" with ``train=``), or of any TSV in link's layout with

@@ -7,7 +7,7 @@ import pytest
 
 from kgnorm.errors import KgnormError
 from kgnorm.linking.linker import Hit, link_stream
-from kgnorm.linking.nil_classifier import (FEATURES, NilClassifier, cross_validated_accuracy,
+from kgnorm.linking.nil_classifier import (FEATURES, NilClassifier, cross_validated_accuracy, cv_folds,
                                            hit_features)
 from kgnorm.mentions.types import Mention
 from kgnorm.text.pipeline import TextPipeline
@@ -71,6 +71,7 @@ def test_cross_validated_accuracy_by_group():
     acc = cross_validated_accuracy(X, kb, ok, groups)
     assert acc is not None and acc > 0.9
     assert cross_validated_accuracy(X, kb, ok, ["one"] * 300) is None
+    assert cv_folds(groups) == 5 and cv_folds(["a", "b", "a", "c"]) == 3  # the folds a report names
 
 
 class _FakeLinker:

@@ -8,7 +8,7 @@ import io
 import pytest
 
 from cli_runner import run
-from kgnorm.errors import InputError
+from kgnorm.errors import InputError, StoreError
 from kgnorm.stores import LinkEdge, MentionRow, RunRecord, RunWrite, open_store
 from kgnorm.stores.staged_run import StagedMention, StagedRun
 from test_stores import make_graph, store  # noqa: F401  (the two-backend fixture)
@@ -105,7 +105,7 @@ def test_a_failure_in_batch_3_leaves_the_store_as_it_was(store, fail):  # noqa: 
         items[7] = StagedMention(MentionRow("f:m1", "another text", "d1", mention_id="m1"), [])
     elif fail == "store":  # an edge from a mention the store does not have: the store refuses batch 3
         items[7].links.append(LinkEdge("elsewhere", "T:a", 1.0, 1))
-    error = {"conflict": InputError, "interrupt": KeyboardInterrupt, "store": Exception}[fail]
+    error = {"conflict": InputError, "interrupt": KeyboardInterrupt, "store": StoreError}[fail]
     with pytest.raises(error) as err:
         with StagedRun(store, RunRecord("run-f", "link", "biosyn"), source="f.tsv") as staged:
             for i in range(0, len(items), 3):
@@ -115,6 +115,8 @@ def test_a_failure_in_batch_3_leaves_the_store_as_it_was(store, fail):  # noqa: 
             staged.publish()
     if fail == "conflict":
         assert "mention id m1 is given twice, for 'text 1' and 'another text'" in str(err.value)
+    if fail == "store":  # the store's own refusal, naming the missing node
+        assert str(err.value).startswith("writing run run-f failed") and "elsewhere" in str(err.value), err.value
     assert _snapshot(store) == before
 
 
@@ -296,9 +298,31 @@ def test_a_stage_is_cleared_only_when_its_process_is_gone():
     assert not owner_is_gone(json.dumps({"edge_run": "x"})) and not owner_is_gone(None)  # written before owners
 
 
-def test_link_buffer_pool_grows_with_the_store_file(tmp_path):
-    """The bound link sets on LadybugDB's buffer pool (512 MB) is raised to the store file's size,
-    so a big store's checkpoint does not run out of pool; no bound stays LadybugDB's default."""
+def test_link_writes_through_a_bounded_buffer_pool(linked_store, monkeypatch):
+    """`link` opens the store it writes with LadybugDB's buffer pool bounded (512 MB, raised to the
+    store file's size: test_buffer_pool_bound_grows_with_the_store_file), not LadybugDB's default
+    of most of the RAM. Every open is recorded at the store's own `_open`, wherever link lives."""
+    from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, link_mentions
+    from kgnorm.stores.ladybug_store import LadybugStore
+
+    uri, model = linked_store
+    opened: list[tuple[bool, int]] = []
+    real_open = LadybugStore._open
+
+    def recorded(self, lock_timeout):
+        opened.append((self.read_only, self.pool_mb()))
+        return real_open(self, lock_timeout)
+
+    monkeypatch.setattr(LadybugStore, "_open", recorded)
+    rep = link_mentions(model, ["heart attack", "kidney failure"], store=uri, progress=False)
+    assert rep.run_uid and rep.n_edges >= 2
+    writers = {pool for read_only, pool in opened if not read_only}
+    assert writers == {LINK_BUFFER_POOL_MB}, opened
+
+
+def test_buffer_pool_bound_grows_with_the_store_file(tmp_path):
+    """A bound on LadybugDB's buffer pool is raised to the store file's size, so a big store's
+    checkpoint does not run out of pool; no bound stays LadybugDB's default."""
     from kgnorm.jobs.link import LINK_BUFFER_POOL_MB
     from kgnorm.stores.ladybug_store import pool_mb_for
 

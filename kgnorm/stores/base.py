@@ -14,7 +14,7 @@ import socket
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from kgnorm.stores.cypher_files import fill_slots, saved_query
 from kgnorm.errors import StoreError
@@ -25,7 +25,6 @@ _CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/*|^|/)([^/@:\s]+):([^@/\s]
 # kinds of a staging Run node (kgnorm.stores.staged_run): its rows are still being written, or
 # published (only the bookkeeping is left to drop)
 STAGING, PUBLISHED = "staging", "staged-published"
-
 
 
 def stage_owner() -> dict[str, Any]:
@@ -133,6 +132,14 @@ class MentionRow:
     context: str = ""
     mention_id: str = ""
     source: str = ""
+    type: str = ""  # the detector's label for a mention found in text (annotate)
+
+@dataclass
+class DocumentRow:
+    """A `Document` node (annotate): uid = input digest + doc id; `(:Mention)-[:IN]->(:Document)`."""
+    uid: str
+    doc_id: str
+    source: str = ""
 
 
 @dataclass
@@ -200,9 +207,11 @@ class GraphStore(ABC):
 
     @abstractmethod
     def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
-                   keys: dict[str, str]) -> None:
-        """One batch, in one transaction: `new` mentions created (and listed under `stage`, to be
-        undone should the run fail), `links` written under the staging tag (`keys`: uid -> key)."""
+                   keys: dict[str, str], documents: Sequence[DocumentRow] = (),
+                   in_edges: Sequence[tuple[str, str]] = ()) -> None:
+        """One batch, in one transaction: `new` mentions (and `documents`) created and listed under
+        `stage`, to be undone should the run fail; `links` written under the staging tag (`keys`:
+        uid -> key); `in_edges` (mention uid, document uid) joins new mentions to their document."""
 
     @abstractmethod
     def stage_publish(self, run: RunRecord, stage: str) -> None:
@@ -229,6 +238,11 @@ class GraphStore(ABC):
                                              {"u": uids[i:i + 5000]}).rows:
                 out[uid] = (text, doc or "")
         return out
+
+    def document_uids(self, uids: list[str]) -> set[str]:
+        """Those of `uids` that are Document nodes already (index lookups)."""
+        q = "UNWIND $u AS x MATCH (d:Document {uid: x}) RETURN d.uid"
+        return {r[0] for i in range(0, len(uids), 5000) for r in self.query(q, {"u": uids[i:i + 5000]}).rows}
 
     @abstractmethod
     def close(self) -> None: ...
@@ -384,3 +398,8 @@ def content_digest(graph: OntologyGraph) -> str:
 def redact(text: str) -> str:
     """`user:password@` in a URI (or anything that looks like one) → `user:***@`."""
     return _CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}:***@", text)
+
+
+def refused_read_only(cause: str) -> StoreError:
+    """The one line every backend gives when a store opened read-only is asked to write."""
+    return StoreError(f"query failed: {cause}; the store is opened read-only: pass --write to change it")

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from kgnorm.errors import InputError
 from kgnorm.mentions.seen_ids import SeenIds
-from kgnorm.stores.base import GraphStore, LinkEdge, MentionRow, RunRecord
+from kgnorm.stores.base import DocumentRow, GraphStore, LinkEdge, MentionRow, RunRecord
 
 
 def staging_uid(run_uid: str) -> str:
@@ -38,6 +38,7 @@ class StagedMention:
 
     row: MentionRow
     links: list[LinkEdge] = field(default_factory=list)
+    document: str = ""  # uid of the Document the mention is IN (annotate), "" for none
 
 
 @dataclass
@@ -75,9 +76,10 @@ class StagedRun:
             if exc is None:
                 raise  # otherwise the run's own failure is the one to report
 
-    def add(self, items: list[StagedMention]) -> BatchResult:
+    def add(self, items: list[StagedMention], documents: Sequence[DocumentRow] = ()) -> BatchResult:
         """Write one batch. A mention id seen before in this run is stored once when it is the
-        same mention (a duplicated document), and an InputError when it names another text."""
+        same mention (a duplicated document), and an InputError when it names another text.
+        `documents`: the Document nodes the batch's mentions are IN (those already stored are kept)."""
         first: dict[str, StagedMention] = {}
         earlier: list[StagedMention] = []  # ids an earlier batch (probably) gave
         repeats = 0
@@ -102,7 +104,14 @@ class StagedRun:
         links = [e for it in accepted for e in it.links]
         keys = self.store.concept_keys(sorted({e.concept_uid for e in links}), self.ontology)
         kept = [e for e in links if e.concept_uid in keys]
-        self.store.stage_rows(self.stage, self.run, new, kept, keys)
+        if documents or any(it.document for it in accepted):
+            have = self.store.document_uids(sorted({d.uid for d in documents}))
+            docs = list({d.uid: d for d in documents if d.uid not in have}.values())
+            made = {r.uid for r in new}
+            joins = [(it.row.uid, it.document) for it in accepted if it.document and it.row.uid in made]
+            self.store.stage_rows(self.stage, self.run, new, kept, keys, documents=docs, in_edges=joins)
+        else:
+            self.store.stage_rows(self.stage, self.run, new, kept, keys)
         return BatchResult(accepted, repeats, len(kept))
 
     def publish(self) -> None:
