@@ -23,13 +23,9 @@ def _annotation(hint: Any) -> Any:
     return hint
 
 
-def command_for(name: str) -> Callable[..., None]:
-    """The typer callback of `kgnorm train NAME`: the options of the method's ``Options`` in their
-    order, then --store and --quiet."""
-    from kgnorm.methods.registry import method
-
-    entry = method(name)
-    cls = entry.options()
+def options_command(cls: type, call: Callable[..., Any], name: str) -> Callable[..., None]:
+    """A typer callback whose options are the fields of the dataclass ``cls`` in their order, then
+    --store and --quiet; it calls ``call(cls(**options), store=, quiet=)``."""
     hints = typing.get_type_hints(cls)
     params = [inspect.Parameter(
         f.name, inspect.Parameter.KEYWORD_ONLY,
@@ -42,13 +38,26 @@ def command_for(name: str) -> Callable[..., None]:
     def command(**options: Any) -> None:
         store, quiet = options.pop("store"), options.pop("quiet")
         setup(quiet)
-        entry.run_recipe(options.pop("out"), store=store, quiet=quiet, **options)
+        call(cls(**options), store=store, quiet=quiet)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
     command.__doc__ = inspect.getdoc(cls)
-    command.__name__ = f"train_{name}_cmd"
+    command.__name__ = name
     return command
+
+
+def command_for(name: str) -> Callable[..., None]:
+    """The typer callback of `kgnorm train NAME`: the method's ``Options``, then --store and --quiet."""
+    from kgnorm.methods.registry import method
+
+    entry = method(name)
+
+    def call(opts: Any, store: str | None, quiet: bool) -> None:
+        entry.run_recipe(opts.out, store=store, quiet=quiet,
+                         **{f.name: getattr(opts, f.name) for f in fields(opts) if f.name != "out"})
+
+    return options_command(entry.options(), call, f"train_{name}_cmd")
 
 
 class MethodCommands(typer.Typer):

@@ -1,25 +1,78 @@
 """What `kgnorm pretrain` and ``Workbench.pretrain`` run: check the options, read the ontologies'
-names out of the store (read-only, then let go of it: training takes minutes to hours), train."""
+names out of the store (read-only, then let go of it: training takes minutes to hours), train.
+``Options`` declares the command's options once (its defaults are :class:`PretrainConfig`'s);
+this module imports torch only when it trains."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import KgnormError
+from kgnorm.methods.options import option, out_option, resume, seed, threads
+from kgnorm.progress import note
 
-from .train import PretrainConfig, TrainResult, pretrain_encoder
+
+@dataclass(kw_only=True)
+class Options:
+    """Pretrain a name encoder on ontology synonyms (SapBERT-style Multi-Similarity self-alignment)."""
+
+    ontology: list[str] = option(MISSING, help="Ontology in the store whose names are learnt (repeat the "
+                                               "option for several).")
+    out: Path = out_option("Encoder directory to write (plain Hugging Face).")
+    encoder: Path | None = option(None, help="Any local Hugging Face encoder directory to start from (default: "
+                                             "the offline MiniLM).")
+    max_minutes: float | None = option(None, help="Time budget of the training steps; the run stops inside an "
+                                                  "epoch and keeps a checkpoint (--resume with a larger budget "
+                                                  "continues).")
+    epochs: int = option(5, help="Passes over every name (each name about once).")
+    concepts_per_batch: int = option(64)
+    names_per_concept: int = option(2)
+    lr: float = option(2e-5)
+    pooling: str = option("mean", help="mean or cls (use the same when linking).")
+    max_length: int = option(25)
+    hierarchy: bool = option(False, "--hierarchy/--no-hierarchy",
+                             help="Add the hierarchy term: a parent's name as a weaker positive.")
+    hierarchy_margin: float = option(0.4, help="Cosine up to which a name is pulled towards its parent's names.")
+    checkpoint_steps: int = option(200, help="Checkpoint every N steps.")
+    seed: int = seed()
+    resume: bool = resume()
+    threads: int | None = threads()
+
+
+# the options that are PretrainConfig fields (the others say where and how to run)
+CONFIG_OPTIONS = ("epochs", "concepts_per_batch", "names_per_concept", "lr", "pooling", "max_length", "hierarchy",
+                  "hierarchy_margin", "checkpoint_steps", "seed")
+
+
+def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
+    """`kgnorm pretrain`: :func:`run` with a log line per logging interval and a summary."""
+    def log_line(rec: dict) -> None:
+        note(f"step {rec['step']} (epoch {rec['epoch'] + 1}): loss {rec['loss']:.4f}, mined pairs "
+             f"{rec['positive_pairs']:.0f}+ / {rec['negative_pairs']:.0f}-, {rec['seconds']:.0f}s", quiet)
+
+    result = run(opts.ontology, opts.out, store=store, encoder=opts.encoder, max_minutes=opts.max_minutes,
+                 threads=opts.threads, resume=opts.resume, progress=not quiet, on_log=log_line,
+                 **{k: getattr(opts, k) for k in CONFIG_OPTIONS})
+    how = "all epochs" if result.complete else "stopped by the budget; --resume continues"
+    note(f"pretrained {result.global_step} step(s), {result.epochs_completed} epoch(s) in {result.elapsed:.0f}s "
+         f"({how}){' after resuming' if result.resumed else ''}", quiet)
+    note(f"encoder → {opts.out} (pass it as --encoder, pooling {opts.pooling})", quiet)
+    return Path(opts.out)
 
 
 def run(ontologies: Sequence[str], out: Path, *, store: str | None = None, encoder: Path | None = None,
         max_minutes: float | None = None, threads: int | None = None, resume: bool = True,
         progress: bool = False, on_log: Callable[[dict], None] | None = None,
-        **options: Any) -> TrainResult:
-    """``options``: :class:`PretrainConfig`'s fields (epochs, lr, hierarchy, seed …)."""
+        **options: Any) -> Any:
+    """``options``: :class:`PretrainConfig`'s fields (epochs, lr, hierarchy, seed …); the loop's
+    ``TrainResult``."""
     from kgnorm.methods.recipes import set_threads
     from kgnorm.stores import open_store
 
     from . import read_pretrain_data
+    from .train import PretrainConfig, pretrain_encoder
 
     if not ontologies:
         raise KgnormError("name at least one ontology to pretrain on")

@@ -45,6 +45,7 @@ from kgnorm.training.loop import CHECKPOINT, LoopConfig, TrainingLoop, TrainResu
 from kgnorm.training.task import TrainingTask
 
 from .data import PretrainData
+from .recipe import Options
 
 __all__ = ["PretrainConfig", "TrainResult", "pretrain_encoder", "META_FILE"]
 
@@ -53,28 +54,30 @@ META_FILE = "kgnorm-pretrain.json"
 
 @dataclass
 class PretrainConfig(ResumableConfig):
-    concepts_per_batch: int = 64
-    names_per_concept: int = 2
+    """The defaults of what `kgnorm pretrain` exposes are its options' (recipe.Options)."""
+
+    concepts_per_batch: int = Options.concepts_per_batch
+    names_per_concept: int = Options.names_per_concept
     alpha: float = 1.0
     beta: float = 60.0
     lam: float = 0.5
     epsilon: float = 0.2
-    lr: float = 2e-5
+    lr: float = Options.lr
     weight_decay: float = 0.01
     grad_clip: float | None = 1.0
-    pooling: str = "mean"
-    max_length: int = 25
+    pooling: str = Options.pooling
+    max_length: int = Options.max_length
     bucket: int = 32
-    hierarchy: bool = False
+    hierarchy: bool = Options.hierarchy
     hierarchy_weight: float = 1.0
-    hierarchy_margin: float = 0.4
-    epochs: int = 5
+    hierarchy_margin: float = Options.hierarchy_margin
+    epochs: int = Options.epochs
     max_steps: int | None = None
     max_seconds: float | None = None
-    checkpoint_steps: int = 200
+    checkpoint_steps: int = Options.checkpoint_steps
     keep_checkpoint: bool = False
     log_steps: int = 50
-    seed: int = 0
+    seed: int = Options.seed
     device: str | None = None
 
     _RESUMABLE = ("epochs", "max_steps", "max_seconds", "checkpoint_steps", "keep_checkpoint",
