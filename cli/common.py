@@ -18,10 +18,9 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars 
 LockTimeoutOpt = Annotated[float, typer.Option(
     "--lock-timeout", help="Seconds to wait for an embedded store another process is writing to; "
                            "then the error names that process.")]
-# the trainers' options are declared with their recipes (kgnorm/methods/options.py)
 FormatOpt = Annotated[Optional[str], typer.Option(
     "--input-format", help="concept, pubtator or tsv (default: detected from the file).")]
-
+# the trainers' options are declared with their recipes (kgnorm/methods/options.py)
 
 
 def setup(quiet: bool) -> None:
