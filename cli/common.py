@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
 import typer

@@ -54,8 +54,10 @@ def command_for(name: str) -> Callable[..., None]:
     entry = method(name)
 
     def call(opts: Any, store: str | None, quiet: bool) -> None:
-        entry.run_recipe(opts.out, store=store, quiet=quiet,
-                         **{f.name: getattr(opts, f.name) for f in fields(opts) if f.name != "out"})
+        from kgnorm.jobs.train import train
+
+        train(name, opts.out, store=store, quiet=quiet,
+              **{f.name: getattr(opts, f.name) for f in fields(opts) if f.name != "out"})
 
     return options_command(entry.options(), call, f"train_{name}_cmd")
 

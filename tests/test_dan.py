@@ -10,18 +10,12 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_hierarchy import toy_data, toy_hierarchy  # noqa: E402
+from test_hierarchy import toy_data  # noqa: E402
 
 from kgnorm.methods.dan.model import load_dan  # noqa: E402
 from kgnorm.errors import KgnormError  # noqa: E402
-from kgnorm.graph.levels import build_levels  # noqa: E402
 from kgnorm.methods.dan.train import DanConfig, train_dan  # noqa: E402
 from kgnorm.encoders.wordvectors import WordVectors  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def split():
-    return build_levels(toy_hierarchy(), "R", seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -115,8 +109,11 @@ def test_bad_input(split, wv, tmp_path):
         train_dan(split, wv, 7, tmp_path / "x", cfg(), progress=False)
     with pytest.raises(KgnormError, match="negatives"):
         train_dan(split, wv, 2, tmp_path / "x", cfg(negatives="hard"), progress=False)
-    with pytest.raises(KgnormError, match="kgnorm-model.json"):
+    with pytest.raises(KgnormError, match="nowhere does not exist"):
         load_dan(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(KgnormError, match="kgnorm-model.json"):
+        load_dan(tmp_path / "empty")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "kgnorm-model.json").write_text('{"method": "biosyn"}')
     with pytest.raises(KgnormError, match="biosyn"):

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from kgnorm.errors import KgnormError
-from kgnorm.methods.biosyn.model import Candidate
+from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.nil import (NilExample, choose_threshold, decision_metrics, evaluate_nil,
+from kgnorm.nil.thresholds import (NilExample, choose_threshold, decision_metrics, evaluate_nil,
                                 from_scores, is_nil, nil_dev_set, nil_metrics,
                                 threshold_candidates)
 

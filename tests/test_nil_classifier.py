@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.linker import Hit, link_stream
-from kgnorm.linking.nil_classifier import (FEATURES, NilClassifier, cross_validated_accuracy, cv_folds,
+from kgnorm.linking.candidates import Hit
+from kgnorm.linking.linker import link_stream
+from kgnorm.nil.classifier import (FEATURES, NilClassifier, cross_validated_accuracy, cv_folds,
                                            hit_features)
 from kgnorm.mentions.types import Mention
 from kgnorm.text.pipeline import TextPipeline
@@ -109,7 +110,7 @@ def test_link_stream_with_a_classifier():
 
 
 def test_document_halves_keep_documents_whole():
-    from kgnorm.evaluation.nil import document_halves
+    from kgnorm.nil.evaluation import document_halves
 
     docs = [f"d{i % 7}" for i in range(40)]
     a, b = document_halves(docs, 0)

@@ -249,9 +249,8 @@ os.kill(os.getpid(), signal.SIGKILL)  # killed outright: no clean-up of any kind
 """
 
 
-def test_a_killed_process_leaves_a_stage_the_next_run_clears(store):  # noqa: F811
-    """A real process staged a batch and was SIGKILLed; the next staged run (another run uid)
-    finds the stage's recorded process gone, removes its rows, and says so."""
+def _kill_a_link_run(store) -> tuple[str, bool]:  # noqa: F811
+    """A real child process stages a batch of run "run-killed" and is SIGKILLed; (uri, embedded)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -263,11 +262,21 @@ def test_a_killed_process_leaves_a_stage_the_next_run_clears(store):  # noqa: F8
     child = subprocess.run([sys.executable, "-c", KILLED, uri, str(Path(__file__).parent)], capture_output=True,
                            text=True)
     assert child.returncode == -9, child.stderr
-    st = open_store(uri) if embedded else store
+    return uri, embedded
+
+
+def test_a_killed_process_leaves_a_stage_the_next_run_clears(store):  # noqa: F811
+    """A real process staged a batch and was SIGKILLed; the next staged run (another run uid)
+    finds the stage's recorded process gone, removes its rows, and says so."""
+    uri, embedded = _kill_a_link_run(store)
+    st = open_store(uri, read_only=True) if embedded else store  # a reader leaves the stage: it cannot write
     try:
         left = _snapshot(st)
         assert left["staged"] and any(m[0].startswith("k:") for m in left["mentions"])
         assert any(r[1] == "staging" for r in left["runs"])
+        if embedded:  # opening it to write removes the stage; the link run then reports it
+            st.close()
+            st = open_store(uri)
         run = RunRecord("run-next", "link", "biosyn", params={"input": "n.tsv"})
         with StagedRun(st, run, source="n.tsv") as staged:
             staged.add(_items(4, prefix="n"))
@@ -282,12 +291,37 @@ def test_a_killed_process_leaves_a_stage_the_next_run_clears(store):  # noqa: F8
             st.close()
 
 
+@pytest.mark.parametrize("writer", ["query", "ingest"])
+def test_any_writer_opening_the_store_clears_a_killed_link_stage(store, writer, capsys, tmp_path):  # noqa: F811
+    """Issue 25 item 6: not only the next link run; `query --write` or `ingest` (any writer) removes
+    what the killed run staged when it opens the store, and says so; the ontology stays."""
+    from pathlib import Path
+
+    uri, _ = _kill_a_link_run(store)
+    with open_store(uri, read_only=True) as ro:
+        assert _snapshot(ro)["staged"]  # opened read-only: left as it was
+    if writer == "query":
+        code, out, err = run(capsys, "query", "--write", "--format", "csv", "MATCH (c:Concept) RETURN count(c) AS n",
+                             "--store", uri)
+        assert code == 0 and out.split() == ["n", "4"], err
+    else:
+        obo = Path(__file__).parent / "fixtures" / "obo" / "hp_mini.obo"
+        code, _, err = run(capsys, "ingest", "obo", str(obo), "--ontology", "hp", "--store", uri, "-q")
+        assert code == 0, err
+    assert "removed what 1 earlier link run(s) left in the store when their process was killed: " \
+           "run-killed~staging" in err
+    with open_store(uri, read_only=True) as st:
+        after = _snapshot(st)
+        assert after["staged"] == [] and after["runs"] == [] and after["mentions"] == []
+        assert st.ontology_info("toy") is not None
+
+
 def test_a_stage_is_cleared_only_when_its_process_is_gone():
     import json
     import socket
     import subprocess
 
-    from kgnorm.stores.base import owner_is_gone, stage_owner
+    from kgnorm.stores.stages import owner_is_gone, stage_owner
 
     done = subprocess.Popen(["true"])
     done.wait()

@@ -12,7 +12,6 @@ from typing import Any
 from kgnorm.errors import InputError, KgnormError
 
 META_FILE = "kgnorm-model.json"
-MODEL_JSON = META_FILE
 FORMAT_VERSION = 1
 
 
@@ -78,8 +77,9 @@ def read_dir_json(directory: str | Path, name: str, *, no_dir: str, no_file: str
         raise InputError(f"unreadable {name} ({e})", path) from None
 
 
-def read_model_meta(directory: str | Path) -> dict[str, Any]:
-    """The parsed ``kgnorm-model.json`` of a model directory."""
+def read_model_meta(directory: str | Path, method: str | None = None) -> dict[str, Any]:
+    """The parsed ``kgnorm-model.json`` of a model directory; with ``method``, refused unless it
+    names that method (every loader reads its directory through here)."""
     d = Path(directory)
     path = d / META_FILE
     meta = read_dir_json(d, META_FILE, no_dir=f"model directory {d} does not exist",
@@ -90,6 +90,8 @@ def read_model_meta(directory: str | Path) -> dict[str, Any]:
     if int(meta.get("format_version", 1)) > FORMAT_VERSION:
         raise KgnormError(f"{path}: format_version {meta['format_version']} is newer than "
                           f"this kgnorm understands ({FORMAT_VERSION})")
+    if method is not None and meta["method"] != method:
+        raise KgnormError(f"{d} holds a {meta['method']!r} model, not a {method} one")
     return meta
 
 
@@ -97,10 +99,7 @@ def update_meta(model_dir: str | Path, **extra: Any) -> dict[str, Any]:
     """Merge fields (ontology name/version, root, level …) into an existing description."""
     meta = read_model_meta(model_dir)
     meta.update(extra)
-    path = Path(model_dir) / META_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str), encoding="utf-8")
-    tmp.replace(path)
+    write_model_meta(model_dir, meta)
     return meta
 
 

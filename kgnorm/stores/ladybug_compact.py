@@ -89,7 +89,7 @@ def _copy(out: lb.Connection, name: str, frame, options: str) -> int:
     if frame.num_rows == 0:
         return 0
     try:  # LadybugDB finds the Arrow table by its variable name in this scope
-        out.execute(f"COPY `{name}` FROM frame{options}")
+        out.execute(f"COPY `{name}` FROM frame{options}")  # quoted: a table may be named IN
     except RuntimeError as exc:
         raise StoreError(f"compacting failed, store unchanged: {name}: {' '.join(str(exc).split())}") from None
     return frame.num_rows

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from kgnorm.methods.options import keep_checkpoints, max_minutes, option, out_option, resume, seed, threads
 from kgnorm.errors import KgnormError
-from kgnorm.graph.levels import N_LEVELS, check_level, split_from_store
+from kgnorm.graph.levels import N_LEVELS, check_level, split_under
+from kgnorm.graph.views import hierarchy_from_store
 from kgnorm.methods.recipes import finish, ontology_word_vectors
 from kgnorm.progress import note
 
@@ -79,7 +80,11 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     config = dan_config(opts.preset, seed=opts.seed, hidden=opts.hidden, max_epochs=opts.epochs, patience=opts.patience,
                         batch_size=opts.batch_size, lr=opts.lr, threads=opts.threads,
                         max_seconds=None if opts.max_minutes is None else opts.max_minutes * 60)
-    split, snap = split_from_store(store, opts.ontology, opts.root, opts.seed)
+    from kgnorm.stores import open_store
+
+    with open_store(store, read_only=True) as st:
+        hierarchy, snap = hierarchy_from_store(st, opts.ontology)
+    split = split_under(hierarchy, opts.ontology, opts.root, opts.seed)
     note(split.summary_table(), quiet)
     if opts.input_kind == "encoder":
         wv = _encoder_inputs(opts.encoder, opts.out, opts.resume)

@@ -1,4 +1,4 @@
-"""What `kgnorm pretrain` and ``Workbench.pretrain`` run: check the options, read the ontologies'
+"""What `kgnorm pretrain` and ``Workbench.pretrain`` run (through ``kgnorm.jobs.pretrain``): check the options, read the ontologies'
 names out of the store (read-only, then let go of it: training takes minutes to hours), train.
 ``Options`` declares the command's options once (its defaults are :class:`PretrainConfig`'s);
 this module imports torch only when it trains."""
@@ -11,7 +11,6 @@ from typing import Any
 
 from kgnorm.errors import KgnormError
 from kgnorm.methods.options import option, out_option, resume, seed, threads
-from kgnorm.progress import note
 
 
 @dataclass(kw_only=True)
@@ -44,22 +43,6 @@ class Options:
 # the options that are PretrainConfig fields (the others say where and how to run)
 CONFIG_OPTIONS = ("epochs", "concepts_per_batch", "names_per_concept", "lr", "pooling", "max_length", "hierarchy",
                   "hierarchy_margin", "checkpoint_steps", "seed")
-
-
-def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
-    """`kgnorm pretrain`: :func:`run` with a log line per logging interval and a summary."""
-    def log_line(rec: dict) -> None:
-        note(f"step {rec['step']} (epoch {rec['epoch'] + 1}): loss {rec['loss']:.4f}, mined pairs "
-             f"{rec['positive_pairs']:.0f}+ / {rec['negative_pairs']:.0f}-, {rec['seconds']:.0f}s", quiet)
-
-    result = run(opts.ontology, opts.out, store=store, encoder=opts.encoder, max_minutes=opts.max_minutes,
-                 threads=opts.threads, resume=opts.resume, progress=not quiet, on_log=log_line,
-                 **{k: getattr(opts, k) for k in CONFIG_OPTIONS})
-    how = "all epochs" if result.complete else "stopped by the budget; --resume continues"
-    note(f"pretrained {result.global_step} step(s), {result.epochs_completed} epoch(s) in {result.elapsed:.0f}s "
-         f"({how}){' after resuming' if result.resumed else ''}", quiet)
-    note(f"encoder → {opts.out} (pass it as --encoder, pooling {opts.pooling})", quiet)
-    return Path(opts.out)
 
 
 def run(ontologies: Sequence[str], out: Path, *, store: str | None = None, encoder: Path | None = None,

@@ -1,7 +1,7 @@
 """Out-of-KB ("nil") decisions learned on dev from the whole top of the ranking, not only the
 top-1 distance (``kgnorm link --nil-threshold auto --nil-strategy classifier``).
 
-Why: a distance threshold (:mod:`kgnorm.linking.nil`) can only say "far means nil". On the
+Why: a distance threshold (:mod:`kgnorm.nil.thresholds`) can only say "far means nil". On the
 constructed BC5CDR-disease dev set the best such cut still links only near-exact matches
 (BENCHMARKS.md): an out-of-KB mention often lies as close to a related concept as an in-KB
 paraphrase lies to its gold. How the ranking looks around the top-1 tells them apart better:
