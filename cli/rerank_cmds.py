@@ -5,8 +5,15 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from typer.models import CommandInfo
 
-from kgnorm.cli.common import FormatOpt, KeepCheckpointsOpt, QuietOpt, ResumeOpt, SeedOpt, StoreOpt, ThreadsOpt, setup
+from kgnorm.cli.common import FormatOpt, QuietOpt, StoreOpt, setup
+
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="torch CPU threads.")]
+ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue an interrupted run in --out.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed (same seed and data: same run).")]
+KeepCheckpointsOpt = Annotated[bool, typer.Option(
+    "--keep-checkpoints", help="Keep the training checkpoints in --out once the model is written.")]
 
 
 def train_rerank_cmd(
@@ -42,3 +49,20 @@ def train_rerank_cmd(
                  epochs=epochs, batch_groups=batch_groups, train_candidates=train_candidates, lr=lr,
                  max_length=max_length, max_steps=max_steps, max_minutes=max_minutes, seed=seed, resume=resume,
                  threads=threads, keep_checkpoints=keep_checkpoints, store=store, quiet=quiet)
+
+
+def with_rerank(train_app: typer.Typer) -> typer.Typer:
+    """`kgnorm train`'s commands (the registry's methods) plus `rerank`, which trains over a linker's
+    directory rather than from an ontology, so it is not a registry method."""
+    base = type(train_app)
+
+    class WithRerank(base):  # type: ignore[misc, valid-type]
+        @property
+        def registered_commands(self) -> list[CommandInfo]:
+            return [*super().registered_commands, CommandInfo(name="rerank", callback=train_rerank_cmd)]
+
+        @registered_commands.setter
+        def registered_commands(self, value: list[CommandInfo]) -> None:
+            """typer.Typer sets an empty list; the list is computed."""
+
+    return WithRerank(help=train_app.info.help, no_args_is_help=True)

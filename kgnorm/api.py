@@ -76,8 +76,8 @@ class Workbench:
     # ------------------------------------------------------------------ models
     def train(self, method: str, out: str | Path, **options: Any) -> Path:
         """Train ``method`` (biosyn, bne, dan, dilbert, biocom) from the store into ``out``; options
-        are the method's recipe keywords (``kgnorm.methods.<method>.recipe.train``), named as the
-        `kgnorm train METHOD` options are, e.g. ``ontology="medic", train=Path("train.txt")``."""
+        are the fields of the method's ``kgnorm.methods.<method>.recipe.Options`` (what `kgnorm train
+        METHOD` is generated from), e.g. ``ontology="medic", train=Path("train.txt")``."""
         from kgnorm.jobs.train import train
 
         if "store" in options:

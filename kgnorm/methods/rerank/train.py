@@ -77,8 +77,10 @@ class RerankTask(TrainingTask):
                  cfg: RerankConfig, save_meta) -> None:
         self.scorer, self.train, self.dev, self.out, self.cfg = scorer, train, dev, out, cfg
         self.save_meta = save_meta
-        self.opt = torch.optim.AdamW(scorer.model.parameters(), lr=cfg.learning_rate,
-                                     weight_decay=cfg.weight_decay)
+        self.module = scorer.model
+        self.optimizer = torch.optim.AdamW(scorer.model.parameters(), lr=cfg.learning_rate,
+                                           weight_decay=cfg.weight_decay)
+        self.clip_norm = 1.0
         self.order: list[int] = []
 
     def start_epoch(self, epoch: int, saved: dict | None) -> int:
@@ -95,7 +97,7 @@ class RerankTask(TrainingTask):
         keep = sorted(pos + neg)
         return [g.names[i] for i in keep], [g.gold[i] for i in keep], [g.priors[i] for i in keep]
 
-    def train_step(self, step: int) -> float | None:
+    def loss(self, step: int) -> torch.Tensor | None:
         b = self.cfg.batch_groups
         groups = [self.train[i] for i in self.order[step * b:(step + 1) * b]]
         trimmed = [self._trim(g) for g in groups]
@@ -113,12 +115,7 @@ class RerankTask(TrainingTask):
             priors.append(ps + [0.0] * pad)
         scores = self.scorer.forward(firsts, names).view(len(trimmed), width) + torch.tensor(priors)
         scores = scores.masked_fill(~torch.tensor(mask), float("-inf"))
-        loss = _listwise_loss(scores, torch.tensor(gold))
-        self.opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.scorer.model.parameters(), 1.0)
-        self.opt.step()
-        return loss.item()
+        return _listwise_loss(scores, torch.tensor(gold))
 
     def evaluate(self) -> dict | None:
         if not self.dev:
@@ -133,13 +130,6 @@ class RerankTask(TrainingTask):
         self.scorer.save(self.out)
         self.save_meta(record, history)
 
-    def state_dict(self) -> dict:
-        return {"model": self.scorer.model.state_dict(), "optimizer": self.opt.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.scorer.model.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
-
 
 def train_rerank(scorer: CrossScorer, train: list[Group], dev: list[Group], out: Path, cfg: RerankConfig,
                  fingerprint: str, save_meta, resume: bool = True, progress: bool = True,
@@ -147,11 +137,10 @@ def train_rerank(scorer: CrossScorer, train: list[Group], dev: list[Group], out:
     """Train with :class:`TrainingLoop`; ``save_meta(record, history)`` writes the directory's
     metadata whenever a better epoch is saved."""
     linker_acc = (sum(g.gold[0] for g in dev if g.gold) / len(dev)) if dev else None
-    task = RerankTask(scorer, train, dev, out, cfg, save_meta)
-    loop = TrainingLoop(task, LoopConfig(epochs=cfg.epochs, name="rerank", max_seconds=cfg.max_seconds,
-                                         max_steps_per_epoch=cfg.max_steps_per_epoch, epoch_seed=cfg.seed,
-                                         eval_initial=bool(dev), progress=progress),
-                        out / "checkpoints" / "last.pt", fingerprint, resume=resume, on_record=on_epoch)
-    res = loop.run()
+    loop = TrainingLoop(LoopConfig(epochs=cfg.epochs, name="rerank", max_seconds=cfg.max_seconds,
+                                   max_steps_per_epoch=cfg.max_steps_per_epoch, epoch_seed=cfg.seed,
+                                   eval_initial=bool(dev), progress=progress),
+                        out, resume=resume, on_record=on_epoch)
+    res = loop.run(RerankTask(scorer, train, dev, out, cfg, save_meta), fingerprint)
     return RerankResult(res.best_epoch, res.best_value, linker_acc, res.epochs_completed, res.history,
                         res.stop_reason)
