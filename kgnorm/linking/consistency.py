@@ -12,7 +12,7 @@ normalized text, or the same resolved short form (the caller gives the keys) -- 
   confident about its own (top-1 probability >= ``confident``): then it keeps it.
 
 :func:`harmonize` is generic (any ranked candidates that have ``uid`` and ``score``): ``link``
-calls it through :func:`consistent_stream`, and ``annotate`` can call it on a document's spans.
+calls it through :func:`consistent_stream`, ``annotate`` through :func:`harmonize_document`.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["Candidate", "harmonize", "consistent_stream", "DEFAULT_CONFIDENT", "DEFAULT_TEMPERATURE"]
+__all__ = ["Candidate", "harmonize", "harmonize_document", "consistent_stream", "DEFAULT_CONFIDENT", "DEFAULT_TEMPERATURE"]
 
 DEFAULT_CONFIDENT = 0.9
 DEFAULT_TEMPERATURE = 1.0
@@ -109,14 +109,20 @@ def _doc_keys(linked: Any) -> list[list[str]]:
     return keys
 
 
-def _harmonize_document(doc: list[Any], confident: float, temperature: float) -> None:
+def harmonize_document(doc: list[Any], confident: float = DEFAULT_CONFIDENT,
+                       temperature: float = DEFAULT_TEMPERATURE) -> int:
+    """:func:`harmonize` over one document's linked mentions (as ``link_stream`` yields them),
+    in place; returns how many parts changed their rank-1 concept."""
     items = [(lm, j) for lm in doc if not lm.nil for j in range(len(lm.parts))]
     if len(items) < 2:
-        return
+        return 0
     keys = [_doc_keys(lm)[j] if len(lm.parts) == len(lm.queries) else [] for lm, j in items]
     new = harmonize(keys, [lm.parts[j] for lm, j in items], confident, temperature)
+    changed = 0
     for (lm, j), ranked in zip(items, new):
+        changed += bool(ranked and lm.parts[j] and ranked[0].uid != lm.parts[j][0].uid)
         lm.parts[j] = ranked
+    return changed
 
 
 def consistent_stream(linked: Iterable[Any], confident: float = DEFAULT_CONFIDENT,
@@ -130,7 +136,7 @@ def consistent_stream(linked: Iterable[Any], confident: float = DEFAULT_CONFIDEN
     for lm in linked:
         did = lm.mention.doc_id
         if doc and did != doc_id:
-            _harmonize_document(doc, confident, temperature)
+            harmonize_document(doc, confident, temperature)
             yield from doc
             doc = []
         if not did:
@@ -140,7 +146,7 @@ def consistent_stream(linked: Iterable[Any], confident: float = DEFAULT_CONFIDEN
         doc.append(lm)
         doc_id = did
     if doc:
-        _harmonize_document(doc, confident, temperature)
+        harmonize_document(doc, confident, temperature)
         yield from doc
 
 
