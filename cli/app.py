@@ -69,6 +69,7 @@ train_app.command("dan")(train_cmds.train_dan_cmd)
 train_app.command("biocom")(train_cmds.train_biocom_cmd)
 train_app.command("bne")(train_cmds.train_bne_cmd)
 train_app.command("dilbert")(train_cmds.train_dilbert_cmd)
+train_app.command("ner")(train_cmds.train_ner_cmd)
 app.add_typer(train_app, name="train")
 
 eval_app = typer.Typer(help="Evaluate models (linking, hierarchy, relatedness).", no_args_is_help=True)

@@ -228,3 +228,39 @@ def train_biocom_cmd(
 ) -> None:
     """Train BioCoM: 16 concepts × 2 sentences per batch, Multi-Similarity loss."""
     _train("biocom", locals())
+
+
+def train_ner_cmd(
+    train: Annotated[Path, typer.Option("--train", help="Annotated texts: PubTator or BioC XML.")],
+    out: OutOpt,
+    dev: Annotated[Optional[Path], typer.Option("--dev", help="Annotated dev texts (selects on strict-span F1).")] = None,
+    types: Annotated[Optional[str], typer.Option(
+        "--types", help="Entity types to learn, comma-separated; TYPE=LABEL maps a corpus type onto a label, e.g. "
+                        "SpecificDisease=Disease,DiseaseClass=Disease,Modifier=Disease,CompositeMention=Disease "
+                        "(default: every type present, each its own label).")] = None,
+    input_format: Annotated[Optional[str], typer.Option("--format", help="pubtator or bioc (default: sniffed).")] = None,
+    encoder: Annotated[Optional[Path], typer.Option(
+        "--encoder", help="Any local Hugging Face encoder directory (default: the offline MiniLM).")] = None,
+    ontology: Annotated[Optional[str], typer.Option(
+        "--ontology", help="Ontology in the store whose names give the dictionary-match features.")] = None,
+    crf: Annotated[bool, typer.Option("--crf/--no-crf", help="A CRF layer on the token classifier.")] = False,
+    dictionary_features: Annotated[Optional[bool], typer.Option(
+        "--dictionary-features/--no-dictionary-features",
+        help="Add the B/I/O tag of --ontology's name matches to the token embeddings (default: on with --ontology).")] = None,
+    epochs: Annotated[int, typer.Option("--epochs")] = 20,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Windows per batch.")] = 16,
+    lr: Annotated[float, typer.Option("--lr")] = 5e-5,
+    max_length: Annotated[int, typer.Option("--max-length", help="Window in tokens.")] = 256,
+    stride: Annotated[int, typer.Option("--stride", help="Tokens consecutive windows share.")] = 64,
+    max_steps: MaxStepsOpt = None,
+    max_minutes: Annotated[Optional[float], typer.Option(
+        "--max-minutes", help="Budget for the optimisation steps (dev evaluations excluded); training stops inside "
+                              "an epoch once it is spent and the stopped model is evaluated like an epoch.")] = 25.0,
+    threads: ThreadsOpt = None,
+    seed: SeedOpt = 0,
+    resume: ResumeOpt = True,
+    keep_checkpoints: KeepCheckpointsOpt = False,
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Train a mention detector (BIO token classification) on annotated texts."""
+    _train("ner", locals())

@@ -62,6 +62,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "kgnorm.methods.dilbert.recipe:train"),
     Method("biocom", "kgnorm.methods.biocom.linker:load_biocom", "kgnorm.methods.biocom.train:train_biocom",
            "kgnorm.methods.biocom.recipe:train"),
+    Method("ner", "kgnorm.methods.ner.model:load_ner", "kgnorm.methods.ner.train:train_ner",
+           "kgnorm.methods.ner.recipe:train"),
 )}
 
 
@@ -82,4 +84,6 @@ def load_encoder(model_dir: str | Path) -> Any:
     name = read_model_meta(model_dir)["method"]
     if name not in METHODS:
         raise KgnormError(f"{model_dir}: unknown model method {name!r}")
+    if name == "ner":
+        raise KgnormError(f"{model_dir} is a mention detector (`annotate --ner`), not a linking model")
     return METHODS[name].load()(model_dir)
