@@ -43,7 +43,7 @@ def read_items(path: Path, limit: int | None = None) -> list[tuple[Any, dict[str
 
 def query_pairs(pipeline, items) -> list[tuple[str, set[str]]]:
     """The CLI's training-pair rule, so training here sees what `kgnorm train dilbert` would."""
-    from kgnorm.linking.job import training_pairs
+    from kgnorm.linking.linker import training_pairs
 
     return training_pairs(pipeline, items)
 

@@ -17,7 +17,8 @@ def _pieces(gold: list[str], n_parts: int, j: int) -> set[str]:
 
 def ambiguity_rows(model_dir: str | Path, dev: Path) -> dict:
     from kgnorm.evaluation.linking import accuracy_at_k
-    from kgnorm.linking.job import link_stream, open_linker, pipeline_from_meta
+    from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.linker import link_stream, pipeline_from_meta
     from kgnorm.mentions.readers import read_mentions_with_abbreviations
 
     linker, meta = open_linker(model_dir)

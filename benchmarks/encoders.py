@@ -115,7 +115,7 @@ def index_vectors(model) -> np.ndarray:
 def score_linker(linker, pipeline, items, refined: list[int]) -> dict[str, float]:
     """Acc@1/5 full and refined through `kgnorm link`'s path (pipeline, parts, concepts)."""
     from kgnorm.evaluation.linking import accuracy_at_k
-    from kgnorm.linking.job import candidate_sets, link_stream
+    from kgnorm.linking.linker import candidate_sets, link_stream
 
     t0 = time.perf_counter()
     linked = list(link_stream(linker, pipeline, iter(items), top_k=5))
@@ -143,7 +143,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     """Train DILBERT within the budget, score it and the baselines, then the nil thresholds."""
     from kgnorm.methods.dilbert.model import DilbertModel
     from kgnorm.graph.hierarchy import Hierarchy
-    from kgnorm.linking.job import DictionaryLinker
+    from kgnorm.linking.linker import DictionaryLinker
     from kgnorm.linking.nil import nil_dev_set
     from kgnorm.methods.dilbert.train import DilbertConfig, synonym_anchor_pairs, train_dilbert
 

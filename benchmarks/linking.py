@@ -237,7 +237,7 @@ def main() -> None:
     import torch
 
     from kgnorm.evaluation.linking import refined_subset
-    from kgnorm.linking.job import DictionaryLinker
+    from kgnorm.linking.linker import DictionaryLinker
     from kgnorm.encoders.dense import DenseEncoder
     from kgnorm.linking.index import NameIndex
     from kgnorm.linking.sparse import SparseScorer
@@ -332,7 +332,7 @@ def main() -> None:
             if label in DATASETS and label != ds:
                 continue
             from kgnorm.evaluation.linking import accuracy_at_k
-            from kgnorm.linking.job import candidate_sets, link_stream
+            from kgnorm.linking.linker import candidate_sets, link_stream
             from kgnorm.mentions.readers import read_mentions_with_abbreviations
             t0 = time.perf_counter()
             linked = list(link_stream(linker, pipeline, read_mentions_with_abbreviations(SHARED / "data" / dev_rel),

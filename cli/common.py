@@ -79,9 +79,3 @@ def echo_stdout(text: str) -> None:
     if not text.endswith("\n"):
         sys.stdout.write("\n")
 
-
-def read_mention_file(path: Path, fmt: str | None):
-    """Mentions (with the abbreviations their documents define) of a .concept, PubTator or TSV file."""
-    from kgnorm.mentions.readers import read_mentions_with_abbreviations
-
-    return read_mentions_with_abbreviations(path, fmt)

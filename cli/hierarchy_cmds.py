@@ -1,5 +1,5 @@
 """`kgnorm hypernyms` and `kgnorm eval hierarchy`: store → hierarchy view → level split → ranker →
-TSV and PREDICTED_IS_A edges (kgnorm.linking.hypernym_run), or the DAN §4.3 scores."""
+TSV and PREDICTED_IS_A edges (kgnorm.jobs.hypernyms), or the DAN §4.3 scores."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,7 +29,7 @@ def hypernyms_cmd(
 ) -> None:
     """Rank the level-K concepts under --root as hypernyms of each name."""
     setup(quiet)
-    from kgnorm.linking.hypernym_run import rank_names, write_ranking, write_tsv
+    from kgnorm.jobs.hypernyms import rank_names, write_ranking, write_tsv
 
     ranking = rank_names(model, root, level, names, ontology=ontology, top_k=top_k, seed=seed, store=store)
     write_tsv(ranking, output)

@@ -1,4 +1,4 @@
-"""`kgnorm ingest FORMAT PATH` (kgnorm.graph.ingest does the work) and `kgnorm compact`."""
+"""`kgnorm ingest FORMAT PATH` (kgnorm.jobs.ingest does the work) and `kgnorm compact`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +8,7 @@ import typer
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, info, setup
 from kgnorm.errors import KgnormError
-from kgnorm.graph.ingest import ingest
+from kgnorm.jobs.ingest import ingest
 from kgnorm.stores import NEO4J_SCHEMES, check_store_uri, store_exists
 
 app = typer.Typer(help="Load an ontology into the graph store (replaces an ontology of the same name).",

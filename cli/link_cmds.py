@@ -44,7 +44,7 @@ def link_cmd(
 ) -> None:
     """Link mentions to concepts; TSV out, LINKED_TO edges into the store."""
     setup(quiet)
-    from kgnorm.linking.link_run import link_mentions
+    from kgnorm.jobs.link import link_mentions
 
     report = link_mentions(model, input, store=store, write=write, top_k=top_k, write_top_k=write_top_k,
                            output=output if output else sys.stdout, input_format=input_format,
@@ -66,7 +66,7 @@ def embed_cmd(
 ) -> None:
     """Vectors of names (one per line) or of every concept name of an ontology."""
     setup(quiet)
-    from kgnorm.encoders.embed import embed_names
+    from kgnorm.jobs.embed import embed_names
 
     res = embed_names(model, output, input=input, ontology=ontology, store=store)
     info(f"{res.n:,} vectors of dimension {res.dim} → {res.base}.npy / {res.base}.tsv", quiet)
@@ -102,7 +102,7 @@ def eval_link_cmd(
     """Acc@1/Acc@5 of what `link` writes: one concept per rank, a concept right only through its own uid or
     alt ids (composites need every part; gold -1 skipped; a nil row is no link)."""
     setup(quiet)
-    from kgnorm.evaluation.model_eval import check_eval_options, evaluate_model, report_lines
+    from kgnorm.jobs.evaluate import check_eval_options, evaluate_model, report_lines
 
     check_eval_options(model, input, predictions, ontology, nil_fraction)
     if nil_fraction is not None:

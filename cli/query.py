@@ -9,7 +9,7 @@ import typer
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, echo_stdout, parse_params, setup
 from kgnorm.cli.output import render
 from kgnorm.errors import InputError, KgnormError
-from kgnorm.graph.query import ontology_counts, run_query
+from kgnorm.jobs.query import ontology_counts, run_query
 from kgnorm.stores.cypher_files import saved_query, saved_query_names
 
 FORMATS = ("table", "json", "csv")

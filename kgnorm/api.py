@@ -47,20 +47,20 @@ class Workbench:
                *, quiet: bool = False, **options: Any) -> LoadSummary:
         """Load an ontology (format: obo, mesh, medic, snomed, meddra; options: the loader's, e.g.
         ``include_noncurrent`` for MedDRA), replacing one of the same name."""
-        from kgnorm.graph.ingest import ingest
+        from kgnorm.jobs.ingest import ingest
 
         return ingest(format, path, ontology, allow_dangling, self.store, self.lock_timeout, quiet, **options)
 
     def ontologies(self) -> pd.DataFrame:
         """The ontologies in the store with concept and edge counts."""
-        from kgnorm.graph.query import ontology_counts
+        from kgnorm.jobs.query import ontology_counts
 
         return _frame(ontology_counts(self.store))
 
     def query(self, cypher: str, write: bool = False, **params: Any) -> pd.DataFrame:
         """One Cypher statement with ``$params`` bound from the keywords; read-only (a write is
         refused by the store) unless ``write=True``."""
-        from kgnorm.graph.query import run_query
+        from kgnorm.jobs.query import run_query
 
         return _frame(run_query(cypher, params, write=write, store=self.store, lock_timeout=self.lock_timeout))
 
@@ -96,7 +96,7 @@ class Workbench:
         PREDICTED_IS_A edges of one Run. Columns: name, rank, hypernym_uid, hypernym_name, score."""
         import pandas as pd
 
-        from kgnorm.linking.hypernym_run import COLUMNS, rank_names, write_ranking
+        from kgnorm.jobs.hypernyms import COLUMNS, rank_names, write_ranking
 
         ranking = rank_names(model, root, level, names, ontology=ontology, top_k=top_k, seed=seed,
                              store=self.store)
@@ -109,12 +109,12 @@ class Workbench:
         """Link a mention file (.concept, PubTator or TSV) or a list of texts (ids "1", "2", …) with a
         trained model; with ``write`` the LINKED_TO edges go into the store as one Run, streamed in
         batches and published at the end. Options: those of
-        ``kgnorm.linking.link_run.link_mentions`` (nil_threshold, write_top_k, output, write_batch …).
+        ``kgnorm.jobs.link.link_mentions`` (nil_threshold, write_top_k, output, write_batch …).
         Columns: mention_id, mention, rank, concept_uids, score, nil -- the rows of link's TSV."""
         import pandas as pd
 
-        from kgnorm.linking.job import TSV_HEADER
-        from kgnorm.linking.link_run import link_mentions
+        from kgnorm.linking.linker import TSV_HEADER
+        from kgnorm.jobs.link import link_mentions
 
         report = link_mentions(model, mentions, store=self.store, write=write, top_k=top_k,
                                lock_timeout=self.lock_timeout, collect=True, **options)
@@ -126,7 +126,7 @@ class Workbench:
         """What `kgnorm eval link --format json` reports: Acc@1/Acc@5 of the rows `link` writes for the
         gold mentions ("full", and "refined" with ``train=``), or of any TSV in link's layout with
         ``predictions=`` (and ``ontology=`` when no model is given); ``nil_fraction=`` adds DILBERT's
-        constructed nil evaluation ("nil"). Options: ``kgnorm.evaluation.model_eval.evaluate_model``'s."""
-        from kgnorm.evaluation.model_eval import evaluate_model
+        constructed nil evaluation ("nil"). Options: ``kgnorm.jobs.evaluate.evaluate_model``'s."""
+        from kgnorm.jobs.evaluate import evaluate_model
 
         return evaluate_model(model, gold, store=self.store, **options)

@@ -261,7 +261,7 @@ def test_train_biosyn_defaults_presets_and_checkpoints(capsys, store, tmp_path, 
 
 
 def test_link_reports_what_it_wrote_and_explains_edge_counts(capsys, store, tmp_path, tiny_bert_dir):
-    from kgnorm.linking.link_run import EdgeCounts
+    from kgnorm.jobs.link import EdgeCounts
     from kgnorm.stores.base import LinkEdge
 
     def note(per_mention: list[list[LinkEdge]], kept: int) -> str:

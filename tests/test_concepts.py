@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from kgnorm.evaluation.linking import accuracy_at_k
-from kgnorm.linking.job import DictionaryLinker
+from kgnorm.linking.linker import DictionaryLinker
 from kgnorm.methods.biosyn.model import Candidate
 from kgnorm.linking.concepts import link_concepts, rank_concepts
 from kgnorm.linking.dictionary import NameDictionary
@@ -106,7 +106,7 @@ def test_concept_level_marginal_loss():
 
 
 def test_tsv_rows_and_edges_show_each_concept_at_its_own_rank():
-    from kgnorm.linking.job import LinkedMention, edges_for, tsv_rows
+    from kgnorm.linking.linker import LinkedMention, edges_for, tsv_rows
     from kgnorm.mentions.types import Mention
 
     d = _dict()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.job import Hit, link_stream
+from kgnorm.linking.linker import Hit, link_stream
 from kgnorm.linking.nil_classifier import (FEATURES, NilClassifier, cross_validated_accuracy,
                                            hit_features)
 from kgnorm.mentions.types import Mention

@@ -147,7 +147,7 @@ def linked_store(capsys, tmp_path, tiny_bert_dir):
 
 
 def test_link_mentions_strings_collect_and_write_batch(linked_store, tmp_path):
-    from kgnorm.linking.link_run import link_mentions
+    from kgnorm.jobs.link import link_mentions
 
     uri, model = linked_store
     texts = ["heart attack", "kidney failure", "breast cancer", "heart attack and kidney failure", "toy root"]
@@ -299,7 +299,7 @@ def test_a_stage_is_cleared_only_when_its_process_is_gone():
 def test_link_buffer_pool_grows_with_the_store_file(tmp_path):
     """The bound link sets on LadybugDB's buffer pool (512 MB) is raised to the store file's size,
     so a big store's checkpoint does not run out of pool; no bound stays LadybugDB's default."""
-    from kgnorm.linking.link_run import LINK_BUFFER_POOL_MB
+    from kgnorm.jobs.link import LINK_BUFFER_POOL_MB
     from kgnorm.stores.ladybug_store import pool_mb_for
 
     big = tmp_path / "big"

@@ -1,5 +1,5 @@
 """`kgnorm eval link` as a library: score what `link` writes (or any TSV in its layout) against
-gold mentions with the one strict scorer, and DILBERT's constructed nil evaluation.
+gold mentions with the one strict scorer.
 
 The CLI only parses options and prints these reports; notebooks call the same functions."""
 from __future__ import annotations
@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import InputError, KgnormError
+from kgnorm.linking.linker import PartLinker
 from kgnorm.mentions.readers import read_mentions_with_abbreviations as read_gold_mentions
+from kgnorm.text.pipeline import TextPipeline
 
 
 def known_ids(linker, meta: dict[str, Any], store: str | None) -> tuple[set[str], dict[str, list[str]]]:
@@ -52,47 +54,22 @@ def ontology_ids(ontology: str, store: str | None) -> tuple[set[str], dict[str, 
     return known, alt
 
 
-def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, fraction: float, seed: int,
-                           abbreviations: bool | None = None, composites: bool | None = None) -> dict[str, Any]:
-    """`eval link --nil-fraction`: DILBERT's constructed out-of-KB set from the input's gold mentions and
-    every nil strategy on it (kgnorm.evaluation.nil)."""
-    from kgnorm.evaluation.nil import constructed_nil_report
-    from kgnorm.linking.job import open_linker, pipeline_from_meta
-
-    linker, meta = open_linker(model)
-    inner = getattr(linker, "model", None)
-    if getattr(inner, "dictionary", None) is None or not hasattr(inner, "set_dictionary"):
-        raise KgnormError(f"{model}: --nil-fraction needs a model that links through a name dictionary "
-                          f"(a {meta['method']} model has none)")
-    pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
-    try:
-        return constructed_nil_report(inner, pipeline, read_gold_mentions(input, input_format), fraction, seed)
-    except InputError:
-        raise
-    except KgnormError as e:  # about the input's gold mentions (none, or too few concepts)
-        raise InputError(str(e), path=input) from None
-
-
 def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, ontology: str | None,
                   train: Path | None, input_format: str | None, batch_size: int = 256,
-                  abbreviations: bool | None = None, composites: bool | None = None,
-                  allow_unknown_gold: bool = False, store: str | None = None) -> dict[str, Any]:
+                  allow_unknown_gold: bool = False, store: str | None = None, *,
+                  linker: PartLinker | None = None, meta: dict[str, Any] | None = None,
+                  pipeline: TextPipeline | None = None) -> dict[str, Any]:
     """Score link TSV rows against the gold mentions (kgnorm.evaluation.link_tsv): the rows of the file
-    `predictions`, or those `link` writes for `model` (same rows, same parser, same scorer).
+    `predictions`, or those `link` writes with `linker` (the model `model` opened, its `meta` and
+    text `pipeline`: same rows, same parser, same scorer).
 
     Gold ids the model or ontology lacks are refused unless `allow_unknown_gold`; then they are
     scored as misses and counted in ``unknown_gold_ids`` / ``unknown_gold_mentions``."""
     from kgnorm.evaluation.link_tsv import align, parse_link_rows, read_link_tsv, score, unknown_gold_ids
     from kgnorm.evaluation.linking import refined_subset
-    from kgnorm.linking.job import link_stream, open_linker, pipeline_from_meta, tsv_rows
-    from kgnorm.text.pipeline import TextPipeline
+    from kgnorm.linking.linker import link_stream, tsv_rows
 
-    linker = meta = None
-    if model is not None:
-        linker, meta = open_linker(model)
-        pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
-    else:
-        pipeline = TextPipeline()
+    pipeline = pipeline or TextPipeline()
     known, alt_ids = (ontology_ids(ontology, store) if ontology is not None
                       else known_ids(linker, meta, store))
     mentions = [m for m, _ in read_gold_mentions(gold, input_format)] if predictions is not None else []

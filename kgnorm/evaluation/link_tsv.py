@@ -2,7 +2,7 @@
 
 ``kgnorm eval link --predictions F --gold G`` scores any file in this layout (another system's
 output too), and ``kgnorm eval link --model M`` scores the rows ``link`` would write for the
-same model (:func:`kgnorm.linking.job.tsv_rows`) through the same parser -- so the two agree by
+same model (:func:`kgnorm.linking.linker.tsv_rows`) through the same parser -- so the two agree by
 construction, and the accuracy is that of the concepts a user gets.
 
 Layout (DESIGN §5): a header ``mention_id mention rank concept_uids score nil``, then per

@@ -34,8 +34,8 @@ Hits = list[tuple[str, str, float]]
 def concept_hits(model: Any, queries: Sequence[str], depth: int = DEFAULT_DEPTH) -> list[Hits]:
     """Top ``depth`` concepts per query as (uid, name, score) from a name-dictionary model,
     names collapsed to their concept's best one exactly as `kgnorm link` does
-    (:class:`kgnorm.linking.job.DictionaryLinker`)."""
-    from kgnorm.linking.job import DictionaryLinker
+    (:class:`kgnorm.linking.linker.DictionaryLinker`)."""
+    from kgnorm.linking.linker import DictionaryLinker
 
     qs = list(queries)
     parts = DictionaryLinker(model, "nil").link_parts(qs, [None] * len(qs), [True] * len(qs), depth)
@@ -133,7 +133,7 @@ def constructed_nil_report(model: Any, pipeline: Any, mentions: Iterable[tuple[A
     query per composite part, as training pairs) against ``model``'s dictionary, linked
     with ``model`` (its dictionary is replaced by the reduced one) and every strategy
     scored by :func:`evaluate_nil_strategies`."""
-    from kgnorm.linking.job import training_pairs
+    from kgnorm.linking.linker import training_pairs
 
     pairs, docs = [], []
     for m, abbr in mentions:

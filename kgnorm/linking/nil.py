@@ -6,7 +6,7 @@ threshold ``t`` (``distance > t``), and linked to its top-1 candidate otherwise.
 "lower = closer"; linkers report scores ("higher = better"), so :func:`from_scores` uses
 ``distance = -score`` (any strictly decreasing map gives the same decisions; for a DILBERT
 model ``DilbertModel.distance_of`` gives the true distance). A threshold ``t`` in distance
-units is the score threshold ``-t``: ``kgnorm.linking.job.link_stream(nil_threshold=-t)``
+units is the score threshold ``-t``: ``kgnorm.linking.linker.link_stream(nil_threshold=-t)``
 marks exactly the same mentions (score ``< -t``).
 
 Dev results (:class:`NilExample`, one per mention): ``distance`` of the top-1 name,

@@ -76,7 +76,7 @@ def fit_nil(linker, meta: dict[str, Any], pipeline, nil_dev: Path, input_format:
     `classifier`, fit a NilClassifier (kgnorm.linking.nil_classifier) instead."""
     from kgnorm.evaluation.link_eval import known_ids
     from kgnorm.evaluation.linking import GoldMention, MentionPrediction, mention_rank
-    from kgnorm.linking.job import candidate_sets, link_stream
+    from kgnorm.linking.linker import candidate_sets, link_stream
     from kgnorm.linking.nil import choose_threshold, from_scores, nil_metrics
     from kgnorm.linking.nil_classifier import DEFAULT_DEPTH
     from kgnorm.mentions.readers import NIL_PART, read_mentions_with_abbreviations

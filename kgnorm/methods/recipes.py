@@ -33,7 +33,7 @@ def set_threads(threads: int | None) -> None:
 
 def mention_pairs(pipeline, path: Path, fmt: str | None) -> list[tuple[str, set[str]]]:
     """(normalized query, gold uids) per composite part of a mention file."""
-    from kgnorm.linking.job import training_pairs
+    from kgnorm.linking.linker import training_pairs
     from kgnorm.mentions.readers import read_mentions_with_abbreviations
 
     return training_pairs(pipeline, read_mentions_with_abbreviations(Path(path), fmt))

@@ -190,11 +190,6 @@ class BiocomEncoder:
             self.model.train(was_training)
         return out
 
-    def encode_mentions(self, mentions: Sequence[tuple[str, str | None]],
-                        batch_size: int = 64) -> np.ndarray:
-        """Vectors of (mention text, context) pairs, located with :func:`locate`."""
-        return self.embed([locate(t, c) for t, c in mentions], batch_size)
-
     def encode(self, names: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Vectors of names, each alone inside the markers: ``[ENT] name [/ENT]``."""
         return self.embed([(n, 0, len(n)) for n in names], batch_size)

@@ -139,9 +139,6 @@ class BioSynModel(torch.nn.Module):
         self.index = NameIndex.build(vectors, kind=self.index_kind, fp16=self.index_fp16)
         return self.index
 
-    def invalidate_index(self) -> None:
-        self.index = None
-
     # ------------------------------------------------------------------ training forward
     def embed_bucketed(self, texts: Sequence[str], bucket: int = 64) -> torch.Tensor:
         """Pooled vectors with autograd, length-bucketed (:meth:`DenseEncoder.embed_bucketed`)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kgnorm.errors import KgnormError
+from kgnorm.errors import InputError, KgnormError
 
 
 def check_eval_options(model: str | Path | None, gold: str | Path | None, predictions: str | Path | None,
@@ -32,13 +32,19 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
                    store: str | None = None) -> dict[str, Any]:
     """The report: "full" (and "refined" with `train`), unknown gold counts, "nil" with
     `nil_fraction`, and "notes": lines the user must see (gold ids scored as misses)."""
-    from kgnorm.evaluation.link_eval import evaluate_link, evaluate_nil_detection
+    from kgnorm.evaluation.link_eval import evaluate_link
+    from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.linker import pipeline_from_meta
 
     check_eval_options(model, gold, predictions, ontology, nil_fraction)
     model = Path(model) if model is not None else None
+    linker = meta = pipeline = None
+    if model is not None:
+        linker, meta = open_linker(model)
+        pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
     report = evaluate_link(model, Path(gold), Path(predictions) if predictions is not None else None, ontology,
-                           Path(train) if train is not None else None, input_format, batch_size, abbreviations,
-                           composites, allow_unknown_gold, store)
+                           Path(train) if train is not None else None, input_format, batch_size,
+                           allow_unknown_gold, store, linker=linker, meta=meta, pipeline=pipeline)
     notes = []
     if report["unknown_gold_ids"]:
         where = f"ontology {ontology!r}" if ontology is not None else f"the dictionary of {model}"
@@ -49,6 +55,31 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
                                                abbreviations, composites)
     report["notes"] = notes
     return report
+
+
+def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, fraction: float, seed: int,
+                           abbreviations: bool | None = None, composites: bool | None = None) -> dict[str, Any]:
+    """`eval link --nil-fraction`: DILBERT's constructed out-of-KB set from the input's gold mentions and
+    every nil strategy on it (kgnorm.evaluation.nil). The model is opened afresh: its dictionary is
+    replaced by the reduced one."""
+    from kgnorm.evaluation.nil import constructed_nil_report
+    from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.linker import pipeline_from_meta
+    from kgnorm.mentions.readers import read_mentions_with_abbreviations
+
+    linker, meta = open_linker(model)
+    inner = getattr(linker, "model", None)
+    if getattr(inner, "dictionary", None) is None or not hasattr(inner, "set_dictionary"):
+        raise KgnormError(f"{model}: --nil-fraction needs a model that links through a name dictionary "
+                          f"(a {meta['method']} model has none)")
+    pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
+    try:
+        return constructed_nil_report(inner, pipeline, read_mentions_with_abbreviations(input, input_format),
+                                      fraction, seed)
+    except InputError:
+        raise
+    except KgnormError as e:  # about the input's gold mentions (none, or too few concepts)
+        raise InputError(str(e), path=input) from None
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:

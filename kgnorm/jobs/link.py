@@ -115,7 +115,8 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
                   collect: bool = False) -> LinkReport:
     """Link `mentions` with the model in `model`; write the TSV to `output` (a path or an open
     text file; None: none), the run to `store` unless write=False; `collect` keeps the rows."""
-    from kgnorm.linking.job import TSV_HEADER, edges_for, link_stream, open_linker, pipeline_from_meta, tsv_rows
+    from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.linker import TSV_HEADER, edges_for, link_stream, pipeline_from_meta, tsv_rows
     from kgnorm.linking.nil_fit import nil_decision, parse_nil_option
     from kgnorm.progress import progress_bar
     from kgnorm.stores import LinkEdge, MentionRow, RunRecord, open_store

@@ -1,4 +1,4 @@
-"""Linking as a job: mentions → text pipeline → model → ranked candidates per part.
+"""The linker: mentions → text pipeline → model → ranked candidates per part.
 
 Streams: mentions are read, prepared and linked in batches, so memory follows the batch
 size, not the corpus. Output rows (DESIGN §5) and store edges are derived from the same
@@ -6,12 +6,9 @@ size, not the corpus. Output rows (DESIGN §5) and store edges are derived from 
 """
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Iterable, Iterator, Protocol, Sequence, TextIO
+from typing import Any, Iterable, Iterator, Protocol
 
-from kgnorm.errors import KgnormError
 from kgnorm.mentions.types import Mention
 from kgnorm.text.pipeline import TextPipeline
 
@@ -80,19 +77,6 @@ class ContextLinker:
         return [[Hit(uid, uid, float(score)) for uid, score in cands] for cands in out]
 
 
-def open_linker(model_dir: str | Path) -> tuple[PartLinker, dict[str, Any]]:
-    from kgnorm.methods.model_dir import read_model_meta
-    from kgnorm.methods.registry import load_encoder
-
-    meta = read_model_meta(model_dir)
-    model = load_encoder(model_dir)
-    if meta["method"] == "biocom":
-        return ContextLinker(model), meta
-    if not hasattr(model, "link"):
-        raise KgnormError(f"{model_dir}: a {meta['method']} model has no name index to link with")
-    return DictionaryLinker(model, meta["method"]), meta
-
-
 def pipeline_from_meta(meta: dict[str, Any], **overrides: Any) -> TextPipeline:
     cfg = dict(meta.get("text_pipeline", {}))
     cfg.update({k: v for k, v in overrides.items() if v is not None})
@@ -150,11 +134,6 @@ def tsv_rows(linked: LinkedMention, top_k: int) -> list[list[str]]:
     return rows
 
 
-def write_tsv_rows(out: TextIO, linked: LinkedMention, top_k: int) -> None:
-    w = csv.writer(out, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-    w.writerows(tsv_rows(linked, top_k))
-
-
 def candidate_sets(linked: LinkedMention) -> list[list[str]]:
     """Per part, the ranked concept uids (one per rank, as the TSV shows them)."""
     return [[h.uid for h in part] for part in linked.parts]
@@ -170,10 +149,6 @@ def edges_for(linked: LinkedMention, write_top_k: int) -> list[tuple[str, int, f
             key = (h.uid, rank)
             out[key] = max(out.get(key, float("-inf")), h.score)
     return [(uid, rank, score) for (uid, rank), score in out.items()]
-
-
-def normalized_texts(pipeline: TextPipeline, mentions: Sequence[Mention]) -> list[str]:
-    return [pipeline.normalize_name(m.text) for m in mentions]
 
 
 def training_pairs(pipeline: TextPipeline, items: Iterable[tuple[Mention, dict[str, str]]]

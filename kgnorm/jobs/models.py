@@ -1,0 +1,22 @@
+"""A model directory opened for a job: the method's model behind it (through the registry) and,
+for linking, the adapter that ranks concepts with it (kgnorm.linking.linker)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kgnorm.errors import KgnormError
+from kgnorm.linking.linker import ContextLinker, DictionaryLinker, PartLinker
+
+
+def open_linker(model_dir: str | Path) -> tuple[PartLinker, dict[str, Any]]:
+    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.methods.registry import load_encoder
+
+    meta = read_model_meta(model_dir)
+    model = load_encoder(model_dir)
+    if meta["method"] == "biocom":
+        return ContextLinker(model), meta
+    if not hasattr(model, "link"):
+        raise KgnormError(f"{model_dir}: a {meta['method']} model has no name index to link with")
+    return DictionaryLinker(model, meta["method"]), meta
