@@ -255,3 +255,38 @@ def test_resume_after_budget_stop(tmp_path, corpus, minilm_tiny_dir):
     assert b[0].get("partial") and [h["epoch"] for h in b[1:]] == [h["epoch"] for h in a]
     assert [h["loss"] for h in b[1:]] == pytest.approx([h["loss"] for h in a], rel=1e-4)
     assert [h["dev"]["f1"] for h in b[1:]] == pytest.approx([h["dev"]["f1"] for h in a])
+
+
+def test_dictionary_features_from_the_store(tmp_path, capsys, minilm_tiny_dir):
+    """--ontology: the ontology's names are matched in every window and fed as B/I/O tags."""
+    from pathlib import Path
+
+    from kgnorm.methods.ner.model import NAMES_FILE, load_ner
+
+    fix = Path(__file__).parent / "fixtures" / "medic" / "CTD_diseases.tsv"
+    store = f"ladybug://{tmp_path / 'graph'}"
+    assert run(capsys, "ingest", "medic", str(fix), "--ontology", "medic", "--store", store, "-q")[0] == 0
+    docs = [("Toe study", "Fictional syndrome of the toe was seen with fever."),
+            ("Second", "Fever and fictional syndrome of the toe again.")]
+    f = tmp_path / "train.txt"
+    lines = []
+    for i, (t, a) in enumerate(docs):
+        text = f"{t} {a}"
+        lines += [f"{i}|t|{t}", f"{i}|a|{a}"]
+        s = text.lower().index("fictional")
+        lines += [f"{i}\t{s}\t{s + 29}\t{text[s:s + 29]}\tDisease\tMESH:D900002", ""]
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "model"
+    code, _, err = run(capsys, "train", "ner", "--train", str(f), "--dev", str(f), "--out", str(out),
+                       "--encoder", str(minilm_tiny_dir), "--ontology", "medic", "--store", store,
+                       "--max-length", "32", "--stride", "8", "--epochs", "2", "--threads", "1", "--quiet")
+    assert code == 0, err
+    det = load_ner(out)
+    assert det.net.match is not None and "Fictional Syndrome of the Toe" in (out / NAMES_FILE).read_text()
+    text = "Fictional syndrome of the toe again."
+    windows = det.windows([text])
+    [tags] = det.match_tags([text], windows)
+    matched = [windows[0].offsets[i] for i, t in enumerate(tags) if t > 0]
+    assert matched[0][0] == 0 and matched[-1][1] == 29 and tags.count(1) == 1
+    [spans] = det.detect([text])
+    assert all(text[s.start:s.end] == s.text for s in spans)

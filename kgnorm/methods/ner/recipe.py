@@ -13,7 +13,7 @@ from kgnorm.progress import note
 def train(out: str | Path, *, train: Path, dev: Path | None = None, types: str | None = None,
           input_format: str | None = None, encoder: Path | None = None, ontology: str | None = None,
           store: str | None = None, crf: bool = False, dictionary_features: bool | None = None,
-          epochs: int = 20, batch_size: int = 16, lr: float = 5e-5, max_length: int = 256, stride: int = 64,
+          epochs: int = 20, batch_size: int = 8, lr: float = 1e-4, max_length: int = 256, stride: int = 64,
           max_steps: int | None = None, seed: int = 0, resume: bool = True, max_minutes: float | None = 25.0,
           threads: int | None = None, keep_checkpoints: bool = False, quiet: bool = False) -> Path:
     """Train a mention detector into ``out``. ``dictionary_features`` defaults to on when an
