@@ -43,17 +43,6 @@ class LabelSet:
         t = self.types[(tag - 1) // 2]
         return ("B" if (tag - 1) % 2 == 0 else "I"), t
 
-    def allowed_transitions(self) -> list[tuple[int, int]]:
-        """(from, to) tag pairs a BIO sequence may contain: I-T only after B-T or I-T."""
-        out = []
-        for a in range(len(self)):
-            pa, ta = self.decode(a)
-            for b in range(len(self)):
-                pb, tb = self.decode(b)
-                if pb != "I" or (pa != OUTSIDE and ta == tb):
-                    out.append((a, b))
-        return out
-
 
 def token_tags(offsets: Sequence[tuple[int, int]], spans: Sequence[Span], labels: LabelSet,
                ignore: int = -100) -> list[int]:
