@@ -47,7 +47,7 @@ def run_variant(corpus: str, variant: str, args) -> dict:
     dev_m = meta["metrics"]["dev"]
     last = meta["history"][-1] if meta.get("history") else {}
     return {"variant": variant, "precision": dev_m["precision"], "recall": dev_m["recall"], "f1": dev_m["f1"],
-            "epoch": meta["metrics"]["epoch"], "minutes": wall / 60, "rss": rss, "last": last}
+            "epoch": meta["metrics"]["epoch"], "steps": meta["metrics"].get("steps", "n/a"), "minutes": wall / 60, "rss": rss, "last": last}
 
 
 def main() -> None:
@@ -70,11 +70,11 @@ def main() -> None:
              f"--threads {args.threads}` (the budget counts optimisation steps; the minutes below are the "
              "whole command's wall clock, dev evaluations included). The 2-core machine is shared with "
              "seven other engineers' jobs: times are noisy and slower than an idle machine.", "",
-             "| variant | dev P | dev R | dev F1 | selected at epoch | train ner minutes | peak RSS MB |",
+             "| variant | dev P | dev R | dev F1 | selected at epoch (steps) | train ner minutes | peak RSS MB |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['variant']} | {f4(r['precision'])} | {f4(r['recall'])} | {f4(r['f1'])} | "
-                     f"{r['epoch']} | {r['minutes']:.1f} | {r['rss']:.0f} |")
+                     f"{r['epoch']} ({r['steps']}) | {r['minutes']:.1f} | {r['rss']:.0f} |")
     body = "\n".join(lines)
     if args.no_append:
         print(body)

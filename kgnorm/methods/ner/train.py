@@ -142,7 +142,8 @@ class NerTask(TrainingTask):
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in scores.items()}
 
     def save(self, record: dict, history: list[dict]) -> None:
-        self.det.save(self.out, {**self.meta, "metrics": {"dev": record.get("dev"), "epoch": record["epoch"]},
+        self.det.save(self.out, {**self.meta, "metrics": {"dev": record.get("dev"), "epoch": record["epoch"],
+                                                             "steps": self.steps_done},
                                  "history": history})
 
     def state_dict(self) -> dict:
