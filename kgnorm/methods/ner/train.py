@@ -29,7 +29,7 @@ from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
 from kgnorm.training.loop import LoopConfig, TrainingLoop
 from kgnorm.training.task import TrainingTask
 
-__all__ = ["NerConfig", "NerTrainResult", "train_ner"]
+__all__ = ["NerConfig", "NerTrainResult", "build_detector", "train_ner"]
 
 CHECKPOINT = "last.pt"
 
@@ -176,14 +176,26 @@ def _fingerprint(cfg: NerConfig, train: Sequence[AnnotatedText], dev: Sequence[A
                                     "names": digest(names or [])}, sort_keys=True).encode()).hexdigest()
 
 
+def build_detector(encoder_dir: str | Path | None, types: Sequence[str], cfg: NerConfig,
+                   names: Sequence[str] | None = None):
+    """(the untrained detector ``cfg`` describes, the encoder it starts from); a checkpoint's
+    ``model`` state loads into ``detector.net``."""
+    from kgnorm.encoders.dense import DenseEncoder
+
+    base = DenseEncoder(encoder_dir, max_length=cfg.max_length)
+    labels = LabelSet(tuple(types))
+    net = NerNet(base.model, len(labels), cfg.crf, cfg.dictionary_features, cfg.dropout)
+    det = NerDetector(net, base.tokenizer, labels, cfg.max_length, cfg.stride,
+                      names if cfg.dictionary_features else None, cfg.eval_batch_size, device="cpu")
+    return det, base
+
+
 def train_ner(train: Sequence[AnnotatedText], dev: Sequence[AnnotatedText] | None, out_dir: str | Path,
               types: Sequence[str], encoder_dir: str | Path | None = None, config: NerConfig | None = None,
               names: Sequence[str] | None = None, resume: bool = True, progress: bool = True,
               meta: dict | None = None) -> NerTrainResult:
     """Train a detector of ``types`` on ``train`` (select on ``dev`` strict-span F1) into
     ``out_dir``; ``names``: the dictionary for ``config.dictionary_features``."""
-    from kgnorm.encoders.dense import DenseEncoder
-
     cfg = config or NerConfig()
     if cfg.dictionary_features and not names:
         raise KgnormError("dictionary features need an ontology's names (--ontology)")
@@ -192,11 +204,8 @@ def train_ner(train: Sequence[AnnotatedText], dev: Sequence[AnnotatedText] | Non
     t_start = time.perf_counter()
     seed_all(cfg.seed)
     out = Path(out_dir)
-    base = DenseEncoder(encoder_dir, max_length=cfg.max_length)
-    labels = LabelSet(tuple(types))
-    net = NerNet(base.model, len(labels), cfg.crf, cfg.dictionary_features, cfg.dropout)
-    det = NerDetector(net, base.tokenizer, labels, cfg.max_length, cfg.stride,
-                      names if cfg.dictionary_features else None, cfg.eval_batch_size, device="cpu")
+    det, base = build_detector(encoder_dir, types, cfg, names)
+    labels = det.labels
     meta = {**(meta or {}), "base_encoder": base.base,
             "hyper_parameters": cfg.to_dict(), "train_documents": len(train),
             "dev_documents": len(dev or [])}
