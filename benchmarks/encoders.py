@@ -144,7 +144,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     from kgnorm.methods.dilbert.model import DilbertModel
     from kgnorm.graph.hierarchy import Hierarchy
     from kgnorm.linking.linker import DictionaryLinker
-    from kgnorm.linking.nil import nil_dev_set
+    from kgnorm.nil.thresholds import nil_dev_set
     from kgnorm.methods.dilbert.train import DilbertConfig, synonym_anchor_pairs, train_dilbert
 
     pipeline, dictionary, graph = ctx["pipeline"], ctx["dictionary"], ctx["graph"]

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from kgnorm.cli import biocom_cmds, encoder_cmds, hierarchy_cmds, ingest, link_cmds, pretrain_cmds, query, train_cmds
+from kgnorm.cli import (annotate_cmds, biocom_cmds, encoder_cmds, hierarchy_cmds, ingest, link_cmds, pretrain_cmds,
+                        query, train_cmds)
 from kgnorm.errors import KgnormError
 from kgnorm.stores.base import redact
 
@@ -76,6 +77,7 @@ eval_app = typer.Typer(help="Evaluate models (linking, hierarchy, relatedness)."
 eval_app.command("link")(link_cmds.eval_link_cmd)
 eval_app.command("hierarchy")(hierarchy_cmds.eval_hierarchy_cmd)
 eval_app.command("relatedness")(encoder_cmds.eval_relatedness_cmd)
+eval_app.command("annotate")(annotate_cmds.eval_annotate_cmd)
 app.add_typer(eval_app, name="eval")
 
 corpus_app = typer.Typer(help="Entity-linked sentence corpora for BioCoM.", no_args_is_help=True)
@@ -83,6 +85,7 @@ corpus_app.command("build")(biocom_cmds.corpus_build_cmd)
 app.add_typer(corpus_app, name="corpus")
 
 app.command("link")(link_cmds.link_cmd)
+app.command("annotate")(annotate_cmds.annotate_cmd)
 app.command("hypernyms")(hierarchy_cmds.hypernyms_cmd)
 app.command("embed")(link_cmds.embed_cmd)
 app.command("pretrain")(pretrain_cmds.pretrain_cmd)

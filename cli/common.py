@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -44,6 +43,25 @@ def warn(message: str) -> None:
 def info(message: str, quiet: bool = False) -> None:
     """Human-facing status goes to stderr so stdout stays machine-readable."""
     note(message, quiet)
+
+
+def print_report(report: Any, quiet: bool) -> None:
+    """A run's notes (always) and its summary lines (unless quiet), both to stderr."""
+    for message in report.notes:
+        warn(message)
+    for line in report.summary():
+        info(line, quiet)
+
+
+def print_evaluation(report: dict[str, Any], fmt: str, lines_of: Callable[[dict[str, Any]], list[str]]) -> None:
+    """An eval report: its notes to stderr, then JSON (``--format json``) or its table lines to stdout."""
+    for message in report.pop("notes", []):
+        warn(message)
+    if fmt == "json":
+        typer.echo(json.dumps(json_safe(report), indent=2))
+        return
+    for line in lines_of(report):
+        typer.echo(line)
 
 
 def parse_params(pairs: list[str] | None) -> dict[str, Any]:

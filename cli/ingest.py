@@ -7,9 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, info, setup
-from kgnorm.errors import KgnormError
 from kgnorm.jobs.ingest import ingest
-from kgnorm.stores import NEO4J_SCHEMES, check_store_uri, store_exists
 
 app = typer.Typer(help="Load an ontology into the graph store (replaces an ontology of the same name).",
                   no_args_is_help=True)
@@ -54,17 +52,24 @@ def meddra(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt 
     _ingest("meddra", path, ontology, allow_dangling, store, quiet, lock_timeout, include_noncurrent=include_noncurrent)
 
 
+@app.command("umls")
+def umls(path: PathArg, ontology: NameOpt = None, allow_dangling: Annotated[bool, typer.Option(
+             "--allow-dangling", help="Skip MRREL rows naming a CUI that MRCONSO lacks instead of failing.")] = False,
+         sab: Annotated[Optional[str], typer.Option(
+             "--sab", help="Sources to keep, comma-separated (e.g. MSH,SNOMEDCT_US); default: all.")] = None,
+         lang: Annotated[str, typer.Option("--lang", help="Languages to keep, comma-separated; ALL for all.")] = "ENG",
+         suppress: Annotated[bool, typer.Option("--suppress", help="Also keep suppressible names (SUPPRESS not N).")] = False,
+         store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
+    """UMLS Metathesaurus RRF (a release's META folder): concepts are CUIs, source codes alt ids."""
+    _ingest("umls", path, ontology, allow_dangling, store, quiet, lock_timeout, sab=sab, lang=lang, suppress=suppress)
+
+
 def compact_cmd(store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
     """Reclaim the space an embedded store keeps after ontologies were replaced (LadybugDB has
     no vacuum): the store is copied into a fresh file that takes its place."""
     setup(quiet)
-    uri = check_store_uri(store)
-    if uri.startswith(NEO4J_SCHEMES):
-        raise KgnormError("compact is for the embedded store; a Neo4j server manages its own space")
-    if not store_exists(uri):
-        raise KgnormError(f"no store at {uri}")
-    from kgnorm.stores.ladybug_compact import compact
+    from kgnorm.jobs.compact import compact_store
 
-    s = compact(uri[len("ladybug://"):] if uri.startswith("ladybug://") else uri, lock_timeout=lock_timeout)
+    uri, s = compact_store(store, lock_timeout=lock_timeout)
     info(f"compacted {uri}: {s.mb_before:.1f} MB → {s.mb_after:.1f} MB ({s.nodes:,} nodes, {s.edges:,} edges) "
          f"in {s.seconds:.1f}s", quiet)

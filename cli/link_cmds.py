@@ -1,14 +1,14 @@
 """`kgnorm link`, `kgnorm embed`, `kgnorm eval link` (`train biosyn` is in train_cmds.py)."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import FormatOpt, LockTimeoutOpt, QuietOpt, StoreOpt, info, json_safe, setup, warn
+from kgnorm.cli.common import (FormatOpt, LockTimeoutOpt, QuietOpt, StoreOpt, info, print_evaluation, print_report,
+                               setup)
 
 AbbrOpt = Annotated[Optional[bool], typer.Option(
     "--abbreviations/--no-abbreviations", help="Expand abbreviations defined in the document.")]
@@ -34,7 +34,7 @@ def link_cmd(
         "--nil-strategy", help="With auto: min_fp, max_tp, weighted, auto (the best of DILBERT's three on dev), "
                                 "dev_accuracy (the most accurate cut on dev), or classifier (gradient-boosted trees "
                                 "on the top-5 distances and the lexical overlap with the top-1 name, fitted on "
-                                "dev; kgnorm.linking.nil_classifier).")] = "auto",
+                                "dev; kgnorm.nil.classifier).")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Mentions linked per batch.")] = 256,
     write_batch: Annotated[int, typer.Option(
         "--write-batch", help="Mentions sent to the store at a time: memory follows this, not the input; the "
@@ -51,10 +51,7 @@ def link_cmd(
                            nil_threshold=nil_threshold, nil_dev=nil_dev, nil_strategy=nil_strategy,
                            batch_size=batch_size, write_batch=write_batch, abbreviations=abbreviations,
                            composites=composites, lock_timeout=lock_timeout, progress=not quiet)
-    for note in report.notes:
-        warn(note)
-    for line in report.summary():
-        info(line, quiet)
+    print_report(report, quiet)
 
 
 def embed_cmd(
@@ -111,10 +108,4 @@ def eval_link_cmd(
                             allow_unknown_gold=allow_unknown_gold, train=train, input_format=input_format,
                             batch_size=batch_size, abbreviations=abbreviations, composites=composites,
                             nil_fraction=nil_fraction, nil_seed=nil_seed, store=store)
-    for note in report.pop("notes"):
-        warn(note)
-    if fmt == "json":
-        typer.echo(json.dumps(json_safe(report), indent=2))
-        return
-    for line in report_lines(report):
-        typer.echo(line)
+    print_evaluation(report, fmt, report_lines)

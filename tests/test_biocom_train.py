@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from conftest import make_word_bert
 import kgnorm.methods.biocom.train as train_mod
 from kgnorm.methods.biocom.corpus import build_corpus
 from kgnorm.methods.biocom.linker import INDEX_FILE, MODEL_JSON, ROWS_FILE, load_biocom
@@ -17,16 +17,10 @@ from kgnorm.methods.biocom.loss import MultiSimilarityLoss
 from kgnorm.methods.biocom.train import BiocomConfig, train_biocom
 from kgnorm.errors import KgnormError
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models run fastest on one thread (and do not fight over a shared machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 NAMES = {
     "T:OC": ["ovarian cancer", "ovarian carcinoma"],
@@ -45,22 +39,6 @@ glucose phosphate dehydrogenase disease leukemia acute lymphoblastic risk study 
 rare common mutation mutations gene . ,""".split()
 
 
-def make_tiny_bert(path: Path) -> Path:
-    """A random 2-layer BERT (hidden 32) with a word-level vocab (as in test_biocom_model)."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    path.mkdir(parents=True, exist_ok=True)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(WORDS)]
-    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tok = BertTokenizerFast.from_pretrained(str(path), do_lower_case=True)
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
-                         num_attention_heads=2, intermediate_size=64,
-                         max_position_embeddings=64)).save_pretrained(str(path))
-    tok.save_pretrained(str(path))
-    return path
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("biocom")
@@ -77,7 +55,7 @@ def setup(tmp_path_factory):
     dev = [("ovarian cancer", "Two families had ovarian cancer.", {"T:OC"}),
            ("DMD", "Boys had DMD.", {"T:DMD"}),              # not in context -> alone
            ("breast cancer", "", "T:BC")]
-    return root, make_tiny_bert(root / "tiny"), dev
+    return root, make_word_bert(root / "tiny", WORDS, max_positions=64), dev
 
 
 def cfg(**kw) -> BiocomConfig:

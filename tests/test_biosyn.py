@@ -7,13 +7,16 @@ import pytest
 import torch
 
 from kgnorm.errors import KgnormError
-from kgnorm.methods.biosyn.model import BioSynModel, Candidate
+from kgnorm.linking.candidates import Candidate
+from kgnorm.methods.biosyn.model import BioSynModel
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.biosyn.model import load_biosyn
 from kgnorm.methods.model_dir import read_model_meta, write_model_meta
 from kgnorm.methods.biosyn import train as tb
 from kgnorm.methods.biosyn.train import BioSynConfig, marginal_nll, train_biosyn
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 ENTRIES = [
     ("heart attack", "MESH:D1"), ("myocardial infarction", "MESH:D1"),
@@ -34,15 +37,6 @@ TRAIN = [("heart attacks", {"MESH:D1"}), ("kidney failures", {"MESH:D2"}),
 DEV = [("heart attack acute", {"MESH:D1"}), ("renal failures", {"OMIM:100000"}),
        ("hypertensions", {"MESH:D11"})]
 
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models: one intra-op thread is faster and immune to a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 @pytest.fixture
 def dictionary():

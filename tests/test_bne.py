@@ -8,11 +8,13 @@ import torch
 from kgnorm.methods.bne.model import (BNE, BneModel, as_name_dictionary, build_char_vocab,
                                  concept_names, load_bne)
 from kgnorm.errors import KgnormError
-from kgnorm.methods.biosyn.model import Candidate
+from kgnorm.linking.candidates import Candidate
 from kgnorm.methods.model_dir import read_model_meta
 from kgnorm.methods.bne.train import (BneConfig, hold_out_synonyms, inbatch_scores,
                                  logistic_inbatch_loss, prototypes, train_bne)
 from kgnorm.encoders.wordvectors import WordVectors
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 CONCEPTS = {
     "MESH:D1": ["heart attack", "myocardial infarction", "cardiac infarction"],
@@ -24,14 +26,6 @@ CONCEPTS = {
     "MESH:D7": ["diabetes"],
 }
 TINY = dict(char_dim=8, char_hidden=8, word_hidden=8, out_dim=12, dropout=0.0, batch_size=8)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import torch
 
 from kgnorm.evaluation.linking import accuracy_at_k
 from kgnorm.linking.linker import DictionaryLinker
-from kgnorm.methods.biosyn.model import Candidate
+from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.concepts import link_concepts, rank_concepts
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.biosyn.train import _gold_concepts, marginal_nll
@@ -106,7 +106,8 @@ def test_concept_level_marginal_loss():
 
 
 def test_tsv_rows_and_edges_show_each_concept_at_its_own_rank():
-    from kgnorm.linking.linker import LinkedMention, edges_for, tsv_rows
+    from kgnorm.linking.candidates import LinkedMention
+    from kgnorm.linking.linker import edges_for, tsv_rows
     from kgnorm.mentions.types import Mention
 
     d = _dict()

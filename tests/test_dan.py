@@ -10,18 +10,12 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_hierarchy import toy_data, toy_hierarchy  # noqa: E402
+from test_hierarchy import toy_data  # noqa: E402
 
 from kgnorm.methods.dan.model import load_dan  # noqa: E402
 from kgnorm.errors import KgnormError  # noqa: E402
-from kgnorm.graph.levels import build_levels  # noqa: E402
 from kgnorm.methods.dan.train import DanConfig, train_dan  # noqa: E402
 from kgnorm.encoders.wordvectors import WordVectors  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def split():
-    return build_levels(toy_hierarchy(), "R", seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +58,14 @@ def test_train_writes_model_dir(split, wv, tmp_path):
     e = enc.encode(["congenital valve stenosis", "unseen words entirely", ""])
     assert e.shape == (3, 16) and e.dtype == np.float32
     assert np.allclose(np.linalg.norm(e[:2], axis=1), 1, atol=1e-5)
-    # the loaded model is the best epoch's model
-    assert r.test_metrics is not None and r.test_metrics["map"][3] >= 0
+    # the loaded model is the best epoch's model: it scores the best validation mAP again, which
+    # the last epoch's weights do not (so keeping the last epoch would fail here)
+    from kgnorm.evaluation.hierarchy import evaluate_hierarchy
+
+    assert r.history[-1]["val_map"] != pytest.approx(r.best_val_map, abs=1e-6)
+    val = evaluate_hierarchy(enc.encode, split, levels=(3,), queries="val", metrics=("map",))["map"][3]
+    assert val == pytest.approx(r.best_val_map, abs=1e-6)
+    assert r.test_metrics is not None and set(r.test_metrics["map"]) == {1, 2, 3, 4}
 
 
 def test_deterministic_and_resume(split, wv, tmp_path):
@@ -108,8 +108,11 @@ def test_bad_input(split, wv, tmp_path):
         train_dan(split, wv, 7, tmp_path / "x", cfg(), progress=False)
     with pytest.raises(KgnormError, match="negatives"):
         train_dan(split, wv, 2, tmp_path / "x", cfg(negatives="hard"), progress=False)
-    with pytest.raises(KgnormError, match="kgnorm-model.json"):
+    with pytest.raises(KgnormError, match="nowhere does not exist"):
         load_dan(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(KgnormError, match="kgnorm-model.json"):
+        load_dan(tmp_path / "empty")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "kgnorm-model.json").write_text('{"method": "biosyn"}')
     with pytest.raises(KgnormError, match="biosyn"):

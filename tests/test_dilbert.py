@@ -8,13 +8,15 @@ import torch
 from kgnorm.methods.dilbert.model import DilbertModel, load_dilbert
 from kgnorm.errors import KgnormError
 from kgnorm.graph.hierarchy import Hierarchy
-from kgnorm.methods.biosyn.model import Candidate
+from kgnorm.linking.candidates import Candidate
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.model_dir import read_model_meta
 from kgnorm.methods.dilbert.train import (STRATEGIES, DilbertConfig, DilbertSampler,
                                      make_triplets, synonym_anchor_pairs, train_dilbert,
                                      triplet_loss)
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 #            R
 #        /       \
@@ -37,14 +39,6 @@ TRAIN = [("heart attacks", {"MESH:D3"}), ("kidney failures", {"OMIM:5"}),
          ("heart failures", {"MESH:D4"}), ("renal tumour", {"MESH:D6"}),
          ("unknown thing", {"MESH:D99"})]
 DEV = [("cardiac infarctions", {"MESH:D3"}), ("renal failures", {"MESH:D5"})]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")

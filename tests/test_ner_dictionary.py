@@ -55,3 +55,9 @@ def test_a_long_document_is_matched_in_one_pass() -> None:
     found = d.detect([text])[0]
     assert len(found) == 20000
     assert all(text[s.start:s.end].lower() == "multiple sclerosis" for s in found)
+
+
+def test_a_match_never_spans_a_bracket_or_a_clause_break() -> None:
+    d = DictionaryDetector(["G6PD deficiency", "glucose-6-phosphate dehydrogenase deficiency", "fever"])
+    text = "glucose-6-phosphate dehydrogenase (G6PD) deficiency; fever. G6PD deficiency"
+    assert [t for _, _, t in spans(d, text)] == ["fever", "G6PD deficiency"]

@@ -10,9 +10,14 @@ CREATE NODE TABLE IF NOT EXISTS Mention(uid STRING PRIMARY KEY, text STRING, doc
 // Added after 0.1 (stores made before get them, empty): the file's own id and the file.
 ALTER TABLE Mention ADD IF NOT EXISTS mention_id STRING DEFAULT '';
 ALTER TABLE Mention ADD IF NOT EXISTS source STRING DEFAULT '';
+// Added with annotate (issue 26): the detector's label, and the documents mentions were found in.
+ALTER TABLE Mention ADD IF NOT EXISTS type STRING DEFAULT '';
+CREATE NODE TABLE IF NOT EXISTS Document(uid STRING PRIMARY KEY, doc_id STRING, source STRING);
 CREATE NODE TABLE IF NOT EXISTS Run(uid STRING PRIMARY KEY, kind STRING, method STRING, model_path STRING, params_json STRING, metrics_json STRING, created_at STRING);
 CREATE REL TABLE IF NOT EXISTS IDENTIFIES(FROM ConceptId TO Concept);
 CREATE REL TABLE IF NOT EXISTS IS_A(FROM Concept TO Concept);
 CREATE REL TABLE IF NOT EXISTS XREF(FROM Concept TO Concept, source STRING);
 CREATE REL TABLE IF NOT EXISTS LINKED_TO(FROM Mention TO Concept, score DOUBLE, rank INT64, method STRING, run STRING);
 CREATE REL TABLE IF NOT EXISTS PREDICTED_IS_A(FROM Concept TO Concept, FROM Mention TO Concept, score DOUBLE, rank INT64, level INT64, method STRING, run STRING);
+// IN is a keyword of LadybugDB's Cypher: write it `IN` (backticks work on Neo4j too).
+CREATE REL TABLE IF NOT EXISTS `IN`(FROM Mention TO Document);

@@ -14,3 +14,4 @@ CREATE CONSTRAINT kgnorm_mention_uid IF NOT EXISTS FOR (m:Mention) REQUIRE m.uid
 CREATE CONSTRAINT kgnorm_run_uid IF NOT EXISTS FOR (r:Run) REQUIRE r.uid IS UNIQUE;
 CREATE INDEX kgnorm_concept_ontology IF NOT EXISTS FOR (c:Concept) ON (c.ontology);
 CREATE INDEX kgnorm_mention_doc IF NOT EXISTS FOR (m:Mention) ON (m.doc_id);
+CREATE CONSTRAINT kgnorm_document_uid IF NOT EXISTS FOR (d:Document) REQUIRE d.uid IS UNIQUE;

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import InputError, KgnormError
-from kgnorm.linking.linker import PartLinker
+from kgnorm.linking.candidates import PartLinker
 from kgnorm.mentions.readers import read_mentions_with_abbreviations as read_gold_mentions
 from kgnorm.text.pipeline import TextPipeline
 

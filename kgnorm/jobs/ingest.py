@@ -8,9 +8,10 @@ from typing import Any
 
 from kgnorm.errors import InputError, KgnormError
 from kgnorm.progress import note
+from kgnorm.jobs.store import open_writer
 from kgnorm.stores import LoadSummary, check_store_uri, open_store, store_exists
 
-FORMATS = ("obo", "mesh", "medic", "snomed", "meddra")
+FORMATS = ("obo", "mesh", "medic", "snomed", "meddra", "umls")
 
 
 def ingest(fmt: str, path: str | Path, name: str | None = None, allow_dangling: bool = False,
@@ -26,7 +27,7 @@ def ingest(fmt: str, path: str | Path, name: str | None = None, allow_dangling: 
         raise InputError("no such file or directory", path=path)
     # An existing store is locked before the parse, so a second writer waits (or fails) before
     # it parses; readers are not blocked. A new store is made only once the file has parsed.
-    st = open_store(uri, lock_timeout=lock_timeout) if store_exists(uri) else None
+    st = open_writer(uri, lock_timeout=lock_timeout) if store_exists(uri) else None
     try:
         loader = importlib.import_module(f"kgnorm.ontologies.{fmt}")
         graph = loader.load(path, name, allow_dangling=allow_dangling, **options)

@@ -12,7 +12,6 @@ from typing import Any
 from kgnorm.errors import KgnormError
 
 META_FILE = "kgnorm-model.json"
-MODEL_JSON = META_FILE
 FORMAT_VERSION = 1
 
 
@@ -63,8 +62,9 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"{type(o).__name__} is not JSON serializable")
 
 
-def read_model_meta(directory: str | Path) -> dict[str, Any]:
-    """The parsed ``kgnorm-model.json`` of a model directory."""
+def read_model_meta(directory: str | Path, method: str | None = None) -> dict[str, Any]:
+    """The parsed ``kgnorm-model.json`` of a model directory; with ``method``, refused unless it
+    names that method (every loader reads its directory through here)."""
     d = Path(directory)
     path = d / META_FILE
     if not d.is_dir():
@@ -81,6 +81,8 @@ def read_model_meta(directory: str | Path) -> dict[str, Any]:
     if int(meta.get("format_version", 1)) > FORMAT_VERSION:
         raise KgnormError(f"{path}: format_version {meta['format_version']} is newer than "
                           f"this kgnorm understands ({FORMAT_VERSION})")
+    if method is not None and meta["method"] != method:
+        raise KgnormError(f"{d} holds a {meta['method']!r} model, not a {method} one")
     return meta
 
 
@@ -88,10 +90,7 @@ def update_meta(model_dir: str | Path, **extra: Any) -> dict[str, Any]:
     """Merge fields (ontology name/version, root, level …) into an existing description."""
     meta = read_model_meta(model_dir)
     meta.update(extra)
-    path = Path(model_dir) / META_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str), encoding="utf-8")
-    tmp.replace(path)
+    write_model_meta(model_dir, meta)
     return meta
 
 

@@ -33,6 +33,8 @@ __all__ = ["DictionaryDetector", "DictionaryStats"]
 # Words as normalize() keeps them: every run of characters that is neither punctuation,
 # whitespace nor "_" (normalize folds each other run into one space).
 _WORD = re.compile(r"[^\W_]+")
+# What may not lie between two words of one match: brackets and clause punctuation.
+_BREAK = re.compile(r"[()\[\]{};]")
 
 
 def _stop_words() -> frozenset[str]:
@@ -132,6 +134,8 @@ class DictionaryDetector:
             last = first + key.count(" ")
             if key in self._cased and not self._case_matches(text, words, first, last, key):
                 continue
+            if any(_BREAK.search(text, words[i][1], words[i + 1][0]) for i in range(first, last)):
+                continue  # "(G6PD) deficiency" is not the name "G6PD deficiency"
             found.append((first, last))
         return self._leftmost_longest(text, words, found)
 

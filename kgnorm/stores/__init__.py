@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from kgnorm.errors import KgnormError
-from kgnorm.stores.base import (GraphStore, LinkEdge, LoadSummary, MentionRow, PredictionEdge,
+from kgnorm.stores.base import (DocumentRow, GraphStore, LinkEdge, LoadSummary, MentionRow, PredictionEdge,
                                 QueryResult, RunRecord, RunWrite, redact)
 
 DEFAULT_STORE = "./kgnorm-data/graph"
@@ -61,5 +61,5 @@ def open_store(uri: str | None = None, read_only: bool = False, create: bool = F
                         buffer_pool_mb=buffer_pool_mb)
 
 
-__all__ = ["GraphStore", "LinkEdge", "LoadSummary", "MentionRow", "PredictionEdge", "QueryResult",
+__all__ = ["DocumentRow", "GraphStore", "LinkEdge", "LoadSummary", "MentionRow", "PredictionEdge", "QueryResult",
            "RunRecord", "RunWrite", "check_store_uri", "open_store", "store_exists", "redact", "resolve_store_uri", "DEFAULT_STORE"]

@@ -8,50 +8,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import socket
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from kgnorm.stores.cypher_files import fill_slots, saved_query
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
+from kgnorm.stores.stages import STAGING, owner_is_gone
 
 _CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/*|^|/)([^/@:\s]+):([^@/\s]*)@")
-
-# kinds of a staging Run node (kgnorm.stores.staged_run): its rows are still being written, or
-# published (only the bookkeeping is left to drop)
-STAGING, PUBLISHED = "staging", "staged-published"
-
-
-
-def stage_owner() -> dict[str, Any]:
-    """Who writes a staging node: a process on a host. Recorded so that a later run can tell a
-    stage whose process was killed outright (nothing cleaned up) from one still being written."""
-    return {"pid": os.getpid(), "host": socket.gethostname()}
-
-
-def owner_is_gone(metrics_json: str | None) -> bool:
-    """True only when the stage was written on this host by a process that no longer exists;
-    a stage of another host, or of a process that may still run, is left alone."""
-    try:
-        owner = json.loads(metrics_json or "{}").get("owner") or {}
-        pid, host = int(owner["pid"]), owner["host"]
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return False
-    if host != socket.gethostname() or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # exists, owned by someone else
-        return False
-    return False
-
 
 CONCEPT_COLUMNS = ["key", "uid", "ontology", "code", "name", "synonyms", "synonym_scopes", "alt_ids",
                    "xrefs", "definition", "depth", "level_label", "obsolete"]
@@ -133,6 +101,14 @@ class MentionRow:
     context: str = ""
     mention_id: str = ""
     source: str = ""
+    type: str = ""  # the detector's label for a mention found in text (annotate)
+
+@dataclass
+class DocumentRow:
+    """A `Document` node (annotate): uid = input digest + doc id; `(:Mention)-[:IN]->(:Document)`."""
+    uid: str
+    doc_id: str
+    source: str = ""
 
 
 @dataclass
@@ -176,6 +152,8 @@ class RunWrite:
 
 class GraphStore(ABC):
     uri: str
+    # the stages of killed processes this writer removed when it opened the store (not yet told)
+    abandoned: list[str] = []
 
     @abstractmethod
     def query(self, cypher: str, params: dict[str, Any] | None = None) -> QueryResult:
@@ -200,9 +178,11 @@ class GraphStore(ABC):
 
     @abstractmethod
     def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
-                   keys: dict[str, str]) -> None:
-        """One batch, in one transaction: `new` mentions created (and listed under `stage`, to be
-        undone should the run fail), `links` written under the staging tag (`keys`: uid -> key)."""
+                   keys: dict[str, str], documents: Sequence[DocumentRow] = (),
+                   in_edges: Sequence[tuple[str, str]] = ()) -> None:
+        """One batch, in one transaction: `new` mentions (and `documents`) created and listed under
+        `stage`, to be undone should the run fail; `links` written under the staging tag (`keys`:
+        uid -> key); `in_edges` (mention uid, document uid) joins new mentions to their document."""
 
     @abstractmethod
     def stage_publish(self, run: RunRecord, stage: str) -> None:
@@ -214,12 +194,19 @@ class GraphStore(ABC):
 
     def clear_abandoned_stages(self) -> list[str]:
         """Remove the stages left by processes killed outright on this host (their rows would
-        otherwise stay until the same run is attempted again); the staging uids removed."""
+        otherwise stay until the same run is attempted again); the staging uids removed. Every
+        writer runs this when it opens the store (:meth:`opened_for_writing`)."""
         rows = self.query("MATCH (r:Run) WHERE r.kind = $k RETURN r.uid, r.metrics_json", {"k": STAGING}).rows
         gone = [uid for uid, meta in rows if owner_is_gone(meta)]
         for uid in gone:
             self.stage_clear(uid)
         return gone
+
+    def opened_for_writing(self) -> None:
+        """What every writer does first, whatever it writes (ingest, link, hypernyms, query
+        --write, compact): a `link` killed outright left a staging Run and its rows; they go
+        now, not only when the next link run starts."""
+        self.abandoned = self.clear_abandoned_stages()
 
     def mention_texts(self, uids: list[str]) -> dict[str, tuple[str, str]]:
         """uid -> (text, doc_id) of those of `uids` that are Mention nodes (index lookups)."""
@@ -229,6 +216,11 @@ class GraphStore(ABC):
                                              {"u": uids[i:i + 5000]}).rows:
                 out[uid] = (text, doc or "")
         return out
+
+    def document_uids(self, uids: list[str]) -> set[str]:
+        """Those of `uids` that are Document nodes already (index lookups)."""
+        q = "UNWIND $u AS x MATCH (d:Document {uid: x}) RETURN d.uid"
+        return {r[0] for i in range(0, len(uids), 5000) for r in self.query(q, {"u": uids[i:i + 5000]}).rows}
 
     @abstractmethod
     def close(self) -> None: ...
@@ -384,3 +376,8 @@ def content_digest(graph: OntologyGraph) -> str:
 def redact(text: str) -> str:
     """`user:password@` in a URI (or anything that looks like one) → `user:***@`."""
     return _CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}:***@", text)
+
+
+def refused_read_only(cause: str) -> StoreError:
+    """The one line every backend gives when a store opened read-only is asked to write."""
+    return StoreError(f"query failed: {cause}; the store is opened read-only: pass --write to change it")

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 
 from kgnorm.errors import StoreError
-from kgnorm.stores.base import PUBLISHED, STAGING, LinkEdge, MentionRow, RunRecord, stage_owner
+from kgnorm.stores.base import DocumentRow, LinkEdge, MentionRow, RunRecord
+from kgnorm.stores.stages import PUBLISHED, STAGING, stage_owner
 
-MENTION_COLUMNS = ["uid", "text", "doc_id", "start", "end", "context", "mention_id", "source"]
+MENTION_COLUMNS = ["uid", "text", "doc_id", "start", "end", "context", "mention_id", "source", "type"]
+DOCUMENT_COLUMNS = ["uid", "doc_id", "source"]
 
 
 def one_line(exc: BaseException) -> str:
@@ -64,12 +66,16 @@ class LadybugStaging:
         self._transaction(lambda: self._copy("Run", pd.DataFrame([row])))
 
     def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
-                   keys: dict[str, str]) -> None:
+                   keys: dict[str, str], documents: Sequence[DocumentRow] = (),
+                   in_edges: Sequence[tuple[str, str]] = ()) -> None:
         tag = self._stage_node(stage)[1]
 
         def body() -> None:
             self._copy("Mention", pd.DataFrame([vars(m) for m in new], columns=MENTION_COLUMNS))
-            self._copy(self.staged_rel(stage), pd.DataFrame({"uid": [m.uid for m in new]}))
+            self._copy("Document", pd.DataFrame([vars(d) for d in documents], columns=DOCUMENT_COLUMNS))
+            # the staged table lists new mentions and new documents (told apart by their label on undo)
+            self._copy(self.staged_rel(stage), pd.DataFrame({"uid": [m.uid for m in new] + [d.uid for d in documents]}))
+            self._copy("`IN`", pd.DataFrame(list(in_edges), columns=["from", "to"]))
             self._copy("LINKED_TO", pd.DataFrame(
                 [(e.mention_uid, keys[e.concept_uid], float(e.score), int(e.rank), run.method, tag)
                  for e in links], columns=["from", "to", "score", "rank", "method", "run"]),
@@ -116,6 +122,8 @@ class LadybugStaging:
                 if has_table:
                     self._conn.execute(f"MATCH (s:{table}) WITH s.uid AS x "
                                        "MATCH (m:Mention {uid: x}) DETACH DELETE m")
+                    self._conn.execute(f"MATCH (s:{table}) WITH s.uid AS x "
+                                       "MATCH (d:Document {uid: x}) DETACH DELETE d")
                 self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $t DELETE l", {"t": node[1]})
 
         try:

@@ -22,7 +22,7 @@ from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
 from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite, concept_columns,
-                                ontology_record, redact)
+                                ontology_record, redact, refused_read_only)
 from kgnorm.stores.ladybug_staging import MENTION_COLUMNS, LadybugStaging, one_line as _one_line
 
 
@@ -54,6 +54,7 @@ class LadybugStore(LadybugStaging, GraphStore):
             self._holder.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv)}), encoding="utf-8")
             for stmt in schema_statements("ladybug"):
                 self._conn.execute(stmt)
+            self.opened_for_writing()
 
     def _open(self, lock_timeout: float) -> tuple[Any, Any]:
         deadline = time.monotonic() + max(0.0, lock_timeout)
@@ -93,8 +94,7 @@ class LadybugStore(LadybugStaging, GraphStore):
             if "multiple statements" in msg:  # refused before any of them ran
                 raise StoreError("query failed: give one statement at a time (several were given)") from None
             if "read-only" in msg:
-                raise StoreError(f"query failed: {msg}; the store is opened read-only: "
-                                 "pass --write to change it") from None
+                raise refused_read_only(msg) from None
             raise StoreError(f"query failed: {msg}") from None
         columns = list(res.get_column_names())
         rows: list[list[Any]] = []

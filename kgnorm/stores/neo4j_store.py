@@ -12,15 +12,16 @@ import logging
 import os
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from kgnorm.stores.bolt_read import ACCESS_MODE_ERROR, read_checked
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
-from kgnorm.stores.base import (PUBLISHED, STAGING, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult,
-                                RunRecord, RunWrite, concept_records, concept_key, ontology_record, redact,
-                                stage_owner)
+from kgnorm.stores.base import (DocumentRow, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult, RunRecord,
+                                RunWrite, concept_records, concept_key, ontology_record, redact, refused_read_only)
+from kgnorm.stores.stages import PUBLISHED, STAGING, stage_owner
 
 BATCH = 10_000
 
@@ -43,8 +44,9 @@ def split_credentials(uri: str) -> tuple[str, tuple[str, str] | None]:
 
 
 class Neo4jStore(GraphStore):
-    """`read_only`: every session runs in READ access mode (Neo4j refuses writes there) and the
-    schema DDL is not run, so readers never need write rights."""
+    """`read_only`: every session runs in READ access mode (Neo4j refuses writes there), each
+    query in a transaction kgnorm checks and rolls back (kgnorm.stores.bolt_read: servers that
+    ignore the access mode), and the schema DDL is not run, so readers never need write rights."""
 
     def __init__(self, uri: str, database: str | None = None, read_only: bool = False) -> None:
         import neo4j
@@ -65,6 +67,7 @@ class Neo4jStore(GraphStore):
             with self._session() as session:
                 for stmt in schema_statements("neo4j"):
                     session.run(stmt).consume()
+            self.opened_for_writing()
 
     def _session(self) -> Any:
         kw: dict[str, Any] = {"default_access_mode": self._mode}
@@ -78,11 +81,16 @@ class Neo4jStore(GraphStore):
 
         try:
             with self._session() as session:
+                if self.read_only:  # checked and rolled back by kgnorm, whatever the server does
+                    return read_checked(session, cypher, params or {}, _plain)
                 result = session.run(cypher, params or {})
                 columns = list(result.keys())
                 rows = [[_plain(v) for v in record.values()] for record in result]
         except Neo4jError as exc:
-            raise StoreError(f"query failed: {' '.join(str(exc.message or exc).split())}") from None
+            msg = " ".join(str(exc.message or exc).split())
+            if exc.code == ACCESS_MODE_ERROR:  # Neo4j 5 refused the write in a READ transaction
+                raise refused_read_only(msg) from None
+            raise StoreError(f"query failed: {msg}") from None
         return QueryResult(columns, rows)
 
     # -- writes --------------------------------------------------------------------
@@ -185,9 +193,12 @@ class Neo4jStore(GraphStore):
         self._write(lambda tx: tx.run("CREATE (r:Run) SET r = $row", row=row).consume(), f"writing run {run.uid}")
 
     def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
-                   keys: dict[str, str]) -> None:
+                   keys: dict[str, str], documents: Sequence[DocumentRow] = (),
+                   in_edges: Sequence[tuple[str, str]] = ()) -> None:
         mentions = [vars(m) for m in new]
         staged = [{"m": m.uid} for m in new]
+        docs = [vars(d) for d in documents]
+        joins = [{"m": m, "d": d} for m, d in in_edges]
         rows = [{"m": e.mention_uid, "c": keys[e.concept_uid], "score": float(e.score), "rank": int(e.rank)}
                 for e in links]
 
@@ -197,6 +208,12 @@ class Neo4jStore(GraphStore):
             for batch in _batches(staged):
                 tx.run("MATCH (s:Run {uid: $s}) UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) "
                        "CREATE (s)-[:STAGED]->(m)", s=stage, rows=batch).consume()
+            for batch in _batches(docs):
+                tx.run("MATCH (s:Run {uid: $s}) UNWIND $rows AS r CREATE (d:Document) SET d = r "
+                       "CREATE (s)-[:STAGED]->(d)", s=stage, rows=batch).consume()
+            for batch in _batches(joins):
+                tx.run("UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) MATCH (d:Document {uid: r.d}) "
+                       "CREATE (m)-[:`IN`]->(d)", rows=batch).consume()
             for batch in _batches(rows):
                 _all_written(tx, tx.run(
                     "UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) MATCH (c:Concept {key: r.c}) "
@@ -228,6 +245,8 @@ class Neo4jStore(GraphStore):
         if rows[0][0] == STAGING:  # unpublished: its new mentions and its edges go too
             steps = ["MATCH (:Run {uid: $s})-[x:STAGED]->(m:Mention) WITH DISTINCT m LIMIT 10000 "
                      "DETACH DELETE m RETURN count(*) AS n",
+                     "MATCH (:Run {uid: $s})-[x:STAGED]->(d:Document) WITH DISTINCT d LIMIT 10000 "
+                     "DETACH DELETE d RETURN count(*) AS n",
                      "MATCH ()-[l:LINKED_TO {run: $s}]->() WITH l LIMIT 10000 DELETE l RETURN count(*) AS n"] + steps
         for step in steps:
             while self._write(lambda tx: tx.run(step, s=stage).single()["n"], f"removing the staged rows of {stage}"):

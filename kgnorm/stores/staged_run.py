@@ -7,8 +7,9 @@ are listed under it (STAGED edges on Neo4j, a per-run table on LadybugDB), and i
 edges carry a staging tag as their `run`. `publish()` then swaps, in one transaction, the previous copy of the run (if any) for
 the staged edges; on any failure or Ctrl-C, leaving the `with` block without publishing
 removes what was staged, so the store is as it was. A process killed outright leaves the
-staging node behind: the next staged run on the same host clears it first when the process
-recorded on it (pid and host) is gone, and the next attempt at the same run uid in any case.
+staging node behind: the next writer to open the store on the same host (any command that
+writes: GraphStore.opened_for_writing) clears it when the process recorded on it (pid and host)
+is gone, and the next attempt at the same run uid in any case.
 
 Repeated mention ids across batches: the run keeps a 63-bit hash of each mention uid it wrote
 (kgnorm.mentions.seen_ids, 8 bytes per mention: 8 MB per million), and for an id it has seen
@@ -21,15 +22,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from kgnorm.errors import InputError
 from kgnorm.mentions.seen_ids import SeenIds
-from kgnorm.stores.base import GraphStore, LinkEdge, MentionRow, RunRecord
+from kgnorm.stores.base import DocumentRow, GraphStore, LinkEdge, MentionRow, RunRecord
 
 
 def staging_uid(run_uid: str) -> str:
     return f"{run_uid}~staging"
+
+
+def abandoned_note(stages: list[str]) -> str:
+    """The line a command prints when opening the store removed what killed link runs left."""
+    return (f"removed what {len(stages)} earlier link run(s) left in the store when their process was killed: "
+            f"{', '.join(stages)}")
 
 
 @dataclass
@@ -38,6 +45,7 @@ class StagedMention:
 
     row: MentionRow
     links: list[LinkEdge] = field(default_factory=list)
+    document: str = ""  # uid of the Document the mention is IN (annotate), "" for none
 
 
 @dataclass
@@ -62,7 +70,8 @@ class StagedRun:
         self.abandoned: list[str] = []  # stages of killed processes cleared on entry
 
     def __enter__(self) -> "StagedRun":
-        self.abandoned = self.store.clear_abandoned_stages()
+        # what opening the store removed, and what a process killed since then left
+        self.abandoned, self.store.abandoned = [*self.store.abandoned, *self.store.clear_abandoned_stages()], []
         self.store.stage_begin(self.run, self.stage)
         return self
 
@@ -75,9 +84,10 @@ class StagedRun:
             if exc is None:
                 raise  # otherwise the run's own failure is the one to report
 
-    def add(self, items: list[StagedMention]) -> BatchResult:
+    def add(self, items: list[StagedMention], documents: Sequence[DocumentRow] = ()) -> BatchResult:
         """Write one batch. A mention id seen before in this run is stored once when it is the
-        same mention (a duplicated document), and an InputError when it names another text."""
+        same mention (a duplicated document), and an InputError when it names another text.
+        `documents`: the Document nodes the batch's mentions are IN (those already stored are kept)."""
         first: dict[str, StagedMention] = {}
         earlier: list[StagedMention] = []  # ids an earlier batch (probably) gave
         repeats = 0
@@ -102,7 +112,14 @@ class StagedRun:
         links = [e for it in accepted for e in it.links]
         keys = self.store.concept_keys(sorted({e.concept_uid for e in links}), self.ontology)
         kept = [e for e in links if e.concept_uid in keys]
-        self.store.stage_rows(self.stage, self.run, new, kept, keys)
+        if documents or any(it.document for it in accepted):
+            have = self.store.document_uids(sorted({d.uid for d in documents}))
+            docs = list({d.uid: d for d in documents if d.uid not in have}.values())
+            made = {r.uid for r in new}
+            joins = [(it.row.uid, it.document) for it in accepted if it.document and it.row.uid in made]
+            self.store.stage_rows(self.stage, self.run, new, kept, keys, documents=docs, in_edges=joins)
+        else:
+            self.store.stage_rows(self.stage, self.run, new, kept, keys)
         return BatchResult(accepted, repeats, len(kept))
 
     def publish(self) -> None:

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from kgnorm.errors import KgnormError
-from kgnorm.graph.levels import N_LEVELS, check_level, split_from_store
+from kgnorm.graph.levels import N_LEVELS, check_level, split_under
+from kgnorm.graph.views import hierarchy_from_store
 from kgnorm.methods.recipes import finish, ontology_word_vectors
 from kgnorm.progress import note
 
@@ -58,7 +59,11 @@ def train(out: str | Path, *, ontology: str, root: str, level: int, store: str |
     config = dan_config(preset, seed=seed, hidden=hidden, max_epochs=epochs, patience=patience,
                         batch_size=batch_size, lr=lr, threads=threads,
                         max_seconds=None if max_minutes is None else max_minutes * 60)
-    split, snap = split_from_store(store, ontology, root, seed)
+    from kgnorm.stores import open_store
+
+    with open_store(store, read_only=True) as st:
+        hierarchy, snap = hierarchy_from_store(st, ontology)
+    split = split_under(hierarchy, ontology, root, seed)
     note(split.summary_table(), quiet)
     if input_kind == "encoder":
         wv = _encoder_inputs(encoder, out, resume)

@@ -1,0 +1,69 @@
+"""`kgnorm annotate` and `kgnorm eval annotate`: parse options, call the library, print."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, print_evaluation, print_report, setup
+
+
+def annotate_cmd(
+    ner: Annotated[str, typer.Option("--ner", help="dictionary:ONTOLOGY (the ontology's names in the store) or a "
+                                     "trained detector's directory (kgnorm train ner).")],
+    model: Annotated[Path, typer.Option("--model", help="A linking model directory (any model `link` takes).")],
+    input: Annotated[Path, typer.Option("--input", help="A file, or a directory of .txt files (--input-format text).")],
+    input_format: Annotated[str, typer.Option("--input-format", help="text, jsonl, pubtator or bioc (read for the "
+                                              "text only).")] = "text",
+    output: Annotated[Optional[Path], typer.Option("--output", help="Annotated documents (default: stdout).")] = None,
+    output_format: Annotated[str, typer.Option("--output-format", help="pubtator, bioc or jsonl.")] = "pubtator",
+    write: Annotated[bool, typer.Option("--write/--no-write", help="Store documents, mentions, LINKED_TO edges "
+                                        "and a Run node.")] = True,
+    top_k: Annotated[int, typer.Option("--top-k", help="Ranks stored as LINKED_TO edges.")] = 1,
+    consistency: Annotated[bool, typer.Option(
+        "--consistency/--no-consistency", help="Document-level consistency: tag every occurrence of a found string "
+                                               "and of its defined short form; one concept per string.")] = True,
+    nil_threshold: Annotated[Optional[str], typer.Option(
+        "--nil-threshold", help="As in `link`: a top-1 score below it is nil, or 'auto' with --nil-dev.")] = None,
+    nil_dev: Annotated[Optional[Path], typer.Option("--nil-dev", help="As in `link`.")] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Documents per batch.")] = 32,
+    store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
+) -> None:
+    """Find mentions in raw text, link them, write annotated documents and the graph."""
+    setup(quiet)
+    from kgnorm.jobs.annotate import annotate_documents
+
+    report = annotate_documents(ner, model, input, input_format=input_format,
+                                output=output if output else sys.stdout, output_format=output_format, store=store,
+                                write=write, top_k=top_k, consistency=consistency, nil_threshold=nil_threshold,
+                                nil_dev=nil_dev, batch_docs=batch_size, lock_timeout=lock_timeout,
+                                progress=not quiet)
+    print_report(report, quiet)
+
+
+def eval_annotate_cmd(
+    gold: Annotated[Path, typer.Option("--gold", help="Gold annotated documents (PubTator, BioC or JSONL).")],
+    predictions: Annotated[Path, typer.Option("--predictions", help="What `kgnorm annotate` wrote (or any system "
+                                              "in one of its formats).")],
+    model: Annotated[Optional[Path], typer.Option("--model", help="The linking model: its ontology's alt ids "
+                                                  "count.")] = None,
+    ontology: Annotated[Optional[str], typer.Option("--ontology", help="Or the ontology whose alt ids count.")] = None,
+    types: Annotated[Optional[str], typer.Option("--types", help="Gold types scored, comma-separated (default: "
+                                                 "all); predictions of other types are dropped too.")] = None,
+    gold_format: Annotated[Optional[str], typer.Option("--gold-format", help="pubtator, bioc or jsonl (default: "
+                                                       "from the extension, else pubtator).")] = None,
+    predictions_format: Annotated[Optional[str], typer.Option("--predictions-format")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """NER strict-span, end-to-end mention and document-level concept precision/recall/F1."""
+    setup(quiet)
+    from kgnorm.evaluation.annotate_eval import report_lines
+    from kgnorm.jobs.eval_annotate import evaluate_annotations
+
+    report = evaluate_annotations(gold, predictions, model=model, ontology=ontology,
+                                  types=[t.strip() for t in types.split(",") if t.strip()] if types else None,
+                                  gold_format=gold_format, predictions_format=predictions_format, store=store)
+    print_evaluation(report, fmt, report_lines)

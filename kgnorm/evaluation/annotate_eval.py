@@ -1,0 +1,103 @@
+"""Scores of annotated documents against gold (what `kgnorm eval annotate` reports).
+
+Three measures, each precision / recall / F1 (micro, over all documents):
+- ner: strict spans, (document, start, end) equal;
+- mention: span and concept set right: the set of a mention's concept ids (composite parts and
+  conjunctions, ``-1`` dropped) equal to gold's after mapping alt ids to their concept, so a
+  nil prediction is right only for a gold mention without a concept;
+- document: per document, the set of concept ids found vs gold's (BioCreative V DNER's measure).
+Type filter: gold keeps the given types; a prediction is dropped only when its type is a gold
+type that was not selected (Chemical when scoring Disease), so a detector's single label
+("Disease") still meets NCBI-disease's four."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kgnorm.documents.types import Annotation, TextDocument
+from kgnorm.errors import InputError
+
+UNLINKABLE = {"", "-1"}
+
+
+@dataclass
+class Counts:
+    tp: int = 0
+    n_pred: int = 0
+    n_gold: int = 0
+
+    def add(self, pred: set, gold: set) -> None:
+        self.tp += len(pred & gold)
+        self.n_pred += len(pred)
+        self.n_gold += len(gold)
+
+    def scores(self) -> dict[str, float | int]:
+        p = self.tp / self.n_pred if self.n_pred else 0.0
+        r = self.tp / self.n_gold if self.n_gold else 0.0
+        f = 2 * p * r / (p + r) if p + r else 0.0
+        return {"precision": p, "recall": r, "f1": f, "tp": self.tp, "predicted": self.n_pred, "gold": self.n_gold}
+
+
+def concept_set(ids: Iterable[str], canonical: Mapping[str, str]) -> frozenset[str]:
+    """Concept ids of one mention: parts (``|``) and conjunctions (``+``) split, ``-1`` dropped,
+    an alt id replaced by its concept's uid."""
+    out = set()
+    for part in ids:
+        for piece in str(part).replace("+", "|").split("|"):
+            piece = piece.strip()
+            if piece not in UNLINKABLE:
+                out.add(canonical.get(piece, piece))
+    return frozenset(out)
+
+
+def check_offsets(doc: TextDocument, path: str | Path) -> None:
+    """Every gold annotation's text is the document's text at its offsets."""
+    for a in doc.annotations:
+        if doc.text[a.start:a.end] != a.text:
+            raise InputError(f"annotation {a.start}-{a.end} says {a.text!r} but the text there is "
+                             f"{doc.text[a.start:a.end]!r}", path, doc.line, record=doc.doc_id)
+
+
+def score_documents(gold: Iterable[TextDocument], predicted: Mapping[str, list[Annotation]],
+                    alt_ids: Mapping[str, Iterable[str]], types: Iterable[str] | None = None,
+                    gold_path: str | Path = "gold") -> dict[str, Any]:
+    """{ner, mention, document} scores (see the module docstring), plus counts and notes."""
+    canonical = {a: uid for uid, alts in alt_ids.items() for a in alts}
+    wanted = set(types) if types else None
+    ner, mention, document = Counts(), Counts(), Counts()
+    gold_types: set[str] = set()
+    seen: set[str] = set()
+    gold_docs = []
+    for doc in gold:
+        check_offsets(doc, gold_path)
+        if doc.doc_id in seen:
+            raise InputError(f"document {doc.doc_id} appears twice", gold_path, record=doc.doc_id)
+        seen.add(doc.doc_id)
+        gold_types.update(a.type for a in doc.annotations)
+        gold_docs.append((doc.doc_id, doc.annotations))
+    dropped = gold_types - wanted if wanted else set()
+    for doc_id, anns in gold_docs:
+        g = [a for a in anns if wanted is None or a.type in wanted]
+        p = [a for a in predicted.get(doc_id, ()) if a.type not in dropped]
+        ner.add({(a.start, a.end) for a in p}, {(a.start, a.end) for a in g})
+        mention.add({(a.start, a.end, concept_set(a.ids, canonical)) for a in p},
+                    {(a.start, a.end, concept_set(a.ids, canonical)) for a in g})
+        document.add(set().union(*(concept_set(a.ids, canonical) for a in p)),
+                     set().union(*(concept_set(a.ids, canonical) for a in g)))
+    extra = sorted(set(predicted) - seen)
+    notes = [f"{len(extra)} predicted document(s) are not in the gold file and are not scored "
+             f"(first: {extra[0]})"] if extra else []
+    return {"ner": ner.scores(), "mention": mention.scores(), "document": document.scores(),
+            "documents": len(gold_docs), "notes": notes}
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    lines = [f"{'measure':<10}{'precision':>10}{'recall':>10}{'f1':>10}{'tp':>8}{'pred':>8}{'gold':>8}"]
+    for key in ("ner", "mention", "document"):
+        s = report[key]
+        lines.append(f"{key:<10}{s['precision']:>10.4f}{s['recall']:>10.4f}{s['f1']:>10.4f}"
+                     f"{s['tp']:>8}{s['predicted']:>8}{s['gold']:>8}")
+    lines.append(f"{report['documents']} gold document(s)")
+    return lines

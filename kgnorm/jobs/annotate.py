@@ -1,0 +1,236 @@
+"""`kgnorm annotate` as one library call: raw documents in; mentions found, linked and made
+consistent per document; annotated documents out (PubTator, BioC, JSONL) and Document, Mention,
+IN and LINKED_TO into the store as one Run.
+
+Streams: documents are read lazily and processed `batch_docs` at a time; the output file is
+written as it goes (``<name>.partial``, renamed on success) and the store gets each batch through
+a :class:`~kgnorm.stores.staged_run.StagedRun`, so a failure or Ctrl-C leaves it unchanged.
+Linking is `link`'s own code (open_linker, pipeline_from_meta, link_stream, nil_decision,
+edges_for): abbreviations are expanded from the document's own text and composites split by the
+same TextPipeline."""
+from __future__ import annotations
+
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, TextIO
+
+from kgnorm.documents.types import Annotation, TextDocument
+from kgnorm.errors import KgnormError
+from kgnorm.ner.spans import MentionDetector
+
+DOCUMENT_BATCH = 32
+MENTION_COLUMNS = ["doc_id", "start", "end", "text", "type", "concept_uids", "concept_names", "score", "nil"]
+
+
+@dataclass
+class AnnotateReport:
+    """What an annotate run did; `rows` (collect=True): one dict per mention (MENTION_COLUMNS)."""
+
+    run_uid: str | None = None
+    n_documents: int = 0
+    n_empty: int = 0
+    n_mentions: int = 0
+    n_edges: int = 0
+    n_propagated: int = 0
+    n_harmonized: int = 0
+    seconds: float = 0.0
+    output: str | None = None
+    notes: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> list[str]:
+        rate = self.n_documents / self.seconds if self.seconds > 0 else 0.0
+        lines = [f"annotated {self.n_documents:,} document(s) ({rate:.1f}/s): {self.n_mentions:,} mention(s)"
+                 + (f"; {self.n_empty:,} empty document(s) skipped" if self.n_empty else "")]
+        if self.n_propagated or self.n_harmonized:
+            lines.append(f"document consistency: {self.n_propagated:,} more occurrence(s) tagged, "
+                         f"{self.n_harmonized:,} mention(s) relinked to their group's concept")
+        if self.output:
+            lines.append(f"wrote {self.output}")
+        if self.run_uid is not None:
+            lines.append(f"wrote {self.n_edges:,} LINKED_TO edge(s) as run {self.run_uid}")
+        return lines
+
+
+def build_detector(ner: str | Path | MentionDetector, store: str | None) -> tuple[MentionDetector, str]:
+    """``dictionary:ONT`` (the ontology's names in the store), a trained detector's directory, or a
+    detector object; with a label for the Run."""
+    if not isinstance(ner, (str, Path)):
+        return ner, type(ner).__name__
+    spec = str(ner)
+    if spec.startswith("dictionary:"):
+        from kgnorm.graph.views import read_ontology
+        from kgnorm.ner.dictionary import DictionaryDetector
+        from kgnorm.stores import open_store
+
+        onto = spec.split(":", 1)[1].strip()
+        if not onto:
+            raise KgnormError("--ner dictionary:ONTOLOGY needs an ontology name (e.g. dictionary:medic)")
+        with open_store(store, read_only=True) as st:
+            snap = read_ontology(st, onto, with_edges=False)
+        return DictionaryDetector.from_snapshot(snap), f"dictionary:{onto}@{snap.version}"
+    path = Path(spec)
+    if not path.is_dir():
+        raise KgnormError(f"--ner {spec}: not a model directory (or use dictionary:ONTOLOGY)")
+    try:
+        from kgnorm.methods.ner.model import load_ner  # the trained detector (kgnorm train ner)
+    except ImportError:
+        raise KgnormError("this build has no trained mention detector: use --ner dictionary:ONTOLOGY") from None
+    return load_ner(path), str(path.resolve())
+
+
+def _contexts(doc: TextDocument, spans: list[Any]) -> list[str]:
+    """The sentence(s) of each span (what BioCoM links in, and the Mention's `context`)."""
+    from kgnorm.mentions.readers import _context, sentence_spans
+
+    sents = sentence_spans(doc.text, (doc.title_end,) if doc.title_end else ())
+    starts = [s for s, _ in sents]
+    return [_context(doc.text, sents, starts, s.start, s.end) for s in spans]
+
+
+def _batches(docs: Iterable[TextDocument], size: int, report: AnnotateReport) -> Iterator[list[TextDocument]]:
+    batch: list[TextDocument] = []
+    for doc in docs:
+        if not doc.text.strip():
+            report.n_empty += 1
+            continue
+        batch.append(doc)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, input: str | Path, *,
+                       input_format: str = "text", output: str | Path | TextIO | None = None,
+                       output_format: str = "pubtator", store: str | None = None, write: bool = True,
+                       top_k: int = 1, consistency: bool = True, nil_threshold: float | str | None = None,
+                       nil_dev: str | Path | None = None, batch_docs: int = DOCUMENT_BATCH,
+                       write_batch: int = 20_000, lock_timeout: float = 30.0, progress: bool = True,
+                       collect: bool = False) -> AnnotateReport:
+    """Annotate the documents of `input`; see the module docstring. `top_k`: ranks stored as
+    LINKED_TO edges (outputs carry rank 1)."""
+    from kgnorm.documents.readers import input_digest, read_documents
+    from kgnorm.documents.writers import document_writer
+    from kgnorm.linking.doc_consistency import harmonize, propagate_spans
+    from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, _check_ontology, _open_output
+    from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta
+    from kgnorm.nil.fit import nil_decision, parse_nil_option
+    from kgnorm.mentions.types import Mention
+    from kgnorm.progress import progress_bar
+    from kgnorm.stores import DocumentRow, LinkEdge, MentionRow, RunRecord, open_store
+    from kgnorm.stores.run_ids import mention_uid, run_uid
+    from kgnorm.stores.staged_run import StagedMention, StagedRun
+    from kgnorm.text.abbreviations import document_abbreviations
+    from tqdm.auto import tqdm
+
+    if top_k < 1 or batch_docs < 1 or write_batch < 1:
+        raise KgnormError("--top-k, --batch-size and --write-batch must be >= 1")
+    from kgnorm.documents.writers import FORMATS as OUT_FORMATS
+    if output is not None and output_format not in OUT_FORMATS:
+        raise KgnormError(f"unknown output format {output_format!r}; use one of {', '.join(OUT_FORMATS)}")
+    parse_nil_option(nil_threshold, nil_dev, "auto")
+    docs = read_documents(input, input_format)
+    digest, label = input_digest(input), str(input)
+    detector, ner_label = build_detector(ner, store)
+    model = Path(model)
+    linker, meta = open_linker(model)
+    pipeline = pipeline_from_meta(meta)
+    nil = nil_decision(linker, meta, pipeline, nil_threshold, nil_dev, "auto", None, 256, store)
+    report = AnnotateReport(notes=[nil.note] if nil.note else [])
+    if write:
+        _check_ontology(store, meta, report.notes)
+    uid = run_uid("annotate", ner=ner_label, model=str(model.resolve()), input=digest, top_k=top_k,
+                  consistency=consistency, nil=nil.threshold)
+    run = RunRecord(uid, "annotate", linker.method, str(model.resolve()),
+                    params={"input": label, "ner": ner_label, "write_top_k": top_k, "consistency": consistency,
+                            "nil_threshold": nil.threshold, **nil.params})
+    started = time.perf_counter()
+    with ExitStack() as stack:
+        fh = _open_output(stack, output)
+        if isinstance(output, (str, Path)):
+            report.output = str(output)
+        writer = document_writer(fh, output_format) if fh is not None else None
+        staged = None
+        if write:
+            st = stack.enter_context(open_store(store, lock_timeout=lock_timeout, buffer_pool_mb=LINK_BUFFER_POOL_MB))
+            staged = stack.enter_context(StagedRun(st, run, ontology=meta.get("ontology") or "", source=label))
+        bar = stack.enter_context(progress_bar(desc="annotate", unit="doc") if progress else tqdm(disable=True))
+        pending: list[StagedMention] = []
+        pending_docs: list[DocumentRow] = []
+
+        def flush() -> None:
+            report.n_edges += staged.add(pending, pending_docs).links_written
+            pending.clear()
+            pending_docs.clear()
+
+        for batch in _batches(docs, batch_docs, report):
+            found = detector.detect([d.text for d in batch])
+            items, owner = [], []
+            for i, (doc, spans) in enumerate(zip(batch, found)):
+                abbr = document_abbreviations(doc.title, doc.text, [(s.text, s.start, s.end) for s in spans])
+                if consistency:
+                    more = propagate_spans(doc.text, spans, abbr)
+                    report.n_propagated += len(more) - len(spans)
+                    spans = more
+                for s, ctx in zip(spans, _contexts(doc, spans)):
+                    items.append((Mention(text=s.text, doc_id=doc.doc_id, start=s.start, end=s.end, type=s.type,
+                                          context=ctx), abbr))
+                    owner.append(i)
+            linked = list(link_stream(linker, pipeline, items, top_k=top_k, batch_size=256,
+                                      nil_threshold=nil.threshold, nil_classifier=nil.classifier))
+            per_doc: list[list[Any]] = [[] for _ in batch]
+            for i, lm in zip(owner, linked):
+                per_doc[i].append(lm)
+            for doc, lms in zip(batch, per_doc):
+                if consistency:
+                    report.n_harmonized += harmonize(lms)
+                anns = [_annotation(lm) for lm in lms]
+                if writer is not None:
+                    writer.write(doc, anns)
+                if collect:
+                    report.rows.extend(_row(doc, lm, a) for lm, a in zip(lms, anns))
+                report.n_mentions += len(lms)
+                if staged is not None:
+                    duid = f"{digest[:12]}:{doc.doc_id}"
+                    pending_docs.append(DocumentRow(duid, doc.doc_id, label))
+                    for lm in lms:
+                        m = lm.mention
+                        muid = mention_uid(digest, m.mention_id)
+                        pending.append(StagedMention(
+                            MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id, label, m.type),
+                            [LinkEdge(muid, c, score, rank) for c, rank, score in edges_for(lm, top_k)], duid))
+            report.n_documents += len(batch)
+            bar.update(len(batch))
+            if staged is not None and len(pending) >= write_batch:
+                flush()
+        if writer is not None:
+            writer.close()
+        if staged is not None:
+            if pending or pending_docs:
+                flush()
+            staged.publish()
+    report.seconds = time.perf_counter() - started
+    if write:
+        report.run_uid = uid
+    if report.n_documents == 0:
+        report.notes.append(f"{label}: no document with text" + (f" ({report.n_empty} empty)" if report.n_empty else ""))
+    return report
+
+
+def _annotation(lm: Any) -> Annotation:
+    m = lm.mention
+    top = [p[0] for p in lm.parts if p]
+    ids = () if lm.nil or not top or len(top) != len(lm.parts) else tuple(h.uid for h in top)
+    score = sum(h.score for h in top) / len(top) if top else None
+    return Annotation(m.start, m.end, m.text, m.type, ids, score)
+
+
+def _row(doc: TextDocument, lm: Any, a: Annotation) -> dict[str, Any]:
+    names = "|".join(p[0].name for p in lm.parts if p) if a.ids else ""
+    return {"doc_id": doc.doc_id, "start": a.start, "end": a.end, "text": a.text, "type": a.type,
+            "concept_uids": "|".join(a.ids), "concept_names": names, "score": a.score, "nil": not a.ids}

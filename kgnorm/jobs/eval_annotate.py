@@ -1,0 +1,37 @@
+"""`kgnorm eval annotate` as a library call: read gold and predicted documents, find the alt ids
+of the model's (or the named) ontology in the store, score with kgnorm.evaluation.annotate_eval."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kgnorm.errors import KgnormError
+
+
+def sniff_document_format(path: str | Path) -> str:
+    suffix = Path(path).suffix.lower()
+    return {".xml": "bioc", ".bioc": "bioc", ".jsonl": "jsonl", ".json": "jsonl"}.get(suffix, "pubtator")
+
+
+def evaluate_annotations(gold: str | Path, predictions: str | Path, *, model: str | Path | None = None,
+                         ontology: str | None = None, types: list[str] | None = None, gold_format: str | None = None,
+                         predictions_format: str | None = None, store: str | None = None) -> dict[str, Any]:
+    """The report: keys ner, mention, document (precision, recall, f1, counts), documents, notes."""
+    from kgnorm.documents.readers import read_documents
+    from kgnorm.evaluation.annotate_eval import score_documents
+    from kgnorm.evaluation.link_eval import ontology_ids
+
+    if model is None and ontology is None:
+        raise KgnormError("give --model DIR or --ontology NAME (whose alt ids count as the concept)")
+    if ontology is None:
+        from kgnorm.methods.model_dir import read_model_meta
+        ontology = read_model_meta(model).get("ontology") or None
+        if ontology is None:
+            raise KgnormError(f"{model}: the model names no ontology; give --ontology NAME")
+    _, alt_ids = ontology_ids(ontology, store)
+    pred_docs = read_documents(predictions, predictions_format or sniff_document_format(predictions))
+    predicted = {}
+    for doc in pred_docs:
+        predicted.setdefault(doc.doc_id, []).extend(doc.annotations)
+    gold_docs = read_documents(gold, gold_format or sniff_document_format(gold))
+    return score_documents(gold_docs, predicted, alt_ids, types, gold)

@@ -1,0 +1,66 @@
+"""A small disease ontology, documents that mention it, and a store + untrained BioSyn model over it
+(tiny random BERT): what the annotate tests run on."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_runner import run
+
+OBO = """format-version: 1.2
+data-version: toyd/2099-01-01
+ontology: toyd
+
+[Term]
+id: TOYD:0000
+name: disease
+
+[Term]
+id: TOYD:0001
+name: ataxia telangiectasia
+synonym: "Louis-Bar syndrome" EXACT []
+is_a: TOYD:0000
+
+[Term]
+id: TOYD:0002
+name: breast cancer
+synonym: "breast carcinoma" EXACT []
+is_a: TOYD:0000
+
+[Term]
+id: TOYD:0003
+name: ovarian cancer
+alt_id: TOYD:0903
+is_a: TOYD:0000
+
+[Term]
+id: TOYD:0004
+name: colorectal cancer
+is_a: TOYD:0000
+"""
+
+DOCS = [
+    {"id": "d1", "title": "Ataxia telangiectasia and breast cancer.",
+     "abstract": "Carriers of ataxia telangiectasia (AT) mutations have breast cancer more often; AT is rare."},
+    {"id": "d2", "title": "Ovarian cancer",
+     "abstract": "No link between ovarian cancer and colorectal cancer was seen."},
+    {"id": "d3", "text": ""},
+]
+
+
+def build(tmp: Path, capsys, store: str, tiny_bert_dir: Path) -> Path:
+    """Ingest the ontology into `store` and train an untrained BioSyn over it; the model dir."""
+    obo = tmp / "toyd.obo"
+    obo.write_text(OBO, encoding="utf-8")
+    code, _, err = run(capsys, "ingest", "obo", str(obo), "--ontology", "toyd", "--store", store, "-q")
+    assert code == 0, err
+    model = tmp / "biosyn"
+    code, _, err = run(capsys, "train", "biosyn", "--ontology", "toyd", "--out", str(model), "--encoder",
+                       str(tiny_bert_dir), "--store", store, "-q")
+    assert code == 0, err
+    return model
+
+
+def write_jsonl(path: Path, docs=DOCS) -> Path:
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    return path

@@ -1,0 +1,194 @@
+"""annotate's documents: offsets round-trip through PubTator, BioC and JSONL; a 1 MB document;
+Workbench.annotate's frame; bad input is one line naming file and line (or document), exit != 0,
+nothing written; eval annotate against a hand computation."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from annotate_fixtures import OBO, write_jsonl
+from cli_runner import exit_code, run
+from kgnorm.documents.readers import read_documents
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, tiny_bert_dir):
+    tmp = tmp_path_factory.mktemp("annotate")
+    store = f"ladybug://{tmp}/graph"
+    (tmp / "toyd.obo").write_text(OBO, encoding="utf-8")
+    assert exit_code(["ingest", "obo", str(tmp / "toyd.obo"), "--ontology", "toyd", "--store", store, "-q"]) == 0
+    model = tmp / "biosyn"
+    assert exit_code(["train", "biosyn", "--ontology", "toyd", "--out", str(model), "--encoder", str(tiny_bert_dir),
+                      "--store", store, "-q"]) == 0
+    return store, model
+
+
+def _annotate(capsys, world, src, fmt_in, out, fmt_out, *extra):
+    store, model = world
+    return run(capsys, "annotate", "--ner", "dictionary:toyd", "--model", str(model), "--input", str(src),
+               "--input-format", fmt_in, "--output", str(out), "--output-format", fmt_out, "--store", store,
+               "--no-write", "-q", *extra)
+
+
+def test_offsets_round_trip_every_format(capsys, tmp_path, world):
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    (folder / "a1.txt").write_text("Ataxia telangiectasia\n(AT) in Zürich: «breast cancer»,\r\nAT again.",
+                                   encoding="utf-8")
+    (folder / "a2.txt").write_text("colorectal cancer and ovarian cancer", encoding="utf-8")
+    inputs = [(folder, "text"), (write_jsonl(tmp_path / "in.jsonl"), "jsonl")]
+    for src, fmt_in in inputs:
+        spans = {}
+        for fmt in ("pubtator", "bioc", "jsonl"):
+            out = tmp_path / f"out.{fmt}"
+            code, _, err = _annotate(capsys, world, src, fmt_in, out, fmt)
+            assert code == 0, err
+            docs = list(read_documents(out, fmt))
+            for d in docs:
+                for a in d.annotations:
+                    assert d.text[a.start:a.end] == a.text.replace("\r", " ").replace("\n", " ") or \
+                        d.text[a.start:a.end] == a.text
+            spans[fmt] = sorted((d.doc_id, a.start, a.end, a.ids) for d in docs for a in d.annotations)
+        originals = {d.doc_id: d.text for d in read_documents(src, fmt_in)}
+        assert spans["pubtator"] == spans["bioc"] == spans["jsonl"] and spans["jsonl"]
+        for doc_id, start, end, _ in spans["jsonl"]:  # the offsets index the input's own text
+            assert originals[doc_id][start:end].strip()
+        # the BioC written is itself an input: read for its text, it gives the same mentions
+        code, _, err = _annotate(capsys, world, tmp_path / "out.bioc", "bioc", tmp_path / "again.jsonl", "jsonl")
+        assert code == 0, err
+        again = sorted((d.doc_id, a.start, a.end, a.ids) for d in read_documents(tmp_path / "again.jsonl", "jsonl")
+                       for a in d.annotations)
+        assert again == spans["jsonl"]
+        if fmt_in == "text":  # the short form after a line break, and the one after CR LF
+            assert {("a1", 23, 25), ("a1", 56, 58)} <= {s[:3] for s in spans["jsonl"]}
+
+
+def test_one_megabyte_document_and_frame(tmp_path, world):
+    from kgnorm.api import Workbench
+
+    store, model = world
+    filler = "The patients were followed for several years without incident. "
+    chunk = filler * 40 + "Breast cancer was seen. "
+    text = chunk * (1_000_000 // len(chunk) + 1)
+    (tmp_path / "big.txt").write_text(text, encoding="utf-8")
+    assert len(text) >= 1_000_000
+    frame = Workbench(store).annotate("dictionary:toyd", model, tmp_path / "big.txt", write=False)
+    assert len(frame) == text.count("Breast cancer")
+    assert all(text[s:e] == t for s, e, t in zip(frame["start"], frame["end"], frame["text"]))
+    assert set(frame["doc_id"]) == {"big"}
+
+
+def _one_line_error(err: str) -> str:
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("case", ["bioc_no_passages", "not_utf8", "jsonl_no_id"])
+def test_bad_input_one_line_nothing_written(capsys, tmp_path, world, case):
+    store, model = world
+    if case == "bioc_no_passages":
+        src, fmt, where = tmp_path / "in.xml", "bioc", "record D9"
+        src.write_text("<?xml version='1.0' encoding='utf-8'?><collection><source>x</source><date/><key/>"
+                       "<document><id>D9</id></document></collection>", encoding="utf-8")
+    elif case == "not_utf8":
+        src, fmt, where = tmp_path / "in.txt", "text", "in.txt:2"
+        src.write_bytes(b"breast cancer\nbad \xff byte\n")
+    else:
+        src, fmt, where = tmp_path / "in.jsonl", "jsonl", "in.jsonl:2"
+        src.write_text(json.dumps({"id": "a", "text": "breast cancer"}) + "\n" + json.dumps({"text": "x"}) + "\n")
+    out = tmp_path / "out.pubtator"
+    before = run(capsys, "query", "MATCH (n) RETURN count(n) AS n", "--format", "json", "--store", store)[1]
+    code, _, err = run(capsys, "annotate", "--ner", "dictionary:toyd", "--model", str(model), "--input", str(src),
+                       "--input-format", fmt, "--output", str(out), "--store", store)
+    assert code != 0
+    assert where in _one_line_error(err)
+    assert not out.exists() and not (tmp_path / "out.pubtator.partial").exists()
+    assert run(capsys, "query", "MATCH (n) RETURN count(n) AS n", "--format", "json", "--store", store)[1] == before
+
+
+GOLD = """g1|t|Breast cancer and ovarian cancer.
+g1|a|Ataxia telangiectasia (AT) is rare.
+g1\t0\t13\tBreast cancer\tSpecificDisease\tTOYD:0002
+g1\t18\t32\tovarian cancer\tSpecificDisease\tTOYD:0903
+g1\t34\t55\tAtaxia telangiectasia\tSpecificDisease\tTOYD:0001
+g1\t57\t59\tAT\tSpecificDisease\tTOYD:0001
+
+g2|t|Colorectal cancer.
+g2|a|Nothing else.
+g2\t0\t17\tColorectal cancer\tDiseaseClass\tTOYD:0004
+g2\t0\t10\tColorectal\tChemical\tTOYD:0004
+
+"""
+PRED = """g1|t|Breast cancer and ovarian cancer.
+g1|a|Ataxia telangiectasia (AT) is rare.
+g1\t0\t13\tBreast cancer\tDisease\tTOYD:0002
+g1\t18\t32\tovarian cancer\tDisease\tTOYD:0003
+g1\t34\t55\tAtaxia telangiectasia\tDisease\tTOYD:0004
+g1\t62\t66\trare\tDisease\t-1
+
+g2|t|Colorectal cancer.
+g2|a|Nothing else.
+g2\t0\t10\tColorectal\tChemical\tTOYD:0004
+g2\t11\t17\tcancer\tDisease\tTOYD:0004
+
+"""
+
+
+def test_eval_annotate_agrees_with_hand_computation(capsys, tmp_path, world):
+    store, model = world
+    (tmp_path / "gold.pubtator").write_text(GOLD, encoding="utf-8")
+    (tmp_path / "pred.pubtator").write_text(PRED, encoding="utf-8")
+    code, out, err = run(capsys, "eval", "annotate", "--gold", str(tmp_path / "gold.pubtator"), "--predictions",
+                         str(tmp_path / "pred.pubtator"), "--ontology", "toyd", "--types",
+                         "SpecificDisease,DiseaseClass", "--format", "json", "--store", store)
+    assert code == 0, err
+    got = json.loads(out)
+    # By hand. Gold (types kept; the Chemical row dropped): g1 0-13, 18-32, 34-55, 57-59; g2 0-17 -> 5.
+    # Predictions (the Chemical row dropped: Chemical is a gold type not selected): g1 0-13, 18-32,
+    # 34-55, 62-66; g2 11-17 -> 5. Spans right: g1 0-13, 18-32, 34-55 -> 3: P = R = 3/5.
+    # Mentions right: 0-13 (TOYD:0002), 18-32 (TOYD:0003 = gold's alt id TOYD:0903) -> 2: P = R = 2/5.
+    # Documents: g1 gold {0002, 0003, 0001}, predicted {0002, 0003, 0004} -> 2 right; g2 gold {0004},
+    # predicted {0004} -> 1 right; P = 3/4, R = 3/4.
+    for key, p, r in (("ner", 3 / 5, 3 / 5), ("mention", 2 / 5, 2 / 5), ("document", 3 / 4, 3 / 4)):
+        assert got[key]["precision"] == pytest.approx(p) and got[key]["recall"] == pytest.approx(r)
+        assert got[key]["f1"] == pytest.approx(2 * p * r / (p + r))
+    # a gold annotation whose offsets do not match its text: one line naming file and document
+    (tmp_path / "bad.pubtator").write_text(GOLD.replace("g1\t18\t32\tovarian", "g1\t17\t31\tovarian"))
+    code, out, err = run(capsys, "eval", "annotate", "--gold", str(tmp_path / "bad.pubtator"), "--predictions",
+                         str(tmp_path / "pred.pubtator"), "--ontology", "toyd", "--store", store)
+    assert code != 0 and not out
+    assert "bad.pubtator" in _one_line_error(err) and "record g1" in err and "17-31" in err
+
+
+class _InterruptedDetector:
+    """The dictionary tagger, interrupted (as by Ctrl-C) while the second batch is detected."""
+
+    def __init__(self, inner):
+        self.inner, self.types, self.calls = inner, inner.types, 0
+
+    def detect(self, texts):
+        self.calls += 1
+        if self.calls == 2:
+            raise KeyboardInterrupt
+        return self.inner.detect(texts)
+
+
+def test_ctrl_c_leaves_store_and_output_unchanged(tmp_path, world):
+    from kgnorm.api import Workbench
+    from kgnorm.jobs.annotate import build_detector
+
+    store, model = world
+    wb = Workbench(store)
+    count = "MATCH (n) RETURN count(n) AS n"
+    before = wb.query(count)["n"][0]
+    src = write_jsonl(tmp_path / "in.jsonl")
+    detector = _InterruptedDetector(build_detector("dictionary:toyd", store)[0])
+    with pytest.raises(KeyboardInterrupt):
+        wb.annotate(detector, model, src, input_format="jsonl", batch_docs=1, write_batch=1,
+                    output=tmp_path / "out.jsonl", output_format="jsonl")
+    assert wb.query(count)["n"][0] == before
+    assert not list(tmp_path.glob("out.jsonl*"))
+    frame = wb.annotate(build_detector("dictionary:toyd", store)[0], model, src, input_format="jsonl", write=False)
+    assert {"d1", "d2"} == set(frame["doc_id"]) and frame["concept_uids"].str.startswith("TOYD:").all()
