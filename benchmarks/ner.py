@@ -50,41 +50,6 @@ def run_variant(corpus: str, variant: str, args) -> dict:
             "epoch": meta["metrics"]["epoch"], "steps": meta["metrics"].get("steps", "n/a"), "minutes": wall / 60, "rss": rss, "last": last}
 
 
-def eval_checkpoints(corpus: str, paths: list[str], args) -> list[dict]:
-    """Dev scores of kept training checkpoints (``checkpoints/last.pt`` copies): variants compared
-    at equal step counts, whatever the machine's load did to their budgets."""
-    import torch
-
-    from kgnorm.methods.ner.train import NerConfig, build_detector
-    from kgnorm.methods.recipes import read_snapshot, set_threads
-    from kgnorm.ner.corpus import parse_types, read_annotated
-    from kgnorm.ner.scoring import strict_span_prf
-
-    set_threads(args.threads)
-    _, _, dev, types = CORPORA[corpus]
-    tmap = parse_types(types)
-    docs = read_annotated(dev, tmap, require_types=False)
-    rows = []
-    for path in paths:
-        ck = torch.load(path, map_location="cpu", weights_only=True)
-        keys = ck["model"].keys()
-        cfg = NerConfig(crf=any(k.startswith("crf.") for k in keys),
-                        dictionary_features=any(k.startswith("match.") for k in keys))
-        names = None
-        if cfg.dictionary_features:
-            _, snap, _ = read_snapshot(args.store, args.ontology, False)
-            names = sorted({n for c in snap.concepts for n in c.all_names()})
-        det, _ = build_detector(args.encoder, tmap.labels, cfg, names)
-        det.net.load_state_dict(ck["model"])
-        pred = det.detect([d.text for d in docs])
-        m = strict_span_prf([d.spans for d in docs], pred)
-        variant = ("crf+dict" if cfg.dictionary_features else "crf") if cfg.crf else \
-            ("dict" if cfg.dictionary_features else "plain")
-        rows.append({"variant": variant, "precision": m["precision"], "recall": m["recall"], "f1": m["f1"],
-                     "steps": int(ck["global_step"]), "step_minutes": float(ck["elapsed"]) / 60})
-    return rows
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", choices=sorted(CORPORA), required=True)
@@ -96,23 +61,9 @@ def main() -> None:
     ap.add_argument("--encoder", default=None)
     ap.add_argument("--extra", default="", help="more `train ner` options, space-separated")
     ap.add_argument("--out-root", default="/tmp/nerbench/models")
-    ap.add_argument("--checkpoints", nargs="*", default=None,
-                    help="instead of training: score these kept checkpoints (last.pt copies) on dev")
     ap.add_argument("--no-append", action="store_true")
     args = ap.parse_args()
     name = CORPORA[args.corpus][0]
-    if args.checkpoints:
-        rows = eval_checkpoints(args.corpus, args.checkpoints, args)
-        lines = [f"Mention detector variants at equal training steps, {name} dev, strict-span NER: copies of "
-                 "the `train ner` checkpoints (written every 5 min) scored after the runs. The 2-core machine "
-                 "is shared with seven other engineers' jobs.", "",
-                 "| variant | steps (batches of 8 windows) | step minutes | dev P | dev R | dev F1 |",
-                 "|---|---|---|---|---|---|"]
-        lines += [f"| {r['variant']} | {r['steps']} | {r['step_minutes']:.1f} | {f4(r['precision'])} | "
-                  f"{f4(r['recall'])} | {f4(r['f1'])} |" for r in rows]
-        body = "\n".join(lines)
-        print(body) if args.no_append else append(f"Mention detector variants at equal steps, {name} dev", body)
-        return
     rows = [run_variant(args.corpus, v.strip(), args) for v in args.variants.split(",") if v.strip()]
     lines = [f"Trained mention detector (MiniLM-L6 default encoder unless --encoder), {name} dev, strict-span "
              f"NER; each variant one `kgnorm train ner` process with `--max-minutes {args.max_minutes:g} "

@@ -242,11 +242,13 @@ def train_ner_cmd(
     encoder: Annotated[Optional[Path], typer.Option(
         "--encoder", help="Any local Hugging Face encoder directory (default: the offline MiniLM).")] = None,
     ontology: Annotated[Optional[str], typer.Option(
-        "--ontology", help="Ontology in the store whose names give the dictionary-match features.")] = None,
-    crf: Annotated[bool, typer.Option("--crf/--no-crf", help="A CRF layer on the token classifier.")] = False,
-    dictionary_features: Annotated[Optional[bool], typer.Option(
+        "--ontology", help="Ontology in the store whose names give --dictionary-features.")] = None,
+    crf: Annotated[bool, typer.Option("--crf/--no-crf", help="A CRF layer on the token classifier (off by default: "
+                                      "it scored below the plain detector at equal steps, BENCHMARKS.md).")] = False,
+    dictionary_features: Annotated[bool, typer.Option(
         "--dictionary-features/--no-dictionary-features",
-        help="Add the B/I/O tag of --ontology's name matches to the token embeddings (default: on with --ontology).")] = None,
+        help="Add the B/I/O tag of --ontology's name matches to the token embeddings (off by default: it scored "
+             "below the plain detector at equal steps, BENCHMARKS.md).")] = False,
     epochs: Annotated[int, typer.Option("--epochs")] = 20,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Windows per batch.")] = 8,
     lr: Annotated[float, typer.Option("--lr")] = 1e-4,

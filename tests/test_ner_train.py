@@ -278,7 +278,7 @@ def test_dictionary_features_from_the_store(tmp_path, capsys, minilm_tiny_dir):
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "model"
     code, _, err = run(capsys, "train", "ner", "--train", str(f), "--dev", str(f), "--out", str(out),
-                       "--encoder", str(minilm_tiny_dir), "--ontology", "medic", "--store", store,
+                       "--encoder", str(minilm_tiny_dir), "--ontology", "medic", "--dictionary-features", "--store", store,
                        "--max-length", "32", "--stride", "8", "--epochs", "2", "--threads", "1", "--quiet")
     assert code == 0, err
     det = load_ner(out)
