@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -9,16 +10,21 @@ import typer
 
 from kgnorm.cli.common import (FormatOpt, LockTimeoutOpt, QuietOpt, StoreOpt, info, print_evaluation, print_report,
                                setup)
+from kgnorm.errors import KgnormError
 
 AbbrOpt = Annotated[Optional[bool], typer.Option(
     "--abbreviations/--no-abbreviations", help="Expand abbreviations defined in the document.")]
 CompOpt = Annotated[Optional[bool], typer.Option(
     "--composites/--no-composites", help="Split composite mentions into parts.")]
+ConsOpt = Annotated[Optional[bool], typer.Option(
+    "--consistency/--no-consistency", help="One concept per document for mentions with the same normalized text "
+                                           "or resolved short form (a vote weighted by score; a confident link "
+                                           "keeps its own). Default: the model's setting, else off.")]
 
 
 def link_cmd(
     model: Annotated[Path, typer.Option("--model", help="A trained model directory.")],
-    input: Annotated[Path, typer.Option("--input", help="Mentions: .concept, PubTator or TSV (id, text …).")],
+    input: Annotated[Optional[Path], typer.Option("--input", help="Mentions: .concept, PubTator or TSV (id, text …).")] = None,
     input_format: FormatOpt = None,
     top_k: Annotated[int, typer.Option("--top-k")] = 5,
     output: Annotated[Optional[Path], typer.Option("--output", help="TSV to write (default stdout).")] = None,
@@ -39,18 +45,32 @@ def link_cmd(
     write_batch: Annotated[int, typer.Option(
         "--write-batch", help="Mentions sent to the store at a time: memory follows this, not the input; the "
                               "run is still all or nothing (staged, then published).")] = 50_000,
-    abbreviations: AbbrOpt = None, composites: CompOpt = None,
+    abbreviations: AbbrOpt = None, composites: CompOpt = None, consistency: ConsOpt = None,
+    relink_orphans: Annotated[bool, typer.Option(
+        "--relink-orphans", help="Instead of --input: link again the mentions a re-ingest of the model's ontology "
+                                 "left orphans (their concept went without a single successor).")] = False,
     store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
 ) -> None:
     """Link mentions to concepts; TSV out, LINKED_TO edges into the store."""
     setup(quiet)
+    if relink_orphans == (input is not None):
+        raise KgnormError("give --input, or --relink-orphans (not both)")
+    if relink_orphans:
+        from kgnorm.jobs.relink import relink_orphans as relink
+
+        with (open(output, "w", encoding="utf-8", newline="") if output else nullcontext(sys.stdout)) as fh:
+            report = relink(model, store=store, top_k=top_k, write_top_k=write_top_k, output=fh,
+                            batch_size=batch_size, lock_timeout=lock_timeout)
+        print_report(report, quiet)
+        return
     from kgnorm.jobs.link import link_mentions
 
     report = link_mentions(model, input, store=store, write=write, top_k=top_k, write_top_k=write_top_k,
                            output=output if output else sys.stdout, input_format=input_format,
                            nil_threshold=nil_threshold, nil_dev=nil_dev, nil_strategy=nil_strategy,
                            batch_size=batch_size, write_batch=write_batch, abbreviations=abbreviations,
-                           composites=composites, lock_timeout=lock_timeout, progress=not quiet)
+                           composites=composites, lock_timeout=lock_timeout, progress=not quiet,
+                           consistency=consistency)
     print_report(report, quiet)
 
 
@@ -86,7 +106,7 @@ def eval_link_cmd(
                                                   "split (mentions whose text never occurs in train).")] = None,
     input_format: FormatOpt = None,
     batch_size: Annotated[int, typer.Option("--batch-size")] = 256,
-    abbreviations: AbbrOpt = None, composites: CompOpt = None,
+    abbreviations: AbbrOpt = None, composites: CompOpt = None, consistency: ConsOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     nil_fraction: Annotated[Optional[float], typer.Option(
         "--nil-fraction", help="Also evaluate nil detection on DILBERT's constructed dev set: this fraction of "
@@ -107,5 +127,5 @@ def eval_link_cmd(
     report = evaluate_model(model, input, predictions=predictions, ontology=ontology,
                             allow_unknown_gold=allow_unknown_gold, train=train, input_format=input_format,
                             batch_size=batch_size, abbreviations=abbreviations, composites=composites,
-                            nil_fraction=nil_fraction, nil_seed=nil_seed, store=store)
+                            nil_fraction=nil_fraction, nil_seed=nil_seed, store=store, consistency=consistency)
     print_evaluation(report, fmt, report_lines)

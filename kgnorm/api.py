@@ -76,8 +76,8 @@ class Workbench:
     # ------------------------------------------------------------------ models
     def train(self, method: str, out: str | Path, **options: Any) -> Path:
         """Train ``method`` (biosyn, bne, dan, dilbert, biocom) from the store into ``out``; options
-        are the method's recipe keywords (``kgnorm.methods.<method>.recipe.train``), named as the
-        `kgnorm train METHOD` options are, e.g. ``ontology="medic", train=Path("train.txt")``."""
+        are the fields of the method's ``kgnorm.methods.<method>.recipe.Options`` (what `kgnorm train
+        METHOD` is generated from), e.g. ``ontology="medic", train=Path("train.txt")``."""
         from kgnorm.jobs.train import train
 
         if "store" in options:
@@ -128,6 +128,14 @@ class Workbench:
         frame = pd.DataFrame(report.rows, columns=TSV_HEADER)
         # the TSV's text as values: rank and nil as integers, score as a float (4 decimals, as written)
         return frame.astype({"rank": int, "score": float, "nil": int})
+
+    def relink_orphans(self, model: str | Path, **options: Any) -> Any:
+        """``kgnorm link --relink-orphans``: link again the mentions a re-ingest left orphans of the
+        model's ontology, as one run; returns its LinkReport (run uid, mentions, edges, notes).
+        Options: ``kgnorm.jobs.relink.relink_orphans``'s (top_k, write_top_k, output, batch_size)."""
+        from kgnorm.jobs.relink import relink_orphans
+
+        return relink_orphans(model, store=self.store, lock_timeout=self.lock_timeout, **options)
 
     def annotate(self, ner: str | Path | Any, model: str | Path, input: str | Path, input_format: str = "text",
                  write: bool = True, **options: Any) -> pd.DataFrame:

@@ -234,16 +234,17 @@ def test_train_dan_and_hypernyms(tmp_path, tiny_bert_dir):
 
 
 def test_train_commands_pass_the_recipes_keywords():
-    """Each `kgnorm train METHOD` hands its options to the recipe by name: the same names and
-    the same defaults, so the CLI and Workbench.train run the same thing."""
+    """Each `kgnorm train METHOD` is generated from its recipe's Options: the same names and the
+    same defaults, so the CLI and Workbench.train run the same thing."""
     import inspect
+    from dataclasses import MISSING, fields
 
-    from kgnorm.cli import train_cmds
+    from kgnorm.cli.train_cmds import command_for
     from kgnorm.methods.registry import METHODS
 
     for name, entry in METHODS.items():
-        module, _, attr = entry.recipe.partition(":")
-        recipe = inspect.signature(getattr(__import__(module, fromlist=[attr]), attr)).parameters
-        command = inspect.signature(getattr(train_cmds, f"train_{name}_cmd")).parameters
-        assert set(command) == set(recipe), name
-        assert {k: p.default for k, p in command.items()} == {k: p.default for k, p in recipe.items()}, name
+        opts = {f.name: inspect.Parameter.empty if f.default is MISSING else f.default
+                for f in fields(entry.options())}
+        command = inspect.signature(command_for(name)).parameters
+        assert set(command) == set(opts) | {"store", "quiet"}, name
+        assert {k: command[k].default for k in opts} == opts, name

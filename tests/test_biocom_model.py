@@ -12,9 +12,9 @@ import torch
 
 from conftest import make_word_bert
 from kgnorm.methods.biocom.linker import evaluate_rankings, knn_vote
-from kgnorm.methods.biocom.loss import MultiSimilarityLoss, mine_pairs, ms_loss
+from kgnorm.losses.multi_similarity import MultiSimilarityLoss, mine_pairs, ms_loss
 from kgnorm.methods.biocom.model import END_ENT, ENT, BiocomEncoder, locate, mark
-from kgnorm.methods.biocom.sampler import ConceptBatchSampler
+from kgnorm.samplers.concept_batch import ConceptBatchSampler
 from kgnorm.errors import KgnormError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

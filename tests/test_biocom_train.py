@@ -13,7 +13,7 @@ from conftest import make_word_bert
 import kgnorm.methods.biocom.train as train_mod
 from kgnorm.methods.biocom.corpus import build_corpus
 from kgnorm.methods.biocom.linker import INDEX_FILE, MODEL_JSON, ROWS_FILE, load_biocom
-from kgnorm.methods.biocom.loss import MultiSimilarityLoss
+from kgnorm.losses.multi_similarity import MultiSimilarityLoss
 from kgnorm.methods.biocom.train import BiocomConfig, train_biocom
 from kgnorm.errors import KgnormError
 
@@ -82,7 +82,7 @@ def test_train_with_dev_writes_a_linkable_model(setup, tmp_path):
     assert meta["metrics"]["dev"]["mentions"] == 3
     assert set(meta["metrics"]["dev"]["per_k"]) == {"1", "3"}
     assert "torch" in meta["versions"] and "transformers" in meta["versions"]
-    assert res.steps == meta["training"]["steps"] > 0 and res.k == meta["k"]
+    assert res.global_step == meta["training"]["steps"] > 0 and res.info["k"] == meta["k"]
 
     linker = load_biocom(out)
     assert linker.index.ntotal == 26 and len(linker.uids) == 26
@@ -105,7 +105,7 @@ def test_interrupted_training_resumes_to_the_same_weights(setup, tmp_path, monke
     root, tiny, _ = setup
     c = cfg(checkpoint_steps=2)
     ref = train_biocom(root / "corpus", tmp_path / "ref", tiny, config=c)
-    assert ref.k == 1 and ref.epochs_run == 2
+    assert ref.info["k"] == 1 and ref.epochs_completed == 2
 
     calls = {"n": 0}
 
@@ -119,14 +119,14 @@ def test_interrupted_training_resumes_to_the_same_weights(setup, tmp_path, monke
     monkeypatch.setattr(train_mod, "MultiSimilarityLoss", Flaky)
     with pytest.raises(_Interrupt):
         train_biocom(root / "corpus", tmp_path / "run", tiny, config=c)
-    assert (tmp_path / "run" / "checkpoints" / "checkpoint.pt").exists()
+    assert (tmp_path / "run" / "checkpoints" / "last.pt").exists()
     assert not (tmp_path / "run" / MODEL_JSON).exists()
     monkeypatch.setattr(train_mod, "MultiSimilarityLoss", MultiSimilarityLoss)
     # another configuration refuses the checkpoint instead of mixing runs
     with pytest.raises(KgnormError, match="different BioCoM run"):
         train_biocom(root / "corpus", tmp_path / "run", tiny, config=cfg(lr=5e-4))
     res = train_biocom(root / "corpus", tmp_path / "run", tiny, config=c)
-    assert res.resumed and res.steps == ref.steps
+    assert res.resumed and res.global_step == ref.global_step
 
     from safetensors.torch import load_file
     a = load_file(str(tmp_path / "ref" / "encoder" / "model.safetensors"))
@@ -143,9 +143,9 @@ def test_max_steps_stops_inside_an_epoch_and_a_bigger_budget_continues(setup, tm
     root, tiny, _ = setup
     out = tmp_path / "m"
     r1 = train_biocom(root / "corpus", out, tiny, config=cfg(max_steps=3, keep_checkpoint=True))
-    assert r1.steps == 3 and (out / MODEL_JSON).exists()
+    assert r1.global_step == 3 and (out / MODEL_JSON).exists()
     r2 = train_biocom(root / "corpus", out, tiny, config=cfg(max_steps=None))
-    assert r2.resumed and r2.epochs_run == 2 and r2.steps > 3
+    assert r2.resumed and r2.epochs_completed == 2 and r2.global_step > 3
 
 
 def test_corpus_of_another_version_is_refused(setup, tmp_path):
@@ -182,6 +182,6 @@ def test_synonym_substitution_rows(setup, tmp_path):
     res = train_biocom(root / "corpus", tmp_path / "m", bert, config=cfg(substitutions=1, epochs=1),
                        ontology="toy", version="v1")
     meta = json.loads((tmp_path / "m" / MODEL_JSON).read_text())
-    assert meta["corpus"]["substituted_training_rows"] > 0 and res.steps > 0
+    assert meta["corpus"]["substituted_training_rows"] > 0 and res.global_step > 0
     with pytest.raises(KgnormError, match="substitutions"):
         cfg(substitutions=-1).check()

@@ -143,8 +143,8 @@ def test_train_link_save_load_and_resume(wv, tmp_path):
     cfg = BneConfig(**TINY, max_epochs=2, patience=5, seed=0)
     r = train_bne(CONCEPTS, wv, tmp_path / "a", dev=dev, config=cfg, progress=False,
                   ontology={"name": "toy"})
-    assert r.dev_source == "given" and r.n_dev == 2 and r.epochs_completed == 2
-    assert r.best_dev_acc1 is not None and len(r.history) == 2
+    assert r.info["dev_source"] == "given" and r.info["n_dev"] == 2 and r.epochs_completed == 2
+    assert r.best_value is not None and len(r.history) == 2
     meta = read_model_meta(tmp_path / "a")
     assert meta["method"] == "bne" and meta["ontology"] == {"name": "toy"}
     assert meta["names"]["count"] == sum(len(v) for v in CONCEPTS.values())
@@ -190,7 +190,7 @@ def test_budget_stop_then_resume_replays_the_straight_run_exactly(wv, tmp_path):
     assert [(h["epoch"], h["loss"], h["dev"]["acc@1"]) for h in resumed.history] == \
         [(h["epoch"], h["loss"], h["dev"]["acc@1"]) for h in straight.history]
     assert len(straight.history) == 4 * 3                 # 3 batches an epoch, each evaluated
-    assert (resumed.best_epoch, resumed.best_dev_acc1) == (straight.best_epoch, straight.best_dev_acc1)
+    assert (resumed.best_epoch, resumed.best_value) == (straight.best_epoch, straight.best_value)
     a, b = resumed.model.net.state_dict(), straight.model.net.state_dict()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
@@ -213,7 +213,7 @@ def test_checkpoint_of_the_old_trainer_is_refused(wv, tmp_path):
 def test_held_out_dev_and_early_stopping(wv, tmp_path):
     cfg = BneConfig(**TINY, max_epochs=30, patience=1, dev_fraction=0.2, seed=2)
     r = train_bne(CONCEPTS, wv, tmp_path / "h", config=cfg, progress=False)
-    assert r.dev_source == "held_out" and r.n_dev >= 1
+    assert r.info["dev_source"] == "held_out" and r.info["n_dev"] >= 1
     assert r.stopped_early and r.epochs_completed < 30
     # the saved model indexes every name, held-out ones included
     d = r.model.dictionary

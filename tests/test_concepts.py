@@ -9,7 +9,8 @@ from kgnorm.linking.linker import DictionaryLinker
 from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.concepts import link_concepts, rank_concepts
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.methods.biosyn.train import _gold_concepts, marginal_nll
+from kgnorm.losses.marginal_nll import marginal_nll
+from kgnorm.methods.biosyn.train import _gold_concepts
 
 # "dm" is a MEDIC synonym of OMIM:160900 and, in training, a mention of MESH:D009223
 ONTO = [("dystrophia myotonica 1", "OMIM:160900"), ("dm", "OMIM:160900"),

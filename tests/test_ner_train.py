@@ -239,7 +239,9 @@ def test_resume_after_budget_stop(tmp_path, corpus, minilm_tiny_dir):
     an uninterrupted run."""
     import torch
 
-    from kgnorm.methods.ner.recipe import train as recipe
+    from kgnorm.methods.registry import method
+
+    recipe = method("ner").run_recipe
 
     train, dev = corpus
     common = dict(train=train, dev=dev, types=TYPES, encoder=minilm_tiny_dir, max_length=32, stride=8,

@@ -6,14 +6,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:  # torch loads on use
-    from kgnorm.pretraining.train import PretrainResult
+    from kgnorm.training.result import TrainResult
 
 
 def pretrain(ontologies: str | Sequence[str], out: str | Path, *, store: str | None = None,
-             **options: Any) -> PretrainResult:
+             **options: Any) -> TrainResult:
     """Options: the recipe's (``encoder``, ``max_minutes``, ``threads``, ``resume``, ``progress``,
     ``on_log``) and the pretraining config's fields (``epochs``, ``lr``, ``hierarchy`` …)."""
-    from kgnorm.pretraining.recipe import run
+    from kgnorm.methods.pretrain.recipe import run
 
     names = [ontologies] if isinstance(ontologies, str) else list(ontologies)
     return run(names, Path(out), store=store, **options)

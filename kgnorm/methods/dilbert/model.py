@@ -32,6 +32,7 @@ import numpy as np
 
 from kgnorm.methods.bne.model import IndexedNamesMixin
 from kgnorm.errors import KgnormError
+from kgnorm.losses.triplet import DISTANCES
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.indexed_names import load_dense_encoder, load_names_and_index, save_names_and_index
@@ -39,7 +40,6 @@ from kgnorm.methods.model_dir import read_model_meta
 
 __all__ = ["DilbertModel", "load_dilbert", "DISTANCES"]
 
-DISTANCES = ("euclidean", "cosine")
 
 
 class DilbertModel(IndexedNamesMixin):

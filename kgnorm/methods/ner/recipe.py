@@ -3,26 +3,61 @@ is written), the ontology's names when dictionary features are on, then `train_n
 time budget."""
 from __future__ import annotations
 
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 
 from kgnorm.errors import KgnormError
+from kgnorm.methods.options import keep_checkpoints, option, out_option
 from kgnorm.methods.recipes import check_file, finish, note_budget, read_snapshot, set_threads
 from kgnorm.progress import note
 
 
-def train(out: str | Path, *, train: Path, dev: Path | None = None, types: str | None = None,
-          input_format: str | None = None, encoder: Path | None = None, ontology: str | None = None,
-          store: str | None = None, crf: bool = False, dictionary_features: bool = False,
-          epochs: int = 20, batch_size: int = 8, lr: float = 1e-4, max_length: int = 256, stride: int = 64,
-          max_steps: int | None = None, seed: int = 0, resume: bool = True, max_minutes: float | None = 25.0,
-          threads: int | None = None, keep_checkpoints: bool = False, quiet: bool = False) -> Path:
+@dataclass(kw_only=True)
+class Options:
+    """Train a mention detector (BIO token classification) on annotated texts."""
+
+    train: Path = option(MISSING, help="Annotated texts: PubTator or BioC XML.")
+    out: Path = out_option()
+    dev: Path | None = option(None, help="Annotated dev texts (selects on strict-span F1).")
+    types: str | None = option(None, help="Entity types to learn, comma-separated; TYPE=LABEL maps a corpus type onto "
+                               "a label, e.g. SpecificDisease=Disease,DiseaseClass=Disease,Modifier=Disease,"
+                               "CompositeMention=Disease (default: every type present, each its own label).")
+    input_format: str | None = option(None, "--format", help="pubtator or bioc (default: sniffed).")
+    encoder: Path | None = option(None, help="Any local Hugging Face encoder directory (default: the offline MiniLM).")
+    ontology: str | None = option(None, help="Ontology in the store whose names give --dictionary-features.")
+    crf: bool = option(False, "--crf/--no-crf", help="A CRF layer on the token classifier (off by default: it scored "
+                       "below the plain detector at equal steps, BENCHMARKS.md).")
+    dictionary_features: bool = option(False, "--dictionary-features/--no-dictionary-features", help=(
+        "Add the B/I/O tag of --ontology's name matches to the token embeddings (off by default: it scored below "
+        "the plain detector at equal steps, BENCHMARKS.md)."))
+    epochs: int = option(20)
+    batch_size: int = option(8, help="Windows per batch.")
+    lr: float = option(1e-4)
+    max_length: int = option(256, help="Window in tokens.")
+    stride: int = option(64, help="Tokens consecutive windows share.")
+    max_steps: int | None = option(None, "--max-steps-per-epoch", help="Time-box each epoch.")
+    seed: int = option(0)
+    resume: bool = option(True, "--resume/--no-resume")
+    max_minutes: float | None = option(25.0, help="Budget for the optimisation steps (dev evaluations excluded); "
+                                       "training stops inside an epoch once it is spent and the stopped model is "
+                                       "evaluated like an epoch.")
+    threads: int | None = option(None)
+    keep_checkpoints: bool = keep_checkpoints()
+
+
+def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     """Train a mention detector into ``out``. Defaults: no CRF, no dictionary features -- at equal
     steps on NCBI-disease dev both scored below the plain token classifier (BENCHMARKS.md
     2026-11-26: F1 0.5250 plain, 0.5145 CRF, 0.4754 dictionary features)."""
     from kgnorm.methods.ner.train import NerConfig, train_ner
     from kgnorm.ner.corpus import corpus_types, parse_types, read_annotated
 
-    out = Path(out)
+    out = Path(opts.out)
+    train, dev, types, input_format, encoder = opts.train, opts.dev, opts.types, opts.input_format, opts.encoder
+    ontology, crf, dictionary_features, epochs = opts.ontology, opts.crf, opts.dictionary_features, opts.epochs
+    batch_size, lr, max_length, stride = opts.batch_size, opts.lr, opts.max_length, opts.stride
+    max_steps, seed, resume, max_minutes = opts.max_steps, opts.seed, opts.resume, opts.max_minutes
+    threads, keep_checkpoints = opts.threads, opts.keep_checkpoints
     check_file(train, "training file")
     check_file(dev, "dev file")
     check_file(encoder, "encoder directory")
@@ -62,8 +97,8 @@ def train(out: str | Path, *, train: Path, dev: Path | None = None, types: str |
     finish(out, keep_checkpoints, quiet, train_seconds=round(result.train_seconds, 1))
     msg = f"mention detector: {result.global_step:,} steps ({result.epochs_completed} full epoch(s)) in " \
           f"{result.train_seconds / 60:.1f} min"
-    if result.best_dev:
-        d = result.best_dev
+    if result.best_metrics:
+        d = result.best_metrics
         msg += (f"; best dev strict-span P/R/F1 {d['precision']:.4f}/{d['recall']:.4f}/{d['f1']:.4f} "
                 f"at epoch {result.best_epoch}")
     note(msg + f" → {out}", quiet)

@@ -13,9 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -25,13 +24,11 @@ from kgnorm.methods.ner.model import NerDetector, NerNet
 from kgnorm.ner.bio import LabelSet, token_tags
 from kgnorm.ner.corpus import AnnotatedText
 from kgnorm.ner.scoring import strict_span_prf
-from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
-from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.checkpoints import ResumableConfig, digest
+from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainResult
 from kgnorm.training.task import TrainingTask
 
-__all__ = ["NerConfig", "NerTrainResult", "build_detector", "train_ner"]
-
-CHECKPOINT = "last.pt"
+__all__ = ["NerConfig", "build_detector", "train_ner"]
 
 
 @dataclass
@@ -56,20 +53,6 @@ class NerConfig(ResumableConfig):
     _RESUMABLE = ("epochs", "max_seconds", "checkpoint_every_seconds", "eval_batch_size")
 
 
-@dataclass
-class NerTrainResult:
-    out_dir: Path
-    best_epoch: float | None
-    best_dev: dict | None
-    epochs_completed: int
-    global_step: int
-    n_windows: int
-    history: list[dict] = field(default_factory=list)
-    resumed_from: dict | None = None
-    train_seconds: float = 0.0
-    stop_reason: str = "epochs"
-
-
 class NerTask(TrainingTask):
     """Windows of the training texts, their BIO tags and dictionary-match tags; dev F1."""
 
@@ -89,8 +72,11 @@ class NerTask(TrainingTask):
                   {"params": no_decay, "weight_decay": 0.0}]
         if crf:
             groups.append({"params": crf, "weight_decay": 0.0, "lr": cfg.crf_learning_rate})
-        self.opt = torch.optim.AdamW(groups, lr=cfg.learning_rate)
-        self.base_lrs = [g["lr"] for g in self.opt.param_groups]
+        self.module = net
+        self.optimizer = torch.optim.AdamW(groups, lr=cfg.learning_rate)
+        warmup = max(cfg.warmup_steps, 1)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda k: min(1.0, (k + 1) / warmup))
+        self.clip_norm = 1.0
         self.batches: list[list[int]] = []
         self.steps_done = 0
 
@@ -110,28 +96,19 @@ class NerTask(TrainingTask):
         self.det.net.train()
         return len(batches)
 
-    def _set_lr(self) -> None:
-        scale = min(1.0, (self.steps_done + 1) / max(self.cfg.warmup_steps, 1))
-        for g, lr in zip(self.opt.param_groups, self.base_lrs):
-            g["lr"] = lr * scale
+    def loss(self, step: int) -> torch.Tensor:
+        from kgnorm.methods.ner.model import pad_batch
 
-    def train_step(self, step: int) -> float | None:
         net = self.det.net
         net.train()
         rows = self.batches[step]
         batch = self.det.tensors(self.windows, self.match, rows)
-        from kgnorm.methods.ner.model import pad_batch
-
         tags = pad_batch([self.tags[i] for i in rows], -100).to(self.det.device)
-        self._set_lr()
         em = net.emissions(batch["input_ids"], batch["attention_mask"], batch["match_tags"])
-        loss = net.loss(em, tags, batch["attention_mask"])
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-        self.opt.step()
+        return net.loss(em, tags, batch["attention_mask"])
+
+    def after_step(self, step: int, loss: float) -> None:
         self.steps_done += 1
-        return float(loss.detach())
 
     def evaluate(self) -> dict | None:
         if not self.dev:
@@ -147,12 +124,10 @@ class NerTask(TrainingTask):
                                  "history": history})
 
     def state_dict(self) -> dict:
-        return {"model": self.det.net.state_dict(), "optimizer": self.opt.state_dict(),
-                "steps_done": self.steps_done}
+        return {**super().state_dict(), "steps_done": self.steps_done}
 
     def load_state_dict(self, state: dict) -> None:
-        self.det.net.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
+        super().load_state_dict(state)
         self.steps_done = int(state["steps_done"])
 
 
@@ -193,7 +168,7 @@ def build_detector(encoder_dir: str | Path | None, types: Sequence[str], cfg: Ne
 def train_ner(train: Sequence[AnnotatedText], dev: Sequence[AnnotatedText] | None, out_dir: str | Path,
               types: Sequence[str], encoder_dir: str | Path | None = None, config: NerConfig | None = None,
               names: Sequence[str] | None = None, resume: bool = True, progress: bool = True,
-              meta: dict | None = None) -> NerTrainResult:
+              meta: dict | None = None) -> TrainResult:
     """Train a detector of ``types`` on ``train`` (select on ``dev`` strict-span F1) into
     ``out_dir``; ``names``: the dictionary for ``config.dictionary_features``."""
     cfg = config or NerConfig()
@@ -201,9 +176,12 @@ def train_ner(train: Sequence[AnnotatedText], dev: Sequence[AnnotatedText] | Non
         raise KgnormError("dictionary features need an ontology's names (--ontology)")
     if not types:
         raise KgnormError("no entity type to train on")
-    t_start = time.perf_counter()
-    seed_all(cfg.seed)
     out = Path(out_dir)
+    loop = TrainingLoop(LoopConfig(epochs=cfg.epochs, name="ner", metric="f1", max_seconds=cfg.max_seconds,
+                                   budget="step", max_steps_per_epoch=cfg.max_steps_per_epoch,
+                                   checkpoint_every_seconds=cfg.checkpoint_every_seconds, epoch_seed=cfg.seed,
+                                   step_seed=cfg.seed, seed=cfg.seed, progress=progress),
+                        out, resume=resume, on_record=_say if progress else None)
     det, base = build_detector(encoder_dir, types, cfg, names)
     labels = det.labels
     meta = {**(meta or {}), "base_encoder": base.base,
@@ -213,14 +191,6 @@ def train_ner(train: Sequence[AnnotatedText], dev: Sequence[AnnotatedText] | Non
     if not any(t >= 1 for tags in task.tags for t in tags):
         raise KgnormError("no training document has a mention of the chosen types")
     fingerprint = _fingerprint(cfg, train, dev, labels, base.base, names if cfg.dictionary_features else None)
-    loop_cfg = LoopConfig(epochs=cfg.epochs, name="ner", metric="f1", max_seconds=cfg.max_seconds,
-                          budget="step", max_steps_per_epoch=cfg.max_steps_per_epoch,
-                          checkpoint_every_seconds=cfg.checkpoint_every_seconds, epoch_seed=cfg.seed,
-                          step_seed=cfg.seed, progress=progress)
-    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
-    res = TrainingLoop(task, loop_cfg, out / "checkpoints" / CHECKPOINT, fingerprint, resume=resume,
-                       on_record=None if not progress else _say, t_start=t_start).run()
-    return NerTrainResult(out_dir=out, best_epoch=res.best_epoch, best_dev=res.best_metrics,
-                          epochs_completed=res.epochs_completed, global_step=res.global_step,
-                          n_windows=len(task.windows), history=res.history, resumed_from=res.resumed_from,
-                          train_seconds=time.perf_counter() - t_start, stop_reason=res.stop_reason)
+    res = loop.run(task, fingerprint)
+    res.info.update({"windows": len(task.windows)})
+    return res
