@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence, TextIO
 
 from kgnorm.errors import KgnormError
+from kgnorm.jobs.ray_engine import ENGINES, RayOptions
 from kgnorm.mentions.types import Mention
 
 # LadybugDB's page cache during a link run's writes: by default most of the RAM, filled as the
@@ -112,12 +113,15 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
                   nil_strategy: str = "auto", batch_size: int = 256, write_batch: int = 50_000,
                   abbreviations: bool | None = None, composites: bool | None = None,
                   lock_timeout: float = 30.0, progress: bool = True,
-                  collect: bool = False) -> LinkReport:
+                  collect: bool = False, engine: str = "local", ray: RayOptions | None = None) -> LinkReport:
     """Link `mentions` with the model in `model`; write the TSV to `output` (a path or an open
-    text file; None: none), the run to `store` unless write=False; `collect` keeps the rows."""
+    text file; None: none), the run to `store` unless write=False; `collect` keeps the rows.
+    `engine="ray"`: linked by a pool of Ray actors (`ray`: where and how many; kgnorm.jobs.ray_engine),
+    the output the same."""
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.linker import TSV_HEADER, edges_for, link_stream, pipeline_from_meta, tsv_rows
     from kgnorm.linking.nil_fit import nil_decision, parse_nil_option
+    from kgnorm.linking.query_cache import with_cache
     from kgnorm.progress import progress_bar
     from kgnorm.stores import LinkEdge, MentionRow, RunRecord, open_store
     from kgnorm.stores.run_ids import file_digest, mention_uid, run_uid
@@ -126,6 +130,11 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
 
     if top_k < 1 or write_top_k < 1:
         raise KgnormError("--top-k and --write-top-k must be >= 1")
+    if engine not in ENGINES:
+        raise KgnormError(f"unknown --engine {engine!r} (choose from {', '.join(ENGINES)})")
+    if engine == "ray":  # before any work: Ray installed, the cluster there
+        from kgnorm.jobs.ray_engine import check_ray
+        check_ray(ray or RayOptions())
     if write_batch < 1 or batch_size < 1:
         raise KgnormError("--batch-size and --write-batch must be >= 1")
     parse_nil_option(nil_threshold, nil_dev, nil_strategy)
@@ -168,8 +177,14 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
             counts.kept += result.links_written
             pending.clear()
 
-        for lm in link_stream(linker, pipeline, source.items, top_k=max(top_k, write_top_k),
-                              batch_size=batch_size, nil_threshold=nil.threshold, nil_classifier=nil.classifier):
+        link_kw = dict(top_k=max(top_k, write_top_k), batch_size=batch_size, nil_threshold=nil.threshold,
+                       nil_classifier=nil.classifier)
+        if engine == "ray":
+            from kgnorm.jobs.ray_engine import ray_link_stream
+            linked = ray_link_stream(str(model.resolve()), pipeline, source.items, ray or RayOptions(), **link_kw)
+        else:
+            linked = link_stream(with_cache(linker), pipeline, source.items, **link_kw)
+        for lm in linked:
             rows = tsv_rows(lm, top_k)
             if tsv is not None:
                 tsv.writerows(rows)
