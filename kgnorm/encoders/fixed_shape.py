@@ -7,7 +7,9 @@ change (measured: 1,180 of 119,735 TSV score cells between two batchings of one 
 must not depend on that: repeats answered from a cache, blocks sent to Ray workers and the
 in-process run must write the same bytes. So a query is encoded only with texts of its own
 token length (no padding), in calls of exactly `rows` rows (the last filled with copies):
-every product a text goes through has one shape, whatever else is in the batch."""
+every product a text goes through has one shape, whatever else is in the batch. The products
+run on one torch thread (a split over threads rounds differently too; a Ray worker has one):
+scale out with processes (`--engine ray`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -32,6 +34,8 @@ def encode_fixed_shape(encoder, texts: Sequence[str], rows: int = ROWS) -> np.nd
         by_len.setdefault(len(row), []).append(i)
     was_training = encoder.model.training
     encoder.model.eval()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     try:
         with torch.inference_mode():
             for members in by_len.values():
@@ -45,6 +49,7 @@ def encode_fixed_shape(encoder, texts: Sequence[str], rows: int = ROWS) -> np.nd
                     hidden = encoder.model(input_ids=t, attention_mask=mask, **extra).last_hidden_state
                     out[sel] = encoder.pool(hidden, mask)[:len(sel)].float().cpu().numpy()
     finally:
+        torch.set_num_threads(threads)
         if was_training:
             encoder.model.train()
     return out

@@ -7,6 +7,7 @@ started on 127.0.0.1 with ``workers`` CPUs and no dashboard; with one, the exist
 joined (and an address where nothing listens fails at once, in one line)."""
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections import deque
@@ -74,10 +75,10 @@ def ray_session(opts: RayOptions) -> Iterator[Any]:
         return
     check_ray(opts)
     if opts.address:
-        ray.init(address=opts.address, log_to_driver=False, **opts.init_kwargs)
+        ray.init(address=opts.address, log_to_driver=False, logging_level=logging.ERROR, **opts.init_kwargs)
     else:
         ray.init(num_cpus=opts.workers, include_dashboard=False, _node_ip_address="127.0.0.1",
-                 log_to_driver=False, **opts.init_kwargs)
+                 log_to_driver=False, logging_level=logging.ERROR, **opts.init_kwargs)
     try:
         yield ray
     finally:
