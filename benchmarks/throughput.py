@@ -44,24 +44,17 @@ def corpus(path: Path, max_mentions: int) -> tuple[int, int]:
     return n, len(texts)
 
 
-def ray_worker_pids(root: int) -> set[int]:
-    """Descendants of `root` (a local Ray's GCS, raylet and workers are started under the driver)."""
-    kids: dict[int, list[int]] = {}
+def link_workers() -> set[int]:
+    """Ray's link actors on this machine (their process title is ``ray::_LinkWorker…``)."""
+    out = set()
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             try:
-                ppid = int(next(x for x in (p / "status").read_text().splitlines()
-                                if x.startswith("PPid:")).split()[1])
-            except (OSError, StopIteration, ValueError):
+                if b"_LinkWorker" in (p / "cmdline").read_bytes():
+                    out.add(int(p.name))
+            except OSError:
                 continue
-            kids.setdefault(ppid, []).append(int(p.name))
-    seen, todo = set(), [root]
-    while todo:
-        for c in kids.get(todo.pop(), []):
-            if c not in seen:
-                seen.add(c)
-                todo.append(c)
-    return seen
+    return out
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
@@ -69,12 +62,10 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL)
     peak: dict[int, int] = {}
-    names: dict[int, str] = {}
     while proc.poll() is None:
-        for pid in {proc.pid} | ray_worker_pids(proc.pid):
+        for pid in {proc.pid} | link_workers():
             try:
                 st = Path(f"/proc/{pid}/status").read_text()
-                names.setdefault(pid, Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
             except OSError:
                 continue
             for line in st.splitlines():
@@ -84,7 +75,7 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd!r} exited with {proc.returncode}")
     wall = time.perf_counter() - t0
-    workers = [kb for pid, kb in peak.items() if pid != proc.pid and "_LinkWorker" in names.get(pid, "")]
+    workers = [kb for pid, kb in peak.items() if pid != proc.pid]
     return wall, peak.get(proc.pid, 0) / 1024, max(workers, default=0) / 1024
 
 
