@@ -184,12 +184,12 @@ def bne_section(args, ctx: dict) -> list[str]:
         t0 = time.perf_counter()
         enc = CachedEncode(names, res.model.encode(names, batch_size=512), res.model.encode)
         t_enc = time.perf_counter() - t0
-        n_steps = math.ceil(res.n_train_names / cfg.batch_size)
+        n_steps = math.ceil(res.info['n_train_names'] / cfg.batch_size)
         if cfg.max_steps_per_epoch:
             n_steps = min(n_steps, cfg.max_steps_per_epoch)
         devs = ", ".join(f"{h['dev']['acc@1']:.4f}" for h in res.history if h.get("dev"))
         train_rows.append(f"| {label} | {t_train:.0f} s | {res.epochs_completed} (best {res.best_epoch}; "
-                          f"stopped early: {res.stopped_early}) | {res.n_train_names:,} / {n_steps:,} | "
+                          f"stopped early: {res.stopped_early}) | {res.info['n_train_names']:,} / {n_steps:,} | "
                           f"{devs or 'n/a'} | {t_enc:.1f} s |")
         models.append((label, res.model, enc))
 

@@ -326,11 +326,11 @@ def train_one(stats: CorpusStats, dev: list[DevMention], args: argparse.Namespac
     initial = next((h["dev"] for h in res.history if h.get("epoch") == 0 and "dev" in h), None)
     ev = evaluate_model(model_dir, dev, stats.row_keys, args.batch_size)
     out = {"cap": stats.cap, "wall_s": wall, "opt_s": float(training["seconds"]),
-           "steps": res.steps, "batches_per_epoch": training["batches_per_epoch"],
-           "epochs_done": res.steps / max(training["batches_per_epoch"], 1),
-           "best_epoch": (res.dev_metrics or {}).get("epoch", res.best_epoch),
+           "steps": res.global_step, "batches_per_epoch": training["batches_per_epoch"],
+           "epochs_done": res.global_step / max(training["batches_per_epoch"], 1),
+           "best_epoch": (res.info["dev"] or {}).get("epoch", res.best_epoch),
            "evals": sum(1 for h in res.history if "dev" in h),
-           "initial": initial, "dev_selected": res.dev_metrics, "eval": ev,
+           "initial": initial, "dev_selected": res.info["dev"], "eval": ev,
            "pseudo_rows": meta["corpus"]["pseudo_training_rows"],
            "device": meta.get("hyper_parameters", {}).get("device") or "auto"}
     if not args.keep:

@@ -69,7 +69,8 @@ def dilbert_step_seconds(dictionary, train_pairs, cfg, encoder=None, n_steps: in
     import torch
 
     from kgnorm.encoders.dense import DenseEncoder
-    from kgnorm.methods.dilbert.train import DilbertSampler, make_triplets, triplet_loss
+    from kgnorm.losses.triplet import triplet_loss
+    from kgnorm.methods.dilbert.train import DilbertSampler, make_triplets
 
     uniq = dict.fromkeys((q, frozenset(g)) for q, g in train_pairs)
     sampler = DilbertSampler(dictionary, [q for q, _ in uniq], [g for _, g in uniq], "random",
@@ -144,7 +145,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
     from kgnorm.methods.dilbert.model import DilbertModel
     from kgnorm.graph.hierarchy import Hierarchy
     from kgnorm.linking.linker import DictionaryLinker
-    from kgnorm.linking.nil import nil_dev_set
+    from kgnorm.nil.thresholds import nil_dev_set
     from kgnorm.methods.dilbert.train import DilbertConfig, synonym_anchor_pairs, train_dilbert
 
     pipeline, dictionary, graph = ctx["pipeline"], ctx["dictionary"], ctx["graph"]
@@ -285,7 +286,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
         f"| budget | {args.dilbert_minutes:g} min, at most {args.dilbert_epochs} epochs |",
         f"| train time (calls to `train_dilbert`, incl. dictionary encoding and dev evaluation per epoch) | {t_train:.0f} s |",
         f"| epochs | {res.epochs_completed} (best {res.best_epoch}) |",
-        f"| queries used / skipped (gold not in the dictionary) | {res.n_queries:,} / {res.n_skipped} |",
+        f"| queries used / skipped (gold not in the dictionary) | {res.info['n_queries']:,} / {res.info['n_skipped']} |",
         f"| steps done / steps in the epoch's triplets, per epoch | {steps} |",
         f"| dev Acc@1 per epoch (training-time, query level) | {devs or 'n/a'} |",
         "",

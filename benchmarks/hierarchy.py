@@ -103,11 +103,11 @@ def main() -> None:
                 cfg = DanConfig.cpu_fast(**over) if args.preset == "cpu-fast" else DanConfig(**over)
                 t0 = time.perf_counter() - t_inp
                 res = train_dan(split, dan_inputs or wv, k, Path(tmp) / f"{root}-{k}", cfg, progress=False)
-                times.append(f"| DAN level {k} | {time.perf_counter() - t0:.0f} s | {res.epochs_run} "
-                             f"(best {res.best_epoch}) | {res.best_val_map:.3f} |")
-                results[f"DAN trained on level {k}"] = res.test_metrics
+                times.append(f"| DAN level {k} | {time.perf_counter() - t0:.0f} s | {res.epochs_completed} "
+                             f"(best {res.best_epoch:g}) | {res.best_value:.3f} |")
+                results[f"DAN trained on level {k}"] = res.info["test_metrics"]
                 if k == levels[-1]:
-                    enc = res.load()
+                    enc = res.model
                     queries = [it.name for it in split.items()][:5000]
                     t0 = time.perf_counter()
                     rank_hypernyms(enc.encode, queries, split.classes[k], split.class_names[k], top_k=5)

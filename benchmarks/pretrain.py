@@ -139,7 +139,7 @@ def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
     from kgnorm.encoders.dense import default_encoder_path
     from kgnorm.mentions.readers import read_mentions_with_abbreviations
-    from kgnorm.pretraining import META_FILE, read_pretrain_data
+    from kgnorm.methods.pretrain import META_FILE, read_pretrain_data
     from kgnorm.stores import open_store
     from kgnorm.text.pipeline import TextPipeline
 

@@ -64,13 +64,7 @@ app.command("query")(query.query)
 app.command("ontologies")(query.ontologies)
 app.command("compact")(ingest.compact_cmd)
 
-train_app = typer.Typer(help="Train a name encoder from an ontology in the store.", no_args_is_help=True)
-train_app.command("biosyn")(train_cmds.train_biosyn_cmd)
-train_app.command("dan")(train_cmds.train_dan_cmd)
-train_app.command("biocom")(train_cmds.train_biocom_cmd)
-train_app.command("bne")(train_cmds.train_bne_cmd)
-train_app.command("dilbert")(train_cmds.train_dilbert_cmd)
-app.add_typer(train_app, name="train")
+app.add_typer(train_cmds.train_app, name="train")  # one command per registered method
 
 eval_app = typer.Typer(help="Evaluate models (linking, hierarchy, relatedness).", no_args_is_help=True)
 eval_app.command("link")(link_cmds.eval_link_cmd)

@@ -9,16 +9,6 @@ import typer
 from kgnorm.cli.common import QuietOpt, StoreOpt, info, setup
 
 
-def _ontology_records(store: str | None, ontology: str):
-    from kgnorm.graph.views import read_ontology
-    from kgnorm.stores import open_store
-
-    with open_store(store, read_only=True) as st:
-        snap = read_ontology(st, ontology, with_edges=False)
-    records = [{"uid": c.uid, "name": c.name, "synonyms": c.synonyms} for c in snap.concepts]
-    return records, snap
-
-
 def corpus_build_cmd(
     ontology: Annotated[str, typer.Option("--ontology", help="Ontology whose names are matched.")],
     text: Annotated[list[Path], typer.Option("--text", help="PubTator or plain-text file (repeat the option).")],
@@ -33,11 +23,9 @@ def corpus_build_cmd(
 ) -> None:
     """Entity-linked sentences by longest dictionary match over token boundaries."""
     setup(quiet)
-    from kgnorm.methods.biocom.corpus import build_corpus
+    from kgnorm.jobs.corpus import build_corpus
 
-    records, snap = _ontology_records(store, ontology)
-    summary = build_corpus(records, text, out, ontology=ontology, version=snap.version, cap=cap, seed=seed,
-                           abbreviations=abbreviations)
+    summary = build_corpus(ontology, text, out, cap=cap, seed=seed, abbreviations=abbreviations, store=store)
     n_abbr = summary.manifest["counts"]["abbreviation_matches"]
     info(f"{summary.documents:,} documents, {summary.sentences:,} sentences, {summary.matches:,} matches "
          f"({n_abbr:,} through document abbreviations) → "

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
 import typer
@@ -18,18 +17,9 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars 
 LockTimeoutOpt = Annotated[float, typer.Option(
     "--lock-timeout", help="Seconds to wait for an embedded store another process is writing to; "
                            "then the error names that process.")]
-# options every trainer shares
 FormatOpt = Annotated[Optional[str], typer.Option(
     "--input-format", help="concept, pubtator or tsv (default: detected from the file).")]
-MaxMinutesOpt = Annotated[Optional[float], typer.Option(
-    "--max-minutes", help="Time budget: no epoch starts that the last epoch's duration says would end past "
-                          "it, set-up counted (the best epoch is kept; --resume with a larger budget continues).")]
-ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="torch CPU threads.")]
-ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue an interrupted run in --out.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed (same seed and data: same run).")]
-KeepCheckpointsOpt = Annotated[bool, typer.Option(
-    "--keep-checkpoints", help="Keep the training checkpoints in --out once the model is written (needed to "
-                               "--resume it later with a larger budget); by default they are deleted.")]
+# the trainers' options are declared with their recipes (kgnorm/methods/options.py)
 
 
 def setup(quiet: bool) -> None:

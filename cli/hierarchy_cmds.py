@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 import typer
 
 from kgnorm.cli.common import QuietOpt, StoreOpt, info, setup
-from kgnorm.errors import KgnormError
 
 RootOpt = Annotated[str, typer.Option("--root", help="Root concept uid of the subgraph, e.g. HP:0000118.")]
 LevelOpt = Annotated[int, typer.Option("--level", help="Hierarchy level K (1 = just below the root … 4).")]
@@ -50,24 +49,9 @@ def eval_hierarchy_cmd(
 ) -> None:
     """Semantic-similarity mAP and hypernym-detection MRR per level (DAN §4.3)."""
     setup(quiet)
-    from kgnorm.evaluation.hierarchy import char_tfidf_encoder, evaluate_hierarchy, format_results
-    from kgnorm.graph.levels import split_from_store
-    from kgnorm.methods.model_dir import read_model_meta
-    from kgnorm.methods.registry import load_encoder
+    from kgnorm.evaluation.hierarchy import format_results
+    from kgnorm.jobs.eval_hierarchy import evaluate_model_hierarchy
 
-    meta = read_model_meta(model)
-    onto = ontology or meta.get("ontology")
-    if not onto:
-        raise KgnormError("the model names no ontology: pass --ontology")
-    split, _ = split_from_store(store, onto, root, meta.get("split_seed", 0) if seed is None else seed)
-    enc = load_encoder(model)
-    results = {meta["method"]: evaluate_hierarchy(enc.encode, split)}
-    if baselines:
-        if hasattr(enc, "wordvecs"):
-            from kgnorm.evaluation.hierarchy import word_vector_encoder
-            results["avg-wordvec"] = evaluate_hierarchy(word_vector_encoder(enc.wordvecs), split)
-        results["char-tfidf"] = evaluate_hierarchy(char_tfidf_encoder(it.name for it in split.items()), split)
-        from kgnorm.encoders.dense import DenseEncoder, default_encoder_path
-        dense = DenseEncoder(encoder or default_encoder_path(), pooling="mean")
-        results["minilm"] = evaluate_hierarchy(lambda names: dense.encode(list(names), normalize=True), split)
+    results = evaluate_model_hierarchy(model, root, ontology=ontology, baselines=baselines, encoder=encoder,
+                                       seed=seed, store=store)
     typer.echo(format_results(results))

@@ -7,30 +7,32 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, info, setup
-from kgnorm.errors import KgnormError
 from kgnorm.jobs.ingest import ingest
-from kgnorm.stores import NEO4J_SCHEMES, check_store_uri, store_exists
 
 app = typer.Typer(help="Load an ontology into the graph store (replaces an ontology of the same name).",
                   no_args_is_help=True)
 
 PathArg = Annotated[Path, typer.Argument(help="Source file or directory.")]
 NameOpt = Annotated[Optional[str], typer.Option("--ontology", help="Ontology name in the store (default per format).")]
+DryRunOpt = Annotated[bool, typer.Option(
+    "--dry-run", help="Parse and print what replacing the stored version would do to its links (kept, moved, "
+                      "orphaned) and concepts (added, removed, merged); the store is only read.")]
 DanglingOpt = Annotated[bool, typer.Option("--allow-dangling", help="Drop IS_A edges to unknown ids instead of failing.")]
 
 
 def _ingest(fmt: str, path: Path, name: str | None, allow_dangling: bool, store: str | None,
-            quiet: bool, lock_timeout: float, **options: Any) -> None:
+            quiet: bool, lock_timeout: float, dry_run: bool = False, **options: Any) -> None:
     setup(quiet)
-    ingest(fmt, path, name, allow_dangling, store, lock_timeout, quiet, **options)
+    ingest(fmt, path, name, allow_dangling, store, lock_timeout, quiet, dry_run=dry_run, **options)
 
 
 def _format_command(fmt: str, doc: str):
     """One `kgnorm ingest FORMAT` command: the formats differ only in their help (MedDRA below
     adds an option)."""
     def command(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
-                store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
-        _ingest(fmt, path, ontology, allow_dangling, store, quiet, lock_timeout)
+                dry_run: DryRunOpt = False, store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0,
+                quiet: QuietOpt = False) -> None:
+        _ingest(fmt, path, ontology, allow_dangling, store, quiet, lock_timeout, dry_run)
 
     command.__doc__ = doc
     return app.command(fmt)(command)
@@ -49,9 +51,11 @@ for _fmt, _doc in (
 def meddra(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
            include_noncurrent: Annotated[bool, typer.Option(
                "--include-noncurrent", help="Also keep non-current LLTs as synonyms.")] = False,
-           store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
+           dry_run: DryRunOpt = False, store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0,
+           quiet: QuietOpt = False) -> None:
     """MedDRA ASCII release (the MedAscii directory)."""
-    _ingest("meddra", path, ontology, allow_dangling, store, quiet, lock_timeout, include_noncurrent=include_noncurrent)
+    _ingest("meddra", path, ontology, allow_dangling, store, quiet, lock_timeout, dry_run,
+            include_noncurrent=include_noncurrent)
 
 
 @app.command("umls")
@@ -70,13 +74,8 @@ def compact_cmd(store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, qui
     """Reclaim the space an embedded store keeps after ontologies were replaced (LadybugDB has
     no vacuum): the store is copied into a fresh file that takes its place."""
     setup(quiet)
-    uri = check_store_uri(store)
-    if uri.startswith(NEO4J_SCHEMES):
-        raise KgnormError("compact is for the embedded store; a Neo4j server manages its own space")
-    if not store_exists(uri):
-        raise KgnormError(f"no store at {uri}")
-    from kgnorm.stores.ladybug_compact import compact
+    from kgnorm.jobs.compact import compact_store
 
-    s = compact(uri[len("ladybug://"):] if uri.startswith("ladybug://") else uri, lock_timeout=lock_timeout)
+    uri, s = compact_store(store, lock_timeout=lock_timeout)
     info(f"compacted {uri}: {s.mb_before:.1f} MB → {s.mb_after:.1f} MB ({s.nodes:,} nodes, {s.edges:,} edges) "
          f"in {s.seconds:.1f}s", quiet)

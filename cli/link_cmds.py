@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -9,6 +10,7 @@ import typer
 
 from kgnorm.cli.common import (FormatOpt, LockTimeoutOpt, QuietOpt, StoreOpt, info, print_evaluation, print_report,
                                setup)
+from kgnorm.errors import KgnormError
 
 AbbrOpt = Annotated[Optional[bool], typer.Option(
     "--abbreviations/--no-abbreviations", help="Expand abbreviations defined in the document.")]
@@ -18,7 +20,7 @@ CompOpt = Annotated[Optional[bool], typer.Option(
 
 def link_cmd(
     model: Annotated[Path, typer.Option("--model", help="A trained model directory.")],
-    input: Annotated[Path, typer.Option("--input", help="Mentions: .concept, PubTator or TSV (id, text …).")],
+    input: Annotated[Optional[Path], typer.Option("--input", help="Mentions: .concept, PubTator or TSV (id, text …).")] = None,
     input_format: FormatOpt = None,
     top_k: Annotated[int, typer.Option("--top-k")] = 5,
     output: Annotated[Optional[Path], typer.Option("--output", help="TSV to write (default stdout).")] = None,
@@ -34,12 +36,15 @@ def link_cmd(
         "--nil-strategy", help="With auto: min_fp, max_tp, weighted, auto (the best of DILBERT's three on dev), "
                                 "dev_accuracy (the most accurate cut on dev), or classifier (gradient-boosted trees "
                                 "on the top-5 distances and the lexical overlap with the top-1 name, fitted on "
-                                "dev; kgnorm.linking.nil_classifier).")] = "auto",
+                                "dev; kgnorm.nil.classifier).")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Mentions linked per batch.")] = 256,
     write_batch: Annotated[int, typer.Option(
         "--write-batch", help="Mentions sent to the store at a time: memory follows this, not the input; the "
                               "run is still all or nothing (staged, then published).")] = 50_000,
     abbreviations: AbbrOpt = None, composites: CompOpt = None,
+    relink_orphans: Annotated[bool, typer.Option(
+        "--relink-orphans", help="Instead of --input: link again the mentions a re-ingest of the model's ontology "
+                                 "left orphans (their concept went without a single successor).")] = False,
     store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
     engine: Annotated[str, typer.Option(
         "--engine", help="local (this process) or ray (a pool of Ray actors; pip install \"kgnorm[ray]\").")] = "local",
@@ -50,6 +55,16 @@ def link_cmd(
 ) -> None:
     """Link mentions to concepts; TSV out, LINKED_TO edges into the store."""
     setup(quiet)
+    if relink_orphans == (input is not None):
+        raise KgnormError("give --input, or --relink-orphans (not both)")
+    if relink_orphans:
+        from kgnorm.jobs.relink import relink_orphans as relink
+
+        with (open(output, "w", encoding="utf-8", newline="") if output else nullcontext(sys.stdout)) as fh:
+            report = relink(model, store=store, top_k=top_k, write_top_k=write_top_k, output=fh,
+                            batch_size=batch_size, lock_timeout=lock_timeout)
+        print_report(report, quiet)
+        return
     from kgnorm.jobs.link import link_mentions
     from kgnorm.jobs.ray_engine import RayOptions
 

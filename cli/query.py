@@ -8,9 +8,8 @@ import typer
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, echo_stdout, parse_params, setup
 from kgnorm.cli.output import render
-from kgnorm.errors import InputError, KgnormError
-from kgnorm.jobs.query import ontology_counts, run_query
-from kgnorm.stores.cypher_files import saved_query, saved_query_names
+from kgnorm.errors import KgnormError
+from kgnorm.jobs.query import ontology_counts, run_query, saved_queries, statement
 
 FORMATS = ("table", "json", "csv")
 
@@ -31,24 +30,12 @@ def query(
     runs one of the shipped queries."""
     setup(quiet)
     if list_saved:
-        for name in saved_query_names():
-            first = saved_query(name).splitlines()[0].lstrip("/ ").strip()
+        for name, first in saved_queries():
             echo_stdout(f"{name}\t{first}")
         return
     if fmt not in FORMATS:
         raise KgnormError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    sources = [x for x in (cypher, file, saved) if x]
-    if len(sources) != 1:
-        raise KgnormError("give exactly one of CYPHER, --file F or --saved NAME")
-    if file is not None:
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read query file: {exc}", path=file) from None
-    elif saved is not None:
-        text = saved_query(saved)
-    else:
-        text = cypher or ""
+    text = statement(cypher, file, saved)
     result = run_query(text, parse_params(param), write=write, store=store, lock_timeout=lock_timeout)
     echo_stdout(render(result, fmt))
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pandas and the stores' types load on first use
     import pandas as pd
 
     from kgnorm.stores import LoadSummary, QueryResult
+    from kgnorm.stores.ladybug_compact import CompactSummary
 
 
 def _frame(result: QueryResult) -> pd.DataFrame:
@@ -52,6 +53,13 @@ class Workbench:
 
         return ingest(format, path, ontology, allow_dangling, self.store, self.lock_timeout, quiet, **options)
 
+    def compact(self) -> CompactSummary:
+        """Reclaim the space an embedded store keeps after ontologies were replaced (`kgnorm
+        compact`); returns what it did (MB before and after, nodes, edges, seconds)."""
+        from kgnorm.jobs.compact import compact_store
+
+        return compact_store(self.store, self.lock_timeout)[1]
+
     def ontologies(self) -> pd.DataFrame:
         """The ontologies in the store with concept and edge counts."""
         from kgnorm.jobs.query import ontology_counts
@@ -68,25 +76,24 @@ class Workbench:
     # ------------------------------------------------------------------ models
     def train(self, method: str, out: str | Path, **options: Any) -> Path:
         """Train ``method`` (biosyn, bne, dan, dilbert, biocom) from the store into ``out``; options
-        are the method's recipe keywords (``kgnorm.methods.<method>.recipe.train``), named as the
-        `kgnorm train METHOD` options are, e.g. ``ontology="medic", train=Path("train.txt")``."""
-        from kgnorm.methods.registry import method as lookup
+        are the fields of the method's ``kgnorm.methods.<method>.recipe.Options`` (what `kgnorm train
+        METHOD` is generated from), e.g. ``ontology="medic", train=Path("train.txt")``."""
+        from kgnorm.jobs.train import train
 
         if "store" in options:
             raise KgnormError("train uses the Workbench's store; make another Workbench for another store")
-        return lookup(method).run_recipe(Path(out), store=self.store, **options)
+        return train(method, out, store=self.store, **options)
 
     def pretrain(self, ontologies: str | Sequence[str], out: str | Path, **options: Any) -> Path:
         """Self-align an encoder on the names of the store's ``ontologies`` (SapBERT's recipe; `kgnorm
         pretrain`) into ``out``, a plain Hugging Face directory every ``encoder=`` option takes.
         Options: ``encoder``, ``max_minutes``, ``threads``, ``resume`` and :class:`PretrainConfig`'s
         fields (``hierarchy=True``, ``epochs``, ``lr`` …)."""
-        from kgnorm.pretraining.recipe import run
+        from kgnorm.jobs.pretrain import pretrain
 
         if "store" in options:
             raise KgnormError("pretrain uses the Workbench's store; make another Workbench for another store")
-        names = [ontologies] if isinstance(ontologies, str) else list(ontologies)
-        return Path(run(names, Path(out), store=self.store, **options).out_dir)
+        return Path(pretrain(ontologies, out, store=self.store, **options).out_dir)
 
     def hypernyms(self, model: str | Path, root: str, level: int,
                   names: str | Path | Sequence[str] | None = None, write: bool = True, *,
@@ -114,14 +121,21 @@ class Workbench:
         Columns: mention_id, mention, rank, concept_uids, score, nil -- the rows of link's TSV."""
         import pandas as pd
 
-        from kgnorm.linking.linker import TSV_HEADER
-        from kgnorm.jobs.link import link_mentions
+        from kgnorm.jobs.link import TSV_HEADER, link_mentions
 
         report = link_mentions(model, mentions, store=self.store, write=write, top_k=top_k,
                                lock_timeout=self.lock_timeout, collect=True, **options)
         frame = pd.DataFrame(report.rows, columns=TSV_HEADER)
         # the TSV's text as values: rank and nil as integers, score as a float (4 decimals, as written)
         return frame.astype({"rank": int, "score": float, "nil": int})
+
+    def relink_orphans(self, model: str | Path, **options: Any) -> Any:
+        """``kgnorm link --relink-orphans``: link again the mentions a re-ingest left orphans of the
+        model's ontology, as one run; returns its LinkReport (run uid, mentions, edges, notes).
+        Options: ``kgnorm.jobs.relink.relink_orphans``'s (top_k, write_top_k, output, batch_size)."""
+        from kgnorm.jobs.relink import relink_orphans
+
+        return relink_orphans(model, store=self.store, lock_timeout=self.lock_timeout, **options)
 
     def annotate(self, ner: str | Path | Any, model: str | Path, input: str | Path, input_format: str = "text",
                  write: bool = True, **options: Any) -> pd.DataFrame:
@@ -145,3 +159,46 @@ class Workbench:
         from kgnorm.jobs.evaluate import evaluate_model
 
         return evaluate_model(model, gold, store=self.store, **options)
+
+    def evaluate_hierarchy(self, model: str | Path, root: str, *, ontology: str | None = None,
+                           baselines: bool = True, encoder: str | Path | None = None,
+                           seed: int | None = None) -> pd.DataFrame:
+        """What `kgnorm eval hierarchy` prints: per scorer (the model, and with ``baselines`` averaged
+        word vectors, char tf-idf, MiniLM), semantic-similarity mAP and hypernym-detection MRR per level
+        (DAN §4.3). Columns: scorer, level, map, mrr."""
+        import pandas as pd
+
+        from kgnorm.jobs.eval_hierarchy import evaluate_model_hierarchy, hierarchy_rows
+
+        results = evaluate_model_hierarchy(model, root, ontology=ontology, baselines=baselines, encoder=encoder,
+                                           seed=seed, store=self.store)
+        return pd.DataFrame(hierarchy_rows(results), columns=["scorer", "level", "map", "mrr"])
+
+    def relatedness(self, model: str | Path, pairs: str | Path | Sequence[str | Path],
+                    baselines: Sequence[str] = ()) -> pd.DataFrame:
+        """What `kgnorm eval relatedness --format json` reports: per pairs file and scorer, Spearman
+        between cosine similarity and human relatedness scores (``baselines``: ``"word-vectors"``)."""
+        import pandas as pd
+
+        from kgnorm.jobs.relatedness import evaluate_relatedness
+
+        files = [pairs] if isinstance(pairs, (str, Path)) else list(pairs)
+        return pd.DataFrame(evaluate_relatedness(model, files, baselines).rows)
+
+    def embed(self, model: str | Path, output: str | Path, names: str | Path | Sequence[str] | None = None, *,
+              ontology: str | None = None) -> Path:
+        """Vectors of ``names`` (a file, one per line, or a list) or of every concept name of
+        ``ontology``, written as OUTPUT.npy + OUTPUT.tsv (`kgnorm embed`); returns OUTPUT."""
+        from kgnorm.jobs.embed import embed_names
+
+        return embed_names(model, output, input=names, ontology=ontology, store=self.store).base
+
+    def build_corpus(self, ontology: str, texts: str | Path | Sequence[str | Path], out: str | Path,
+                     **options: Any) -> Path:
+        """BioCoM's entity-linked sentence corpus from PubTator or plain-text files (`kgnorm corpus
+        build`; options ``cap``, ``seed``, ``abbreviations``); returns the corpus directory."""
+        from kgnorm.jobs.corpus import build_corpus
+
+        files = [texts] if isinstance(texts, (str, Path)) else list(texts)
+        return Path(build_corpus(ontology, files, out, store=self.store, **options).out_dir)
+

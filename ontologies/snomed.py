@@ -18,6 +18,11 @@ Mapping
 - IS_A: active inferred (900000000000011006) IS-A (116680003) rows whose ends are both
   active; a row to an inactive concept is skipped (counted in warnings), a row naming a
   concept absent from the concept file is a dangling edge (strict: error).
+- Retired ids (issue 27): every inactive concept is a `RetiredId` of the graph (not a
+  concept), named by its FSN or synonym when one is still active; active rows of the
+  association refset (`der2_cRefset_AssociationSnapshot…`, optional) give its successors:
+  REPLACED BY and SAME AS -> `replaced_by`, POSSIBLY EQUIVALENT TO, POSSIBLY REPLACED BY,
+  PARTIALLY EQUIVALENT TO, ALTERNATIVE and WAS A -> `consider`.
 - version = the release date in the concept file name (`…_INT_20250101.txt` -> "20250101").
 """
 from __future__ import annotations
@@ -30,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import InputError
-from kgnorm.graph.ontology_graph import Concept, OntologyGraph
+from kgnorm.graph.ontology_graph import Concept, OntologyGraph, RetiredId
 
 from .common import FALLBACK_ERRORS, decode_line, finish, open_stream, require_path
 
@@ -45,6 +50,11 @@ SYNONYM = "900000000000013009"
 US_ENGLISH = "900000000000509007"
 PREFERRED = "900000000000548007"
 ACCEPTABLE = "900000000000549004"
+# historical association refsets: the successors of an inactive concept
+REPLACED_BY_REFSETS = {"900000000000526001", "900000000000527005"}  # REPLACED BY, SAME AS
+CONSIDER_REFSETS = {"900000000000523009", "1186921001", "1186924009", "900000000000530003",
+                    "900000000000528000"}  # POSSIBLY EQUIVALENT TO, POSSIBLY REPLACED BY, PARTIALLY
+#                                            EQUIVALENT TO, ALTERNATIVE, WAS A
 
 PATTERNS: dict[str, str] = {
     "concept": "sct2_Concept_Snapshot*_*.txt",
@@ -52,6 +62,7 @@ PATTERNS: dict[str, str] = {
     "text_definition": "sct2_TextDefinition_Snapshot-en*_*.txt",
     "relationship": "sct2_Relationship_Snapshot*_*.txt",
     "language": "der2_cRefset_LanguageSnapshot-en*_*.txt",
+    "association": "der2_cRefset_AssociationSnapshot*_*.txt",
 }
 REQUIRED = ("concept", "description", "relationship", "language")
 COLUMNS: dict[str, list[str]] = {
@@ -62,6 +73,8 @@ COLUMNS: dict[str, list[str]] = {
                      "relationshipGroup", "typeId", "characteristicTypeId", "modifierId"],
     "language": ["id", "effectiveTime", "active", "moduleId", "refsetId",
                  "referencedComponentId", "acceptabilityId"],
+    "association": ["id", "effectiveTime", "active", "moduleId", "refsetId",
+                    "referencedComponentId", "targetComponentId"],
 }
 COLUMNS["text_definition"] = COLUMNS["description"]
 _DATE = re.compile(r"_(\d{8})\.txt$")
@@ -96,6 +109,7 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
             acceptability[did] = acc == PREFERRED
 
     preferred: dict[str, str] = {}
+    retired_names: dict[str, str] = {}
     fsn_pref: dict[str, str] = {}
     fsn_any: dict[str, str] = {}
     syn_any: dict[str, str] = {}
@@ -103,9 +117,14 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
     for _, _, (did, flag, cid, lang, typ, term) in _rows(
             files["description"], "description",
             ["id", "active", "conceptId", "languageCode", "typeId", "term"]):
+        acc = acceptability.get(did)
+        if flag == "1" and cid in inactive and lang.startswith("en") and typ in (FSN, SYNONYM):
+            if typ == SYNONYM and acc:  # the preferred term, as for an active concept
+                retired_names[cid] = term
+            else:
+                retired_names.setdefault(cid, split_semantic_tag(term)[0] if typ == FSN else term)
         if flag != "1" or cid not in active or not lang.startswith("en"):
             continue
-        acc = acceptability.get(did)
         if typ == FSN:
             if acc:
                 fsn_pref.setdefault(cid, term)
@@ -141,6 +160,7 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
             con.add_synonym(syn)
         graph.add_concept(con)
 
+    _retire(graph, files.get("association", []), inactive, active, retired_names)
     to_inactive = 0
     seen: set[tuple[str, str]] = set()
     for rel_file, lineno, (src, dst) in _rows(
@@ -160,6 +180,26 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
     if to_inactive:
         graph.warnings.append(f"{to_inactive} active IS-A row(s) touching inactive concepts skipped")
     return finish(graph, allow_dangling)
+
+
+def _retire(graph: OntologyGraph, paths: list[Path], inactive: set[str], active: set[str],
+            names: dict[str, str]) -> None:
+    """Inactive concepts become the graph's retired ids, with the successors their active
+    association refset rows state (targets that are not active concepts are left out)."""
+    for cid in sorted(inactive, key=lambda c: (len(c), c)):
+        uid = f"{PREFIX}:{cid}"
+        graph.retired[uid] = RetiredId(uid, names.get(cid, ""))
+    for _, _, (refset, src, dst) in _rows(paths, "association",
+                                          ["refsetId", "referencedComponentId", "targetComponentId"],
+                                          where={"active": "1"}):
+        ret = graph.retired.get(f"{PREFIX}:{src}")
+        if ret is None or dst not in active:
+            continue
+        target = f"{PREFIX}:{dst}"
+        bucket = (ret.replaced_by if refset in REPLACED_BY_REFSETS
+                  else ret.consider if refset in CONSIDER_REFSETS else None)
+        if bucket is not None and target not in bucket:
+            bucket.append(target)
 
 
 def split_semantic_tag(fsn: str) -> tuple[str, str]:

@@ -1,7 +1,8 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures (and the tiny-model helpers more than one test file needs)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -50,6 +51,48 @@ def tiny_bert_dir(tmp_path_factory):
                      max_position_embeddings=64, type_vocab_size=2)
     BertModel(cfg).save_pretrained(str(d))
     return d
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models run fastest on one intra-op thread and do not fight over a shared machine
+    (a module asks for it with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``)."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def make_word_bert(path: Path, words: list[str], max_positions: int = 128) -> Path:
+    """A random 2-layer BERT (hidden 32) whose vocabulary is ``words`` (word-level): offline,
+    about a second to build (BioCoM's encoder tests)."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(words)]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    # from the directory (transformers 5's constructor takes `vocab`, 4's `vocab_file`)
+    tok = BertTokenizerFast.from_pretrained(str(path), do_lower_case=True)
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                     num_attention_heads=2, intermediate_size=64,
+                     max_position_embeddings=max_positions)
+    BertModel(cfg).save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def split():
+    """The level split of test_hierarchy's toy hierarchy under R (levels, DAN, hypernym tests)."""
+    from test_hierarchy import toy_hierarchy
+
+    from kgnorm.graph.levels import build_levels
+
+    return build_levels(toy_hierarchy(), "R", seed=0)
 
 
 # -- a live Bolt server for the Neo4j legs ----------------------------------------

@@ -10,22 +10,17 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import make_word_bert
 from kgnorm.methods.biocom.linker import evaluate_rankings, knn_vote
-from kgnorm.methods.biocom.loss import MultiSimilarityLoss, mine_pairs, ms_loss
+from kgnorm.losses.multi_similarity import MultiSimilarityLoss, mine_pairs, ms_loss
 from kgnorm.methods.biocom.model import END_ENT, ENT, BiocomEncoder, locate, mark
-from kgnorm.methods.biocom.sampler import ConceptBatchSampler
+from kgnorm.samplers.concept_batch import ConceptBatchSampler
 from kgnorm.errors import KgnormError
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models run fastest on one thread (and do not fight over a shared machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 WORDS = """the a of in with and was were had patients boys case cases family families
 ovarian breast cancer carcinoma tumor tumour muscular dystrophy duchenne deficiency
@@ -33,27 +28,9 @@ glucose phosphate dehydrogenase disease diseases syndrome leukemia acute lymphob
 risk study studied rare common mutation mutations gene genes . , ( ) - ' 1 2 3 6""".split()
 
 
-def make_tiny_bert(path: Path, words: list[str] = WORDS) -> Path:
-    """A random 2-layer BERT (hidden 32) with a word-level vocab: offline, ~1 s to build."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    path.mkdir(parents=True, exist_ok=True)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(words)]
-    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    # from the directory (transformers 5's constructor takes `vocab`, 4's `vocab_file`)
-    tok = BertTokenizerFast.from_pretrained(str(path), do_lower_case=True)
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
-                     num_attention_heads=2, intermediate_size=64,
-                     max_position_embeddings=128)
-    BertModel(cfg).save_pretrained(str(path))
-    tok.save_pretrained(str(path))
-    return path
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+    return make_word_bert(tmp_path_factory.mktemp("tiny-bert"), WORDS)
 
 
 # --------------------------------------------------------------------------- markers

@@ -4,29 +4,23 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from conftest import make_word_bert
 import kgnorm.methods.biocom.train as train_mod
 from kgnorm.methods.biocom.corpus import build_corpus
 from kgnorm.methods.biocom.linker import INDEX_FILE, MODEL_JSON, ROWS_FILE, load_biocom
-from kgnorm.methods.biocom.loss import MultiSimilarityLoss
+from kgnorm.losses.multi_similarity import MultiSimilarityLoss
 from kgnorm.methods.biocom.train import BiocomConfig, train_biocom
 from kgnorm.errors import KgnormError
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models run fastest on one thread (and do not fight over a shared machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 NAMES = {
     "T:OC": ["ovarian cancer", "ovarian carcinoma"],
@@ -45,22 +39,6 @@ glucose phosphate dehydrogenase disease leukemia acute lymphoblastic risk study 
 rare common mutation mutations gene . ,""".split()
 
 
-def make_tiny_bert(path: Path) -> Path:
-    """A random 2-layer BERT (hidden 32) with a word-level vocab (as in test_biocom_model)."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    path.mkdir(parents=True, exist_ok=True)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(WORDS)]
-    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tok = BertTokenizerFast.from_pretrained(str(path), do_lower_case=True)
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
-                         num_attention_heads=2, intermediate_size=64,
-                         max_position_embeddings=64)).save_pretrained(str(path))
-    tok.save_pretrained(str(path))
-    return path
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("biocom")
@@ -77,7 +55,7 @@ def setup(tmp_path_factory):
     dev = [("ovarian cancer", "Two families had ovarian cancer.", {"T:OC"}),
            ("DMD", "Boys had DMD.", {"T:DMD"}),              # not in context -> alone
            ("breast cancer", "", "T:BC")]
-    return root, make_tiny_bert(root / "tiny"), dev
+    return root, make_word_bert(root / "tiny", WORDS, max_positions=64), dev
 
 
 def cfg(**kw) -> BiocomConfig:
@@ -104,7 +82,7 @@ def test_train_with_dev_writes_a_linkable_model(setup, tmp_path):
     assert meta["metrics"]["dev"]["mentions"] == 3
     assert set(meta["metrics"]["dev"]["per_k"]) == {"1", "3"}
     assert "torch" in meta["versions"] and "transformers" in meta["versions"]
-    assert res.steps == meta["training"]["steps"] > 0 and res.k == meta["k"]
+    assert res.global_step == meta["training"]["steps"] > 0 and res.info["k"] == meta["k"]
 
     linker = load_biocom(out)
     assert linker.index.ntotal == 26 and len(linker.uids) == 26
@@ -127,7 +105,7 @@ def test_interrupted_training_resumes_to_the_same_weights(setup, tmp_path, monke
     root, tiny, _ = setup
     c = cfg(checkpoint_steps=2)
     ref = train_biocom(root / "corpus", tmp_path / "ref", tiny, config=c)
-    assert ref.k == 1 and ref.epochs_run == 2
+    assert ref.info["k"] == 1 and ref.epochs_completed == 2
 
     calls = {"n": 0}
 
@@ -141,14 +119,14 @@ def test_interrupted_training_resumes_to_the_same_weights(setup, tmp_path, monke
     monkeypatch.setattr(train_mod, "MultiSimilarityLoss", Flaky)
     with pytest.raises(_Interrupt):
         train_biocom(root / "corpus", tmp_path / "run", tiny, config=c)
-    assert (tmp_path / "run" / "checkpoints" / "checkpoint.pt").exists()
+    assert (tmp_path / "run" / "checkpoints" / "last.pt").exists()
     assert not (tmp_path / "run" / MODEL_JSON).exists()
     monkeypatch.setattr(train_mod, "MultiSimilarityLoss", MultiSimilarityLoss)
     # another configuration refuses the checkpoint instead of mixing runs
     with pytest.raises(KgnormError, match="different BioCoM run"):
         train_biocom(root / "corpus", tmp_path / "run", tiny, config=cfg(lr=5e-4))
     res = train_biocom(root / "corpus", tmp_path / "run", tiny, config=c)
-    assert res.resumed and res.steps == ref.steps
+    assert res.resumed and res.global_step == ref.global_step
 
     from safetensors.torch import load_file
     a = load_file(str(tmp_path / "ref" / "encoder" / "model.safetensors"))
@@ -165,9 +143,9 @@ def test_max_steps_stops_inside_an_epoch_and_a_bigger_budget_continues(setup, tm
     root, tiny, _ = setup
     out = tmp_path / "m"
     r1 = train_biocom(root / "corpus", out, tiny, config=cfg(max_steps=3, keep_checkpoint=True))
-    assert r1.steps == 3 and (out / MODEL_JSON).exists()
+    assert r1.global_step == 3 and (out / MODEL_JSON).exists()
     r2 = train_biocom(root / "corpus", out, tiny, config=cfg(max_steps=None))
-    assert r2.resumed and r2.epochs_run == 2 and r2.steps > 3
+    assert r2.resumed and r2.epochs_completed == 2 and r2.global_step > 3
 
 
 def test_corpus_of_another_version_is_refused(setup, tmp_path):
@@ -204,6 +182,6 @@ def test_synonym_substitution_rows(setup, tmp_path):
     res = train_biocom(root / "corpus", tmp_path / "m", bert, config=cfg(substitutions=1, epochs=1),
                        ontology="toy", version="v1")
     meta = json.loads((tmp_path / "m" / MODEL_JSON).read_text())
-    assert meta["corpus"]["substituted_training_rows"] > 0 and res.steps > 0
+    assert meta["corpus"]["substituted_training_rows"] > 0 and res.global_step > 0
     with pytest.raises(KgnormError, match="substitutions"):
         cfg(substitutions=-1).check()

@@ -7,13 +7,17 @@ import pytest
 import torch
 
 from kgnorm.errors import KgnormError
-from kgnorm.methods.biosyn.model import BioSynModel, Candidate
+from kgnorm.linking.candidates import Candidate
+from kgnorm.methods.biosyn.model import BioSynModel
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.biosyn.model import load_biosyn
 from kgnorm.methods.model_dir import read_model_meta, write_model_meta
 from kgnorm.methods.biosyn import train as tb
-from kgnorm.methods.biosyn.train import BioSynConfig, marginal_nll, train_biosyn
+from kgnorm.losses.marginal_nll import marginal_nll
+from kgnorm.methods.biosyn.train import BioSynConfig, train_biosyn
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 ENTRIES = [
     ("heart attack", "MESH:D1"), ("myocardial infarction", "MESH:D1"),
@@ -34,15 +38,6 @@ TRAIN = [("heart attacks", {"MESH:D1"}), ("kidney failures", {"MESH:D2"}),
 DEV = [("heart attack acute", {"MESH:D1"}), ("renal failures", {"OMIM:100000"}),
        ("hypertensions", {"MESH:D11"})]
 
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models: one intra-op thread is faster and immune to a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 @pytest.fixture
 def dictionary():
@@ -188,10 +183,10 @@ def test_training_runs_checkpoints_and_resumes(tiny_bert_dir, dictionary, tmp_pa
                         progress=False)
     assert full.epochs_completed == 2 and len(full.history) == 2
     assert all(np.isfinite(h["loss"]) for h in full.history)
-    assert full.n_queries == 9  # one duplicate dropped
+    assert full.info["n_queries"] == 9  # one duplicate dropped
     assert (tmp_path / "full" / "checkpoints" / "last.pt").is_file()
     assert (tmp_path / "full" / "kgnorm-model.json").is_file()
-    assert full.best_epoch in (1, 2) and 0.0 <= full.best_dev_acc1 <= 1.0
+    assert full.best_epoch in (1, 2) and 0.0 <= full.best_value <= 1.0
     meta = read_model_meta(tmp_path / "full")
     assert meta["hyper_parameters"]["top_k"] == 6 and "dev" in meta["metrics"]
     assert full.model.link(["heart attack"], top_k=2)
@@ -234,7 +229,7 @@ def test_mid_epoch_interruption_resumes_exactly(tiny_bert_dir, dictionary, tmp_p
     cfg = _cfg(epochs=1, batch_size=2, checkpoint_every_steps=1, initial_sparse_weight=0.0,
                dense_ratio=0.5)
     ref = train_biosyn(fresh(), train_dict, TRAIN, None, tmp_path / "ref", cfg, progress=False)
-    assert ref.best_dev_acc1 is None and ref.best_epoch == 1
+    assert ref.best_value is None and ref.best_epoch == 1
 
     calls = {"n": 0}
     real = tb.marginal_nll

@@ -8,11 +8,13 @@ import torch
 from kgnorm.methods.bne.model import (BNE, BneModel, as_name_dictionary, build_char_vocab,
                                  concept_names, load_bne)
 from kgnorm.errors import KgnormError
-from kgnorm.methods.biosyn.model import Candidate
+from kgnorm.linking.candidates import Candidate
 from kgnorm.methods.model_dir import read_model_meta
 from kgnorm.methods.bne.train import (BneConfig, hold_out_synonyms, inbatch_scores,
                                  logistic_inbatch_loss, prototypes, train_bne)
 from kgnorm.encoders.wordvectors import WordVectors
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 CONCEPTS = {
     "MESH:D1": ["heart attack", "myocardial infarction", "cardiac infarction"],
@@ -24,14 +26,6 @@ CONCEPTS = {
     "MESH:D7": ["diabetes"],
 }
 TINY = dict(char_dim=8, char_hidden=8, word_hidden=8, out_dim=12, dropout=0.0, batch_size=8)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +143,8 @@ def test_train_link_save_load_and_resume(wv, tmp_path):
     cfg = BneConfig(**TINY, max_epochs=2, patience=5, seed=0)
     r = train_bne(CONCEPTS, wv, tmp_path / "a", dev=dev, config=cfg, progress=False,
                   ontology={"name": "toy"})
-    assert r.dev_source == "given" and r.n_dev == 2 and r.epochs_completed == 2
-    assert r.best_dev_acc1 is not None and len(r.history) == 2
+    assert r.info["dev_source"] == "given" and r.info["n_dev"] == 2 and r.epochs_completed == 2
+    assert r.best_value is not None and len(r.history) == 2
     meta = read_model_meta(tmp_path / "a")
     assert meta["method"] == "bne" and meta["ontology"] == {"name": "toy"}
     assert meta["names"]["count"] == sum(len(v) for v in CONCEPTS.values())
@@ -196,7 +190,7 @@ def test_budget_stop_then_resume_replays_the_straight_run_exactly(wv, tmp_path):
     assert [(h["epoch"], h["loss"], h["dev"]["acc@1"]) for h in resumed.history] == \
         [(h["epoch"], h["loss"], h["dev"]["acc@1"]) for h in straight.history]
     assert len(straight.history) == 4 * 3                 # 3 batches an epoch, each evaluated
-    assert (resumed.best_epoch, resumed.best_dev_acc1) == (straight.best_epoch, straight.best_dev_acc1)
+    assert (resumed.best_epoch, resumed.best_value) == (straight.best_epoch, straight.best_value)
     a, b = resumed.model.net.state_dict(), straight.model.net.state_dict()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
@@ -219,7 +213,7 @@ def test_checkpoint_of_the_old_trainer_is_refused(wv, tmp_path):
 def test_held_out_dev_and_early_stopping(wv, tmp_path):
     cfg = BneConfig(**TINY, max_epochs=30, patience=1, dev_fraction=0.2, seed=2)
     r = train_bne(CONCEPTS, wv, tmp_path / "h", config=cfg, progress=False)
-    assert r.dev_source == "held_out" and r.n_dev >= 1
+    assert r.info["dev_source"] == "held_out" and r.info["n_dev"] >= 1
     assert r.stopped_early and r.epochs_completed < 30
     # the saved model indexes every name, held-out ones included
     d = r.model.dictionary

@@ -10,7 +10,6 @@ import torch
 
 import kgnorm.methods.bne.train as bne_train
 from cli_runner import run
-from test_bne import _one_thread  # noqa: F401  (autouse: one torch thread)
 from kgnorm.encoders.wordvectors import WordVectors
 from kgnorm.errors import KgnormError
 from kgnorm.graph.hierarchy import Hierarchy
@@ -18,6 +17,8 @@ from kgnorm.methods.bne.objectives import pair_loss
 from kgnorm.methods.bne.sampling import HierarchyDraws, TrainingNames
 from kgnorm.methods.bne.train import BneConfig, train_bne
 from kgnorm.methods.model_dir import read_model_meta
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 CONCEPTS = {
     "X:CANCER": ["cancer", "malignant neoplasm"],

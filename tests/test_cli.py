@@ -238,7 +238,8 @@ def test_biocom_corpus_train_and_link(capsys, store, tmp_path, tiny_bert_dir):
 
 def test_train_biosyn_defaults_presets_and_checkpoints(capsys, store, tmp_path, tiny_bert_dir):
     """No tuning flags: the benchmarked recipe (lambda 30, query name excluded, 45-min budget);
-    --preset paper: BioSyn's (lambda 0, query name kept); finished models drop checkpoints/."""
+    --preset paper: BioSyn's (lambda 0, query name kept, no budget), as the trained models record
+    them; finished models drop checkpoints/."""
     assert run(capsys, "ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--ontology", "ctd",
                "--store", store, "-q")[0] == 0
     common = ["--ontology", "ctd", "--encoder", str(tiny_bert_dir), "--store", store, "-q"]
@@ -250,14 +251,19 @@ def test_train_biosyn_defaults_presets_and_checkpoints(capsys, store, tmp_path, 
     assert run(capsys, "train", "biosyn", "--out", str(tmp_path / "x"), "--preset", "fast", *common)[0] != 0
     train = tmp_path / "train.concept"
     train.write_text("1||0|18||Disease||fictional syndrome||D900001\n2||0|11||Disease||toe disease||D900002\n")
-    for keep in (False, True):
-        out = tmp_path / f"trained-{keep}"
+    # the recipe a trained model records is the one its training ran: the default excludes the
+    # query's own name from the candidates and has a 45-minute budget; paper keeps it, no budget
+    for keep, preset, recipe in ((False, None, (30.0, True, 45 * 60)), (True, None, (30.0, True, 45 * 60)),
+                                 (False, "paper", (0.0, False, None))):
+        out = tmp_path / f"trained-{keep}-{preset}"
         args = ["train", "biosyn", "--out", str(out), "--train", str(train), "--epochs", "1", "--topk", "3",
-                *common] + (["--keep-checkpoints"] if keep else [])
+                *common] + (["--keep-checkpoints"] if keep else []) + (["--preset", preset] if preset else [])
         code, _, err = run(capsys, *args)
         assert code == 0, err
         assert (out / "checkpoints").exists() is keep
         assert (out / "kgnorm-model.json").is_file() and (out / "index").is_dir()
+        hp = json.loads((out / "kgnorm-model.json").read_text())["hyper_parameters"]
+        assert (hp["initial_sparse_weight"], hp["exclude_query_name"], hp["max_seconds"]) == recipe, hp
 
 
 def test_link_reports_what_it_wrote_and_explains_edge_counts(capsys, store, tmp_path, tiny_bert_dir):

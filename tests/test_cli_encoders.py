@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,23 @@ def world(tmp_path_factory) -> dict:
 
 def _links(path: Path) -> list[dict]:
     return list(csv.DictReader(path.open(), delimiter="\t"))
+
+
+def _nil_dev_accuracy(path: Path) -> float:
+    """Nil accuracy of a `link` TSV of NIL_DEV, scored against NIL_DEV's golds: an out-of-KB
+    mention (gold -1, or a concept the ontology lacks) is right when nil, another when its
+    top-1 concept is the gold and it is not nil."""
+    gold = {line.split("\t")[0]: line.split("\t")[2] for line in NIL_DEV.splitlines()[1:]}
+    out_of_kb = {"n4", "n5"}
+    top1 = {r["mention_id"]: r for r in _links(path) if r["rank"] == "1"}
+    assert set(top1) == set(gold)
+    right = [top1[m]["nil"] == "1" if m in out_of_kb else
+             (top1[m]["nil"] == "0" and top1[m]["concept_uids"] == gold[m]) for m in gold]
+    return sum(right) / len(right)
+
+
+def _reported_accuracy(err: str) -> float:
+    return float(re.search(r"nil accuracy (\d\.\d+)", err).group(1))
 
 
 def _count(capsys, store: str, cypher: str) -> int:
@@ -322,15 +340,22 @@ def test_link_nil_threshold_auto(capsys, world, tmp_path):
                      "RETURN r.params_json AS p", "--format", "json", "--store", world["store"])
     params = json.loads(json.loads(q)[0]["p"])
     assert params["nil_strategy"] == "min_fp" and params["nil_threshold"] == -params["nil_distance_threshold"]
+    assert _reported_accuracy(err) == pytest.approx(_nil_dev_accuracy(out), abs=1e-4)
     code, _, err = run(capsys, "link", "--model", str(world["bne"]), "--input", str(dev), "--nil-threshold", "auto",
                        "--nil-dev", str(dev), "--no-write", "--output", str(tmp_path / "auto.tsv"),
                        "--store", world["store"], "-q")
     assert code == 0 and "nil threshold: strategy" in err
-    # the most accurate cut on dev: at least as accurate on dev as DILBERT's heuristics
+    auto = _nil_dev_accuracy(tmp_path / "auto.tsv")
+    assert _reported_accuracy(err) == pytest.approx(auto, abs=1e-4)
+    # the most accurate cut on dev: at least as accurate on dev as DILBERT's heuristics, scored
+    # here from the TSV against NIL_DEV's golds (not from what link reports)
     code, _, err2 = run(capsys, "link", "--model", str(world["bne"]), "--input", str(dev), "--nil-threshold", "auto",
                         "--nil-dev", str(dev), "--nil-strategy", "dev_accuracy", "--no-write",
                         "--output", str(tmp_path / "acc.tsv"), "--store", world["store"], "-q")
     assert code == 0 and "nil threshold: strategy dev_accuracy" in err2, err2
+    best = _nil_dev_accuracy(tmp_path / "acc.tsv")
+    assert _reported_accuracy(err2) == pytest.approx(best, abs=1e-4)
+    assert best >= auto and best >= _nil_dev_accuracy(out)
     # a numeric threshold still works: cosine scores never reach 2, so everything is nil
     code, stdout, err = run(capsys, "link", "--model", str(world["bne"]), "--input", str(dev), "--nil-threshold",
                             "2", "--no-write", "--store", world["store"], "-q")
@@ -339,21 +364,30 @@ def test_link_nil_threshold_auto(capsys, world, tmp_path):
 
 
 def test_link_nil_classifier(capsys, world, tmp_path):
-    dev = tmp_path / "nil_dev.tsv"
-    dev.write_text(NIL_DEV)
+    dev = tmp_path / "nil_dev.tsv"  # NIL_DEV's mentions in 3 documents: 3 folds, not 5
+    docs = {"n1": "d1", "n4": "d1", "n2": "d2", "n5": "d2", "n3": "d3"}
+    dev.write_text("id\ttext\tgold\tdoc_id\n" + "".join(
+        f"{line}\t{docs[line.split(chr(9))[0]]}\n" for line in NIL_DEV.splitlines()[1:]))
     out = tmp_path / "links.tsv"
     code, _, err = run(capsys, "link", "--model", str(world["bne"]), "--input", str(dev), "--nil-threshold", "auto",
                        "--nil-dev", str(dev), "--nil-strategy", "classifier", "--top-k", "1", "--output", str(out),
                        "--store", world["store"], "-q")
     assert code == 0, err
-    assert "nil classifier fitted on" in err and "2 out-of-KB" in err
+    assert "nil classifier fitted on 5 dev part(s) (2 out-of-KB)" in err and "2 out-of-KB" in err
+    assert "(3-fold cross-validated by document)" in err or "n/a (too few documents)" in err, err
     rows = _links(out)
-    assert {r["rank"] for r in rows} == {"1"} and {r["nil"] for r in rows} <= {"0", "1"}
+    assert {r["rank"] for r in rows} == {"1"} and len(rows) == 5
     code, q, _ = run(capsys, "query", "MATCH (r:Run) WHERE r.params_json CONTAINS 'classifier' "
-                     "RETURN r.params_json AS p", "--format", "json", "--store", world["store"])
-    params = json.loads(json.loads(q)[0]["p"])
+                     "RETURN r.uid AS uid, r.params_json AS p", "--format", "json", "--store", world["store"])
+    written = json.loads(q)[0]
+    params = json.loads(written["p"])
     assert params["nil_strategy"] == "classifier" and params["nil_threshold"] is None
-    assert params["nil_dev_accuracy_kind"].startswith("5-fold")
+    assert params["nil_dev_accuracy_kind"] == "3-fold cross-validated by document"
+    # the classifier's nil decisions are what the store gets: a nil mention has no LINKED_TO edge
+    code, q, _ = run(capsys, "query", "MATCH (m:Mention)-[:LINKED_TO {run: $run}]->(:Concept) "
+                     "RETURN m.mention_id AS id", "--param", f"run={written['uid']}", "--format", "json",
+                     "--store", world["store"])
+    assert sorted(r["id"] for r in json.loads(q)) == sorted(r["mention_id"] for r in rows if r["nil"] == "0")
     # a dev set without any out-of-KB mention cannot train it: clear error, nothing written
     in_kb_only = tmp_path / "dev_in_kb.tsv"
     in_kb_only.write_text("id\ttext\tgold\nk1\theart attack\tTY:0000011\n")

@@ -172,7 +172,7 @@ def test_hypernyms_bad_names_file_writes_nothing(capsys, toy, content, message):
 
 def test_train_dan_default_is_cpu_fast_on_encoder_and_drops_checkpoint(capsys, toy):
     """Without --preset/--input: cpu-fast on frozen-encoder inputs (the benchmarked recipe);
-    --preset paper switches both back; the finished model keeps no checkpoint.pt unless asked."""
+    --preset paper switches both back; the finished model keeps no checkpoints unless asked."""
     store = toy["store"]
     base = ["train", "dan", "--ontology", "toy", "--root", "TOY:0000", "--level", "2", "--hidden", "16",
             "--epochs", "1", "--threads", "1", "--store", store, "-q"]
@@ -182,11 +182,11 @@ def test_train_dan_default_is_cpu_fast_on_encoder_and_drops_checkpoint(capsys, t
     meta = json.loads((model / "kgnorm-model.json").read_text())
     assert meta["word_vectors_info"]["kind"] == "encoder"
     assert meta["hyper_parameters"]["lr"] == pytest.approx(2e-3)
-    assert not (model / "checkpoint.pt").exists()
+    assert not (model / "checkpoints").exists()
     paper = toy["tmp"] / "dan-paper"
     code, _, err = run(capsys, *base, "--out", str(paper), "--preset", "paper", "--keep-checkpoints")
     assert code == 0, err
     meta = json.loads((paper / "kgnorm-model.json").read_text())
     assert meta["word_vectors_info"]["kind"] != "encoder"
     assert meta["hyper_parameters"]["lr"] == pytest.approx(1e-3)
-    assert (paper / "checkpoint.pt").is_file()
+    assert (paper / "checkpoints" / "last.pt").is_file()

@@ -6,10 +6,11 @@ import torch
 
 from kgnorm.evaluation.linking import accuracy_at_k
 from kgnorm.linking.linker import DictionaryLinker
-from kgnorm.methods.biosyn.model import Candidate
+from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.concepts import link_concepts, rank_concepts
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.methods.biosyn.train import _gold_concepts, marginal_nll
+from kgnorm.losses.marginal_nll import marginal_nll
+from kgnorm.methods.biosyn.train import _gold_concepts
 
 # "dm" is a MEDIC synonym of OMIM:160900 and, in training, a mention of MESH:D009223
 ONTO = [("dystrophia myotonica 1", "OMIM:160900"), ("dm", "OMIM:160900"),
@@ -106,7 +107,8 @@ def test_concept_level_marginal_loss():
 
 
 def test_tsv_rows_and_edges_show_each_concept_at_its_own_rank():
-    from kgnorm.linking.linker import LinkedMention, edges_for, tsv_rows
+    from kgnorm.linking.candidates import LinkedMention
+    from kgnorm.linking.linker import edges_for, tsv_rows
     from kgnorm.mentions.types import Mention
 
     d = _dict()

@@ -10,18 +10,12 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_hierarchy import toy_data, toy_hierarchy  # noqa: E402
+from test_hierarchy import toy_data  # noqa: E402
 
 from kgnorm.methods.dan.model import load_dan  # noqa: E402
 from kgnorm.errors import KgnormError  # noqa: E402
-from kgnorm.graph.levels import build_levels  # noqa: E402
 from kgnorm.methods.dan.train import DanConfig, train_dan  # noqa: E402
 from kgnorm.encoders.wordvectors import WordVectors  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def split():
-    return build_levels(toy_hierarchy(), "R", seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +38,9 @@ def _weights(d):
 
 def test_train_writes_model_dir(split, wv, tmp_path):
     r = train_dan(split, wv, 3, tmp_path / "m", cfg(max_epochs=12, lr=3e-3), progress=False)
-    d = Path(r.model_dir)
+    d = r.out_dir
     for f in ("kgnorm-model.json", "model.safetensors", "wordvectors/meta.json",
-              "wordvectors/vectors.npy", "wordvectors/ngrams.npy", "checkpoint.pt"):
+              "wordvectors/vectors.npy", "wordvectors/ngrams.npy", "checkpoints/last.pt"):
         assert (d / f).exists(), f
     meta = json.loads((d / "kgnorm-model.json").read_text())
     assert meta["method"] == "dan" and meta["architecture"] == {"dim": 16, "hidden": 32,
@@ -55,7 +49,8 @@ def test_train_writes_model_dir(split, wv, tmp_path):
     assert {"torch", "numpy", "gensim", "kgnorm"} <= set(meta["versions"])
     assert meta["metrics"]["epochs_run"] == 12 == len(r.history) and not r.stopped_early
     assert set(meta["metrics"]["test"]["map"]) == {"1", "2", "3", "4"}
-    assert 0 <= r.best_val_map <= 1 and r.history[r.best_epoch]["val_map"] == r.best_val_map
+    assert 0 <= r.best_value <= 1 and r.history[int(r.best_epoch) - 1]["dev"]["map"] == r.best_value
+    assert meta["metrics"]["best_epoch"] == r.best_epoch - 1    # the model directory counts from 0
     # the loss goes down
     first = np.mean([h["loss"] for h in r.history[:3]])
     last = np.mean([h["loss"] for h in r.history[-3:]])
@@ -64,33 +59,39 @@ def test_train_writes_model_dir(split, wv, tmp_path):
     e = enc.encode(["congenital valve stenosis", "unseen words entirely", ""])
     assert e.shape == (3, 16) and e.dtype == np.float32
     assert np.allclose(np.linalg.norm(e[:2], axis=1), 1, atol=1e-5)
-    # the loaded model is the best epoch's model
-    assert r.test_metrics is not None and r.test_metrics["map"][3] >= 0
+    # the loaded model is the best epoch's model: it scores the best validation mAP again, which
+    # the last epoch's weights do not (so keeping the last epoch would fail here)
+    from kgnorm.evaluation.hierarchy import evaluate_hierarchy
+
+    assert r.history[-1]["dev"]["map"] != pytest.approx(r.best_value, abs=1e-6)
+    val = evaluate_hierarchy(enc.encode, split, levels=(3,), queries="val", metrics=("map",))["map"][3]
+    assert val == pytest.approx(r.best_value, abs=1e-6)
+    assert r.info["test_metrics"] is not None and set(r.info["test_metrics"]["map"]) == {1, 2, 3, 4}
 
 
 def test_deterministic_and_resume(split, wv, tmp_path):
     full = train_dan(split, wv, 2, tmp_path / "full", cfg(max_epochs=4), progress=False)
     again = train_dan(split, wv, 2, tmp_path / "again", cfg(max_epochs=4), progress=False)
-    assert [h["val_map"] for h in full.history] == [h["val_map"] for h in again.history]
-    w1, w2 = _weights(full.model_dir), _weights(again.model_dir)
+    assert [h["dev"] for h in full.history] == [h["dev"] for h in again.history]
+    w1, w2 = _weights(full.out_dir), _weights(again.out_dir)
     assert all(torch.equal(w1[k], w2[k]) for k in w1)
     # "interrupted" after 2 epochs, then resumed to 4
     part = train_dan(split, wv, 2, tmp_path / "part", cfg(max_epochs=2), progress=False)
-    assert part.epochs_run == 2 and not part.resumed
+    assert part.epochs_completed == 2 and not part.resumed
     res = train_dan(split, wv, 2, tmp_path / "part", cfg(max_epochs=4), progress=False,
                     resume=True)
-    assert res.resumed and res.epochs_run == 4
+    assert res.resumed and res.epochs_completed == 4
     assert [h["loss"] for h in res.history] == pytest.approx([h["loss"] for h in full.history])
-    assert [h["val_map"] for h in res.history] == \
-        pytest.approx([h["val_map"] for h in full.history])
-    ck_full = torch.load(Path(full.model_dir) / "checkpoint.pt", weights_only=True)
-    ck_res = torch.load(Path(res.model_dir) / "checkpoint.pt", weights_only=True)
+    assert [h["dev"]["map"] for h in res.history] == \
+        pytest.approx([h["dev"]["map"] for h in full.history])
+    ck_full = torch.load(full.out_dir / "checkpoints" / "last.pt", weights_only=True)
+    ck_res = torch.load(res.out_dir / "checkpoints" / "last.pt", weights_only=True)
     assert all(torch.allclose(ck_full["model"][k], ck_res["model"][k], atol=1e-6)
                for k in ck_full["model"])
     # resuming a finished run does no more work
     done = train_dan(split, wv, 2, tmp_path / "part", cfg(max_epochs=4), progress=False,
                      resume=True)
-    assert done.epochs_run == 4
+    assert done.epochs_completed == 4
     # a checkpoint of another configuration is refused
     with pytest.raises(KgnormError, match="different configuration"):
         train_dan(split, wv, 2, tmp_path / "part", cfg(max_epochs=4, hidden=16),
@@ -100,7 +101,7 @@ def test_deterministic_and_resume(split, wv, tmp_path):
 def test_early_stopping(split, wv, tmp_path):
     r = train_dan(split, wv, 4, tmp_path / "es", cfg(max_epochs=20, patience=2, lr=0.0,
                                                      negatives="random"), progress=False)
-    assert r.stopped_early and r.epochs_run == 3 and r.best_epoch == 0
+    assert r.stopped_early and r.epochs_completed == 3 and r.best_epoch == 1
 
 
 def test_bad_input(split, wv, tmp_path):
@@ -108,8 +109,11 @@ def test_bad_input(split, wv, tmp_path):
         train_dan(split, wv, 7, tmp_path / "x", cfg(), progress=False)
     with pytest.raises(KgnormError, match="negatives"):
         train_dan(split, wv, 2, tmp_path / "x", cfg(negatives="hard"), progress=False)
-    with pytest.raises(KgnormError, match="kgnorm-model.json"):
+    with pytest.raises(KgnormError, match="nowhere does not exist"):
         load_dan(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(KgnormError, match="kgnorm-model.json"):
+        load_dan(tmp_path / "empty")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "kgnorm-model.json").write_text('{"method": "biosyn"}')
     with pytest.raises(KgnormError, match="biosyn"):
@@ -119,7 +123,7 @@ def test_bad_input(split, wv, tmp_path):
 def test_time_budget_and_preset(split, wv, tmp_path):
     r = train_dan(split, wv, 2, tmp_path / "tb", cfg(max_epochs=10, max_seconds=0.0,
                                                      evaluate_test=False), progress=False)
-    assert r.epochs_run == 1 and r.test_metrics is None
+    assert r.epochs_completed == 1 and r.info["test_metrics"] is None
     meta = json.loads((tmp_path / "tb" / "kgnorm-model.json").read_text())
     assert meta["metrics"]["stop_reason"] == "max_seconds"
     fast = DanConfig.cpu_fast(max_epochs=3)

@@ -1,23 +1,15 @@
 import numpy as np
 import pytest
-import torch
 
 from kgnorm.errors import KgnormError
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.index import NameIndex
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 TEXTS = ["heart attack of the left ventricle with acute failure", "pd", "renal failure",
          "a", "chronic kidney disease type 2", "fever", "breast cancer"]
 
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models: one intra-op thread is faster and immune to a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 @pytest.fixture(scope="module")
 def enc(tiny_bert_dir):

@@ -8,13 +8,15 @@ import torch
 from kgnorm.methods.dilbert.model import DilbertModel, load_dilbert
 from kgnorm.errors import KgnormError
 from kgnorm.graph.hierarchy import Hierarchy
-from kgnorm.methods.biosyn.model import Candidate
+from kgnorm.linking.candidates import Candidate
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.model_dir import read_model_meta
 from kgnorm.methods.dilbert.train import (STRATEGIES, DilbertConfig, DilbertSampler,
                                      make_triplets, synonym_anchor_pairs, train_dilbert,
                                      triplet_loss)
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 #            R
 #        /       \
@@ -37,14 +39,6 @@ TRAIN = [("heart attacks", {"MESH:D3"}), ("kidney failures", {"OMIM:5"}),
          ("heart failures", {"MESH:D4"}), ("renal tumour", {"MESH:D6"}),
          ("unknown thing", {"MESH:D99"})]
 DEV = [("cardiac infarctions", {"MESH:D3"}), ("renal failures", {"MESH:D5"})]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +212,7 @@ def test_train_random_save_load_resume(tiny_bert_dir, dictionary, tmp_path):
                         max_positives=3, n_negatives=2, pairing="cycle", seed=0)
     r = train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "m",
                       config=cfg, progress=False, ontology={"name": "toy"})
-    assert r.epochs_completed == 2 and r.n_queries == 4 and r.n_skipped == 1
+    assert r.epochs_completed == 2 and r.info["n_queries"] == 4 and r.info["n_skipped"] == 1
     assert [h["epoch"] for h in r.history] == [0, 1, 2]      # 0: the starting encoder on dev
     assert all(np.isfinite(h["loss"]) for h in r.history[1:])
     meta = read_model_meta(tmp_path / "m")
@@ -277,7 +271,7 @@ def test_starting_encoder_competes_as_epoch_zero(tiny_bert_dir, dictionary, tmp_
     r = train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "z",
                       config=cfg, progress=False)
     assert r.best_epoch == 0 and r.history[0]["epoch"] == 0
-    assert r.best_dev_acc1 == r.history[0]["dev"]["acc@1"] == r.history[1]["dev"]["acc@1"]
+    assert r.best_value == r.history[0]["dev"]["acc@1"] == r.history[1]["dev"]["acc@1"]
     assert read_model_meta(tmp_path / "z")["metrics"]["epoch"] == 0
     start = _encoder(tiny_bert_dir).embed(["heart attack"]).detach().numpy()
     assert np.allclose(load_dilbert(tmp_path / "z").encode(["heart attack"]), start, atol=1e-5)
@@ -312,7 +306,7 @@ def test_synonym_anchors_join_the_training_queries(tiny_bert_dir, dictionary, tm
                         synonym_anchors=3, eval_initial=False)
     r = train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "a",
                       config=cfg, progress=False)
-    assert r.n_queries == 4 + 3 and r.history[0]["triplets"] > 0
+    assert r.info["n_queries"] == 4 + 3 and r.history[0]["triplets"] > 0
     with pytest.raises(KgnormError, match="other data or settings"):  # anchors change the data
         train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, DEV, tmp_path / "a",
                       config=DilbertConfig(**{**cfg.to_dict(), "epochs": 2, "synonym_anchors": 4}),
@@ -325,7 +319,7 @@ def test_train_resampling_siblings_cosine(tiny_bert_dir, dictionary, hierarchy, 
                         resample_depth=6, checkpoint_every_steps=1, seed=0)
     r = train_dilbert(_encoder(tiny_bert_dir), dictionary, TRAIN, None, tmp_path / "c",
                       config=cfg, hierarchy=hierarchy, progress=False)
-    assert r.best_dev_acc1 is None and r.best_epoch == 2
+    assert r.best_value is None and r.best_epoch == 2
     assert all(np.isfinite(h["loss"]) for h in r.history)
     m = load_dilbert(tmp_path / "c")
     assert m.distance == "cosine"

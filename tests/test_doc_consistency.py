@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kgnorm.linking.doc_consistency import harmonize, propagate_spans
-from kgnorm.linking.linker import Hit, LinkedMention
+from kgnorm.linking.candidates import Hit, LinkedMention
 from kgnorm.mentions.types import Mention
 from kgnorm.ner.spans import Span
 

@@ -9,14 +9,12 @@ import pytest
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_hierarchy import toy_hierarchy  # noqa: E402
 
 from kgnorm.errors import KgnormError  # noqa: E402
 from kgnorm.evaluation.hierarchy import (char_tfidf_encoder, evaluate_hierarchy,  # noqa: E402
                                          format_results, hypernym_mrr, label_matrix,
                                          mean_average_precision, word_vector_encoder)
 from kgnorm.linking.hypernyms import rank_hypernyms  # noqa: E402
-from kgnorm.graph.levels import build_levels  # noqa: E402
 from kgnorm.encoders.wordvectors import tokenize  # noqa: E402
 
 
@@ -105,11 +103,6 @@ def test_mrr_ties_and_groups():
     assert hypernym_mrr(q, {1: lab}, {1: cls}, {1: starts})[1] == pytest.approx(1 / 3)
     lab = sp.csr_matrix(np.array([[1, 0, 0]], np.float32))      # correct: A, tied with B
     assert hypernym_mrr(q, {1: lab}, {1: cls}, {1: starts})[1] == pytest.approx(1 / 1.5)
-
-
-@pytest.fixture(scope="module")
-def split():
-    return build_levels(toy_hierarchy(), "R", seed=0)
 
 
 def test_evaluate_hierarchy_oracle_and_baselines(split):

@@ -10,12 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_hierarchy import toy_hierarchy  # noqa: E402
 
 from kgnorm.errors import KgnormError  # noqa: E402
-from kgnorm.graph.levels import LevelSplit, build_levels  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def split() -> LevelSplit:
-    return build_levels(toy_hierarchy(), "R", n_levels=4, seed=0)
+from kgnorm.graph.levels import build_levels  # noqa: E402
 
 
 def test_counts(split):

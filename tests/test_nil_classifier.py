@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.linker import Hit, link_stream
-from kgnorm.linking.nil_classifier import (FEATURES, NilClassifier, cross_validated_accuracy,
+from kgnorm.linking.candidates import Hit
+from kgnorm.linking.linker import link_stream
+from kgnorm.nil.classifier import (FEATURES, NilClassifier, cross_validated_accuracy, cv_folds,
                                            hit_features)
 from kgnorm.mentions.types import Mention
 from kgnorm.text.pipeline import TextPipeline
@@ -71,6 +72,7 @@ def test_cross_validated_accuracy_by_group():
     acc = cross_validated_accuracy(X, kb, ok, groups)
     assert acc is not None and acc > 0.9
     assert cross_validated_accuracy(X, kb, ok, ["one"] * 300) is None
+    assert cv_folds(groups) == 5 and cv_folds(["a", "b", "a", "c"]) == 3  # the folds a report names
 
 
 class _FakeLinker:
@@ -108,7 +110,7 @@ def test_link_stream_with_a_classifier():
 
 
 def test_document_halves_keep_documents_whole():
-    from kgnorm.evaluation.nil import document_halves
+    from kgnorm.nil.evaluation import document_halves
 
     docs = [f"d{i % 7}" for i in range(40)]
     a, b = document_halves(docs, 0)

@@ -1,4 +1,4 @@
-"""Pretraining on ontology synonyms (kgnorm.pretraining): the data, the mining, the loss going
+"""Pretraining on ontology synonyms (kgnorm.methods.pretrain): the data, the mining, the loss going
 down, resuming, and `kgnorm pretrain` end to end with its one-line errors that write nothing."""
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import torch
 
 from cli_runner import exit_code, run
 from test_cli_encoders import TINY_OBO  # 8 concepts, 7 with two or more names, an IS_A tree
-from kgnorm.methods.biocom.loss import mine_pairs, ms_loss
+from kgnorm.losses.multi_similarity import mine_pairs, ms_loss
 from kgnorm.errors import KgnormError
 from kgnorm.graph.views import ConceptNames, OntologySnapshot
-from kgnorm.pretraining import (META_FILE, PretrainConfig, build_pretrain_data, pretrain, pretrain_encoder,
+from kgnorm.methods.pretrain import (META_FILE, PretrainConfig, build_pretrain_data, pretrain, pretrain_encoder,
                                 read_pretrain_data)
-from kgnorm.pretraining.train import CHECKPOINT
+from kgnorm.methods.pretrain.train import CHECKPOINT
 from kgnorm.stores import open_store
 from kgnorm.text.pipeline import TextPipeline
 
@@ -134,13 +134,14 @@ def test_mining_keeps_only_the_hardest_pairs():
 def test_loss_decreases_and_a_plain_encoder_directory_is_written(world, tiny_bert_dir, tmp_path):
     out = tmp_path / "enc"
     res = pretrain_encoder(world["data"], out, tiny_bert_dir, cfg(epochs=8))
-    assert res.complete and res.epochs_completed == 8 and res.steps > 8
+    assert res.complete and res.epochs_completed == 8 and res.global_step > 8
     assert not (out / CHECKPOINT).exists()                    # finished: checkpoint deleted
     assert _data_loss(out, world["data"]) < 0.8 * _data_loss(tiny_bert_dir, world["data"])
-    first, last = res.history[0]["loss"], sum(h["loss"] for h in res.history[-3:]) / 3
+    log = res.info["log"]
+    first, last = log[0]["loss"], sum(h["loss"] for h in log[-3:]) / 3
     assert last < first
     meta = json.loads((out / META_FILE).read_text())
-    assert meta["ontologies"][0]["name"] == "tiny" and meta["steps"] == res.steps and meta["complete"]
+    assert meta["ontologies"][0]["name"] == "tiny" and meta["steps"] == res.global_step and meta["complete"]
     from transformers import AutoModel, AutoTokenizer
 
     AutoModel.from_pretrained(str(out)), AutoTokenizer.from_pretrained(str(out))
@@ -180,8 +181,8 @@ def test_hierarchy_term_uses_parent_names(world, tiny_bert_dir, tmp_path):
     assert set(data.hierarchies["tiny"].parents("TY:0000011")) == {"TY:0000010"}
     # margin 1: every (name, parent name) pair below cosine 1 adds to the loss
     res = pretrain_encoder(data, tmp_path / "h", tiny_bert_dir, cfg(hierarchy=True, hierarchy_margin=1.0, epochs=2))
-    assert res.complete and all(h["parent_pairs"] >= 1 for h in res.history)
-    assert all(h["hierarchy_loss"] > 0 for h in res.history)
+    assert res.complete and all(h["parent_pairs"] >= 1 for h in res.info["log"])
+    assert all(h["hierarchy_loss"] > 0 for h in res.info["log"])
     with open_store(world["store"]) as st:
         both = read_pretrain_data(st, ["tiny", "few"], hierarchy=True)   # "few" has no IS_A edge
     assert set(both.hierarchies) == {"tiny"} and both.ontologies[1]["is_a_edges"] == 0
@@ -196,9 +197,9 @@ def test_budget_stop_then_resume_replays_the_uninterrupted_run(world, tiny_bert_
     full = pretrain_encoder(world["data"], tmp_path / "full", tiny_bert_dir, cfg())
     part = tmp_path / "part"
     stopped = pretrain_encoder(world["data"], part, tiny_bert_dir, cfg(max_steps=3))
-    assert not stopped.complete and stopped.steps == 3 and (part / CHECKPOINT).exists()
+    assert not stopped.complete and stopped.global_step == 3 and (part / CHECKPOINT).exists()
     resumed = pretrain_encoder(world["data"], part, tiny_bert_dir, cfg())
-    assert resumed.resumed and resumed.complete and resumed.steps == full.steps
+    assert resumed.resumed and resumed.complete and resumed.global_step == full.global_step
     a, b = _weights(tmp_path / "full"), _weights(part)
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 

@@ -8,7 +8,7 @@ import io
 import pytest
 
 from cli_runner import run
-from kgnorm.errors import InputError
+from kgnorm.errors import InputError, StoreError
 from kgnorm.stores import LinkEdge, MentionRow, RunRecord, RunWrite, open_store
 from kgnorm.stores.staged_run import StagedMention, StagedRun
 from test_stores import make_graph, store  # noqa: F401  (the two-backend fixture)
@@ -105,7 +105,7 @@ def test_a_failure_in_batch_3_leaves_the_store_as_it_was(store, fail):  # noqa: 
         items[7] = StagedMention(MentionRow("f:m1", "another text", "d1", mention_id="m1"), [])
     elif fail == "store":  # an edge from a mention the store does not have: the store refuses batch 3
         items[7].links.append(LinkEdge("elsewhere", "T:a", 1.0, 1))
-    error = {"conflict": InputError, "interrupt": KeyboardInterrupt, "store": Exception}[fail]
+    error = {"conflict": InputError, "interrupt": KeyboardInterrupt, "store": StoreError}[fail]
     with pytest.raises(error) as err:
         with StagedRun(store, RunRecord("run-f", "link", "biosyn"), source="f.tsv") as staged:
             for i in range(0, len(items), 3):
@@ -115,6 +115,8 @@ def test_a_failure_in_batch_3_leaves_the_store_as_it_was(store, fail):  # noqa: 
             staged.publish()
     if fail == "conflict":
         assert "mention id m1 is given twice, for 'text 1' and 'another text'" in str(err.value)
+    if fail == "store":  # the store's own refusal, naming the missing node
+        assert str(err.value).startswith("writing run run-f failed") and "elsewhere" in str(err.value), err.value
     assert _snapshot(store) == before
 
 
@@ -247,9 +249,8 @@ os.kill(os.getpid(), signal.SIGKILL)  # killed outright: no clean-up of any kind
 """
 
 
-def test_a_killed_process_leaves_a_stage_the_next_run_clears(store):  # noqa: F811
-    """A real process staged a batch and was SIGKILLed; the next staged run (another run uid)
-    finds the stage's recorded process gone, removes its rows, and says so."""
+def _kill_a_link_run(store) -> tuple[str, bool]:  # noqa: F811
+    """A real child process stages a batch of run "run-killed" and is SIGKILLed; (uri, embedded)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -261,11 +262,21 @@ def test_a_killed_process_leaves_a_stage_the_next_run_clears(store):  # noqa: F8
     child = subprocess.run([sys.executable, "-c", KILLED, uri, str(Path(__file__).parent)], capture_output=True,
                            text=True)
     assert child.returncode == -9, child.stderr
-    st = open_store(uri) if embedded else store
+    return uri, embedded
+
+
+def test_a_killed_process_leaves_a_stage_the_next_run_clears(store):  # noqa: F811
+    """A real process staged a batch and was SIGKILLed; the next staged run (another run uid)
+    finds the stage's recorded process gone, removes its rows, and says so."""
+    uri, embedded = _kill_a_link_run(store)
+    st = open_store(uri, read_only=True) if embedded else store  # a reader leaves the stage: it cannot write
     try:
         left = _snapshot(st)
         assert left["staged"] and any(m[0].startswith("k:") for m in left["mentions"])
         assert any(r[1] == "staging" for r in left["runs"])
+        if embedded:  # opening it to write removes the stage; the link run then reports it
+            st.close()
+            st = open_store(uri)
         run = RunRecord("run-next", "link", "biosyn", params={"input": "n.tsv"})
         with StagedRun(st, run, source="n.tsv") as staged:
             staged.add(_items(4, prefix="n"))
@@ -280,12 +291,37 @@ def test_a_killed_process_leaves_a_stage_the_next_run_clears(store):  # noqa: F8
             st.close()
 
 
+@pytest.mark.parametrize("writer", ["query", "ingest"])
+def test_any_writer_opening_the_store_clears_a_killed_link_stage(store, writer, capsys, tmp_path):  # noqa: F811
+    """Issue 25 item 6: not only the next link run; `query --write` or `ingest` (any writer) removes
+    what the killed run staged when it opens the store, and says so; the ontology stays."""
+    from pathlib import Path
+
+    uri, _ = _kill_a_link_run(store)
+    with open_store(uri, read_only=True) as ro:
+        assert _snapshot(ro)["staged"]  # opened read-only: left as it was
+    if writer == "query":
+        code, out, err = run(capsys, "query", "--write", "--format", "csv", "MATCH (c:Concept) RETURN count(c) AS n",
+                             "--store", uri)
+        assert code == 0 and out.split() == ["n", "4"], err
+    else:
+        obo = Path(__file__).parent / "fixtures" / "obo" / "hp_mini.obo"
+        code, _, err = run(capsys, "ingest", "obo", str(obo), "--ontology", "hp", "--store", uri, "-q")
+        assert code == 0, err
+    assert "removed what 1 earlier link run(s) left in the store when their process was killed: " \
+           "run-killed~staging" in err
+    with open_store(uri, read_only=True) as st:
+        after = _snapshot(st)
+        assert after["staged"] == [] and after["runs"] == [] and after["mentions"] == []
+        assert st.ontology_info("toy") is not None
+
+
 def test_a_stage_is_cleared_only_when_its_process_is_gone():
     import json
     import socket
     import subprocess
 
-    from kgnorm.stores.base import owner_is_gone, stage_owner
+    from kgnorm.stores.stages import owner_is_gone, stage_owner
 
     done = subprocess.Popen(["true"])
     done.wait()
@@ -296,9 +332,31 @@ def test_a_stage_is_cleared_only_when_its_process_is_gone():
     assert not owner_is_gone(json.dumps({"edge_run": "x"})) and not owner_is_gone(None)  # written before owners
 
 
-def test_link_buffer_pool_grows_with_the_store_file(tmp_path):
-    """The bound link sets on LadybugDB's buffer pool (512 MB) is raised to the store file's size,
-    so a big store's checkpoint does not run out of pool; no bound stays LadybugDB's default."""
+def test_link_writes_through_a_bounded_buffer_pool(linked_store, monkeypatch):
+    """`link` opens the store it writes with LadybugDB's buffer pool bounded (512 MB, raised to the
+    store file's size: test_buffer_pool_bound_grows_with_the_store_file), not LadybugDB's default
+    of most of the RAM. Every open is recorded at the store's own `_open`, wherever link lives."""
+    from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, link_mentions
+    from kgnorm.stores.ladybug_store import LadybugStore
+
+    uri, model = linked_store
+    opened: list[tuple[bool, int]] = []
+    real_open = LadybugStore._open
+
+    def recorded(self, lock_timeout):
+        opened.append((self.read_only, self.pool_mb()))
+        return real_open(self, lock_timeout)
+
+    monkeypatch.setattr(LadybugStore, "_open", recorded)
+    rep = link_mentions(model, ["heart attack", "kidney failure"], store=uri, progress=False)
+    assert rep.run_uid and rep.n_edges >= 2
+    writers = {pool for read_only, pool in opened if not read_only}
+    assert writers == {LINK_BUFFER_POOL_MB}, opened
+
+
+def test_buffer_pool_bound_grows_with_the_store_file(tmp_path):
+    """A bound on LadybugDB's buffer pool is raised to the store file's size, so a big store's
+    checkpoint does not run out of pool; no bound stays LadybugDB's default."""
     from kgnorm.jobs.link import LINK_BUFFER_POOL_MB
     from kgnorm.stores.ladybug_store import pool_mb_for
 

@@ -90,23 +90,63 @@ def test_reingest_replaces_exactly_that_ontology(store):
     assert store.ontology_info("toy")["version"] == "2"
 
 
-def test_failed_ingest_midway_leaves_previous_state(store):
+def _state(store) -> dict:
+    """Everything an ingest may touch, property by property: concepts, IS_A and XREF edges,
+    the run's links and predictions, and the Ontology records."""
+    def rows(cypher: str) -> list[tuple]:
+        return sorted(tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in store.query(cypher).rows)
+
+    return {"concepts": rows("MATCH (c:Concept) RETURN c.key, c.uid, c.ontology, c.name, c.synonyms, c.definition, "
+                             "c.depth"),
+            "is_a": rows("MATCH (a:Concept)-[:IS_A]->(b:Concept) RETURN a.key, b.key"),
+            "xrefs": rows("MATCH (a:Concept)-[x:XREF]->(b:Concept) RETURN a.key, b.key, x.source"),
+            "links": rows("MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) RETURN m.uid, c.key, l.score, l.rank, l.run"),
+            "predictions": rows("MATCH (s)-[p:PREDICTED_IS_A]->(c:Concept) RETURN s.uid, c.key, p.score, p.run"),
+            "ontologies": rows("MATCH (o:Ontology) RETURN o.name, o.version, o.loaded_at, o.concept_count, "
+                               "o.source_path")}
+
+
+def _with_links(store) -> dict:
+    """toy v1 (xrefs into `xo`), a run linking into it, and the state that makes."""
+    xo = OntologyGraph("xo", "obo", "x.obo")
+    for code in ("a", "c"):
+        xo.add_concept(Concept(f"X:{code}", code, f"x {code}"))
+    xo.finalize()
+    store.load_ontology(xo)
     store.load_ontology(make_graph())
-    before = store.run_saved("ontology_counts").rows
+    store.write_run(RunWrite(RunRecord("run-1", "link", "biosyn"),
+                             mentions=[MentionRow("f:m1", "alpha", "d1", 0, 5),
+                                       MentionRow("f:m2", "gamma", "d1", 6, 11)],
+                             links=[LinkEdge("f:m1", "T:a", 0.9, 1), LinkEdge("f:m2", "T:c", 0.8, 1)],
+                             predictions=[PredictionEdge("T:b", "T:root", 0.7, 1, 1)]))
+    state = _state(store)
+    assert len(state["is_a"]) == 4 and len(state["xrefs"]) == 2 and len(state["links"]) == 2
+    return state
+
+
+def test_failed_ingest_midway_leaves_previous_state(store):
+    """The new version's IS_A batch names a missing parent: both backends fail inside the write
+    transaction, after the old edges were deleted and the new concepts written (the message
+    names the missing node, found only there), and roll all of it back."""
+    before = _with_links(store)
     bad = make_graph(version="broken", extra=True)
-    # Bypass finalize's checks: an edge to a missing node makes the IS_A write fail
-    # after the old concepts were deleted and the new ones written.
-    bad.is_a.append(("T:d", "T:nowhere"))
-    if store.uri.startswith("ladybug"):
-        with pytest.raises(StoreError, match="store unchanged"):
-            store.load_ontology(bad)
-    else:  # Neo4j's MATCH skips a missing end; fail the batch write after the delete instead
-        bad.concepts["T:d"].definition = object()  # type: ignore[assignment]  # not serialisable
-        with pytest.raises(Exception):
-            store.load_ontology(bad)
-    assert store.run_saved("ontology_counts").rows == before
-    assert store.ontology_info("toy")["version"] == "1"
-    assert count(store, "MATCH (c:Concept) RETURN count(c)") == 4
+    bad.concepts["T:a"].name = "Alpha, renamed by the broken version"
+    bad.is_a.append(("T:d", "T:nowhere"))  # bypasses finalize's checks
+    with pytest.raises(StoreError, match="loading ontology toy failed, store unchanged.*T:nowhere"):
+        store.load_ontology(bad)
+    assert _state(store) == before
+
+
+def test_failed_reingest_after_its_deletes_leaves_previous_state(store):
+    """A re-ingest that drops T:c deletes it with its link before the failing IS_A batch:
+    the rollback brings back the concept, its edges and the link into it."""
+    before = _with_links(store)
+    bad = make_graph(version="broken")
+    del bad.concepts["T:c"]
+    bad.is_a = [(c, p) for c, p in bad.is_a if "T:c" not in (c, p)] + [("T:b", "T:nowhere")]
+    with pytest.raises(StoreError, match="loading ontology toy failed, store unchanged.*T:nowhere"):
+        store.load_ontology(bad)
+    assert _state(store) == before
 
 
 def test_xrefs_resolve_in_both_directions(store):

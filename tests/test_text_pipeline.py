@@ -7,7 +7,8 @@ import pytest
 
 from kgnorm.errors import InputError
 from kgnorm.mentions.types import Mention
-from kgnorm.text.pipeline import TextPipeline, load_spelling
+from kgnorm.mentions.spelling import load_spelling
+from kgnorm.text.pipeline import TextPipeline
 
 ABBR = {"APC": "adenomatous polyposis coli", "CES": "cat eye syndrome"}
 
@@ -76,7 +77,7 @@ def test_spelling(tmp_path: Path) -> None:
                  "Carcinom||Carcinoma\n", encoding="utf-8")
     spelling = load_spelling(f)
     assert spelling["tumour"] == "tumor" and spelling["Carcinom"] == "Carcinoma"
-    p = TextPipeline.from_spelling_file(f)
+    p = TextPipeline(spelling=load_spelling(f))
     assert p.prepare(Mention("cerebellar haemangioblastoma")) == ["cerebellar hemangioblastoma"]
     assert p.prepare(Mention("skin tumours")) == ["skin tumours"]  # whole tokens only
     assert p.prepare(Mention("skin Tumour")) == ["skin tumor"]

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from kgnorm.errors import KgnormError
-from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.loop import CHECKPOINT, LoopConfig, TrainingLoop, run_fingerprint
 from kgnorm.training.task import TrainingTask
 
 
@@ -21,8 +21,8 @@ class Toy(TrainingTask):
         g = np.random.default_rng(0)
         self.x = torch.from_numpy(g.normal(size=(20, 5)).astype(np.float32))
         self.y = self.x @ torch.arange(5, dtype=torch.float32)
-        self.net = torch.nn.Sequential(torch.nn.Dropout(0.2), torch.nn.Linear(5, 1))
-        self.opt = torch.optim.Adam(self.net.parameters(), lr=0.05)
+        self.net = self.module = torch.nn.Sequential(torch.nn.Dropout(0.2), torch.nn.Linear(5, 1))
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=0.05)
         self.batch, self.dev_scores, self.fail_at = batch, list(dev_scores or []), fail_at
         self.steps_run, self.saved, self.perm = 0, [], None
 
@@ -34,17 +34,13 @@ class Toy(TrainingTask):
     def epoch_state(self):
         return {"perm": self.perm}
 
-    def train_step(self, step):
+    def loss(self, step):
         if self.fail_at is not None and self.steps_run == self.fail_at:
             raise KeyboardInterrupt
         self.steps_run += 1
         self.net.train()
         sel = self.perm[step * self.batch:(step + 1) * self.batch]
-        loss = ((self.net(self.x[sel]).squeeze(-1) - self.y[sel]) ** 2).mean()
-        self.opt.zero_grad()
-        loss.backward()
-        self.opt.step()
-        return float(loss.detach())
+        return ((self.net(self.x[sel]).squeeze(-1) - self.y[sel]) ** 2).mean()
 
     def end_epoch(self):
         return {"norm": float(self.net[1].weight.detach().norm())}
@@ -57,17 +53,10 @@ class Toy(TrainingTask):
     def save(self, record, history):
         self.saved.append(record["epoch"])
 
-    def state_dict(self):
-        return {"model": self.net.state_dict(), "optimizer": self.opt.state_dict()}
 
-    def load_state_dict(self, state):
-        self.net.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
-
-
-def _run(task, path, resume=True, **kw):
+def _run(task, out, resume=True, **kw):
     kw = {"epochs": 3, "progress": False, **kw}
-    return TrainingLoop(task, LoopConfig(**kw), path, "fp", resume=resume).run()
+    return TrainingLoop(LoopConfig(**kw), out, resume=resume).run(task, "fp")
 
 
 def _weights(task):
@@ -82,7 +71,7 @@ def test_no_dev_selects_every_epoch_and_checkpoints(tmp_path):
     assert r.best_epoch == 3 and r.best_value is None
     assert all(np.isfinite(h["loss"]) and h["steps"] == 5 and "norm" in h for h in r.history)
     assert r.history[-1]["loss"] < r.history[0]["loss"]
-    ck = torch.load(tmp_path / "ck.pt", weights_only=True)
+    ck = torch.load(tmp_path / "ck.pt" / CHECKPOINT, weights_only=True)
     assert ck["epoch"] == 3 and "model" in ck and "optimizer" in ck
 
 
@@ -105,7 +94,7 @@ def test_resume_inside_an_epoch_equals_uninterrupted(tmp_path):
     rf = _run(full, tmp_path / "full.pt")
     with pytest.raises(KeyboardInterrupt):
         _run(Toy(fail_at=7), tmp_path / "cut.pt", checkpoint_every_steps=1)
-    ck = torch.load(tmp_path / "cut.pt", weights_only=True)
+    ck = torch.load(tmp_path / "cut.pt" / CHECKPOINT, weights_only=True)
     assert (ck["epoch"], ck["step"]) == (1, 2) and len(ck["losses"]) == 2
     res = Toy()
     rr = _run(res, tmp_path / "cut.pt", checkpoint_every_steps=1)
@@ -172,10 +161,26 @@ def test_eval_every_skips_epochs_but_not_the_last(tmp_path):
 def test_other_fingerprint_or_corrupt_checkpoint_is_refused(tmp_path):
     _run(Toy(), tmp_path / "f.pt", epochs=1)
     with pytest.raises(KgnormError, match="other data or settings"):
-        TrainingLoop(Toy(), LoopConfig(epochs=2, progress=False), tmp_path / "f.pt", "other").run()
-    r = TrainingLoop(Toy(), LoopConfig(epochs=1, progress=False), tmp_path / "f.pt", "other",
-                     resume=False).run()
+        TrainingLoop(LoopConfig(epochs=2, progress=False), tmp_path / "f.pt").run(Toy(), "other")
+    r = TrainingLoop(LoopConfig(epochs=1, progress=False), tmp_path / "f.pt",
+                     resume=False).run(Toy(), "other")
     assert r.resumed_from is None and r.epochs_completed == 1
-    (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
+    (tmp_path / "bad.pt" / CHECKPOINT).parent.mkdir(parents=True)
+    (tmp_path / "bad.pt" / CHECKPOINT).write_bytes(b"not a checkpoint")
     with pytest.raises(KgnormError, match="unreadable checkpoint"):
         _run(Toy(), tmp_path / "bad.pt")
+
+
+def test_the_loop_seeds_where_it_is_made_and_hashes_fingerprint_dicts(tmp_path):
+    """``seed`` seeds torch, numpy and random when the loop is made (before the task's model);
+    a fingerprint dict is hashed the same whatever its key order."""
+    import random
+
+    draws = []
+    for _ in range(2):
+        TrainingLoop(LoopConfig(epochs=1, progress=False, seed=3), tmp_path / "s")
+        draws.append((torch.rand(2).tolist(), np.random.rand(), random.random()))
+    assert draws[0] == draws[1]
+    TrainingLoop(LoopConfig(epochs=1, progress=False, seed=4), tmp_path / "s")
+    assert torch.rand(2).tolist() != draws[0][0]
+    assert run_fingerprint({"a": 1, "b": [2]}) == run_fingerprint({"b": [2], "a": 1}) != run_fingerprint({"a": 2})

@@ -19,5 +19,11 @@ CREATE REL TABLE IF NOT EXISTS IS_A(FROM Concept TO Concept);
 CREATE REL TABLE IF NOT EXISTS XREF(FROM Concept TO Concept, source STRING);
 CREATE REL TABLE IF NOT EXISTS LINKED_TO(FROM Mention TO Concept, score DOUBLE, rank INT64, method STRING, run STRING);
 CREATE REL TABLE IF NOT EXISTS PREDICTED_IS_A(FROM Concept TO Concept, FROM Mention TO Concept, score DOUBLE, rank INT64, level INT64, method STRING, run STRING);
+// Issue 27: a link moved by a re-ingest to the successor of its concept records the old uid;
+// a link with no single successor leaves its mention an ORPHAN_OF the ontology (the old link's
+// fields kept), and ids that are no longer concepts but resolve are RetiredId nodes.
+ALTER TABLE LINKED_TO ADD IF NOT EXISTS moved_from STRING DEFAULT '';
+CREATE NODE TABLE IF NOT EXISTS RetiredId(key STRING PRIMARY KEY, uid STRING, ontology STRING, name STRING, replaced_by STRING[], consider STRING[]);
+CREATE REL TABLE IF NOT EXISTS ORPHAN_OF(FROM Mention TO Ontology, concept_uid STRING, score DOUBLE, rank INT64, method STRING, run STRING, version STRING);
 // IN is a keyword of LadybugDB's Cypher: write it `IN` (backticks work on Neo4j too).
 CREATE REL TABLE IF NOT EXISTS `IN`(FROM Mention TO Document);

@@ -14,4 +14,9 @@ CREATE CONSTRAINT kgnorm_mention_uid IF NOT EXISTS FOR (m:Mention) REQUIRE m.uid
 CREATE CONSTRAINT kgnorm_run_uid IF NOT EXISTS FOR (r:Run) REQUIRE r.uid IS UNIQUE;
 CREATE INDEX kgnorm_concept_ontology IF NOT EXISTS FOR (c:Concept) ON (c.ontology);
 CREATE INDEX kgnorm_mention_doc IF NOT EXISTS FOR (m:Mention) ON (m.doc_id);
+// Issue 27: (:RetiredId {key: ontology|uid, uid, ontology, name, replaced_by[], consider[]}) for ids
+// that are no longer concepts but resolve; LINKED_TO.moved_from and (:Mention)-[:ORPHAN_OF]->(:Ontology)
+// need no DDL here.
+CREATE CONSTRAINT kgnorm_retired_key IF NOT EXISTS FOR (r:RetiredId) REQUIRE r.key IS UNIQUE;
+CREATE INDEX kgnorm_retired_ontology IF NOT EXISTS FOR (r:RetiredId) ON (r.ontology);
 CREATE CONSTRAINT kgnorm_document_uid IF NOT EXISTS FOR (d:Document) REQUIRE d.uid IS UNIQUE;

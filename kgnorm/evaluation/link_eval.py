@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import InputError, KgnormError
-from kgnorm.linking.linker import PartLinker
+from kgnorm.linking.candidates import PartLinker
 from kgnorm.mentions.readers import read_mentions_with_abbreviations as read_gold_mentions
 from kgnorm.text.pipeline import TextPipeline
 
@@ -67,6 +67,7 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
     scored as misses and counted in ``unknown_gold_ids`` / ``unknown_gold_mentions``."""
     from kgnorm.evaluation.link_tsv import align, parse_link_rows, read_link_tsv, score, unknown_gold_ids
     from kgnorm.evaluation.linking import refined_subset
+    from kgnorm.evaluation.retired import resolve_retired, retired_successors
     from kgnorm.linking.linker import link_stream, tsv_rows
 
     pipeline = pipeline or TextPipeline()
@@ -85,6 +86,9 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
     if not mentions:
         raise InputError("no mentions", path=gold)
     golds = [list(m.gold) for m in mentions]
+    resolved = resolve_retired(golds, known, retired_successors(ontology or (meta or {}).get("ontology"), store),
+                               alt_ids)
+    golds = resolved.golds
     unknown = unknown_gold_ids(golds, known)
     n_unknown_mentions = 0
     if unknown:
@@ -103,5 +107,6 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
         idx = refined_subset(texts, train_texts, ["|".join(g) for g in golds])
         out["refined"] = score(predicted, golds, alt_ids, idx)
     out["unknown_gold_ids"] = len(unknown)
+    out["retired_gold_ids"], out["retired_gold_mentions"] = resolved.ids, resolved.mentions
     out["unknown_gold_mentions"] = n_unknown_mentions
     return out

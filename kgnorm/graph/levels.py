@@ -27,7 +27,7 @@ from typing import Iterator, NamedTuple
 from kgnorm.errors import KgnormError
 from kgnorm.graph.hierarchy import Hierarchy
 
-__all__ = ["LevelName", "LevelSplit", "LevelError", "build_levels", "N_LEVELS", "check_level", "split_from_store"]
+__all__ = ["LevelName", "LevelSplit", "LevelError", "build_levels", "N_LEVELS", "check_level", "split_under"]
 
 N_LEVELS = 4  # the levels `train dan`, `hypernyms` and `eval hierarchy` split under a root
 
@@ -197,14 +197,9 @@ def check_level(level: int) -> None:
         raise KgnormError(f"--level must be between 1 and {N_LEVELS}, got {level}")
 
 
-def split_from_store(store: str | None, ontology: str, root: str, seed: int):
-    """(the level split under ``root``, the ontology's names): what `train dan`, `hypernyms` and
-    `eval hierarchy` read from the store."""
-    from kgnorm.graph.views import hierarchy_from_store
-    from kgnorm.stores import open_store
-
-    with open_store(store, read_only=True) as st:
-        hierarchy, snap = hierarchy_from_store(st, ontology)
+def split_under(hierarchy: Hierarchy, ontology: str, root: str, seed: int) -> LevelSplit:
+    """The level split under ``root`` (what `train dan`, `hypernyms` and `eval hierarchy` use), from
+    the hierarchy read out of the store (kgnorm.graph.views.hierarchy_from_store)."""
     if root not in hierarchy:
         raise KgnormError(f"root {root} is not a concept of ontology {ontology!r}")
-    return build_levels(hierarchy, root, N_LEVELS, seed=seed), snap
+    return build_levels(hierarchy, root, N_LEVELS, seed=seed)

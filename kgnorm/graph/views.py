@@ -6,9 +6,12 @@ hierarchy views (DESIGN §2): everything downstream works on plain Python data.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kgnorm.errors import KgnormError
-from kgnorm.stores import GraphStore
+
+if TYPE_CHECKING:  # the store is only read through its methods: graph sits below stores
+    from kgnorm.stores import GraphStore
 
 
 @dataclass

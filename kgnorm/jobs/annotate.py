@@ -119,8 +119,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, _check_ontology, _open_output
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta
-    from kgnorm.linking.nil_fit import nil_decision, parse_nil_option
     from kgnorm.linking.query_cache import with_cache
+    from kgnorm.nil.fit import nil_decision, parse_nil_option
     from kgnorm.mentions.types import Mention
     from kgnorm.progress import progress_bar
     from kgnorm.stores import DocumentRow, LinkEdge, MentionRow, RunRecord, open_store

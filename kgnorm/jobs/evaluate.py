@@ -60,9 +60,9 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
 def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, fraction: float, seed: int,
                            abbreviations: bool | None = None, composites: bool | None = None) -> dict[str, Any]:
     """`eval link --nil-fraction`: DILBERT's constructed out-of-KB set from the input's gold mentions and
-    every nil strategy on it (kgnorm.evaluation.nil). The model is opened afresh: its dictionary is
+    every nil strategy on it (kgnorm.nil.evaluation). The model is opened afresh: its dictionary is
     replaced by the reduced one."""
-    from kgnorm.evaluation.nil import constructed_nil_report
+    from kgnorm.nil.evaluation import constructed_nil_report
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.linker import pipeline_from_meta
     from kgnorm.mentions.readers import read_mentions_with_abbreviations
@@ -84,7 +84,7 @@ def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, f
 
 def report_lines(report: dict[str, Any]) -> list[str]:
     """The table `kgnorm eval link` prints."""
-    from kgnorm.evaluation.nil import strategy_summaries
+    from kgnorm.nil.evaluation import strategy_summaries
 
     lines = []
     for split, r in report.items():
@@ -93,6 +93,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     if report.get("unknown_gold_ids"):
         lines.append(f"gold ids the model or ontology lacks: {report['unknown_gold_ids']} (their "
                      f"{report['unknown_gold_mentions']} mention(s) scored as misses)")
+    if report.get("retired_gold_ids"):
+        lines.append(f"retired gold ids scored through their successor: {report['retired_gold_ids']} (in "
+                     f"{report['retired_gold_mentions']} mention(s))")
     if "nil" in report:
         nil = report["nil"]
         lines.append(f"nil: {nil['removed']} concept(s) removed, {nil['queries']} queries from {nil['documents']} "

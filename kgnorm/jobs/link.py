@@ -19,6 +19,7 @@ from typing import Any, Iterable, Sequence, TextIO
 
 from kgnorm.errors import KgnormError
 from kgnorm.jobs.ray_engine import ENGINES, RayOptions
+from kgnorm.linking.linker import TSV_HEADER
 from kgnorm.mentions.types import Mention
 
 # LadybugDB's page cache during a link run's writes: by default most of the RAM, filled as the
@@ -119,13 +120,13 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
     `engine="ray"`: linked by a pool of Ray actors (`ray`: where and how many; kgnorm.jobs.ray_engine),
     the output the same."""
     from kgnorm.jobs.models import open_linker
-    from kgnorm.linking.linker import TSV_HEADER, edges_for, link_stream, pipeline_from_meta, tsv_rows
-    from kgnorm.linking.nil_fit import nil_decision, parse_nil_option
+    from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta, tsv_rows
     from kgnorm.linking.query_cache import with_cache
+    from kgnorm.nil.fit import nil_decision, parse_nil_option
     from kgnorm.progress import progress_bar
     from kgnorm.stores import LinkEdge, MentionRow, RunRecord, open_store
     from kgnorm.stores.run_ids import file_digest, mention_uid, run_uid
-    from kgnorm.stores.staged_run import StagedMention, StagedRun
+    from kgnorm.stores.staged_run import StagedMention, StagedRun, abandoned_note
     from tqdm.auto import tqdm
 
     if top_k < 1 or write_top_k < 1:
@@ -207,8 +208,7 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
     if not write:
         return report
     if staged.abandoned:
-        report.notes.append(f"removed what {len(staged.abandoned)} earlier link run(s) left in the store when their "
-                            f"process was killed: {', '.join(staged.abandoned)}")
+        report.notes.append(abandoned_note(staged.abandoned))
     report.run_uid, report.n_edges, report.edge_note = uid, counts.kept, counts.note(write_top_k)
     if report.repeats:
         report.notes.append(f"{report.repeats} mention(s) repeat an earlier one of {source.label} (same id and "

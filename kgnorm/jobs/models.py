@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.linker import ContextLinker, DictionaryLinker, PartLinker
+from kgnorm.linking.candidates import PartLinker
+from kgnorm.linking.linker import ContextLinker, DictionaryLinker
 
 
 def open_linker(model_dir: str | Path) -> tuple[PartLinker, dict[str, Any]]:

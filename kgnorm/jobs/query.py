@@ -2,10 +2,13 @@
 print and `Workbench.query` / `Workbench.ontologies` return as DataFrames."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from kgnorm.errors import InputError, KgnormError
+from kgnorm.jobs.store import open_writer
 from kgnorm.stores import QueryResult, open_store
-from kgnorm.stores.cypher_files import fill_slots
+from kgnorm.stores.cypher_files import fill_slots, saved_query, saved_query_names
 
 
 def run_query(cypher: str, params: dict[str, Any] | None = None, *, write: bool = False,
@@ -14,7 +17,9 @@ def run_query(cypher: str, params: dict[str, Any] | None = None, *, write: bool 
     opened read-only (LadybugDB read-only, Neo4j sessions in READ access mode), so a statement
     that would change it fails and changes nothing."""
     text, bound = fill_slots(cypher, dict(params or {}))
-    with open_store(store, read_only=not write, lock_timeout=lock_timeout) as st:
+    opened = open_writer(store, lock_timeout=lock_timeout) if write else open_store(store, read_only=True,
+                                                                                      lock_timeout=lock_timeout)
+    with opened as st:
         return st.query(text, bound)
 
 
@@ -22,3 +27,20 @@ def ontology_counts(store: str | None = None) -> QueryResult:
     """The ontologies in the store with their concept and edge counts."""
     with open_store(store, read_only=True) as st:
         return st.run_saved("ontology_counts")
+
+
+def statement(cypher: str | None = None, file: str | Path | None = None, saved: str | None = None) -> str:
+    """The statement to run: exactly one of the text, a .cypher file, or a saved query's name."""
+    if len([x for x in (cypher, file, saved) if x]) != 1:
+        raise KgnormError("give exactly one of CYPHER, --file F or --saved NAME")
+    if file:
+        try:
+            return Path(file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read query file: {exc}", path=file) from None
+    return saved_query(saved) if saved else cypher or ""
+
+
+def saved_queries() -> list[tuple[str, str]]:
+    """(name, first line of its comment) of every shipped query (cypher/queries)."""
+    return [(name, saved_query(name).splitlines()[0].lstrip("/ ").strip()) for name in saved_query_names()]

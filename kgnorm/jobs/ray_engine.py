@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.linker import LinkedMention
+from kgnorm.linking.candidates import LinkedMention
 from kgnorm.mentions.types import Mention
 
 ENGINES = ("local", "ray")

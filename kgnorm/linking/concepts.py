@@ -21,22 +21,13 @@ A concept appears once; several names of one concept collapse to its best one.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from kgnorm.linking.candidates import RankedConcept
 from kgnorm.linking.dictionary import NameDictionary
 
 # names retrieved per wanted concept (synonyms of one concept collapse, shared names expand)
 OVERFETCH = 4
-
-
-@dataclass(frozen=True, slots=True)
-class RankedConcept:
-    """One concept at one rank: its uid, the row of its best name and that name's score."""
-
-    uid: str
-    row: int
-    score: float
 
 
 def rank_concepts(dictionary: NameDictionary, rows: Iterable[int], scores: Iterable[float],

@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
-from kgnorm.linking.linker import LinkedMention
+from kgnorm.linking.candidates import LinkedMention
 from kgnorm.ner.spans import Span
 
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from kgnorm.errors import KgnormError
+from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
-from kgnorm.methods.biosyn.model import Candidate
 from kgnorm.progress import progress_bar
 
 __all__ = ["IndexedNamesMixin"]

@@ -6,43 +6,13 @@ size, not the corpus. Output rows (DESIGN §5) and store edges are derived from 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Protocol
+from typing import Any, Iterable, Iterator
 
+from kgnorm.linking.candidates import Hit, LinkedMention, PartLinker
 from kgnorm.mentions.types import Mention
 from kgnorm.text.pipeline import TextPipeline
 
 TSV_HEADER = ["mention_id", "mention", "rank", "concept_uids", "score", "nil"]
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One concept at one rank of one part: what the TSV row and the edge show."""
-
-    uid: str
-    name: str
-    score: float
-
-
-@dataclass
-class LinkedMention:
-    mention: Mention
-    queries: list[str]
-    parts: list[list[Hit]] = field(default_factory=list)  # per part, best first
-    nil: bool = False
-
-    def ranks(self, top_k: int) -> Iterator[tuple[int, list[Hit]]]:
-        """Rank r combines the rank-r hit of every part (a composite is linked part-wise)."""
-        depth = min((len(p) for p in self.parts), default=0)
-        for r in range(min(top_k, depth)):
-            yield r + 1, [p[r] for p in self.parts]
-
-
-class PartLinker(Protocol):
-    method: str
-
-    def link_parts(self, queries: list[str], mentions: list[Mention], whole: list[bool],
-                   top_k: int) -> list[list[Hit]]: ...
 
 
 class DictionaryLinker:
@@ -89,7 +59,7 @@ def link_stream(linker: PartLinker, pipeline: TextPipeline,
                 batch_size: int = 256, nil_threshold: float | None = None,
                 nil_classifier: Any = None) -> Iterator[LinkedMention]:
     """Link mentions batch by batch; `nil_threshold`: a top-1 score below it marks nil;
-    `nil_classifier` (a :class:`~kgnorm.linking.nil_classifier.NilClassifier`) instead
+    `nil_classifier` (a :class:`~kgnorm.nil.classifier.NilClassifier`) instead
     decides from each part's top hits (a mention is nil when any of its parts is)."""
     fetch = max(top_k, nil_classifier.depth) if nil_classifier is not None else top_k
     batch: list[tuple[Mention, dict[str, str]]] = []

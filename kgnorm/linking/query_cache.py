@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kgnorm.linking.linker import DictionaryLinker, Hit, PartLinker
+from kgnorm.linking.candidates import Hit, PartLinker
+from kgnorm.linking.linker import DictionaryLinker
 from kgnorm.mentions.types import Mention
 
 DEFAULT_MAX_ENTRIES = 200_000

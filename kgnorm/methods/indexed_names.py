@@ -10,9 +10,9 @@ from typing import Any
 from kgnorm.errors import KgnormError
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
-from kgnorm.methods.model_dir import META_FILE, read_model_meta, write_model_meta
+from kgnorm.methods.model_dir import META_FILE, write_model_meta
 
-__all__ = ["save_names_and_index", "read_method_meta", "load_dense_encoder", "load_names_and_index",
+__all__ = ["save_names_and_index", "load_dense_encoder", "load_names_and_index",
            "selected_model"]
 
 
@@ -39,14 +39,6 @@ def save_names_and_index(model, directory: str | Path, own: dict[str, Any],
         **(extra or {}),
     }
     write_model_meta(d, meta)
-    return meta
-
-
-def read_method_meta(directory: str | Path, method: str, label: str) -> dict[str, Any]:
-    """``kgnorm-model.json`` of ``directory``, refused unless it names ``method``."""
-    meta = read_model_meta(directory)
-    if meta["method"] != method:
-        raise KgnormError(f"{directory} holds a {meta['method']!r} model, not a {label} one")
     return meta
 
 

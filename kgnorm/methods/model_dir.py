@@ -9,10 +9,9 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from kgnorm.errors import KgnormError
+from kgnorm.errors import InputError, KgnormError
 
 META_FILE = "kgnorm-model.json"
-MODEL_JSON = META_FILE
 FORMAT_VERSION = 1
 
 
@@ -63,24 +62,36 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"{type(o).__name__} is not JSON serializable")
 
 
-def read_model_meta(directory: str | Path) -> dict[str, Any]:
-    """The parsed ``kgnorm-model.json`` of a model directory."""
+def read_dir_json(directory: str | Path, name: str, *, no_dir: str, no_file: str) -> Any:
+    """``directory/name`` parsed (a model's meta, a corpus manifest): a missing directory
+    (``no_dir``), a missing file (``no_file``) or bad JSON is one line naming it."""
+    d = Path(directory)
+    path = d / name
+    if not d.is_dir():
+        raise KgnormError(no_dir)
+    if not path.is_file():
+        raise KgnormError(no_file)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(f"unreadable {name} ({e})", path) from None
+
+
+def read_model_meta(directory: str | Path, method: str | None = None) -> dict[str, Any]:
+    """The parsed ``kgnorm-model.json`` of a model directory; with ``method``, refused unless it
+    names that method (every loader reads its directory through here)."""
     d = Path(directory)
     path = d / META_FILE
-    if not d.is_dir():
-        raise KgnormError(f"model directory {d} does not exist")
-    if not path.is_file():
-        raise KgnormError(f"{d} is not a kgnorm model directory (no {META_FILE}); "
-                          f"train one with `kgnorm train …`")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise KgnormError(f"{path}: unreadable model meta ({e})") from None
+    meta = read_dir_json(d, META_FILE, no_dir=f"model directory {d} does not exist",
+                         no_file=f"{d} is not a kgnorm model directory (no {META_FILE}); "
+                                 f"train one with `kgnorm train …`")
     if not isinstance(meta, dict) or "method" not in meta:
         raise KgnormError(f"{path}: model meta has no 'method'")
     if int(meta.get("format_version", 1)) > FORMAT_VERSION:
         raise KgnormError(f"{path}: format_version {meta['format_version']} is newer than "
                           f"this kgnorm understands ({FORMAT_VERSION})")
+    if method is not None and meta["method"] != method:
+        raise KgnormError(f"{d} holds a {meta['method']!r} model, not a {method} one")
     return meta
 
 
@@ -88,10 +99,7 @@ def update_meta(model_dir: str | Path, **extra: Any) -> dict[str, Any]:
     """Merge fields (ontology name/version, root, level …) into an existing description."""
     meta = read_model_meta(model_dir)
     meta.update(extra)
-    path = Path(model_dir) / META_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str), encoding="utf-8")
-    tmp.replace(path)
+    write_model_meta(model_dir, meta)
     return meta
 
 

@@ -2,67 +2,78 @@
 the recipe that trains one from the store (what `kgnorm train METHOD` and `Workbench.train` run).
 
 Entries are import paths, resolved on use, so that naming a method never imports torch or
-another method. A sixth method adds one line here and a folder beside the others.
+another method. A new method is a folder beside the others and one line here (or a
+:func:`register` call from its own package).
 """
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import Any, Callable
 
 from kgnorm.errors import KgnormError
 from kgnorm.methods.model_dir import read_model_meta
 
-if TYPE_CHECKING:  # numpy only names a type here; importing it is left to the encoders
-    import numpy as np
-
-
-class NameEncoder(Protocol):
-    def encode(self, names: list[str]) -> np.ndarray: ...
-
-
 @dataclass(frozen=True)
 class Method:
-    """Where a method's loader, trainer and recipe live (``module:function``)."""
+    """A method's folder, by convention: ``kgnorm/methods/<name>/recipe.py`` holds ``Options`` (its
+    options, each field with its default and help: the `kgnorm train <name>` command is generated
+    from them) and ``train(options, store=None, quiet=False)``; ``loader`` (``module:function``)
+    reads a model directory it wrote. ``package`` overrides ``kgnorm.methods.<name>``."""
 
     name: str
     loader: str
-    trainer: str
-    recipe: str
+    package: str = ""
+
+    @property
+    def module(self) -> str:
+        return self.package or f"kgnorm.methods.{self.name}"
 
     def load(self) -> Callable[..., Any]:
         return _resolve(self.loader)
 
-    def train(self) -> Callable[..., Any]:
-        return _resolve(self.trainer)
+    def options(self) -> type:
+        """The recipe's options dataclass."""
+        return _resolve(f"{self.module}.recipe:Options")
 
-    def run_recipe(self, out: str | Path, **options: Any) -> Path:
-        """Train from the store into ``out`` (options: the recipe's keywords, e.g. ``ontology``);
-        a keyword the recipe lacks, or a required one left out, is one clear error."""
-        import inspect
+    def make_options(self, out: str | Path, **options: Any) -> Any:
+        """``Options(out=out, **options)``; a keyword it lacks, or a required one left out, is one
+        clear error."""
+        cls = self.options()
+        known = [f.name for f in fields(cls) if f.name != "out"]
+        unknown = [k for k in options if k not in known]
+        missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+                   and f.name != "out" and f.name not in options]
+        if unknown or missing:
+            why = (f"unexpected keyword argument {unknown[0]!r}" if unknown
+                   else f"missing a required argument: {missing[0]!r}")
+            raise KgnormError(f"train {self.name}: {why} (its options: {', '.join(known)})")
+        return cls(out=Path(out), **options)
 
-        recipe = _resolve(self.recipe)
-        try:
-            inspect.signature(recipe).bind(out, **options)
-        except TypeError as exc:
-            known = [p for p in inspect.signature(recipe).parameters if p != "out"]
-            raise KgnormError(f"train {self.name}: {exc} (its options: {', '.join(known)})") from None
-        return recipe(out, **options)
+    def run_recipe(self, out: str | Path, *, store: str | None = None, quiet: bool = False,
+                   **options: Any) -> Path:
+        """Train from the store into ``out`` (options: the fields of the recipe's ``Options``,
+        e.g. ``ontology``)."""
+        return _resolve(f"{self.module}.recipe:train")(self.make_options(out, **options), store=store, quiet=quiet)
 
 
-METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("biosyn", "kgnorm.methods.biosyn.model:load_biosyn", "kgnorm.methods.biosyn.train:train_biosyn",
-           "kgnorm.methods.biosyn.recipe:train"),
-    Method("bne", "kgnorm.methods.bne.model:load_bne", "kgnorm.methods.bne.train:train_bne",
-           "kgnorm.methods.bne.recipe:train"),
-    Method("dan", "kgnorm.methods.dan.model:load_dan", "kgnorm.methods.dan.train:train_dan",
-           "kgnorm.methods.dan.recipe:train"),
-    Method("dilbert", "kgnorm.methods.dilbert.model:load_dilbert", "kgnorm.methods.dilbert.train:train_dilbert",
-           "kgnorm.methods.dilbert.recipe:train"),
-    Method("biocom", "kgnorm.methods.biocom.linker:load_biocom", "kgnorm.methods.biocom.train:train_biocom",
-           "kgnorm.methods.biocom.recipe:train"),
-)}
+METHODS: dict[str, Method] = {}
+
+
+def register(entry: Method) -> Method:
+    """Add (or replace) a method: its `kgnorm train` command, `Workbench.train` and `load_encoder`
+    find it from then on."""
+    METHODS[entry.name] = entry
+    return entry
+
+
+for _entry in (Method("biosyn", "kgnorm.methods.biosyn.model:load_biosyn"),
+               Method("dan", "kgnorm.methods.dan.model:load_dan"),
+               Method("biocom", "kgnorm.methods.biocom.linker:load_biocom"),
+               Method("bne", "kgnorm.methods.bne.model:load_bne"),
+               Method("dilbert", "kgnorm.methods.dilbert.model:load_dilbert")):
+    register(_entry)
 
 
 def _resolve(target: str) -> Callable[..., Any]:

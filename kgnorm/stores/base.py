@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import socket
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -19,43 +17,13 @@ from typing import Any, Iterable, Sequence
 from kgnorm.stores.cypher_files import fill_slots, saved_query
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
+from kgnorm.stores.reingest import LoadSummary, ReingestReads, retired_records  # noqa: F401  (re-exported)
+from kgnorm.stores.stages import STAGING, owner_is_gone
 
 _CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/*|^|/)([^/@:\s]+):([^@/\s]*)@")
 
-# kinds of a staging Run node (kgnorm.stores.staged_run): its rows are still being written, or
-# published (only the bookkeeping is left to drop)
-STAGING, PUBLISHED = "staging", "staged-published"
-
-
-def stage_owner() -> dict[str, Any]:
-    """Who writes a staging node: a process on a host. Recorded so that a later run can tell a
-    stage whose process was killed outright (nothing cleaned up) from one still being written."""
-    return {"pid": os.getpid(), "host": socket.gethostname()}
-
-
-def owner_is_gone(metrics_json: str | None) -> bool:
-    """True only when the stage was written on this host by a process that no longer exists;
-    a stage of another host, or of a process that may still run, is left alone."""
-    try:
-        owner = json.loads(metrics_json or "{}").get("owner") or {}
-        pid, host = int(owner["pid"]), owner["host"]
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return False
-    if host != socket.gethostname() or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # exists, owned by someone else
-        return False
-    return False
-
-
 CONCEPT_COLUMNS = ["key", "uid", "ontology", "code", "name", "synonyms", "synonym_scopes", "alt_ids",
                    "xrefs", "definition", "depth", "level_label", "obsolete"]
-
-
 @dataclass
 class QueryResult:
     columns: list[str]
@@ -63,40 +31,6 @@ class QueryResult:
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row)) for row in self.rows]
-
-
-@dataclass
-class LoadSummary:
-    """What an ingest did. On a re-ingest, links (LINKED_TO, PREDICTED_IS_A) into concepts that
-    are still there are kept; those into concepts gone from the new version are removed with
-    them and counted here, never dropped silently."""
-
-    ontology: str
-    concepts: int
-    is_a: int
-    xrefs: int
-    replaced: bool
-    seconds: float = 0.0
-    removed_concepts: list[str] = field(default_factory=list)
-    links_kept: int = 0
-    links_removed: int = 0
-    links_removed_to: list[str] = field(default_factory=list)  # removed concepts that had links
-    unchanged: bool = False  # same content as stored: only the Ontology record was updated
-
-    def reingest_note(self, show: int = 10) -> str:
-        """One line for the user: what happened to the links of a replaced ontology."""
-        if not self.replaced:
-            return ""
-        if self.unchanged:
-            return f"kept {self.links_kept:,} link(s); same concepts and IS_A as stored, nothing rewritten"
-        note = (f"kept {self.links_kept:,} link(s); {len(self.removed_concepts):,} concept(s) absent from "
-                f"the new version removed")
-        if self.links_removed:
-            shown = ", ".join(self.links_removed_to[:show])
-            more = len(self.links_removed_to) - show
-            note += (f", with the {self.links_removed:,} link(s) that pointed to them: {shown}"
-                     + (f" (and {more:,} more)" if more > 0 else ""))
-        return note
 
 
 @dataclass
@@ -167,13 +101,15 @@ class RunWrite:
     """Everything one run writes, applied atomically and idempotently (same run uid twice = one copy).
 
     Concept uids are those of `ontology` (the model's dictionary); without it a uid must name
-    one concept in the store."""
+    one concept in the store. `relinked` (``link --relink-orphans``): mentions whose ORPHAN_OF
+    edges to `ontology` go in the same transaction."""
 
     run: RunRecord
     mentions: list[MentionRow] = field(default_factory=list)
     links: list[LinkEdge] = field(default_factory=list)
     predictions: list[PredictionEdge] = field(default_factory=list)
     ontology: str = ""
+    relinked: list[str] = field(default_factory=list)  # mentions no longer ORPHAN_OF `ontology` once written
 
     def concept_uids(self) -> list[str]:
         uids = {e.concept_uid for e in self.links} | {e.hypernym_uid for e in self.predictions}
@@ -181,8 +117,10 @@ class RunWrite:
         return sorted(uids)
 
 
-class GraphStore(ABC):
+class GraphStore(ReingestReads, ABC):
     uri: str
+    # the stages of killed processes this writer removed when it opened the store (not yet told)
+    abandoned: list[str] = []
 
     @abstractmethod
     def query(self, cypher: str, params: dict[str, Any] | None = None) -> QueryResult:
@@ -223,12 +161,19 @@ class GraphStore(ABC):
 
     def clear_abandoned_stages(self) -> list[str]:
         """Remove the stages left by processes killed outright on this host (their rows would
-        otherwise stay until the same run is attempted again); the staging uids removed."""
+        otherwise stay until the same run is attempted again); the staging uids removed. Every
+        writer runs this when it opens the store (:meth:`opened_for_writing`)."""
         rows = self.query("MATCH (r:Run) WHERE r.kind = $k RETURN r.uid, r.metrics_json", {"k": STAGING}).rows
         gone = [uid for uid, meta in rows if owner_is_gone(meta)]
         for uid in gone:
             self.stage_clear(uid)
         return gone
+
+    def opened_for_writing(self) -> None:
+        """What every writer does first, whatever it writes (ingest, link, hypernyms, query
+        --write, compact): a `link` killed outright left a staging Run and its rows; they go
+        now, not only when the next link run starts."""
+        self.abandoned = self.clear_abandoned_stages()
 
     def mention_texts(self, uids: list[str]) -> dict[str, tuple[str, str]]:
         """uid -> (text, doc_id) of those of `uids` that are Mention nodes (index lookups)."""
@@ -267,36 +212,6 @@ class GraphStore(ABC):
     def ontology_info(self, name: str) -> dict[str, Any] | None:
         rows = self.run_saved("ontology_info", {"name": name}).records()
         return rows[0] if rows else None
-
-    def link_ends(self, ontology: str) -> list[tuple[str, str, int]]:
-        """(source, target, edges) of the LINKED_TO and PREDICTED_IS_A edges touching a concept
-        of `ontology`; an end outside the ontology is ""."""
-        o = {"o": ontology}
-        rows = [("", c, int(n)) for c, n in self.query(
-            "MATCH (:Mention)-[l:LINKED_TO]->(c:Concept) WHERE c.ontology = $o RETURN c.uid, count(l)", o).rows]
-        rows += [("", c, int(n)) for c, n in self.query(
-            "MATCH (:Mention)-[p:PREDICTED_IS_A]->(c:Concept) WHERE c.ontology = $o RETURN c.uid, count(p)", o).rows]
-        for s, so, c, co, n in self.query(
-                "MATCH (s:Concept)-[p:PREDICTED_IS_A]->(c:Concept) WHERE s.ontology = $o OR c.ontology = $o "
-                "RETURN s.uid, s.ontology, c.uid, c.ontology, count(p)", o).rows:
-            rows.append((s if so == ontology else "", c if co == ontology else "", int(n)))
-        return rows
-
-    def reingest_plan(self, graph: OntologyGraph, summary: LoadSummary) -> None:
-        """Fill `summary` with the concepts a re-ingest removes and the links it keeps/removes."""
-        stored = {r[0] for r in self.query("MATCH (c:Concept) WHERE c.ontology = $o RETURN c.uid",
-                                           {"o": graph.name}).rows}
-        summary.removed_concepts = sorted(stored - set(graph.concepts))
-        gone = set(summary.removed_concepts)
-        hit: set[str] = set()
-        for s, c, n in self.link_ends(graph.name):
-            ends = {s, c} & gone
-            if ends:
-                summary.links_removed += n
-                hit |= ends
-            else:
-                summary.links_kept += n
-        summary.links_removed_to = sorted(hit)
 
     def concept_keys(self, uids: list[str], ontology: str = "") -> dict[str, str]:
         """uid → concept key (see `concept_key`) of the given uids found in the store: those of
@@ -392,9 +307,16 @@ def content_digest(graph: OntologyGraph) -> str:
     for rec in sorted(concept_records(graph), key=lambda r: r["uid"]):
         h.update(json.dumps(rec, sort_keys=True).encode("utf-8"))
     h.update(json.dumps(sorted(graph.is_a)).encode("utf-8"))
+    if graph.retired:  # only then: digests of ontologies without retired ids stay as they were
+        h.update(json.dumps(sorted([r.uid, r.replaced_by, r.consider] for r in graph.retired.values())).encode())
     return h.hexdigest()
 
 
 def redact(text: str) -> str:
     """`user:password@` in a URI (or anything that looks like one) → `user:***@`."""
     return _CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}:***@", text)
+
+
+def refused_read_only(cause: str) -> StoreError:
+    """The one line every backend gives when a store opened read-only is asked to write."""
+    return StoreError(f"query failed: {cause}; the store is opened read-only: pass --write to change it")

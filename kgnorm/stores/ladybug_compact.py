@@ -70,7 +70,7 @@ def _copy_tables(src: LadybugStore, out: lb.Connection) -> tuple[int, int]:
         if kind != "NODE":
             continue
         cols = [r[0] for r in src.query(f"CALL TABLE_INFO('{name}') RETURN name").rows]
-        table = src._conn.execute(f"MATCH (n:{name}) RETURN "
+        table = src._conn.execute(f"MATCH (n:`{name}`) RETURN "
                                   + ", ".join(f"n.`{c}` AS `{c}`" for c in cols)).get_as_arrow()
         nodes += _copy(out, name, table, "")
     for name, kind in tables:
@@ -79,7 +79,7 @@ def _copy_tables(src: LadybugStore, out: lb.Connection) -> tuple[int, int]:
         props = [r[0] for r in src.query(f"CALL TABLE_INFO('{name}') RETURN name").rows]
         for a, b, a_pk, b_pk in src.query(f"CALL SHOW_CONNECTION('{name}') RETURN *").rows:
             table = src._conn.execute(
-                f"MATCH (a:{a})-[r:{name}]->(b:{b}) RETURN a.`{a_pk}` AS `from`, b.`{b_pk}` AS `to`"
+                f"MATCH (a:`{a}`)-[r:`{name}`]->(b:`{b}`) RETURN a.`{a_pk}` AS `from`, b.`{b_pk}` AS `to`"
                 + "".join(f", r.`{p}` AS `{p}`" for p in props)).get_as_arrow()
             edges += _copy(out, name, table, f' (from="{a}", to="{b}")')
     return nodes, edges
@@ -89,7 +89,7 @@ def _copy(out: lb.Connection, name: str, frame, options: str) -> int:
     if frame.num_rows == 0:
         return 0
     try:  # LadybugDB finds the Arrow table by its variable name in this scope
-        out.execute(f"COPY {name} FROM frame{options}")
+        out.execute(f"COPY `{name}` FROM frame{options}")  # quoted: a table may be named IN
     except RuntimeError as exc:
         raise StoreError(f"compacting failed, store unchanged: {name}: {' '.join(str(exc).split())}") from None
     return frame.num_rows

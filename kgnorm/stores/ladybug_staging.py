@@ -23,7 +23,8 @@ from typing import Any, Sequence
 import pandas as pd
 
 from kgnorm.errors import StoreError
-from kgnorm.stores.base import PUBLISHED, STAGING, DocumentRow, LinkEdge, MentionRow, RunRecord, stage_owner
+from kgnorm.stores.base import DocumentRow, LinkEdge, MentionRow, RunRecord
+from kgnorm.stores.stages import PUBLISHED, STAGING, stage_owner
 
 MENTION_COLUMNS = ["uid", "text", "doc_id", "start", "end", "context", "mention_id", "source", "type"]
 DOCUMENT_COLUMNS = ["uid", "doc_id", "source"]

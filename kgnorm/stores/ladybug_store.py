@@ -21,8 +21,9 @@ import pyarrow as pa
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
+from kgnorm.stores.reingest import RETIRED_COLUMNS
 from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite, concept_columns,
-                                ontology_record, redact)
+                                ontology_record, redact, refused_read_only, retired_records)
 from kgnorm.stores.ladybug_staging import MENTION_COLUMNS, LadybugStaging, one_line as _one_line
 
 
@@ -54,6 +55,7 @@ class LadybugStore(LadybugStaging, GraphStore):
             self._holder.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv)}), encoding="utf-8")
             for stmt in schema_statements("ladybug"):
                 self._conn.execute(stmt)
+            self.opened_for_writing()
 
     def _open(self, lock_timeout: float) -> tuple[Any, Any]:
         deadline = time.monotonic() + max(0.0, lock_timeout)
@@ -93,8 +95,7 @@ class LadybugStore(LadybugStaging, GraphStore):
             if "multiple statements" in msg:  # refused before any of them ran
                 raise StoreError("query failed: give one statement at a time (several were given)") from None
             if "read-only" in msg:
-                raise StoreError(f"query failed: {msg}; the store is opened read-only: "
-                                 "pass --write to change it") from None
+                raise refused_read_only(msg) from None
             raise StoreError(f"query failed: {msg}") from None
         columns = list(res.get_column_names())
         rows: list[list[Any]] = []
@@ -119,19 +120,21 @@ class LadybugStore(LadybugStaging, GraphStore):
     def _copy(self, table: str, frame: pd.DataFrame | pa.Table, options: str = "") -> None:
         if frame.shape[0] == 0:
             return
+        if table == "LINKED_TO" and "moved_from" not in frame.columns:  # a new link comes from nowhere
+            frame = frame.assign(moved_from="")
         # LadybugDB's Python API finds the DataFrame by its variable name in the caller's scope.
         self._conn.execute(f"COPY {table} FROM frame{options}")
 
     def load_ontology(self, graph: OntologyGraph) -> LoadSummary:
         """Replace the ontology's concepts and edges in one transaction, keeping every link
-        (LINKED_TO, PREDICTED_IS_A) into a concept the new version still has: the links are
-        read out, the concepts replaced by a fast COPY, and the links copied back."""
+        (LINKED_TO, PREDICTED_IS_A) into a concept the new version still has and moving those
+        into a merged concept to its successor (LoadSummary says what happens to the rest): the
+        links are read out, the concepts replaced by a fast COPY, and the links copied back."""
         t0 = time.perf_counter()
         summary = LoadSummary(graph.name, len(graph.concepts), len(graph.is_a), 0,
                               self.ontology_info(graph.name) is not None)
         self._require_keys()
-        if summary.replaced:
-            self.reingest_plan(graph, summary)
+        self.reingest_plan(graph, summary)
         if self.unchanged(graph, summary):
             rec = ontology_record(graph)
             self.query("MATCH (o:Ontology) WHERE o.name = $name SET o.version = $version, "
@@ -145,11 +148,14 @@ class LadybugStore(LadybugStaging, GraphStore):
         key = graph.name + "|"  # concept_key(graph.name, uid)
         is_a = pa.Table.from_pydict({"from": [key + c for c, _ in graph.is_a], "to": [key + p for _, p in graph.is_a]})
         keep = set(graph.concepts)
+        retired = pd.DataFrame(retired_records(graph.name, summary.retired), columns=RETIRED_COLUMNS)
 
         def body() -> int:
-            saved = self._links_into(graph.name, keep)
+            saved = self._links_into(graph.name, keep, summary.merged)
+            orphans = self._orphan_rows(graph.name, keep, summary.merged)
             self._conn.execute("MATCH (c:Concept) WHERE c.ontology = $o DETACH DELETE c", {"o": graph.name})
-            self._conn.execute("MATCH (o:Ontology) WHERE o.name = $o DELETE o", {"o": graph.name})
+            self._conn.execute("MATCH (o:Ontology) WHERE o.name = $o DETACH DELETE o", {"o": graph.name})
+            self._conn.execute("MATCH (r:RetiredId) WHERE r.ontology = $o DELETE r", {"o": graph.name})
             self._copy("Concept", concepts)
             have = {r[0] for r in self._conn.execute(
                 "UNWIND $u AS x MATCH (i:ConceptId {uid: x}) RETURN i.uid", {"u": list(keep)}).get_all()}
@@ -159,6 +165,8 @@ class LadybugStore(LadybugStaging, GraphStore):
             xrefs = self.xref_edges_for(graph)
             self._copy("XREF", pd.DataFrame(xrefs, columns=["from", "to", "source"]))
             self._copy("Ontology", pd.DataFrame([ontology_record(graph)]))
+            self._copy("RetiredId", retired)
+            self._copy("ORPHAN_OF", orphans)
             for table, frame, options in saved:
                 self._copy(table, frame, options)
             return len(xrefs)
@@ -170,15 +178,23 @@ class LadybugStore(LadybugStaging, GraphStore):
         summary.seconds = time.perf_counter() - t0
         return summary
 
-    def _links_into(self, ontology: str, keep: set[str]) -> list[tuple[str, pd.DataFrame, str]]:
+    def _links_into(self, ontology: str, keep: set[str],
+                    moved: dict[str, str]) -> list[tuple[str, pd.DataFrame, str]]:
         """The LINKED_TO / PREDICTED_IS_A edges touching `ontology` whose ends in it stay in `keep`,
+        and the LINKED_TO edges into a `moved` concept re-aimed at its successor (`moved_from` set),
         as frames to COPY back after its concepts are replaced."""
         o = {"o": ontology}
-        links = self.query("MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) WHERE c.ontology = $o "
-                           "RETURN m.uid, c.key, l.score, l.rank, l.method, l.run, c.uid", o).rows
-        links = [r[:6] for r in links if r[6] in keep]
-        out = [("LINKED_TO", pd.DataFrame(links, columns=["from", "to", "score", "rank", "method", "run"]),
-                ' (from="Mention", to="Concept")')]
+        key = ontology + "|"
+        links = []
+        for *row, uid, was in self.query(
+                "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) WHERE c.ontology = $o "
+                "RETURN m.uid, c.key, l.score, l.rank, l.method, l.run, c.uid, l.moved_from", o).rows:
+            if uid in keep:
+                links.append([*row, was or ""])
+            elif uid in moved:
+                links.append([row[0], key + moved[uid], *row[2:], was or uid])
+        out = [("LINKED_TO", pd.DataFrame(links, columns=["from", "to", "score", "rank", "method", "run",
+                                                          "moved_from"]), ' (from="Mention", to="Concept")')]
         cols = ["from", "to", "score", "rank", "level", "method", "run"]
         from_mentions = [r[:7] for r in self.query(
             "MATCH (m:Mention)-[p:PREDICTED_IS_A]->(c:Concept) WHERE c.ontology = $o "
@@ -191,6 +207,18 @@ class LadybugStore(LadybugStaging, GraphStore):
         out.append(("PREDICTED_IS_A", pd.DataFrame(from_concepts, columns=cols), ' (from="Concept", to="Concept")'))
         return out
 
+    def _orphan_rows(self, ontology: str, keep: set[str], moved: dict[str, str]) -> pd.DataFrame:
+        """ORPHAN_OF rows of `ontology` to copy back: those already there and one per LINKED_TO
+        edge into a concept that goes without a single successor."""
+        o = {"o": ontology}
+        rows = self.query("MATCH (m:Mention)-[r:ORPHAN_OF]->(o:Ontology) WHERE o.name = $o RETURN m.uid, o.name, "
+                          "r.concept_uid, r.score, r.rank, r.method, r.run, r.version", o).rows
+        rows += [r[:8] for r in self.query(
+            "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept), (o:Ontology) WHERE c.ontology = $o AND o.name = $o "
+            "RETURN m.uid, o.name, c.uid, l.score, l.rank, l.method, l.run, o.version", o).rows
+            if r[2] not in keep and r[2] not in moved]
+        return pd.DataFrame(rows, columns=["from", "to", "concept_uid", "score", "rank", "method", "run", "version"])
+
     def write_run(self, write: RunWrite) -> None:
         run = write.run
         self._require_keys()
@@ -201,6 +229,9 @@ class LadybugStore(LadybugStaging, GraphStore):
             self._conn.execute("MATCH ()-[p:PREDICTED_IS_A]->() WHERE p.run = $r DELETE p", {"r": run.uid})
             self._conn.execute("MATCH (r:Run) WHERE r.uid = $r DELETE r", {"r": run.uid})
             self._copy("Run", pd.DataFrame([run.row()]))
+            if write.relinked:
+                self._conn.execute("MATCH (m:Mention)-[r:ORPHAN_OF]->(o:Ontology) WHERE o.name = $o AND m.uid IN $u "
+                                   "DELETE r", {"o": write.ontology, "u": write.relinked})
             mentions = {m.uid: m for m in write.mentions}
             if mentions:
                 have = {r[0] for r in self.query("MATCH (m:Mention) WHERE m.uid IN $u RETURN m.uid",

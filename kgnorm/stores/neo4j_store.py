@@ -15,12 +15,14 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from kgnorm.stores.bolt_read import ACCESS_MODE_ERROR, read_checked
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
-from kgnorm.stores.base import (PUBLISHED, STAGING, DocumentRow, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult,
-                                RunRecord, RunWrite, concept_records, concept_key, ontology_record, redact,
-                                stage_owner)
+from kgnorm.stores.base import (DocumentRow, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult, RunRecord,
+                                RunWrite, concept_records, concept_key, ontology_record, redact, refused_read_only,
+                                retired_records)
+from kgnorm.stores.stages import PUBLISHED, STAGING, stage_owner
 
 BATCH = 10_000
 
@@ -43,8 +45,9 @@ def split_credentials(uri: str) -> tuple[str, tuple[str, str] | None]:
 
 
 class Neo4jStore(GraphStore):
-    """`read_only`: every session runs in READ access mode (Neo4j refuses writes there) and the
-    schema DDL is not run, so readers never need write rights."""
+    """`read_only`: every session runs in READ access mode (Neo4j refuses writes there), each
+    query in a transaction kgnorm checks and rolls back (kgnorm.stores.bolt_read: servers that
+    ignore the access mode), and the schema DDL is not run, so readers never need write rights."""
 
     def __init__(self, uri: str, database: str | None = None, read_only: bool = False) -> None:
         import neo4j
@@ -65,6 +68,7 @@ class Neo4jStore(GraphStore):
             with self._session() as session:
                 for stmt in schema_statements("neo4j"):
                     session.run(stmt).consume()
+            self.opened_for_writing()
 
     def _session(self) -> Any:
         kw: dict[str, Any] = {"default_access_mode": self._mode}
@@ -78,11 +82,16 @@ class Neo4jStore(GraphStore):
 
         try:
             with self._session() as session:
+                if self.read_only:  # checked and rolled back by kgnorm, whatever the server does
+                    return read_checked(session, cypher, params or {}, _plain)
                 result = session.run(cypher, params or {})
                 columns = list(result.keys())
                 rows = [[_plain(v) for v in record.values()] for record in result]
         except Neo4jError as exc:
-            raise StoreError(f"query failed: {' '.join(str(exc.message or exc).split())}") from None
+            msg = " ".join(str(exc.message or exc).split())
+            if exc.code == ACCESS_MODE_ERROR:  # Neo4j 5 refused the write in a READ transaction
+                raise refused_read_only(msg) from None
+            raise StoreError(f"query failed: {msg}") from None
         return QueryResult(columns, rows)
 
     # -- writes --------------------------------------------------------------------
@@ -99,12 +108,12 @@ class Neo4jStore(GraphStore):
 
     def load_ontology(self, graph: OntologyGraph) -> LoadSummary:
         """Update the ontology in place by uid: concepts still there keep their node and every
-        link into it; concepts gone from the new version are removed (and counted)."""
+        link into it; links into a concept merged into a single successor move there; concepts
+        gone from the new version are removed, their other links orphaned (LoadSummary)."""
         t0 = time.perf_counter()
         summary = LoadSummary(graph.name, len(graph.concepts), len(graph.is_a), 0,
                               self.ontology_info(graph.name) is not None)
-        if summary.replaced:
-            self.reingest_plan(graph, summary)
+        self.reingest_plan(graph, summary)
         if self.unchanged(graph, summary):
             self._write(lambda tx: tx.run("MATCH (o:Ontology {name: $name}) SET o = $row", name=graph.name,
                                           row=ontology_record(graph)).consume(), f"loading ontology {graph.name}")
@@ -114,7 +123,12 @@ class Neo4jStore(GraphStore):
         concepts = list(concept_records(graph))
         is_a = [{"c": concept_key(graph.name, c), "p": concept_key(graph.name, p)} for c, p in graph.is_a]
         onto = ontology_record(graph)
+        moved = [{"old": concept_key(graph.name, u), "new": concept_key(graph.name, n), "uid": u}
+                 for u, n in summary.merged.items()]
+        orphaned = [{"old": concept_key(graph.name, u), "uid": u} for u in summary.removed_concepts
+                    if u not in summary.merged]
         removed = [concept_key(graph.name, u) for u in summary.removed_concepts]
+        retired = retired_records(graph.name, summary.retired)
         xrefs = [{"a": a, "b": b, "s": s} for a, b, s in self.xref_edges_for(graph)]
 
         def work(tx: Any) -> int:
@@ -122,11 +136,22 @@ class Neo4jStore(GraphStore):
             while tx.run("MATCH (c:Concept {ontology: $o})-[r:IS_A|XREF]-() WITH DISTINCT r LIMIT 10000 "
                          "DELETE r RETURN count(*) AS n", o=graph.name).single()["n"]:
                 pass
-            for batch in _batches(removed):
-                tx.run("UNWIND $u AS x MATCH (c:Concept {key: x}) DETACH DELETE c", u=batch).consume()
             for batch in _batches(concepts):
                 tx.run("UNWIND $rows AS r MERGE (c:Concept {key: r.key}) SET c = r "
                        "MERGE (i:ConceptId {uid: r.uid}) MERGE (i)-[:IDENTIFIES]->(c)", rows=batch).consume()
+            # before the removed concepts go: their links move to the successor, or leave orphans
+            for batch in _batches(moved):
+                tx.run("UNWIND $rows AS r MATCH (c:Concept {key: r.old}) MATCH (n:Concept {key: r.new}) "
+                       "MATCH (m:Mention)-[l:LINKED_TO]->(c) CREATE (m)-[:LINKED_TO {score: l.score, rank: l.rank, "
+                       "method: l.method, run: l.run, moved_from: coalesce(l.moved_from, r.uid)}]->(n)",
+                       rows=batch).consume()
+            for batch in _batches(orphaned):
+                tx.run("UNWIND $rows AS r MATCH (c:Concept {key: r.old}) MATCH (o:Ontology {name: $o}) "
+                       "MATCH (m:Mention)-[l:LINKED_TO]->(c) CREATE (m)-[:ORPHAN_OF {concept_uid: r.uid, "
+                       "score: l.score, rank: l.rank, method: l.method, run: l.run, version: o.version}]->(o)",
+                       rows=batch, o=graph.name).consume()
+            for batch in _batches(removed):
+                tx.run("UNWIND $u AS x MATCH (c:Concept {key: x}) DETACH DELETE c", u=batch).consume()
             for batch in _batches(is_a):
                 _all_written(tx, tx.run("UNWIND $rows AS r MATCH (c:Concept {key: r.c}) MATCH (p:Concept {key: r.p}) "
                                         "CREATE (c)-[:IS_A]->(p) RETURN count(*) AS n", rows=batch), batch, "IS_A",
@@ -134,6 +159,9 @@ class Neo4jStore(GraphStore):
             for batch in _batches(xrefs):
                 tx.run("UNWIND $rows AS r MATCH (a:Concept {key: r.a}) MATCH (b:Concept {key: r.b}) "
                        "MERGE (a)-[x:XREF]->(b) SET x.source = r.s", rows=batch).consume()
+            tx.run("MATCH (r:RetiredId {ontology: $o}) DELETE r", o=graph.name).consume()
+            for batch in _batches(retired):
+                tx.run("UNWIND $rows AS r CREATE (x:RetiredId) SET x = r", rows=batch).consume()
             tx.run("MERGE (o:Ontology {name: $name}) SET o = $row", name=graph.name, row=onto).consume()
             return len(xrefs)
 
@@ -158,6 +186,9 @@ class Neo4jStore(GraphStore):
             tx.run("MATCH ()-[l:LINKED_TO {run: $r}]->() DELETE l", r=run.uid).consume()
             tx.run("MATCH ()-[p:PREDICTED_IS_A {run: $r}]->() DELETE p", r=run.uid).consume()
             tx.run("MERGE (r:Run {uid: $uid}) SET r = $row", uid=run.uid, row=run.row()).consume()
+            for batch in _batches(write.relinked):
+                tx.run("MATCH (o:Ontology {name: $o}) UNWIND $u AS x MATCH (m:Mention {uid: x})-[r:ORPHAN_OF]->(o) "
+                       "DELETE r", o=write.ontology, u=batch).consume()
             for batch in _batches(mentions):
                 tx.run("UNWIND $rows AS r MERGE (m:Mention {uid: r.uid}) SET m += r", rows=batch).consume()
             for batch in _batches(links):

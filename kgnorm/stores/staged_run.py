@@ -7,8 +7,9 @@ are listed under it (STAGED edges on Neo4j, a per-run table on LadybugDB), and i
 edges carry a staging tag as their `run`. `publish()` then swaps, in one transaction, the previous copy of the run (if any) for
 the staged edges; on any failure or Ctrl-C, leaving the `with` block without publishing
 removes what was staged, so the store is as it was. A process killed outright leaves the
-staging node behind: the next staged run on the same host clears it first when the process
-recorded on it (pid and host) is gone, and the next attempt at the same run uid in any case.
+staging node behind: the next writer to open the store on the same host (any command that
+writes: GraphStore.opened_for_writing) clears it when the process recorded on it (pid and host)
+is gone, and the next attempt at the same run uid in any case.
 
 Repeated mention ids across batches: the run keeps a 63-bit hash of each mention uid it wrote
 (kgnorm.mentions.seen_ids, 8 bytes per mention: 8 MB per million), and for an id it has seen
@@ -30,6 +31,12 @@ from kgnorm.stores.base import DocumentRow, GraphStore, LinkEdge, MentionRow, Ru
 
 def staging_uid(run_uid: str) -> str:
     return f"{run_uid}~staging"
+
+
+def abandoned_note(stages: list[str]) -> str:
+    """The line a command prints when opening the store removed what killed link runs left."""
+    return (f"removed what {len(stages)} earlier link run(s) left in the store when their process was killed: "
+            f"{', '.join(stages)}")
 
 
 @dataclass
@@ -63,7 +70,8 @@ class StagedRun:
         self.abandoned: list[str] = []  # stages of killed processes cleared on entry
 
     def __enter__(self) -> "StagedRun":
-        self.abandoned = self.store.clear_abandoned_stages()
+        # what opening the store removed, and what a process killed since then left
+        self.abandoned, self.store.abandoned = [*self.store.abandoned, *self.store.clear_abandoned_stages()], []
         self.store.stage_begin(self.run, self.stage)
         return self
 

@@ -12,34 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kgnorm.errors import InputError
-from kgnorm.mentions.types import Mention
 from kgnorm.text.abbreviations import expand
 from kgnorm.text.composite import split_composite
 from kgnorm.text.normalize import normalize as _normalize
 
-__all__ = ["TextPipeline", "load_spelling"]
+if TYPE_CHECKING:  # mentions are only read here: text sits below kgnorm.mentions
+    from kgnorm.mentions.types import Mention
 
-
-def load_spelling(path: str | Path) -> dict[str, str]:
-    """Read a spelling map, one ``wrong<TAB>right`` pair a line (BioSyn's ``wrong||right`` is
-    accepted too); blank lines and lines starting with '#' are skipped."""
-    from kgnorm.mentions.readers import iter_lines  # local: the mention readers import this package
-
-    mapping: dict[str, str] = {}
-    for lineno, line in iter_lines(path):
-        if not line.strip() or line.startswith("#"):
-            continue
-        if "\t" in line:
-            fields = line.split("\t")
-        else:
-            fields = line.split("||")
-        if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
-            raise InputError("expected 'wrong<TAB>right'", path, lineno)
-        mapping[fields[0].strip()] = fields[1].strip()
-    return mapping
+__all__ = ["TextPipeline"]
 
 
 @dataclass
@@ -53,7 +35,8 @@ class TextPipeline:
     single_gold_no_split: a mention whose gold has exactly one part is not split by the rules
         (BioSyn only splits gold-composite mentions; NCBI's "breast and ovarian cancer" is
         often the single concept D061325). Off: such mentions go through the rules.
-    spelling: wrong -> right, applied to whole tokens of the normalized query.
+    spelling: wrong -> right, applied to whole tokens of the normalized query (a file's:
+        kgnorm.mentions.spelling.load_spelling).
     known_names: normalized names that the rules must never split (e.g. the dictionary's).
     """
 
@@ -76,11 +59,6 @@ class TextPipeline:
                 keys = sorted(self._spelling_norm, key=len, reverse=True)
                 self._spelling_re = re.compile(
                     r"(?<!\S)(?:" + "|".join(re.escape(k) for k in keys) + r")(?!\S)")
-
-    @classmethod
-    def from_spelling_file(cls, path: str | Path, **kwargs) -> "TextPipeline":
-        """A pipeline whose spelling map is read from a TSV (see load_spelling)."""
-        return cls(spelling=load_spelling(path), **kwargs)
 
     def normalize_name(self, name: str) -> str:
         """Index key of a dictionary name: the same normalization as queries, nothing else."""

@@ -71,8 +71,8 @@ def digest(items: Iterable[str]) -> str:
     return h.hexdigest()
 
 
-# what a trainer leaves in its --out only to resume: `checkpoints/` (BioSyn, BNE, DILBERT,
-# BioCoM) or `checkpoint.pt` (DAN); the model itself lives beside them
+# what a trainer leaves in its --out only to resume: `checkpoints/` (every method: the loop's
+# `checkpoints/last.pt`), or `checkpoint.pt` of a DAN run before it; the model lives beside them
 RESUME_FILES = ("checkpoints", "checkpoint.pt")
 
 

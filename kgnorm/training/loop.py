@@ -1,17 +1,22 @@
 """One training loop for every method (after PyKEEN's training loops and
 sentence-transformers' ``fit``): the method supplies a
-:class:`~kgnorm.training.task.TrainingTask` -- its model, sampler, loss step and dev metric --
+:class:`~kgnorm.training.task.TrainingTask` -- its module, optimizer, the loss of a batch, its
+sampler and dev metric --
 and :class:`TrainingLoop` owns the machinery they all need, so that it is written (and
 fixed) once:
 
-* epochs of steps, with ``max_steps_per_epoch`` for smoke runs and time-boxing;
-* seeding: ``epoch_seed`` reseeds torch before every epoch, ``step_seed`` before every step
-  (dropout then replays on resume without any saved state); the tasks seed their own
-  samplers with the epoch they are given;
-* checkpoints (task state, loop position, the epoch's samples, history, RNG states) after
+* epochs of steps -- zero_grad, backward, gradient clipping, the optimizer and scheduler steps
+  on the task's loss -- with ``max_steps_per_epoch`` for smoke runs and time-boxing;
+* seeding: ``seed`` seeds Python, numpy and torch when the loop is made (make it where the
+  run starts, before the model), ``epoch_seed`` reseeds torch before every epoch, ``step_seed``
+  before every step (dropout then replays on resume without any saved state); the tasks seed
+  their own samplers with the epoch they are given;
+* checkpoints, one layout for every method (``<out>/checkpoints/last.pt``: task state, loop
+  position, the epoch's samples, history, RNG states) after
   every epoch and, inside epochs, every ``checkpoint_every_steps`` global steps and/or
   ``checkpoint_every_seconds``; ``resume`` continues one, a checkpoint written for other data
-  or settings (another fingerprint, or an older loop) is refused;
+  or settings (another fingerprint -- a dict of what must not change, hashed here -- or an
+  older loop) is refused;
 * the time budget ``max_seconds``, counted over resumptions. ``budget="epoch"``: no epoch
   starts that the last epoch's duration says would end past it (the clock counts
   everything, set-up included). ``budget="step"``: the clock counts the optimisation steps
@@ -23,13 +28,16 @@ fixed) once:
   ``task.save`` writes the model directory each time it improves. Without dev metrics
   (``evaluate`` returns None) every evaluated epoch is the new selection. ``patience``
   evaluations without improvement stop the run;
-* progress bars and one history record per epoch (``on_record`` receives each).
+* progress bars and one history record per epoch (``on_record`` receives each), and one
+  :class:`~kgnorm.training.result.TrainResult` for every method.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,19 +45,30 @@ import torch
 
 from kgnorm.errors import KgnormError
 from kgnorm.progress import progress_bar
-from kgnorm.training.checkpoints import atomic_save, digest, rng_state, set_rng_state
+from kgnorm.training.checkpoints import atomic_save, digest, rng_state, seed_all, set_rng_state
+from kgnorm.training.result import TrainResult
 from kgnorm.training.task import TrainingTask
 
-__all__ = ["TrainingTask", "LoopConfig", "LoopResult", "TrainingLoop", "BUDGETS", "LOOP_FORMAT",
-           "checkpoint_fingerprint"]
+__all__ = ["TrainingTask", "LoopConfig", "TrainResult", "TrainingLoop", "BUDGETS", "LOOP_FORMAT",
+           "CHECKPOINT", "checkpoint_fingerprint", "run_fingerprint"]
+
+CHECKPOINT = Path("checkpoints") / "last.pt"   # in the output directory, for every method
 
 LOOP_FORMAT = "kgnorm-training-loop-1"   # part of every fingerprint: older checkpoints are refused
 BUDGETS = ("epoch", "step")
 
 
-def checkpoint_fingerprint(fingerprint: str) -> str:
+def run_fingerprint(parts: dict | str) -> str:
+    """A method's fingerprint: sha1 of the JSON of ``parts`` (its config's
+    ``fingerprint_dict()``, digests of its data …), or a string it hashed itself."""
+    if isinstance(parts, str):
+        return parts
+    return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def checkpoint_fingerprint(fingerprint: dict | str) -> str:
     """The fingerprint a checkpoint of this loop carries for a method's ``fingerprint``."""
-    return digest([LOOP_FORMAT, fingerprint])
+    return digest([LOOP_FORMAT, run_fingerprint(fingerprint)])
 
 
 @dataclass
@@ -70,6 +89,7 @@ class LoopConfig:
     epoch_seed: int | None = None            # torch.manual_seed(epoch_seed * 100_003 + epoch)
     step_seed: int | None = None             # torch.manual_seed(step_seed * 1_000_003 + step)
     progress: bool = True
+    seed: int | None = None                  # seed_all(seed) when the loop is made
 
     def check(self) -> None:
         if self.budget not in BUDGETS:
@@ -78,33 +98,23 @@ class LoopConfig:
             raise KgnormError("the time budget must not be negative")
 
 
-@dataclass
-class LoopResult:
-    epochs_completed: int
-    global_step: int
-    best_epoch: float | None                 # None: nothing selected (no epoch ran)
-    best_value: float | None                 # its dev metric (None without dev)
-    best_metrics: dict | None                # its dev metrics (None without dev)
-    history: list[dict] = field(default_factory=list)
-    resumed_from: dict | None = None         # {"epoch", "step"} of the checkpoint continued
-    stop_reason: str = "epochs"              # epochs | patience | max_seconds | max_steps
-    elapsed: float = 0.0                     # the budget clock, over resumptions
-
-
 class TrainingLoop:
-    """Run a :class:`TrainingTask` (module doc). ``fingerprint`` names the data and settings
-    that must not change across a resume; ``t_start`` (``time.perf_counter()``) lets the
-    epoch budget count the trainer's own set-up."""
+    """Run a :class:`TrainingTask` (module doc) into ``out_dir``. Make the loop where the run
+    starts: it seeds (``config.seed``) and starts the clock there, so the epoch budget counts
+    the trainer's own set-up; then :meth:`run` the task with its ``fingerprint`` (what must
+    not change across a resume)."""
 
-    def __init__(self, task: TrainingTask, config: LoopConfig, checkpoint: str | Path,
-                 fingerprint: str, resume: bool = True,
-                 on_record: Callable[[dict], None] | None = None,
-                 t_start: float | None = None) -> None:
+    def __init__(self, config: LoopConfig, out_dir: str | Path, resume: bool = True,
+                 on_record: Callable[[dict], None] | None = None) -> None:
         config.check()
-        self.task, self.cfg, self.path = task, config, Path(checkpoint)
-        self.fingerprint = checkpoint_fingerprint(fingerprint)
+        self._t0 = time.perf_counter()
+        if config.seed is not None:
+            seed_all(config.seed)
+        self.cfg, self.out = config, Path(out_dir)
+        self.path = self.out / CHECKPOINT
+        self.task: TrainingTask | None = None
+        self.fingerprint = ""
         self.resume, self.on_record = resume, on_record
-        self._t0 = time.perf_counter() if t_start is None else t_start
         self.epoch = self.step = self.global_step = 0
         self.history: list[dict] = []
         self.best: dict | None = None            # {"value", "epoch", "metrics"}
@@ -237,20 +247,21 @@ class TrainingLoop:
             self.on_record(rec)
 
     # ------------------------------------------------------------------ run
-    def begin(self) -> dict | None:
+    def begin(self, task: TrainingTask, fingerprint: dict | str) -> dict | None:
         """Load (or, without ``resume``, delete) the checkpoint; the {"epoch", "step"} resumed
         from, or None. :meth:`run` calls it; call it first to learn, before writing anything,
         whether a run is continued (a refused checkpoint raises here)."""
         if not self._begun:
             self._begun = True
+            self.task, self.fingerprint = task, checkpoint_fingerprint(fingerprint)
             ck = self._load()
             if ck is not None:
                 self._restore(ck)
                 self.resumed_from = {"epoch": self.epoch, "step": self.step}
         return self.resumed_from
 
-    def run(self) -> LoopResult:
-        resumed_from = self.begin()
+    def run(self, task: TrainingTask, fingerprint: dict | str) -> TrainResult:
+        resumed_from = self.begin(task, fingerprint)
         c = self.cfg
         if c.eval_initial and self.epoch == 0 and self.step == 0 and not self.history:
             t_ep = time.perf_counter()
@@ -275,13 +286,32 @@ class TrainingLoop:
             if ebar is not None:
                 ebar.close()
         best = self.best
-        return LoopResult(
-            epochs_completed=self.epoch, global_step=self.global_step,
+        return TrainResult(
+            out_dir=self.out, epochs_completed=self.epoch, global_step=self.global_step,
             best_epoch=None if best is None else best["epoch"],
             best_value=None if best is None else best["value"],
             best_metrics=None if best is None else best["metrics"],
             history=self.history, resumed_from=resumed_from, stop_reason=self.stop_reason,
-            elapsed=self.elapsed())
+            elapsed=self.elapsed(), train_seconds=time.perf_counter() - self._t0)
+
+    def _optimise(self, step: int) -> float | None:
+        """One batch: the task's loss, then backward, gradient clipping, the optimizer and
+        scheduler steps (:meth:`TrainingTask.loss` says when a batch is skipped)."""
+        task = self.task
+        loss = task.loss(step)
+        if loss is None:
+            return None
+        task.optimizer.zero_grad(set_to_none=True)
+        if loss.requires_grad:
+            loss.backward()
+            if task.clip_norm:
+                torch.nn.utils.clip_grad_norm_(task.module.parameters(), task.clip_norm)
+            task.optimizer.step()
+        if task.scheduler is not None:
+            task.scheduler.step()
+        value = float(loss.detach())
+        task.after_step(step, value)
+        return value
 
     def _run_epoch(self, ebar) -> bool:
         """One epoch (or its rest); False when a budget or patience stopped it inside."""
@@ -308,7 +338,7 @@ class TrainingLoop:
                 if c.step_seed is not None:
                     torch.manual_seed(c.step_seed * 1_000_003 + self.global_step)
                 t0 = time.perf_counter()
-                loss = task.train_step(b)
+                loss = self._optimise(b)
                 dt = time.perf_counter() - t0
                 self._step_seconds += dt
                 seconds_train += dt

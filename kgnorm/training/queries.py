@@ -8,8 +8,19 @@ from dataclasses import dataclass
 
 from kgnorm.errors import KgnormError
 from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
+from kgnorm.training.checkpoints import digest
 
-__all__ = ["prepare_queries", "evaluate_linking", "DevQueries"]
+__all__ = ["prepare_queries", "evaluate_linking", "DevQueries", "query_fingerprint"]
+
+
+def query_fingerprint(config, queries: Sequence[str], golds: Sequence[Iterable[str]], dictionary,
+                      encoder, **extra) -> dict:
+    """What a resumed run of a query-linking trainer (BioSyn, DILBERT) must share with the
+    interrupted one: its settings, its queries and golds, the dictionary and the encoder."""
+    return {"config": config.fingerprint_dict(), "queries": digest(queries),
+            "golds": digest("|".join(sorted(g)) for g in golds), "names": digest(dictionary.names),
+            "uids": digest("|".join(u) for u in dictionary.uids), "encoder": encoder.config(),
+            "dim": encoder.dim, **extra}
 
 
 def prepare_queries(pairs: Iterable[tuple[str, Iterable[str] | str]] | None, dedupe: bool

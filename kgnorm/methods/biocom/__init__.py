@@ -1,12 +1,12 @@
 """BioCoM: biomedical entity linking with contrastive context matching (Ujiie et al. 2021).
 
+Its batches (16 concepts x 2 sentences, :class:`kgnorm.samplers.concept_batch.ConceptBatchSampler`)
+and loss (Multi-Similarity, :mod:`kgnorm.losses.multi_similarity`) are shared with pretraining.
 Pieces, in the order data flows through them:
 
 * :mod:`.corpus`  -- dictionary matching over raw text -> entity-linked sentence corpus
   (``build_corpus``, ``check_corpus``, ``load_corpus``)
 * :mod:`.model`   -- transformer encoder with ``[ENT]``/``[/ENT]`` markers (``BiocomEncoder``)
-* :mod:`.sampler` -- 16 concepts x 2 sentences batches (``ConceptBatchSampler``)
-* :mod:`.loss`    -- Multi-Similarity loss with pair mining (``MultiSimilarityLoss``)
 * :mod:`.data`    -- training rows, index rows and dev mentions from a corpus
 * :mod:`.train`   -- ``train_biocom`` -> model directory
 * :mod:`.linker`  -- kNN vote over the corpus index (``load_biocom`` -> ``BiocomLinker``)
@@ -19,17 +19,16 @@ from typing import Any
 
 __all__ = [
     "build_corpus", "check_corpus", "load_corpus", "NameMatcher", "CorpusSummary",
-    "BiocomEncoder", "ConceptBatchSampler", "MultiSimilarityLoss", "ms_loss",
-    "BiocomConfig", "BiocomTrainResult", "train_biocom", "BiocomLinker", "load_biocom",
+    "BiocomEncoder",
+    "BiocomConfig", "train_biocom", "BiocomLinker", "load_biocom",
     "knn_vote",
 ]
 
 _WHERE = {
     "build_corpus": "corpus", "check_corpus": "corpus", "load_corpus": "corpus",
     "NameMatcher": "corpus", "CorpusSummary": "corpus",
-    "BiocomEncoder": "model", "ConceptBatchSampler": "sampler",
-    "MultiSimilarityLoss": "loss", "ms_loss": "loss",
-    "BiocomConfig": "train", "BiocomTrainResult": "train", "train_biocom": "train",
+    "BiocomEncoder": "model",
+    "BiocomConfig": "train", "train_biocom": "train",
     "BiocomLinker": "linker", "load_biocom": "linker", "knn_vote": "linker",
 }
 

@@ -281,19 +281,14 @@ def build_corpus(dictionary: Any, texts: str | Path | Sequence[str | Path],
 # --------------------------------------------------------------------------- reading
 
 def read_manifest(corpus_dir: str | Path) -> dict:
+    from kgnorm.methods.model_dir import read_dir_json
+
     d = Path(corpus_dir)
-    path = d / CORPUS_JSON
-    if not d.is_dir():
-        raise KgnormError(f"{d}: corpus directory not found")
-    if not path.exists():
-        raise KgnormError(f"{d}: not a BioCoM corpus (no {CORPUS_JSON}; build it with "
-                          "`kgnorm corpus build`, or the build was interrupted)")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"unreadable corpus manifest: {exc}", path) from None
-    if manifest.get("kind") != "biocom-corpus":
-        raise InputError("not a BioCoM corpus manifest", path)
+    manifest = read_dir_json(d, CORPUS_JSON, no_dir=f"{d}: corpus directory not found",
+                             no_file=f"{d}: not a BioCoM corpus (no {CORPUS_JSON}; build it with "
+                                     "`kgnorm corpus build`, or the build was interrupted)")
+    if not isinstance(manifest, dict) or manifest.get("kind") != "biocom-corpus":
+        raise InputError("not a BioCoM corpus manifest", d / CORPUS_JSON)
     return manifest
 
 

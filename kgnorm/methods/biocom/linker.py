@@ -18,7 +18,6 @@ Model directory (written by :func:`save_linker`, read by :func:`load_biocom`)::
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,8 @@ import numpy as np
 
 from kgnorm.errors import KgnormError
 from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
+from kgnorm.methods.model_dir import META_FILE as MODEL_JSON
+from kgnorm.methods.model_dir import read_model_meta, write_model_meta
 
 from .model import BiocomEncoder, Item, locate
 
@@ -38,7 +39,6 @@ __all__ = [
     "as_items",
 ]
 
-MODEL_JSON = "kgnorm-model.json"
 ENCODER_DIR = "encoder"
 INDEX_FILE = "corpus.faiss"
 ROWS_FILE = "corpus_rows.parquet"
@@ -198,9 +198,7 @@ def save_linker(directory: str | Path, encoder: BiocomEncoder, vectors: np.ndarr
     tmp = d / (ROWS_FILE + ".tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, d / ROWS_FILE)
-    tmp = d / (MODEL_JSON + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, d / MODEL_JSON)
+    write_model_meta(d, meta)
 
 
 def load_biocom(directory: str | Path, device: str | None = None,
@@ -210,15 +208,7 @@ def load_biocom(directory: str | Path, device: str | None = None,
     import pyarrow.parquet as pq
 
     d = Path(directory)
-    mj = d / MODEL_JSON
-    if not mj.exists():
-        raise KgnormError(f"{d}: not a kgnorm model directory (no {MODEL_JSON})")
-    try:
-        meta = json.loads(mj.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise KgnormError(f"{mj}: unreadable model description: {exc}") from None
-    if meta.get("method") != "biocom":
-        raise KgnormError(f"{d}: model method is {meta.get('method')!r}, not 'biocom'")
+    meta = read_model_meta(d, "biocom")
     for f in (ENCODER_DIR, INDEX_FILE, ROWS_FILE):
         if not (d / f).exists():
             raise KgnormError(f"{d}: incomplete BioCoM model directory (missing {f}); "

@@ -2,18 +2,37 @@
 then `train_biocom` (it keeps or drops its own checkpoint)."""
 from __future__ import annotations
 
+from dataclasses import MISSING, dataclass, replace
 from pathlib import Path
 
+from kgnorm.methods.options import keep_checkpoints, option, out_option
 from kgnorm.errors import KgnormError
 from kgnorm.methods.recipes import PIPELINE
 from kgnorm.progress import note
 
 
-def train(out: str | Path, *, ontology: str, corpus: Path, store: str | None = None, dev: Path | None = None,
-          encoder: Path | None = None, epochs: int = 10, max_steps: int | None = None, lr: float = 1e-5,
-          seed: int = 0, resume: bool = True, threads: int | None = None, index_names: str = "none",
-          substitutions: int = 0, max_minutes: float | None = 45.0, keep_checkpoints: bool = False,
-          quiet: bool = False) -> Path:
+@dataclass(kw_only=True)
+class Options:
+    """Train BioCoM: 16 concepts × 2 sentences per batch, Multi-Similarity loss."""
+
+    ontology: str = option(MISSING, help='Ontology the corpus was built from.')
+    corpus: Path = option(MISSING, help='A directory written by `kgnorm corpus build`.')
+    out: Path = out_option()
+    dev: Path | None = option(None, help='Dev mentions (PubTator/.concept/TSV) to pick the epoch and k of the vote.')
+    encoder: Path | None = option(None, help='Local HF encoder dir (default: offline MiniLM).')
+    epochs: int = option(10)
+    max_steps: int | None = option(None, help='Stop after this many steps in all.')
+    lr: float = option(1e-05)
+    seed: int = option(0)
+    resume: bool = option(True, '--resume/--no-resume')
+    threads: int | None = option(None)
+    index_names: str = option('none', help="Besides the corpus sentences, also index the corpus dictionary's names as context-free entries: none (the paper), preferred (one per concept) or all; concepts the text never mentions become reachable.")
+    substitutions: int = option(0, help='Extra training rows per corpus row with the mention replaced by another dictionary name of its concept (0: off).')
+    max_minutes: float | None = option(45.0, help='Budget for the optimisation steps (dev evaluations excluded); training stops inside an epoch once it is spent and the stopped model is evaluated like an epoch.')
+    keep_checkpoints: bool = keep_checkpoints()
+
+
+def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     """Train BioCoM (Ujiie et al.) into ``out``: 16 concepts x 2 sentences per batch."""
     from kgnorm.encoders.dense import default_encoder_path
     from kgnorm.mentions.readers import read_mentions
@@ -21,22 +40,23 @@ def train(out: str | Path, *, ontology: str, corpus: Path, store: str | None = N
     from kgnorm.methods.model_dir import update_meta
     from kgnorm.stores import open_store
 
-    out = Path(out)
+    opts = replace(opts, out=Path(opts.out))
     with open_store(store, read_only=True) as st:
-        info_row = st.ontology_info(ontology)
+        info_row = st.ontology_info(opts.ontology)
     if info_row is None:
-        raise KgnormError(f"unknown ontology {ontology!r}: run `kgnorm ingest` first")
-    dev_mentions = list(read_mentions(dev)) if dev else None
-    cfg = BiocomConfig(epochs=epochs, max_steps=max_steps, lr=lr, seed=seed, threads=threads,
-                       index_names=index_names, substitutions=substitutions, keep_checkpoint=keep_checkpoints,
-                       max_seconds=None if max_minutes is None else max_minutes * 60)
+        raise KgnormError(f"unknown ontology {opts.ontology!r}: run `kgnorm ingest` first")
+    dev_mentions = list(read_mentions(opts.dev)) if opts.dev else None
+    cfg = BiocomConfig(epochs=opts.epochs, max_steps=opts.max_steps, lr=opts.lr, seed=opts.seed, threads=opts.threads,
+                       index_names=opts.index_names, substitutions=opts.substitutions, keep_checkpoint=opts.keep_checkpoints,
+                       max_seconds=None if opts.max_minutes is None else opts.max_minutes * 60)
     cfg.check()
     version = info_row.get("version") or ""
-    result = train_biocom(Path(corpus), out, encoder or default_encoder_path(), dev=dev_mentions, config=cfg,
-                          ontology=ontology, version=version, resume=resume)
-    update_meta(out, ontology=ontology, ontology_version=version, text_pipeline=PIPELINE)
-    msg = f"BioCoM: {result.steps} steps, {result.epochs_run} epoch(s) in {result.train_seconds:.0f}s, k={result.k}"
-    if result.dev_metrics:
-        msg += f", dev {result.dev_metrics}"
-    note(msg + f" → {out}", quiet)
-    return out
+    result = train_biocom(Path(opts.corpus), opts.out, opts.encoder or default_encoder_path(), dev=dev_mentions, config=cfg,
+                          ontology=opts.ontology, version=version, resume=opts.resume)
+    update_meta(opts.out, ontology=opts.ontology, ontology_version=version, text_pipeline=PIPELINE)
+    msg = (f"BioCoM: {result.global_step} steps, {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s, "
+           f"k={result.info['k']}")
+    if result.info["dev"]:
+        msg += f", dev {result.info['dev']}"
+    note(msg + f" → {opts.out}", quiet)
+    return opts.out

@@ -33,7 +33,7 @@ the best (epoch, k) is kept (ties: earlier epoch, smaller k). Without dev the la
 
 Epochs, checkpoints, budgets and selection are the shared
 :class:`~kgnorm.training.loop.TrainingLoop`'s (:class:`BiocomTask` supplies the batches, the
-loss step and the dev evaluation). Resuming: ``<out>/checkpoints/checkpoint.pt`` (weights,
+loss step and the dev evaluation). Resuming: ``<out>/checkpoints/last.pt`` (weights,
 optimizer, position) is written after every epoch and every ``checkpoint_steps`` steps; a
 run with ``resume=True`` continues from it when the configuration fields that shape
 training, the base encoder and the corpus are unchanged (otherwise KgnormError). Each
@@ -48,14 +48,12 @@ still selects the best of what it trained.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import platform
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -65,22 +63,21 @@ import torch
 
 from kgnorm.errors import KgnormError
 from kgnorm.training.checkpoints import ResumableConfig
-from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainResult
 from kgnorm.training.task import TrainingTask
 
 from .corpus import Corpus, load_corpus
 from .data import TrainingData, prepare_dev, prepare_training_data
-from .linker import (ENCODER_DIR, INDEX_TYPES, MODEL_JSON, BiocomLinker, build_index,
-                     evaluate_rankings, load_biocom, save_linker, vote_rankings)
-from .loss import MultiSimilarityLoss
+from .linker import (ENCODER_DIR, INDEX_TYPES, MODEL_JSON, build_index, evaluate_rankings, save_linker,
+                     vote_rankings)
+from kgnorm.losses.multi_similarity import MultiSimilarityLoss
 from .model import MARKERS, BiocomEncoder, Item
-from .sampler import ConceptBatchSampler
+from kgnorm.samplers.concept_batch import ConceptBatchSampler
 
-__all__ = ["BiocomConfig", "BiocomTrainResult", "train_biocom", "evaluate_dev",
+__all__ = ["BiocomConfig", "TrainResult", "train_biocom", "evaluate_dev",
            "prepare_dev"]
 
 CHECKPOINT_DIR = "checkpoints"
-CHECKPOINT = "checkpoint.pt"
 BEST_VECTORS = "best_vectors.npy"
 FORMAT_VERSION = 1
 _prepare = prepare_training_data        # the name tests use
@@ -143,22 +140,6 @@ class BiocomConfig(ResumableConfig):
             raise KgnormError("max_seconds must be positive")
 
 
-@dataclass
-class BiocomTrainResult:
-    model_dir: str
-    k: int
-    best_epoch: int
-    dev_metrics: dict | None
-    epochs_run: int
-    steps: int
-    train_seconds: float
-    resumed: bool
-    history: list[dict] = field(default_factory=list)
-
-    def load(self) -> BiocomLinker:
-        return load_biocom(self.model_dir)
-
-
 # --------------------------------------------------------------------------- helpers
 
 def _versions() -> dict:
@@ -190,14 +171,11 @@ def evaluate_dev(encoder: BiocomEncoder, index_vectors: np.ndarray, index_uids: 
             "mentions": len(dev_gold), "per_k": {str(k): v for k, v in per_k.items()}}
 
 
-def _fingerprint(cfg: BiocomConfig, encoder_path: str, corpus: Corpus) -> str:
-    h = hashlib.sha256()
+def _fingerprint(cfg: BiocomConfig, encoder_path: str, corpus: Corpus) -> dict:
     m = corpus.manifest
-    h.update(json.dumps({"config": cfg.fingerprint_dict(), "encoder": str(encoder_path),
-                         "corpus": {k: m.get(k) for k in ("ontology", "cap", "seed", "counts",
-                                                          "created_at")},
-                         "rows": len(corpus)}, sort_keys=True, default=str).encode())
-    return h.hexdigest()
+    return {"config": cfg.fingerprint_dict(), "encoder": str(encoder_path),
+            "corpus": {k: m.get(k) for k in ("ontology", "cap", "seed", "counts", "created_at")},
+            "rows": len(corpus)}
 
 
 def _scheduler(opt: torch.optim.Optimizer, warmup: int) -> torch.optim.lr_scheduler.LambdaLR:
@@ -216,8 +194,10 @@ class BiocomTask(TrainingTask):
                  out: Path) -> None:
         self.enc, self.data, self.sampler, self.cfg, self.out = enc, data, sampler, cfg, out
         self.dev_items, self.dev_gold = dev_items, dev_gold
-        self.opt = torch.optim.AdamW(enc.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        self.sched = _scheduler(self.opt, cfg.warmup_steps)
+        self.module = enc.model
+        self.optimizer = torch.optim.AdamW(enc.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.scheduler = _scheduler(self.optimizer, cfg.warmup_steps)
+        self.clip_norm = cfg.grad_clip or None
         self.loss_fn = MultiSimilarityLoss(cfg.alpha, cfg.beta, cfg.lam, cfg.epsilon, cfg.mining)
         self.plan: list = []
         self.vecs: np.ndarray | None = None
@@ -227,19 +207,13 @@ class BiocomTask(TrainingTask):
         self.enc.train()
         return len(self.plan)
 
-    def train_step(self, step: int) -> float:
+    def loss(self, step: int) -> torch.Tensor:
         rows, data = self.plan[step], self.data
         vec = self.enc.forward([data.train_items[r] for r in rows])
         labels = torch.tensor([data.train_labels[r] for r in rows], device=vec.device)
         loss = self.loss_fn(vec, labels)
-        self.opt.zero_grad(set_to_none=True)
-        if loss.requires_grad and self.loss_fn.last_stats.anchors > 0:
-            loss.backward()
-            if self.cfg.grad_clip:
-                torch.nn.utils.clip_grad_norm_(self.enc.model.parameters(), self.cfg.grad_clip)
-            self.opt.step()
-        self.sched.step()
-        return float(loss.detach())
+        # no anchor with a mined pair: counted, but no optimizer step (the schedule moves on)
+        return loss if self.loss_fn.last_stats.anchors > 0 else loss.detach()
 
     def evaluate(self) -> dict | None:
         if not self.dev_items:
@@ -259,20 +233,11 @@ class BiocomTask(TrainingTask):
         np.save(tmp, self.vecs)
         os.replace(tmp, path)
 
-    def state_dict(self) -> dict:
-        return {"model": self.enc.model.state_dict(), "optimizer": self.opt.state_dict(),
-                "scheduler": self.sched.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.enc.model.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
-        self.sched.load_state_dict(state["scheduler"])
-
 
 def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Path, *,
                  dev: Sequence[Any] | None = None, config: BiocomConfig | None = None,
                  ontology: str | None = None, version: str | None = None,
-                 resume: bool = True) -> BiocomTrainResult:
+                 resume: bool = True) -> TrainResult:
     """Train BioCoM and write a complete model directory to `out_dir` (see linker module).
 
     corpus_dir: a corpus directory (checked against `ontology`/`version` when given);
@@ -294,22 +259,21 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
 
     out = Path(out_dir)
     ckpt_dir = out / CHECKPOINT_DIR
-    torch.manual_seed(cfg.seed)
-    enc = BiocomEncoder(encoder, max_length=cfg.max_length, window_chars=cfg.window_chars,
-                        device=cfg.device)
-    task = BiocomTask(enc, data, sampler, dev_items, dev_gold, cfg, out)
-    loop = TrainingLoop(task, LoopConfig(
+    loop = TrainingLoop(LoopConfig(
         epochs=cfg.epochs, name="BioCoM", budget="step", max_steps=cfg.max_steps,
         max_seconds=cfg.max_seconds, checkpoint_every_steps=cfg.checkpoint_steps or None,
         eval_initial=cfg.eval_initial and bool(dev_items), eval_every=cfg.eval_every,
-        step_seed=cfg.seed), ckpt_dir / CHECKPOINT, _fingerprint(cfg, str(encoder), corpus),
-        resume=resume)
-    resumed = loop.begin() is not None
+        step_seed=cfg.seed, seed=cfg.seed), out, resume=resume)
+    enc = BiocomEncoder(encoder, max_length=cfg.max_length, window_chars=cfg.window_chars,
+                        device=cfg.device)
+    task = BiocomTask(enc, data, sampler, dev_items, dev_gold, cfg, out)
+    fingerprint = _fingerprint(cfg, str(encoder), corpus)
+    resumed = loop.begin(task, fingerprint) is not None
     if not resume:
         shutil.rmtree(ckpt_dir, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     (out / MODEL_JSON).unlink(missing_ok=True)   # the directory is incomplete until the end
-    res = loop.run()
+    res = loop.run(task, fingerprint)
 
     # ---------------------------------------------------------------- final model
     best = None if res.best_metrics is None else {**res.best_metrics, "epoch": res.best_epoch}
@@ -359,7 +323,6 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
                 save_encoder=save_encoder)
     if not cfg.keep_checkpoint and ckpt_dir.exists():
         shutil.rmtree(ckpt_dir)
-    return BiocomTrainResult(model_dir=str(out), k=k, best_epoch=best_epoch,
-                             dev_metrics=best, epochs_run=res.epochs_completed,
-                             steps=res.global_step, train_seconds=time.time() - t_start,
-                             resumed=resumed, history=res.history)
+    res.best_epoch, res.train_seconds = best_epoch, time.time() - t_start
+    res.info = {"k": k, "dev": best}   # dev: the selected epoch's metrics with its k
+    return res

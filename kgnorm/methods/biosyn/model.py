@@ -26,23 +26,12 @@ from kgnorm.errors import KgnormError
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.encoders.fixed_shape import encode_fixed_shape
 from kgnorm.linking.dictionary import NameDictionary
+from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.index import NameIndex
 from kgnorm.linking.sparse import SparseScorer
-from kgnorm.methods.indexed_names import (load_dense_encoder, load_names_and_index, read_method_meta,
-                                          save_names_and_index)
+from kgnorm.methods.indexed_names import load_dense_encoder, load_names_and_index, save_names_and_index
+from kgnorm.methods.model_dir import read_model_meta
 from kgnorm.progress import progress_bar
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """One ranked dictionary row for a query."""
-
-    name_idx: int
-    uids: tuple[str, ...]
-    name: str
-    score: float
-    sparse_score: float = 0.0
-    dense_score: float = 0.0
 
 
 @dataclass
@@ -332,7 +321,7 @@ def load_biosyn(directory: str | Path, device: str | None = None,
                 use_gpu: bool | str = "auto"):
     """Load a BioSyn model directory written by :func:`save_biosyn`."""
     d = Path(directory)
-    meta = read_method_meta(d, "biosyn", "BioSyn")
+    meta = read_model_meta(d, "biosyn")
     encoder = load_dense_encoder(d, meta, device, pooling="cls")
     dictionary, index = load_names_and_index(d, meta, use_gpu)
     sparse = SparseScorer.load(d / meta.get("sparse", {}).get("path", "sparse"))

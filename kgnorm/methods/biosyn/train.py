@@ -45,12 +45,10 @@ settings is refused. Same seed and same data give the same run.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -62,15 +60,14 @@ from kgnorm.linking.index import NameIndex
 from kgnorm.methods.biosyn.model import BioSynModel, load_biosyn, save_biosyn
 from kgnorm.methods.indexed_names import selected_model
 from kgnorm.methods.biosyn.sampling import combine_candidates, gold_concepts
-from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
-from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.losses.marginal_nll import marginal_nll
+from kgnorm.training.checkpoints import ResumableConfig
+from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainResult
 from kgnorm.training.task import TrainingTask
-from kgnorm.training.queries import DevQueries, prepare_queries
+from kgnorm.training.queries import DevQueries, prepare_queries, query_fingerprint
 
 # the names older code and tests use
 _combine, _gold_concepts, _prepare = combine_candidates, gold_concepts, prepare_queries
-
-CHECKPOINT = "last.pt"
 
 
 @dataclass
@@ -102,42 +99,6 @@ class BioSynConfig(ResumableConfig):
                   "checkpoint_every_seconds", "max_seconds")
 
 
-@dataclass
-class TrainResult:
-    out_dir: Path
-    model: BioSynModel
-    best_epoch: int | None
-    best_dev_acc1: float | None
-    epochs_completed: int
-    history: list[dict] = field(default_factory=list)
-    resumed_from: dict | None = None
-    train_seconds: float = 0.0
-    n_queries: int = 0
-
-
-def marginal_nll(scores: torch.Tensor, labels: torch.Tensor,
-                 multiplicity: torch.Tensor | None = None) -> torch.Tensor:
-    """-log of the softmax mass on the gold concepts, mean over rows with a positive.
-
-    Concept view (``multiplicity`` given): candidate j is a name standing for
-    ``multiplicity[j]`` concepts, ``labels[j]`` of them gold, so the mass is
-    ``sum_j labels_j e^s_j / sum_j multiplicity_j e^s_j``. Without ``multiplicity`` every
-    candidate counts once and any ``labels > 0`` makes it positive (BioSyn's row view)."""
-    pos = labels > 0
-    has = pos.any(dim=1)
-    if not bool(has.any()):
-        return scores.sum() * 0.0
-    s = scores[has]
-    if multiplicity is None:
-        w_pos, w_all = pos[has].to(s.dtype), torch.ones_like(s)
-    else:
-        w_pos, w_all = labels[has].to(s.dtype), multiplicity[has].to(s.dtype)
-    lse_all = torch.logsumexp(s + torch.log(w_all), dim=1)
-    lse_pos = torch.logsumexp(s.masked_fill(w_pos <= 0, float("-inf")) + torch.log(w_pos.clamp(min=1e-30)),
-                              dim=1)
-    return (lse_all - lse_pos).mean()
-
-
 class BioSynTask(TrainingTask):
     """BioSyn's part of the loop: candidates per epoch, the marginal-likelihood step, the
     dictionary index after each epoch, dev Acc@1 and the model directory."""
@@ -160,6 +121,7 @@ class BioSynTask(TrainingTask):
         self.q_sparse = model.sparse.transform(queries)         # sparse candidates: once
         _, self.s_idx = model.sparse.topk(self.q_sparse, self.fetch)
         bert_params = [p for p in model.encoder.model.parameters() if p.requires_grad]
+        self.module = model.encoder.model
         self.optimizer = torch.optim.Adam(
             [{"params": bert_params},
              {"params": [model.sparse_weight], "lr": cfg.sparse_weight_lr, "weight_decay": 0.0}],
@@ -203,7 +165,7 @@ class BioSynTask(TrainingTask):
     def epoch_state(self) -> dict:
         return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in self.state.items()}
 
-    def train_step(self, step: int) -> float | None:
+    def loss(self, step: int) -> torch.Tensor | None:
         st, bs = self.state, self.cfg.batch_size
         sel = st["perm"][step * bs:(step + 1) * bs]
         lab = torch.from_numpy(st["labels"][sel])
@@ -212,12 +174,8 @@ class BioSynTask(TrainingTask):
         scores = self.model([self.queries[i] for i in sel],
                             [[self.names[c] for c in st["cand"][i]] for i in sel],
                             torch.from_numpy(st["c_sparse"][sel]))
-        loss = marginal_nll(scores, lab.to(scores.device),
+        return marginal_nll(scores, lab.to(scores.device),
                             torch.from_numpy(st["mult"][sel]).to(scores.device))
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        return float(loss.detach())
 
     def end_epoch(self) -> dict:
         """Encode the dictionary once: the saved index, dev, and the next epoch's candidates."""
@@ -239,15 +197,12 @@ class BioSynTask(TrainingTask):
                     extra={"training": {"n_queries": len(self.queries), "history": history}})
 
     def state_dict(self) -> dict:
-        return {"model": self.model.encoder.model.state_dict(),
-                "sparse_weight": self.model.sparse_weight.detach().cpu().clone(),
-                "optimizer": self.optimizer.state_dict()}
+        return {**super().state_dict(), "sparse_weight": self.model.sparse_weight.detach().cpu().clone()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.model.encoder.model.load_state_dict(state["model"])
+        super().load_state_dict(state)
         with torch.no_grad():
             self.model.sparse_weight.copy_(state["sparse_weight"].to(self.model.sparse_weight.device))
-        self.optimizer.load_state_dict(state["optimizer"])
 
 
 def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
@@ -263,9 +218,11 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
     if cfg.top_k < 1 or not 0.0 <= cfg.dense_ratio <= 1.0 or cfg.batch_size < 1:
         raise KgnormError("BioSynConfig: need top_k >= 1, 0 <= dense_ratio <= 1, batch_size >= 1")
     out = Path(out_dir)
-    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
-    t_start = time.perf_counter()
-    seed_all(cfg.seed)
+    loop = TrainingLoop(LoopConfig(epochs=cfg.epochs, name="biosyn", max_seconds=cfg.max_seconds,
+                                   max_steps_per_epoch=cfg.max_steps_per_epoch,
+                                   checkpoint_every_steps=cfg.checkpoint_every_steps,
+                                   checkpoint_every_seconds=cfg.checkpoint_every_seconds, seed=cfg.seed,
+                                   progress=progress), out, resume=resume, on_record=on_epoch)
 
     if cfg.max_length is not None:
         model.encoder.max_length = int(cfg.max_length)
@@ -278,22 +235,9 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
         raise KgnormError("no training queries with a gold uid")
     dev_queries = DevQueries.from_pairs(dev, cfg.eval_top_k, cfg.eval_batch_size)
 
-    fingerprint = hashlib.sha1(json.dumps({
-        "config": cfg.fingerprint_dict(), "queries": digest(queries),
-        "golds": digest(["|".join(sorted(g)) for g in golds]), "names": digest(dictionary.names),
-        "uids": digest(["|".join(u) for u in dictionary.uids]),
-        "encoder": model.encoder.config(), "dim": model.encoder.dim,
-        "objective": "concept-marginal",
-    }, sort_keys=True).encode()).hexdigest()
+    fingerprint = query_fingerprint(cfg, queries, golds, dictionary, model.encoder, objective="concept-marginal")
     task = BioSynTask(model, dictionary, queries, golds, dev_queries, cfg, out, ontology, progress)
-    loop_cfg = LoopConfig(epochs=cfg.epochs, name="biosyn", max_seconds=cfg.max_seconds,
-                          max_steps_per_epoch=cfg.max_steps_per_epoch,
-                          checkpoint_every_steps=cfg.checkpoint_every_steps,
-                          checkpoint_every_seconds=cfg.checkpoint_every_seconds, progress=progress)
-    res = TrainingLoop(task, loop_cfg, out / "checkpoints" / CHECKPOINT, fingerprint, resume=resume,
-                       on_record=on_epoch, t_start=t_start).run()
-    return TrainResult(out_dir=out, model=selected_model(out, load_biosyn, model, str(model.device)),
-                       best_epoch=res.best_epoch,
-                       best_dev_acc1=res.best_value, epochs_completed=res.epochs_completed,
-                       history=res.history, resumed_from=res.resumed_from,
-                       train_seconds=time.perf_counter() - t_start, n_queries=len(queries))
+    res = loop.run(task, fingerprint)
+    res.model = selected_model(out, load_biosyn, model, str(model.device))
+    res.info = {"n_queries": len(queries)}
+    return res

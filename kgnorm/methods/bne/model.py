@@ -19,7 +19,7 @@ Each distinct token of a batch goes through the character BiLSTM once.
 
 :class:`BneModel` wraps the network with its character vocabulary, word vectors, name
 dictionary and FAISS index: ``encode(names)`` gives L2-normalized float32 vectors and
-``link(queries, top_k)`` returns :class:`kgnorm.methods.biosyn.model.Candidate` lists (score =
+``link(queries, top_k)`` returns :class:`kgnorm.linking.candidates.Candidate` lists (score =
 cosine similarity) through :class:`kgnorm.linking.indexed.IndexedNamesMixin`. A model directory::
 
     kgnorm-model.json     method "bne", architecture, hyper-parameters, metrics, versions
@@ -300,9 +300,7 @@ def load_bne(directory: str | os.PathLike, device: str | None = None,
     from kgnorm.methods.model_dir import read_model_meta
 
     d = Path(directory)
-    meta = read_model_meta(d)
-    if meta["method"] != "bne":
-        raise KgnormError(f"{d} holds a {meta['method']!r} model, not a BNE one")
+    meta = read_model_meta(d, "bne")
     arch = dict(meta.get("architecture", {}))
     try:
         chars = json.loads((d / meta.get("chars", CHARS)).read_text(encoding="utf-8"))

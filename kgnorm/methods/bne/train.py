@@ -42,12 +42,10 @@ the epoch's order is a function of ``seed + epoch``, so resumed runs see the sam
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -63,14 +61,13 @@ from kgnorm.methods.bne.objectives import (BatchData, batch_loss, inbatch_scores
                                            logistic_inbatch_loss, prototypes)
 from kgnorm.methods.bne.sampling import (HierarchyDraws, TrainingNames, epoch_synonyms,
                                          hold_out_synonyms)
-from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
-from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.checkpoints import ResumableConfig, digest
+from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainResult
 from kgnorm.training.task import TrainingTask
 
-__all__ = ["BneConfig", "BneTrainResult", "BneTask", "train_bne", "logistic_inbatch_loss",
+__all__ = ["BneConfig", "TrainResult", "BneTask", "train_bne", "logistic_inbatch_loss",
            "inbatch_scores", "hold_out_synonyms", "prototypes", "load_bne", "evaluate_linking"]
 
-CHECKPOINT = "last.pt"
 BEST = "best.safetensors"
 PROJECTIONS = ("auto", "identity", "linear")
 
@@ -111,23 +108,6 @@ class BneConfig(ResumableConfig):
                   "encode_batch_size")
 
 
-@dataclass
-class BneTrainResult:
-    out_dir: Path
-    model: BneModel
-    best_epoch: float | None
-    best_dev_acc1: float | None
-    epochs_completed: int
-    stopped_early: bool
-    dev_source: str                   # "given" | "held_out" | "none"
-    n_train_names: int
-    n_dev: int
-    history: list[dict] = field(default_factory=list)
-    resumed_from: dict | None = None
-    train_seconds: float = 0.0
-    stop_reason: str = "epochs"       # the loop's: epochs | patience | max_seconds
-
-
 # ---------------------------------------------------------------------- data
 def _prepare_dev(dev: Iterable[tuple[str, Iterable[str] | str]] | None
                  ) -> tuple[list[str], list[frozenset[str]]]:
@@ -164,7 +144,9 @@ class BneTask(TrainingTask):
                  dev_g: list[frozenset[str]], best_path: Path) -> None:
         self.model, self.net, self.data, self.items, self.draws = model, model.net, data, items, draws
         self.cfg, self.dev_q, self.dev_g, self.best_path = cfg, dev_q, dev_g, best_path
+        self.module = self.net
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.learning_rate)
+        self.clip_norm = cfg.clip if cfg.clip and cfg.clip > 0 else None
         self.perm: np.ndarray = np.arange(0)
         self.syn: np.ndarray = np.arange(0)
         self.siblings: list[list[int]] | None = None
@@ -178,17 +160,11 @@ class BneTask(TrainingTask):
                                        else (None, None))
         return math.ceil(len(self.items) / self.cfg.batch_size)
 
-    def train_step(self, step: int) -> float:
+    def loss(self, step: int) -> torch.Tensor:
         cfg = self.cfg
         self.net.train()  # an evaluation inside the epoch leaves eval mode
         sel = self.perm[step * cfg.batch_size:(step + 1) * cfg.batch_size]
-        loss, _ = batch_loss(self.model, self.data, sel, self.syn, self.siblings, self.parents)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.clip and cfg.clip > 0:
-            torch.nn.utils.clip_grad_norm_(self.net.parameters(), cfg.clip)
-        self.optimizer.step()
-        return float(loss.detach())
+        return batch_loss(self.model, self.data, sel, self.syn, self.siblings, self.parents)[0]
 
     def evaluate(self) -> dict | None:
         if not self.dev_q:
@@ -200,19 +176,13 @@ class BneTask(TrainingTask):
     def save(self, record: dict, history: list[dict]) -> None:
         _save_weights(self.net.state_dict(), self.best_path)
 
-    def state_dict(self) -> dict:
-        return {"model": self.net.state_dict(), "optimizer": self.optimizer.state_dict()}
 
-    def load_state_dict(self, state: dict) -> None:
-        self.net.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-
-
-def _begin(loop: TrainingLoop, path: Path) -> dict | None:
+def _begin(loop: TrainingLoop, task: BneTask, fingerprint: dict) -> dict | None:
     """``loop.begin()``, with a checkpoint of the trainer before the shared loop (it has no
     ``global_step``) refused in one line that says how to go on."""
+    path = loop.path
     try:
-        return loop.begin()
+        return loop.begin(task, fingerprint)
     except KgnormError:
         try:
             old = torch.load(path, map_location="cpu", weights_only=True)
@@ -230,7 +200,7 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
               config: BneConfig | None = None,
               alt_ids: Mapping[str, Iterable[str]] | None = None, resume: bool = True,
               progress: bool = True, ontology: dict | None = None,
-              device: str | None = None, hierarchy: Hierarchy | None = None) -> BneTrainResult:
+              device: str | None = None, hierarchy: Hierarchy | None = None) -> TrainResult:
     """Train a BNE encoder on the synonyms of ``concepts`` and write the selected model
     (with every name of ``concepts`` indexed) to ``out_dir``. ``hierarchy`` (IS_A edges over
     the same uids) is needed when ``siblings_k`` or ``parents_k`` is set."""
@@ -243,10 +213,13 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
                           f"{', '.join(PROJECTIONS)})")
     if cfg.batch_size < 2:
         raise KgnormError("BneConfig.batch_size must be at least 2 (in-batch negatives)")
-    t_start = time.perf_counter()
-    seed_all(cfg.seed)
     out = Path(out_dir)
-    ckdir = out / "checkpoints"
+    loop = TrainingLoop(LoopConfig(epochs=cfg.max_epochs, name="bne", max_seconds=cfg.max_seconds,
+                                   max_steps_per_epoch=cfg.max_steps_per_epoch,
+                                   checkpoint_every_steps=cfg.checkpoint_every_steps,
+                                   eval_every_steps=cfg.eval_every_steps, patience=cfg.patience, seed=cfg.seed,
+                                   progress=progress), out, resume=resume)
+    ckdir = loop.path.parent
     ckdir.mkdir(parents=True, exist_ok=True)
 
     full_dict = as_name_dictionary(concepts, alt_ids)
@@ -292,7 +265,7 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
                             "sib": cfg.w_sibling, "par": cfg.w_parent})
 
     kv = word_vectors.kv
-    fingerprint = hashlib.sha1(json.dumps({
+    fingerprint = {
         "config": cfg.fingerprint_dict(), "names": digest(item_name),
         "concepts": digest(uids[c] for c in item_concept), "dev": digest(dev_q),
         "dev_gold": digest("|".join(sorted(g)) for g in dev_g), "chars": digest(chars),
@@ -300,22 +273,16 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
                hashlib.sha1(np.ascontiguousarray(kv.vectors, np.float32).tobytes()).hexdigest()],
         **({"is_a": digest(f"{c}>{p}" for c, p in sorted(draws.view.graph.edges))}
            if draws is not None else {}),
-    }, sort_keys=True).encode()).hexdigest()
+    }
 
-    ck_path, best_path = ckdir / CHECKPOINT, ckdir / BEST
+    best_path = ckdir / BEST
     if not resume and best_path.exists():
         best_path.unlink()
     task = BneTask(model, batch_data, items, draws, cfg, dev_q, dev_g, best_path)
-    loop_cfg = LoopConfig(epochs=cfg.max_epochs, name="bne", max_seconds=cfg.max_seconds,
-                          max_steps_per_epoch=cfg.max_steps_per_epoch,
-                          checkpoint_every_steps=cfg.checkpoint_every_steps,
-                          eval_every_steps=cfg.eval_every_steps, patience=cfg.patience,
-                          progress=progress)
-    loop = TrainingLoop(task, loop_cfg, ck_path, fingerprint, resume=resume, t_start=t_start)
-    _begin(loop, ck_path)
-    res = loop.run()
+    _begin(loop, task, fingerprint)
+    res = loop.run(task, fingerprint)
     best_epoch = None if res.best_epoch is None else float(res.best_epoch)
-    stopped = res.stop_reason == "patience"
+    stopped = res.stopped_early
 
     # final model: best weights, every name of the input indexed
     from safetensors.torch import load_file
@@ -333,10 +300,6 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
                                    "target_projection": "linear" if use_proj else "identity",
                                    **(draws.coverage() if draws is not None else {}),
                                    "stopped_early": stopped, "history": res.history}})
-    final = load_bne(out, device=str(model.device))
-    return BneTrainResult(out_dir=out, model=final, best_epoch=best_epoch,
-                          best_dev_acc1=res.best_value, epochs_completed=res.epochs_completed,
-                          stopped_early=stopped, dev_source=dev_source,
-                          n_train_names=n_items, n_dev=len(dev_q), history=res.history,
-                          resumed_from=res.resumed_from,
-                          train_seconds=time.perf_counter() - t_start, stop_reason=res.stop_reason)
+    res.model, res.best_epoch = load_bne(out, device=str(model.device)), best_epoch
+    res.info = {"dev_source": dev_source, "n_train_names": n_items, "n_dev": len(dev_q)}  # dev_source: given | held_out | none
+    return res

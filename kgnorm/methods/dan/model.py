@@ -12,7 +12,6 @@ name vector (:mod:`kgnorm.encoders.encoder_inputs`, ``kgnorm train dan --input e
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Sequence
@@ -24,10 +23,11 @@ from torch import nn
 from kgnorm.encoders.encoder_inputs import load_name_inputs
 from kgnorm.errors import KgnormError
 from kgnorm.encoders.wordvectors import WordVectors
+from kgnorm.methods.model_dir import META_FILE as MODEL_JSON
+from kgnorm.methods.model_dir import read_model_meta
 
 __all__ = ["DAN", "DanEncoder", "load_dan", "MODEL_JSON", "WEIGHTS", "WORDVECTORS"]
 
-MODEL_JSON = "kgnorm-model.json"
 WEIGHTS = "model.safetensors"
 WORDVECTORS = "wordvectors"
 
@@ -88,15 +88,7 @@ def load_dan(model_dir: str | os.PathLike) -> DanEncoder:
     from safetensors.torch import load_file
 
     d = Path(model_dir)
-    meta_p = d / MODEL_JSON
-    if not meta_p.exists():
-        raise KgnormError(f"not a kgnorm model directory (no {MODEL_JSON}): {d}")
-    try:
-        meta = json.loads(meta_p.read_text())
-    except (OSError, ValueError) as e:
-        raise KgnormError(f"cannot read {meta_p}: {e}") from e
-    if meta.get("method") != "dan":
-        raise KgnormError(f"{meta_p}: method is {meta.get('method')!r}, not 'dan'")
+    meta = read_model_meta(d, "dan")
     w_p = d / meta.get("weights", WEIGHTS)
     if not w_p.exists():
         raise KgnormError(f"model weights not found: {w_p}")

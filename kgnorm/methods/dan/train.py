@@ -18,7 +18,7 @@ loss = w_triplet * triplet + w_context * contextual + w_ground * grounding (1/1/
 Adam (lr 1e-3), batch 64; early stopping on validation mAP at level K (patience 10).
 Epochs, checkpoints, the budget and selection are the shared
 :class:`~kgnorm.training.loop.TrainingLoop`'s (:class:`DanTask` supplies the triplets, the
-step and the validation mAP). A checkpoint (``checkpoint.pt``) is written after every epoch;
+step and the validation mAP). A checkpoint (``checkpoints/last.pt``) is written after every epoch;
 ``resume=True`` continues from it when the configuration, split and word vectors are the
 same. Each epoch seeds its own random streams (seed + epoch), so a resumed run equals an
 uninterrupted one.
@@ -26,12 +26,10 @@ uninterrupted one.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import platform
-import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -48,13 +46,11 @@ from kgnorm.graph.levels import LevelSplit
 from kgnorm.methods.dan.model import DAN, WEIGHTS, WORDVECTORS, DanEncoder, load_dan
 from kgnorm.methods.model_dir import write_model_meta
 from kgnorm.samplers.levels import LevelTripletSampler
-from kgnorm.training.checkpoints import ResumableConfig
-from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.checkpoints import ResumableConfig, digest
+from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainResult, run_fingerprint
 from kgnorm.training.task import TrainingTask
 
 __all__ = ["DanConfig", "TrainResult", "train_dan", "load_dan"]
-
-CHECKPOINT = "checkpoint.pt"
 
 
 @dataclass
@@ -103,23 +99,6 @@ class DanConfig(ResumableConfig):
         return cls(**base)
 
 
-@dataclass
-class TrainResult:
-    model_dir: str
-    level: int
-    best_epoch: int
-    best_val_map: float
-    epochs_run: int
-    stopped_early: bool
-    train_seconds: float
-    resumed: bool
-    history: list[dict] = field(default_factory=list)
-    test_metrics: dict | None = None
-
-    def load(self) -> DanEncoder:
-        return load_dan(self.model_dir)
-
-
 def _versions() -> dict:
     import gensim
     import networkx
@@ -132,17 +111,12 @@ def _versions() -> dict:
             "networkx": networkx.__version__, "safetensors": safetensors.__version__}
 
 
-def _fingerprint(config: DanConfig, split: LevelSplit, level: int, x: np.ndarray) -> str:
-    h = hashlib.sha256()
-    h.update(json.dumps({"config": config.fingerprint_dict(), "level": level,
-                         "root": split.root, "n_levels": split.n_levels,
-                         "split_seed": split.seed}, sort_keys=True).encode())
-    for it in split.train:
-        h.update(f"{it.name}\t{it.concept_uid}\n".encode())
-    for it in split.val:
-        h.update(f"v{it.name}\t{it.concept_uid}\n".encode())
-    h.update(np.ascontiguousarray(x, dtype=np.float32).tobytes())
-    return h.hexdigest()
+def _fingerprint(config: DanConfig, split: LevelSplit, level: int, x: np.ndarray) -> dict:
+    return {"config": config.fingerprint_dict(), "level": level, "root": split.root,
+            "n_levels": split.n_levels, "split_seed": split.seed,
+            "train": digest(f"{it.name}\t{it.concept_uid}" for it in split.train),
+            "val": digest(f"{it.name}\t{it.concept_uid}" for it in split.val),
+            "inputs": hashlib.sha1(np.ascontiguousarray(x, dtype=np.float32).tobytes()).hexdigest()}
 
 
 def _save_weights(state: dict, path: Path) -> None:
@@ -198,13 +172,16 @@ def train_dan(split: LevelSplit, wordvecs: WordVectors | EncoderInputs, level: i
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
         limits = threadpool_limits(int(cfg.threads))
-    t_start = time.perf_counter()  # the budget counts the encoding of the inputs too
+    # made here: the budget counts the encoding of the inputs too
+    loop = TrainingLoop(LoopConfig(epochs=cfg.max_epochs, name="DAN", metric="map",
+                                   max_seconds=cfg.max_seconds, patience=cfg.patience,
+                                   epoch_seed=cfg.seed, progress=progress), out, resume=resume)
     try:
         if isinstance(wordvecs, EncoderInputs):
             wordvecs.precompute([it.name for it in split.items()] +
                                 [n for k in split.classes for c in split.classes[k]
                                  for n in split.class_names[k][c]], progress=progress)
-        return _train_loop(split, train_split, wordvecs, level, out, cfg, progress, resume, t_start)
+        return _train_loop(loop, split, train_split, wordvecs, level, cfg)
     finally:
         torch.set_num_threads(old_threads)
         if limits is not None:
@@ -227,7 +204,8 @@ class DanTask(TrainingTask):
         torch.manual_seed(cfg.seed)
         self.net = DAN(wordvecs.dim, cfg.hidden, cfg.dropout)
         # the fused kernel: ~40% less time per step than the per-tensor loop on CPU, same update
-        self.opt = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, fused=True)
+        self.module = self.net
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, fused=True)
         self.sampler = LevelTripletSampler(train_split, level, seed=cfg.seed,
                                            triplets_per_name=cfg.triplets_per_name,
                                            preferred_positives=range(len(split.train),
@@ -247,7 +225,7 @@ class DanTask(TrainingTask):
         self.net.train()
         return math.ceil(len(self.trip) / self.cfg.batch_size)
 
-    def train_step(self, step: int) -> float:
+    def loss(self, step: int) -> torch.Tensor:
         cfg, x, g = self.cfg, self.x, self.g
         b = self.trip[step * cfg.batch_size:(step + 1) * cfg.batch_size]
         a, p, n = b[:, 0], b[:, 1], b[:, 2]
@@ -257,12 +235,8 @@ class DanTask(TrainingTask):
         l_ctx = (1 - F.cosine_similarity(ya, x[a])).mean()
         l_grd = (1 - F.cosine_similarity(ya, g[a])).mean()
         loss = cfg.w_triplet * l_trip + cfg.w_context * l_ctx + cfg.w_ground * l_grd
-        self.opt.zero_grad()
-        loss.backward()
-        self.opt.step()
-        parts = [loss.item(), l_trip.item(), l_ctx.item(), l_grd.item()]
-        self.sums += parts
-        return parts[0]
+        self.sums += [loss.item(), l_trip.item(), l_ctx.item(), l_grd.item()]
+        return loss
 
     def end_epoch(self) -> dict:
         self.net.eval()
@@ -285,13 +259,6 @@ class DanTask(TrainingTask):
     def save(self, record: dict, history: list[dict]) -> None:
         _save_weights(self.net.state_dict(), self.out / WEIGHTS)
 
-    def state_dict(self) -> dict:
-        return {"model": self.net.state_dict(), "optimizer": self.opt.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.net.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
-
 
 def _dan_history(history: list[dict]) -> list[dict]:
     """DAN's records: epochs from 0, the validation mAP as ``val_map``."""
@@ -300,21 +267,16 @@ def _dan_history(history: list[dict]) -> list[dict]:
              "triplets": h["triplets"], "seconds": h["seconds"]} for h in history]
 
 
-def _train_loop(split: LevelSplit, train_split: LevelSplit,
-                wordvecs: WordVectors | EncoderInputs, level: int,
-                out: Path, cfg: DanConfig, progress: bool, resume: bool,
-                t_start: float) -> TrainResult:
+def _train_loop(loop: TrainingLoop, split: LevelSplit, train_split: LevelSplit,
+                wordvecs: WordVectors | EncoderInputs, level: int, cfg: DanConfig) -> TrainResult:
+    out = loop.out
     task = DanTask(split, train_split, wordvecs, level, cfg, out)
     fp = _fingerprint(cfg, train_split, level, task.x_np)
-    loop = TrainingLoop(task, LoopConfig(epochs=cfg.max_epochs, name="DAN", metric="map",
-                                         max_seconds=cfg.max_seconds, patience=cfg.patience,
-                                         epoch_seed=cfg.seed, progress=progress),
-                        out / CHECKPOINT, fp, resume=resume, t_start=t_start)
-    resumed = loop.begin() is not None
+    resumed = loop.begin(task, fp) is not None
     wv_dir = out / WORDVECTORS
     if not resumed or not (wv_dir / "meta.json").exists():
         wordvecs.save(wv_dir)
-    res = loop.run()
+    res = loop.run(task, fp)
     if res.best_epoch is None or not (out / WEIGHTS).exists():
         raise KgnormError("no training epoch ran (max_epochs must be >= 1)")
     from safetensors.torch import load_file
@@ -324,7 +286,7 @@ def _train_loop(split: LevelSplit, train_split: LevelSplit,
     net.eval()
     history = _dan_history(res.history)
     best_epoch, best_map = int(res.best_epoch) - 1, float(res.best_value)
-    stopped = res.stop_reason == "patience"
+    stopped = res.stopped_early
     stop_reason = "max_epochs" if res.stop_reason == "epochs" else res.stop_reason
     test_metrics = None
     eval_levels = tuple(cfg.eval_levels or split.levels)
@@ -344,11 +306,10 @@ def _train_loop(split: LevelSplit, train_split: LevelSplit,
                     "stop_reason": stop_reason,
                     "train_seconds": round(res.elapsed, 2),
                     "test": test_metrics, "history": history},
-        "fingerprint": fp,
+        "fingerprint": run_fingerprint(fp),
         "versions": _versions(),
     }
     write_model_meta(out, meta)
-    return TrainResult(model_dir=str(out), level=level, best_epoch=best_epoch,
-                       best_val_map=best_map, epochs_run=len(history), stopped_early=stopped,
-                       train_seconds=res.elapsed, resumed=resumed, history=history,
-                       test_metrics=test_metrics)
+    res.model = encoder
+    res.info = {"level": level, "test_metrics": test_metrics}
+    return res

@@ -12,7 +12,7 @@ and queries searched as ``[q, 1]``: the inner product ``q.x - |x|^2/2`` ranks ex
 ``Candidate.score`` is "higher is better" like every linker of kgnorm: ``-distance``
 (euclidean) or the cosine similarity (cosine). For out-of-KB decisions use
 :meth:`DilbertModel.distance_of` (``-score`` or ``1 - score``); see
-:mod:`kgnorm.linking.nil`.
+:mod:`kgnorm.nil.thresholds`.
 
 A model directory::
 
@@ -32,14 +32,14 @@ import numpy as np
 
 from kgnorm.methods.bne.model import IndexedNamesMixin
 from kgnorm.errors import KgnormError
+from kgnorm.losses.triplet import DISTANCES
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.methods.indexed_names import (load_dense_encoder, load_names_and_index, read_method_meta,
-                                          save_names_and_index)
+from kgnorm.methods.indexed_names import load_dense_encoder, load_names_and_index, save_names_and_index
+from kgnorm.methods.model_dir import read_model_meta
 
 __all__ = ["DilbertModel", "load_dilbert", "DISTANCES"]
 
-DISTANCES = ("euclidean", "cosine")
 
 
 class DilbertModel(IndexedNamesMixin):
@@ -134,7 +134,7 @@ def load_dilbert(directory: str | os.PathLike, device: str | None = None,
                  use_gpu: bool | str = "auto") -> DilbertModel:
     """Load a DILBERT model directory written by :meth:`DilbertModel.save`."""
     d = Path(directory)
-    meta = read_method_meta(d, "dilbert", "DILBERT")
+    meta = read_model_meta(d, "dilbert")
     encoder = load_dense_encoder(d, meta, device, pooling="mean")
     dictionary, index = load_names_and_index(d, meta, use_gpu)
     distance = meta.get("distance", "euclidean")

@@ -2,8 +2,10 @@
 hierarchy strategies, then `train_dilbert` under the time budget."""
 from __future__ import annotations
 
+from dataclasses import MISSING, dataclass, replace
 from pathlib import Path
 
+from kgnorm.methods.options import dev_mentions, input_format, keep_checkpoints, max_minutes, max_steps_per_epoch, option, out_option, resume, seed, threads
 from kgnorm.errors import KgnormError
 from kgnorm.methods.recipes import (PIPELINE, check_file, finish, names_and_mentions, note_budget,
                                     read_snapshot, set_threads)
@@ -31,55 +33,83 @@ def _check(strategy: str, pairing: str, batching: str, mining: str, distance: st
                           "must be >= 1")
 
 
-def train(out: str | Path, *, ontology: str, train: Path, store: str | None = None, dev: Path | None = None,
-          input_format: str | None = None, encoder: Path | None = None, strategy: str = "random",
-          parents_k: int = 1, siblings_k: int = 1, negatives: int = 5, max_positives: int = 10,
-          pairing: str = "cycle", batching: str = "shuffled", mining: str = "semi-hard", synonym_anchors: int = 0,
-          merge_train: bool = True, eval_initial: bool = True, distance: str = "euclidean", margin: float = 1.0,
-          epochs: int = 1, batch_size: int = 48, lr: float = 1e-5, max_length: int = 25,
-          max_steps: int | None = None, seed: int = 0, resume: bool = True, max_minutes: float | None = 55.0,
-          threads: int | None = None, keep_checkpoints: bool = False, quiet: bool = False) -> Path:
+@dataclass(kw_only=True)
+class Options:
+    """Train DILBERT (Miftahutdinov et al. 2021): triplet loss over mention/name distances."""
+
+    ontology: str = option(MISSING, help='Ontology name in the store (the dictionary).')
+    out: Path = out_option()
+    train: Path = option(MISSING, help='Training mentions (.concept, PubTator or TSV with gold).')
+    dev: Path | None = dev_mentions()
+    input_format: str | None = input_format()
+    encoder: Path | None = option(None, help='Any local Hugging Face encoder directory (default: the offline MiniLM).')
+    strategy: str = option('random', help="Negative sampling: random, random+parents, resampling or resampling+siblings (parents and siblings come from the ontology's IS_A graph).")
+    parents_k: int = option(1, help='Parent names added as positives (random+parents).')
+    siblings_k: int = option(1, help='Sibling names added as negatives (resampling+siblings).')
+    negatives: int = option(5, help='Negatives per mention.')
+    max_positives: int = option(10, help='Gold names per mention (at most; the paper: 30).')
+    pairing: str = option('cycle', help='product: every positive with every negative (the paper); cycle: one triplet per positive (default: measured better on CPU budgets, BENCHMARKS.md).')
+    batching: str = option('shuffled', help="shuffled: all triplets shuffled (the paper); mention: a mention's triplets stay in consecutive batches, several times fewer texts to encode per step.")
+    mining: str = option('semi-hard', help='all: every triplet counts (the paper); semi-hard: only triplets whose negative is farther than the positive (FaceNet), so hard negatives cannot shrink the space (default).')
+    synonym_anchors: int = option(0, help='Also train on N dictionary names as queries, one each of N seeded concepts with another name (SapBERT-like self-alignment; 0: mentions only).')
+    merge_train: bool = option(True, '--merge-train-mentions/--no-merge-train-mentions', help='Add the training mentions to the dictionary as extra names (as BioSyn does).')
+    eval_initial: bool = option(True, '--eval-initial/--no-eval-initial', help='With --dev, the starting encoder competes as epoch 0: if no epoch beats it on dev Acc@1, it is the model written.')
+    distance: str = option('euclidean', help='euclidean (the paper) or cosine.')
+    margin: float = option(1.0, help='Triplet margin (the paper: 1, in distance units).')
+    epochs: int = option(1)
+    batch_size: int = option(48, help='Triplets per batch.')
+    lr: float = option(1e-05)
+    max_length: int = option(25)
+    max_steps: int | None = max_steps_per_epoch()
+    seed: int = seed()
+    resume: bool = resume()
+    max_minutes: float | None = max_minutes(55.0)
+    threads: int | None = threads()
+    keep_checkpoints: bool = keep_checkpoints()
+
+
+def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     """Train DILBERT (Miftahutdinov et al. 2021) into ``out``. Defaults: the recipe measured best
     here (cycle pairing, 10 positives, semi-hard triplets: BC5CDR dev 0.8940 against 0.8448 with the
     paper's product / 30 / all in the same 45-min budget, BENCHMARKS.md 2026-11-25)."""
     from kgnorm.methods.dilbert.train import DilbertConfig, train_dilbert
 
-    out = Path(out)
-    _check(strategy, pairing, batching, mining, distance, margin, synonym_anchors,
-           (epochs, batch_size, negatives, parents_k, siblings_k, max_positives))
-    check_file(train, "training mentions file")
-    check_file(dev, "dev mentions file")
-    check_file(encoder, "encoder directory")
-    set_threads(threads)
+    opts = replace(opts, out=Path(opts.out))
+    _check(opts.strategy, opts.pairing, opts.batching, opts.mining, opts.distance, opts.margin, opts.synonym_anchors,
+           (opts.epochs, opts.batch_size, opts.negatives, opts.parents_k, opts.siblings_k, opts.max_positives))
+    check_file(opts.train, "training mentions file")
+    check_file(opts.dev, "dev mentions file")
+    check_file(opts.encoder, "encoder directory")
+    set_threads(opts.threads)
     hierarchy, snap, _ = read_snapshot(
-        store, ontology, strategy in HIERARCHY_STRATEGIES,
-        refusal=f"--strategy {strategy} needs IS_A edges and ontology {ontology!r} has none; "
+        store, opts.ontology, opts.strategy in HIERARCHY_STRATEGIES,
+        refusal=f"--strategy {opts.strategy} needs IS_A edges and ontology {opts.ontology!r} has none; "
                 "use random or resampling")
-    dictionary, search_dict, train_pairs, dev_pairs = names_and_mentions(snap, train, dev, input_format,
-                                                                         merge_train)
+    dictionary, search_dict, train_pairs, dev_pairs = names_and_mentions(snap, opts.train, opts.dev, opts.input_format,
+                                                                         opts.merge_train)
     note(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts"
-         + (f" + {len(search_dict) - len(dictionary):,} training mentions" if merge_train else "")
+         + (f" + {len(search_dict) - len(dictionary):,} training mentions" if opts.merge_train else "")
          + f"; {len(train_pairs):,} training queries"
-         + (f" + {synonym_anchors:,} synonym anchors" if synonym_anchors else "") + f"; strategy {strategy}", quiet)
-    cfg = DilbertConfig(strategy=strategy, n_negatives=negatives, k_parents=parents_k, k_siblings=siblings_k,
-                        max_positives=max_positives, pairing=pairing, batching=batching, margin=margin,
-                        mining=mining, distance=distance, learning_rate=lr, batch_size=batch_size, epochs=epochs,
-                        max_length=max_length, seed=seed, max_steps_per_epoch=max_steps,
-                        eval_initial=eval_initial, synonym_anchors=synonym_anchors,
-                        max_seconds=None if max_minutes is None else max_minutes * 60)
-    onto = {"name": ontology, "version": snap.version}
-    result = train_dilbert(encoder, search_dict, train_pairs, dev_pairs, out, cfg, hierarchy=hierarchy,
-                           resume=resume, progress=not quiet, ontology=onto)
-    note_budget(result.stop_reason, max_minutes, result.epochs_completed, quiet)
-    finish(out, keep_checkpoints, quiet, ontology=ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
-    msg = (f"DILBERT ({strategy}, {distance}): {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s "
-           f"on {result.n_queries:,} queries")
-    if result.n_skipped:
-        msg += f" ({result.n_skipped} skipped: gold not in the dictionary)"
-    if result.best_dev_acc1 is not None:
-        msg += f"; best dev Acc@1 {result.best_dev_acc1:.4f} at epoch {result.best_epoch}"
+         + (f" + {opts.synonym_anchors:,} synonym anchors" if opts.synonym_anchors else "") + f"; strategy {opts.strategy}", quiet)
+    cfg = DilbertConfig(strategy=opts.strategy, n_negatives=opts.negatives, k_parents=opts.parents_k, k_siblings=opts.siblings_k,
+                        max_positives=opts.max_positives, pairing=opts.pairing, batching=opts.batching, margin=opts.margin,
+                        mining=opts.mining, distance=opts.distance, learning_rate=opts.lr, batch_size=opts.batch_size, epochs=opts.epochs,
+                        max_length=opts.max_length, seed=opts.seed, max_steps_per_epoch=opts.max_steps,
+                        eval_initial=opts.eval_initial, synonym_anchors=opts.synonym_anchors,
+                        max_seconds=None if opts.max_minutes is None else opts.max_minutes * 60)
+    onto = {"name": opts.ontology, "version": snap.version}
+    result = train_dilbert(opts.encoder, search_dict, train_pairs, dev_pairs, opts.out, cfg, hierarchy=hierarchy,
+                           resume=opts.resume, progress=not quiet, ontology=onto)
+    note_budget(result.stop_reason, opts.max_minutes, result.epochs_completed, quiet)
+    finish(opts.out, opts.keep_checkpoints, quiet, ontology=opts.ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
+    msg = (f"DILBERT ({opts.strategy}, {opts.distance}): {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s "
+           f"on {result.info['n_queries']:,} queries")
+    if result.info["n_skipped"]:
+        msg += f" ({result.info['n_skipped']} skipped: gold not in the dictionary)"
+    if result.best_value is not None:
+        msg += f"; best dev Acc@1 {result.best_value:.4f} at epoch {result.best_epoch}"
         if result.best_epoch == 0:
             msg += (" (no trained epoch beat the starting encoder on dev: the model written is "
                     "the starting encoder)")
-    note(msg + f" → {out}", quiet)
-    return out
+    note(msg + f" → {opts.out}", quiet)
+    return opts.out

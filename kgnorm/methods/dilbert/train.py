@@ -67,12 +67,10 @@ is refused. Same seed and same data give the same run.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -83,21 +81,20 @@ from kgnorm.errors import KgnormError
 from kgnorm.graph.hierarchy import Hierarchy
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.bne.model import as_name_dictionary
-from kgnorm.methods.dilbert.model import DISTANCES, DilbertModel, load_dilbert
+from kgnorm.losses.triplet import DISTANCES, MININGS, triplet_loss
+from kgnorm.methods.dilbert.model import DilbertModel, load_dilbert
 from kgnorm.methods.indexed_names import selected_model
-from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
-from kgnorm.training.loop import LoopConfig, TrainingLoop
+from kgnorm.training.checkpoints import ResumableConfig, digest
+from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainResult
 from kgnorm.training.task import TrainingTask
-from kgnorm.training.queries import DevQueries, prepare_queries
+from kgnorm.training.queries import DevQueries, prepare_queries, query_fingerprint
 from kgnorm.methods.dilbert.sampling import (BATCHINGS, PAIRINGS, STRATEGIES, DilbertSampler,
                                               MentionSample, check_strategy, make_triplets)
 
-__all__ = ["STRATEGIES", "PAIRINGS", "BATCHINGS", "MININGS", "DilbertConfig", "DilbertTrainResult",
+__all__ = ["STRATEGIES", "PAIRINGS", "BATCHINGS", "MININGS", "DilbertConfig", "TrainResult",
            "DilbertSampler", "MentionSample", "triplet_loss", "make_triplets", "synonym_anchor_pairs",
            "train_dilbert", "load_dilbert"]
 
-CHECKPOINT = "last.pt"
-MININGS = ("all", "semi-hard")
 
 
 @dataclass
@@ -130,50 +127,6 @@ class DilbertConfig(ResumableConfig):
 
     _RESUMABLE = ("epochs", "encode_batch_size", "checkpoint_every_steps", "eval_initial",
                   "max_seconds")
-
-
-@dataclass
-class DilbertTrainResult:
-    out_dir: Path
-    model: DilbertModel
-    best_epoch: int | None
-    best_dev_acc1: float | None
-    epochs_completed: int
-    n_queries: int
-    n_skipped: int                          # training mentions whose gold is not in the dictionary
-    history: list[dict] = field(default_factory=list)
-    resumed_from: dict | None = None
-    train_seconds: float = 0.0
-    stop_reason: str = "epochs"             # the loop's: epochs | max_seconds
-
-
-# ---------------------------------------------------------------------- loss
-def triplet_loss(anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor,
-                 margin: float = 1.0, distance: str = "euclidean",
-                 mining: str = "all") -> torch.Tensor:
-    """``mean(relu(d(a, p) - d(a, n) + margin))``; ``d`` Euclidean or ``1 - cosine``.
-
-    ``mining="semi-hard"`` (FaceNet, Schroff et al. 2015) averages over the triplets whose
-    negative is farther than the positive (``d(a, n) > d(a, p)``) only: a triplet whose
-    negative is closer lowers its loss most easily by shrinking every distance, which
-    with the hardest negatives drives the encoder towards a collapsed space."""
-    if distance == "euclidean":
-        dp = torch.nn.functional.pairwise_distance(anchor, positive)
-        dn = torch.nn.functional.pairwise_distance(anchor, negative)
-    elif distance == "cosine":
-        dp = 1.0 - torch.nn.functional.cosine_similarity(anchor, positive)
-        dn = 1.0 - torch.nn.functional.cosine_similarity(anchor, negative)
-    else:
-        raise KgnormError(f"unknown distance {distance!r} (choose from {', '.join(DISTANCES)})")
-    losses = torch.relu(dp - dn + float(margin))
-    if mining == "all":
-        return losses.mean()
-    if mining != "semi-hard":
-        raise KgnormError(f"unknown triplet mining {mining!r} (choose from {', '.join(MININGS)})")
-    keep = (dn > dp).detach()
-    if not bool(keep.any()):
-        return (losses * 0.0).sum()  # keeps the graph: a step with no semi-hard triplet is a no-op
-    return losses[keep].mean()
 
 
 # ---------------------------------------------------------------------- trainer
@@ -216,6 +169,7 @@ class DilbertTask(TrainingTask):
         self.dev, self.cfg, self.out, self.ontology = dev, cfg, out, ontology
         self.progress = progress
         params = [p for p in self.enc.model.parameters() if p.requires_grad]
+        self.module = self.enc.model
         self.optimizer = torch.optim.Adam(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
         self.name_vecs: np.ndarray | None = None   # dictionary vectors of the current weights
         self.triplets: list[tuple[str, str, str]] = []
@@ -252,7 +206,7 @@ class DilbertTask(TrainingTask):
     def epoch_state(self) -> dict:
         return {"triplets": [list(t) for t in self.triplets]}
 
-    def train_step(self, step: int) -> float:
+    def loss(self, step: int) -> torch.Tensor:
         cfg = self.cfg
         batch = self.triplets[step * cfg.batch_size:(step + 1) * cfg.batch_size]
         uniq: dict[str, int] = {}
@@ -261,12 +215,8 @@ class DilbertTask(TrainingTask):
                 uniq.setdefault(x, len(uniq))
         vec = self.enc.embed_bucketed(list(uniq))
         ix = torch.tensor([[uniq[x] for x in t] for t in batch], device=vec.device)
-        loss = triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin,
+        return triplet_loss(vec[ix[:, 0]], vec[ix[:, 1]], vec[ix[:, 2]], cfg.margin,
                             cfg.distance, cfg.mining)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        return float(loss.detach())
 
     def end_epoch(self) -> dict:
         self.enc.model.eval()
@@ -286,13 +236,6 @@ class DilbertTask(TrainingTask):
                                             "n_skipped": self.sampler.n_skipped,
                                             "history": history}})
 
-    def state_dict(self) -> dict:
-        return {"model": self.enc.model.state_dict(), "optimizer": self.optimizer.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.enc.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-
 
 def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
                   dictionary: NameDictionary | Mapping[str, Sequence[str]],
@@ -301,7 +244,7 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
                   config: DilbertConfig | None = None, hierarchy: Hierarchy | None = None,
                   alt_ids: Mapping[str, Iterable[str]] | None = None, resume: bool = True,
                   progress: bool = True, ontology: dict | None = None,
-                  device: str | None = None) -> DilbertTrainResult:
+                  device: str | None = None) -> TrainResult:
     """Fine-tune ``model`` (a DilbertModel, a DenseEncoder, or an encoder directory --
     default MiniLM -- loaded with mean pooling) on ``train`` (normalized query, gold uids)
     against ``dictionary`` and write the selected model to ``out_dir``."""
@@ -317,10 +260,11 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
         raise KgnormError(f"unknown triplet mining {cfg.mining!r} (choose from {', '.join(MININGS)})")
     if cfg.batch_size < 1:
         raise KgnormError("DilbertConfig.batch_size must be >= 1")
-    t_start = time.perf_counter()
-    seed_all(cfg.seed)
     out = Path(out_dir)
-    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    loop = TrainingLoop(LoopConfig(epochs=cfg.epochs, name="dilbert", max_seconds=cfg.max_seconds,
+                                   max_steps_per_epoch=cfg.max_steps_per_epoch,
+                                   checkpoint_every_steps=cfg.checkpoint_every_steps, seed=cfg.seed,
+                                   progress=progress), out, resume=resume)
 
     dictionary = as_name_dictionary(dictionary, alt_ids)
     if not isinstance(model, DilbertModel):
@@ -344,23 +288,11 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
     if len(sampler) == 0:
         raise KgnormError("no training mention has its gold concept in the dictionary")
 
-    fingerprint = hashlib.sha1(json.dumps({
-        "config": cfg.fingerprint_dict(), "queries": digest(queries),
-        "golds": digest("|".join(sorted(g)) for g in golds), "names": digest(dictionary.names),
-        "uids": digest("|".join(u) for u in dictionary.uids), "encoder": enc.config(),
-        "base": str(getattr(enc, "base", "")), "dim": enc.dim,
-        "hierarchy": _hierarchydigest(hierarchy), "dev": digest(dev_queries.queries),
-    }, sort_keys=True).encode()).hexdigest()
+    fingerprint = query_fingerprint(cfg, queries, golds, dictionary, enc, base=str(getattr(enc, "base", "")),
+                                    hierarchy=_hierarchydigest(hierarchy), dev=digest(dev_queries.queries))
     task = DilbertTask(model, dictionary, sampler, dev_queries, cfg, out, ontology, progress)
-    loop_cfg = LoopConfig(epochs=cfg.epochs, name="dilbert", max_seconds=cfg.max_seconds,
-                          max_steps_per_epoch=cfg.max_steps_per_epoch,
-                          checkpoint_every_steps=cfg.checkpoint_every_steps,
-                          eval_initial=cfg.eval_initial and bool(dev_queries), progress=progress)
-    res = TrainingLoop(task, loop_cfg, out / "checkpoints" / CHECKPOINT, fingerprint,
-                       resume=resume, t_start=t_start).run()
-    return DilbertTrainResult(out_dir=out, model=selected_model(out, load_dilbert, model, str(enc.device)),
-                              best_epoch=res.best_epoch,
-                              best_dev_acc1=res.best_value, epochs_completed=res.epochs_completed,
-                              n_queries=len(sampler), n_skipped=sampler.n_skipped,
-                              history=res.history, resumed_from=res.resumed_from,
-                              train_seconds=time.perf_counter() - t_start, stop_reason=res.stop_reason)
+    loop.cfg.eval_initial = cfg.eval_initial and bool(dev_queries)
+    res = loop.run(task, fingerprint)
+    res.model = selected_model(out, load_dilbert, model, str(enc.device))
+    res.info = {"n_queries": len(sampler), "n_skipped": sampler.n_skipped}  # n_skipped: gold not in the dictionary
+    return res

@@ -61,7 +61,7 @@ def nil_decision(linker, meta: dict[str, Any], pipeline, nil_threshold: float | 
     if decision.classifier is not None:
         clf, cv = decision.classifier, p["nil_dev_accuracy"]
         decision.note = (f"nil classifier fitted on {clf.n_fit} dev part(s) ({clf.n_fit_nil} out-of-KB); {dev_note}, "
-                         "nil accuracy " + (f"{cv:.4f} (5-fold, by document)" if cv is not None
+                         "nil accuracy " + (f"{cv:.4f} ({p['nil_dev_accuracy_kind']})" if cv is not None
                                             else "n/a (too few documents)"))
     else:
         decision.note = (f"nil threshold: strategy {p['nil_strategy']}: a top-1 score below "
@@ -71,14 +71,14 @@ def nil_decision(linker, meta: dict[str, Any], pipeline, nil_threshold: float | 
 
 def fit_nil(linker, meta: dict[str, Any], pipeline, nil_dev: Path, input_format: str | None,
             strategy: str, batch_size: int, store: str | None) -> NilDecision:
-    """Link the dev mentions, then pick DILBERT's distance threshold t (kgnorm.linking.nil);
+    """Link the dev mentions, then pick DILBERT's distance threshold t (kgnorm.nil.thresholds);
     `link_stream` takes the score threshold -t (distance = -score). With strategy
-    `classifier`, fit a NilClassifier (kgnorm.linking.nil_classifier) instead."""
+    `classifier`, fit a NilClassifier (kgnorm.nil.classifier) instead."""
     from kgnorm.evaluation.link_eval import known_ids
     from kgnorm.evaluation.linking import GoldMention, MentionPrediction, mention_rank
     from kgnorm.linking.linker import candidate_sets, link_stream
-    from kgnorm.linking.nil import choose_threshold, from_scores, nil_metrics
-    from kgnorm.linking.nil_classifier import DEFAULT_DEPTH
+    from kgnorm.nil.thresholds import choose_threshold, from_scores, nil_metrics
+    from kgnorm.nil.classifier import DEFAULT_DEPTH
     from kgnorm.mentions.readers import NIL_PART, read_mentions_with_abbreviations
 
     known, alt = known_ids(linker, meta, store)
@@ -126,9 +126,9 @@ def fit_nil(linker, meta: dict[str, Any], pipeline, nil_dev: Path, input_format:
 def fit_nil_classifier(linked: list, in_kb: list[bool], correct: list[bool], nil_dev: Path,
                        n_total: int, n_out: int) -> NilDecision:
     """Fit the nil classifier on every dev mention's parts (a composite's parts share its
-    flags); its accuracy is reported 5-fold cross-validated by document, not on the mentions
-    it was fitted on."""
-    from kgnorm.linking.nil_classifier import NilClassifier, cross_validated_accuracy, hit_features
+    flags); its accuracy is reported cross-validated by document (5 folds, or one per document
+    when there are fewer; a mention without one is its own), not on the mentions it was fitted on."""
+    from kgnorm.nil.classifier import NilClassifier, cross_validated_accuracy, cv_folds, hit_features
 
     X, kb, ok, docs = [], [], [], []
     for lm, k, c in zip(linked, in_kb, correct):
@@ -145,4 +145,4 @@ def fit_nil_classifier(linked: list, in_kb: list[bool], correct: list[bool], nil
     cv = cross_validated_accuracy(X, kb, ok, docs)
     return NilDecision(classifier=clf, params={
         "nil_strategy": "classifier", "nil_dev": str(nil_dev), "nil_dev_n": n_total, "nil_dev_out_of_kb": n_out,
-        "nil_dev_accuracy": cv, "nil_dev_accuracy_kind": "5-fold cross-validated by document"})
+        "nil_dev_accuracy": cv, "nil_dev_accuracy_kind": f"{cv_folds(docs)}-fold cross-validated by document"})

@@ -1,7 +1,7 @@
 """Out-of-KB ("nil") decisions learned on dev from the whole top of the ranking, not only the
 top-1 distance (``kgnorm link --nil-threshold auto --nil-strategy classifier``).
 
-Why: a distance threshold (:mod:`kgnorm.linking.nil`) can only say "far means nil". On the
+Why: a distance threshold (:mod:`kgnorm.nil.thresholds`) can only say "far means nil". On the
 constructed BC5CDR-disease dev set the best such cut still links only near-exact matches
 (BENCHMARKS.md): an out-of-KB mention often lies as close to a related concept as an in-KB
 paraphrase lies to its gold. How the ranking looks around the top-1 tells them apart better:
@@ -38,7 +38,7 @@ import numpy as np
 
 from kgnorm.errors import KgnormError
 
-__all__ = ["FEATURES", "DEFAULT_DEPTH", "hit_features", "NilClassifier", "cross_validated_accuracy"]
+__all__ = ["FEATURES", "DEFAULT_DEPTH", "hit_features", "NilClassifier", "cross_validated_accuracy", "cv_folds"]
 
 FEATURES = ("d1", "gap2", "gap3", "gap_last", "exact", "query_cover", "name_cover",
             "char3_jaccard")
@@ -129,11 +129,11 @@ def cross_validated_accuracy(features: np.ndarray, in_kb: Sequence[bool],
     kb = np.asarray(in_kb, dtype=bool)
     ok = np.asarray(correct, dtype=bool)
     g = np.asarray(groups)
-    n_groups = len(set(g.tolist()))
-    if n_groups < 2:
+    n_splits = cv_folds(g.tolist(), folds)
+    if n_splits < 2:
         return None
     right = np.zeros(len(X), dtype=bool)
-    for tr, te in GroupKFold(n_splits=min(folds, n_groups)).split(X, groups=g):
+    for tr, te in GroupKFold(n_splits=n_splits).split(X, groups=g):
         try:
             clf = NilClassifier.fit(X[tr], kb[tr], ok[tr], seed=seed)
         except KgnormError:
@@ -141,3 +141,9 @@ def cross_validated_accuracy(features: np.ndarray, in_kb: Sequence[bool],
         nil = clf.is_nil(X[te])
         right[te] = np.where(nil, ~kb[te], ok[te])
     return float(right.mean())
+
+
+def cv_folds(groups: Sequence[str], folds: int = 5) -> int:
+    """The folds :func:`cross_validated_accuracy` runs: `folds`, or one per group when there
+    are fewer groups (so a report names the folds actually used)."""
+    return min(folds, len(set(groups)))

@@ -2,11 +2,11 @@
 Liu et al. 2021), optionally with a hierarchy term (CODER's idea of using the graph's relations).
 
 Each step draws ``concepts_per_batch`` concepts × ``names_per_concept`` of their names (the
-BioCoM :class:`~kgnorm.methods.biocom.sampler.ConceptBatchSampler`: every name about once per epoch,
+BioCoM :class:`~kgnorm.samplers.concept_batch.ConceptBatchSampler`: every name about once per epoch,
 a resumed run replays the same batches), encodes them with length bucketing (each bucket of
 ``bucket`` names padded only to its own longest name: names are short, one long one would
 otherwise set the width of the whole batch) and minimises the Multi-Similarity loss with
-online hard-pair mining (:mod:`kgnorm.methods.biocom.loss`; SapBERT's α 1, β 60, λ 0.5, ε 0.2) with AdamW.
+online hard-pair mining (:mod:`kgnorm.losses.multi_similarity`; SapBERT's α 1, β 60, λ 0.5, ε 0.2) with AdamW.
 
 Hierarchy term (``hierarchy=True``): for one name of each concept of the batch, a name of a
 direct parent (drawn with the shared :class:`~kgnorm.samplers.parents.ParentPositiveSampler`
@@ -18,7 +18,7 @@ Output: a plain Hugging Face encoder directory (``save_pretrained`` model and to
 every ``--encoder`` option takes, plus ``kgnorm-pretrain.json`` (ontologies, settings, loss
 history). Steps, budgets and checkpoints are the shared
 :class:`~kgnorm.training.loop.TrainingLoop`'s (step budget: ``max_steps``, and ``max_seconds``
-of optimisation time). Checkpoints (``checkpoints/checkpoint.pt``: weights, optimizer,
+of optimisation time). Checkpoints (``checkpoints/last.pt``: weights, optimizer,
 position, RNG) are written every ``checkpoint_steps`` steps, after every epoch and at the
 stop; a run stopped by its budget keeps its checkpoint so that ``resume`` with a larger
 budget continues it, a finished one deletes it. Resuming with other ontologies, another
@@ -30,7 +30,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -38,44 +38,46 @@ import numpy as np
 import torch
 
 from kgnorm.errors import KgnormError
-from kgnorm.methods.biocom.loss import ms_loss
-from kgnorm.methods.biocom.sampler import ConceptBatchSampler
-from kgnorm.training.checkpoints import ResumableConfig, digest, seed_all
-from kgnorm.training.loop import LoopConfig, TrainingLoop, checkpoint_fingerprint
+from kgnorm.losses.multi_similarity import ms_loss
+from kgnorm.samplers.concept_batch import ConceptBatchSampler
+from kgnorm.training.checkpoints import ResumableConfig
+from kgnorm.training.loop import CHECKPOINT, LoopConfig, TrainingLoop, TrainResult, checkpoint_fingerprint
 from kgnorm.training.task import TrainingTask
 
 from .data import PretrainData
+from .recipe import Options
 
-__all__ = ["PretrainConfig", "PretrainResult", "pretrain_encoder", "META_FILE"]
+__all__ = ["PretrainConfig", "TrainResult", "pretrain_encoder", "META_FILE"]
 
 META_FILE = "kgnorm-pretrain.json"
-CHECKPOINT = Path("checkpoints") / "checkpoint.pt"
 
 
 @dataclass
 class PretrainConfig(ResumableConfig):
-    concepts_per_batch: int = 64
-    names_per_concept: int = 2
+    """The defaults of what `kgnorm pretrain` exposes are its options' (recipe.Options)."""
+
+    concepts_per_batch: int = Options.concepts_per_batch
+    names_per_concept: int = Options.names_per_concept
     alpha: float = 1.0
     beta: float = 60.0
     lam: float = 0.5
     epsilon: float = 0.2
-    lr: float = 2e-5
+    lr: float = Options.lr
     weight_decay: float = 0.01
     grad_clip: float | None = 1.0
-    pooling: str = "mean"
-    max_length: int = 25
+    pooling: str = Options.pooling
+    max_length: int = Options.max_length
     bucket: int = 32
-    hierarchy: bool = False
+    hierarchy: bool = Options.hierarchy
     hierarchy_weight: float = 1.0
-    hierarchy_margin: float = 0.4
-    epochs: int = 5
+    hierarchy_margin: float = Options.hierarchy_margin
+    epochs: int = Options.epochs
     max_steps: int | None = None
     max_seconds: float | None = None
-    checkpoint_steps: int = 200
+    checkpoint_steps: int = Options.checkpoint_steps
     keep_checkpoint: bool = False
     log_steps: int = 50
-    seed: int = 0
+    seed: int = Options.seed
     device: str | None = None
 
     _RESUMABLE = ("epochs", "max_steps", "max_seconds", "checkpoint_steps", "keep_checkpoint",
@@ -96,19 +98,8 @@ class PretrainConfig(ResumableConfig):
             raise KgnormError(f"learning rate must be > 0, got {self.lr}")
 
 
-@dataclass
-class PretrainResult:
-    out_dir: str
-    steps: int
-    epochs_completed: int
-    train_seconds: float
-    complete: bool                 # every epoch ran (else stopped by max_steps / max_seconds)
-    resumed: bool
-    history: list[dict] = field(default_factory=list)   # per log interval: step, loss, mining
-
-
-def _fingerprint(data: PretrainData, cfg: PretrainConfig, encoder: str) -> str:
-    return digest([data.fingerprint(), json.dumps(cfg.fingerprint_dict(), sort_keys=True), encoder])
+def _fingerprint(data: PretrainData, cfg: PretrainConfig, encoder: str) -> dict:
+    return {"data": data.fingerprint(), "config": cfg.fingerprint_dict(), "encoder": encoder}
 
 
 def _check_out(out: Path, data: PretrainData, cfg: PretrainConfig, encoder: str, resume: bool) -> dict | None:
@@ -169,8 +160,12 @@ class PretrainTask(TrainingTask):
         self.on_log = on_log
         self.sampler = ConceptBatchSampler(data.groups, cfg.concepts_per_batch, cfg.names_per_concept,
                                            cfg.seed)
-        self.params = [p for p in enc.model.parameters() if p.requires_grad]
-        self.opt = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.module = enc.model
+        self.optimizer = torch.optim.AdamW([p for p in enc.model.parameters() if p.requires_grad], lr=cfg.lr,
+                                           weight_decay=cfg.weight_decay)
+        self.clip_norm = cfg.grad_clip or None
+        self._t0 = 0.0
+        self._parts = (0, 0, 0, 0.0, 0)
         self.labels = torch.tensor(data.labels)
         self.plan: list = []
         self.epoch = self.steps = 0
@@ -196,8 +191,9 @@ class PretrainTask(TrainingTask):
         p = torch.nn.functional.normalize(self.enc.embed_bucketed(parent_names, cfg.bucket), dim=-1)
         return torch.relu(cfg.hierarchy_margin - (a * p).sum(-1)).mean(), len(anchors)
 
-    def train_step(self, step: int) -> float:
-        cfg, t0 = self.cfg, time.perf_counter()
+    def loss(self, step: int) -> torch.Tensor:
+        cfg = self.cfg
+        self._t0 = time.perf_counter()
         rows = self.plan[step]
         emb = self.enc.embed_bucketed([self.data.names[r] for r in rows], bucket=cfg.bucket)
         loss, stats = ms_loss(emb, self.labels[rows].to(emb.device), cfg.alpha, cfg.beta, cfg.lam,
@@ -208,18 +204,15 @@ class PretrainTask(TrainingTask):
             if term is not None:
                 loss = loss + cfg.hierarchy_weight * term
                 h_loss = float(term.detach())
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.grad_clip:
-            torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
-        self.opt.step()
+        self._parts = (stats.anchors, stats.positives, stats.negatives, h_loss, h_pairs)
+        return loss
+
+    def after_step(self, step: int, loss: float) -> None:
         self.steps += 1
-        self.elapsed += time.perf_counter() - t0
-        value = float(loss.detach())
-        self.window.append((value, stats.anchors, stats.positives, stats.negatives, h_loss, h_pairs))
-        if len(self.window) >= cfg.log_steps or step + 1 == len(self.plan):
+        self.elapsed += time.perf_counter() - self._t0
+        self.window.append((loss, *self._parts))
+        if len(self.window) >= self.cfg.log_steps or step + 1 == len(self.plan):
             self._log()
-        return value
 
     def _log(self) -> None:
         w = np.array(self.window)
@@ -235,20 +228,18 @@ class PretrainTask(TrainingTask):
             self.on_log(rec)
 
     def state_dict(self) -> dict:
-        return {"model": self.enc.model.state_dict(), "optimizer": self.opt.state_dict(),
-                "ontologies": self.data.ontologies, "encoder": self.enc_id, "log": self.log,
+        return {**super().state_dict(), "ontologies": self.data.ontologies, "encoder": self.enc_id, "log": self.log,
                 "task_steps": self.steps, "task_elapsed": self.elapsed}
 
     def load_state_dict(self, state: dict) -> None:
-        self.enc.model.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
+        super().load_state_dict(state)
         self.log = list(state["log"])
         self.steps, self.elapsed = int(state["task_steps"]), float(state["task_elapsed"])
 
 
 def pretrain_encoder(data: PretrainData, out_dir: str | Path, encoder: str | Path | None = None,
                      config: PretrainConfig | None = None, resume: bool = True, progress: bool = False,
-                     on_log: Callable[[dict], None] | None = None) -> PretrainResult:
+                     on_log: Callable[[dict], None] | None = None) -> TrainResult:
     """Pretrain ``encoder`` (default: the offline MiniLM) on ``data`` and write it to ``out_dir``."""
     from kgnorm.encoders.dense import DenseEncoder, default_encoder_path
     from kgnorm.samplers.parents import ParentPositiveSampler
@@ -266,17 +257,14 @@ def pretrain_encoder(data: PretrainData, out_dir: str | Path, encoder: str | Pat
     enc_id = str(enc_path.resolve())
     _check_out(out, data, cfg, enc_id, resume)
     enc = DenseEncoder(enc_path, pooling=cfg.pooling, max_length=cfg.max_length, device=cfg.device)
-    seed_all(cfg.seed)
+    loop = TrainingLoop(LoopConfig(
+        epochs=cfg.epochs, name="pretrain", budget="step", max_steps=cfg.max_steps,
+        max_seconds=cfg.max_seconds, checkpoint_every_steps=cfg.checkpoint_steps or None,
+        step_seed=cfg.seed, seed=cfg.seed, progress=progress), out, resume=resume)
     samplers = ({o: ParentPositiveSampler(h, items=[], seed=cfg.seed) for o, h in data.hierarchies.items()}
                 if cfg.hierarchy else {})
     task = PretrainTask(enc, data, cfg, samplers, enc_id, on_log)
-    loop = TrainingLoop(task, LoopConfig(
-        epochs=cfg.epochs, name="pretrain", budget="step", max_steps=cfg.max_steps,
-        max_seconds=cfg.max_seconds, checkpoint_every_steps=cfg.checkpoint_steps or None,
-        step_seed=cfg.seed, progress=progress), out / CHECKPOINT, _fingerprint(data, cfg, enc_id),
-        resume=resume)
-    resumed = loop.begin() is not None
-    res = loop.run()
+    res = loop.run(task, _fingerprint(data, cfg, enc_id))
     complete = res.epochs_completed >= cfg.epochs
     enc.model.eval()
     enc.save(out)
@@ -291,5 +279,5 @@ def pretrain_encoder(data: PretrainData, out_dir: str | Path, encoder: str | Pat
     tmp.replace(out / META_FILE)
     if complete and not cfg.keep_checkpoint:
         shutil.rmtree(out / CHECKPOINT.parent, ignore_errors=True)
-    return PretrainResult(str(out), res.global_step, res.epochs_completed, res.elapsed, complete,
-                          resumed, task.log)
+    res.info = {"log": task.log}   # per log interval: step, loss, mining
+    return res

@@ -123,7 +123,7 @@ def choose_threshold(examples: Sequence[NilExample], strategy: str = "auto"
     if strategy in ("auto", "min_fp", "weighted", "dev_accuracy") and n_nil == 0:
         raise KgnormError(f"nil threshold strategy {strategy!r} needs dev mentions whose gold "
                           "is not in the dictionary, and this dev set has none; build one with "
-                          "kgnorm.linking.nil.nil_dev_set or give the threshold explicitly")
+                          "kgnorm.nil.thresholds.nil_dev_set or give the threshold explicitly")
     if strategy in ("max_tp", "weighted") and n_tp == 0:
         raise KgnormError(f"nil threshold strategy {strategy!r} needs dev mentions linked "
                           "correctly, and this dev set has none")
@@ -171,7 +171,7 @@ def nil_metrics(examples: Sequence[NilExample], threshold: float) -> dict[str, f
 def decision_metrics(examples: Sequence[NilExample], pred_nil: Sequence[bool] | np.ndarray
                      ) -> dict[str, float | int]:
     """:func:`nil_metrics` for any nil decisions (one flag per example), e.g. a
-    :class:`~kgnorm.linking.nil_classifier.NilClassifier`'s."""
+    :class:`~kgnorm.nil.classifier.NilClassifier`'s."""
     d, kb, ok = _arrays(examples)
     pred_nil = np.asarray(pred_nil, dtype=bool)
     if len(pred_nil) != len(d):

@@ -1,8 +1,8 @@
 """Nil-detection evaluation on DILBERT's constructed dev set (`kgnorm eval link --nil-fraction`,
 benchmarks/encoders.py).
 
-Every strategy -- DILBERT's thresholds (:mod:`kgnorm.linking.nil`) and the classifier
-(:mod:`kgnorm.linking.nil_classifier`) -- is fitted on half of the dev *documents* and scored
+Every strategy -- DILBERT's thresholds (:mod:`kgnorm.nil.thresholds`) and the classifier
+(:mod:`kgnorm.nil.classifier`) -- is fitted on half of the dev *documents* and scored
 on the other half, for a few seeded document splits. Splitting by document keeps a
 document's mentions from helping decide their own case, while a surface form repeated
 across documents counts as it would on a user's new documents.
@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.nil import (NilDevSet, NilExample, choose_threshold, decision_metrics,
+from kgnorm.nil.thresholds import (NilDevSet, NilExample, choose_threshold, decision_metrics,
                                 nil_dev_set, nil_metrics)
-from kgnorm.linking.nil_classifier import DEFAULT_DEPTH, NilClassifier, hit_features
+from kgnorm.nil.classifier import DEFAULT_DEPTH, NilClassifier, hit_features
 
 __all__ = ["EVALUATED_STRATEGIES", "SPLIT_SEEDS", "concept_hits", "document_halves",
            "nil_examples", "evaluate_nil_strategies", "strategy_summaries",
