@@ -57,13 +57,13 @@ def link_workers() -> set[int]:
     return out
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
-    """(wall s, driver peak RSS MB, largest peak RSS MB of a link worker process)."""
+def timed(cmd: list[str], env: dict[str, str], ray: bool) -> tuple[float, float, float]:
+    """(wall s, driver peak RSS MB, largest peak RSS MB of a link worker process, with `ray`)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL)
     peak: dict[int, int] = {}
     while proc.poll() is None:
-        for pid in {proc.pid} | link_workers():
+        for pid in {proc.pid} | (link_workers() if ray else set()):
             try:
                 st = Path(f"/proc/{pid}/status").read_text()
             except OSError:
@@ -100,7 +100,7 @@ def main() -> None:
     rows, ref = [], None
     for label, extra, more in runs:
         tsv = out / f"links-{len(rows)}.tsv"
-        wall, rss, worker_rss = timed(base + ["--output", str(tsv)] + extra, {**env, **more})
+        wall, rss, worker_rss = timed(base + ["--output", str(tsv)] + extra, {**env, **more}, bool(extra))
         data = tsv.read_bytes()
         ref = data if ref is None else ref
         rows.append(f"| {label} | {wall:.1f} | {n / wall:,.0f} | {distinct / wall:,.0f} | {rss:,.0f} | "
