@@ -16,6 +16,10 @@ AbbrOpt = Annotated[Optional[bool], typer.Option(
     "--abbreviations/--no-abbreviations", help="Expand abbreviations defined in the document.")]
 CompOpt = Annotated[Optional[bool], typer.Option(
     "--composites/--no-composites", help="Split composite mentions into parts.")]
+ConsOpt = Annotated[Optional[bool], typer.Option(
+    "--consistency/--no-consistency", help="One concept per document for mentions with the same normalized text "
+                                           "or resolved short form (a vote weighted by score; a confident link "
+                                           "keeps its own). Default: the model's setting, else off.")]
 
 
 def link_cmd(
@@ -41,7 +45,7 @@ def link_cmd(
     write_batch: Annotated[int, typer.Option(
         "--write-batch", help="Mentions sent to the store at a time: memory follows this, not the input; the "
                               "run is still all or nothing (staged, then published).")] = 50_000,
-    abbreviations: AbbrOpt = None, composites: CompOpt = None,
+    abbreviations: AbbrOpt = None, composites: CompOpt = None, consistency: ConsOpt = None,
     relink_orphans: Annotated[bool, typer.Option(
         "--relink-orphans", help="Instead of --input: link again the mentions a re-ingest of the model's ontology "
                                  "left orphans (their concept went without a single successor).")] = False,
@@ -73,7 +77,8 @@ def link_cmd(
                            nil_threshold=nil_threshold, nil_dev=nil_dev, nil_strategy=nil_strategy,
                            batch_size=batch_size, write_batch=write_batch, abbreviations=abbreviations,
                            composites=composites, lock_timeout=lock_timeout, progress=not quiet,
-                           engine=engine, ray=RayOptions(workers=workers, address=ray_address))
+                           consistency=consistency, engine=engine,
+                           ray=RayOptions(workers=workers, address=ray_address))
     print_report(report, quiet)
 
 
@@ -109,7 +114,7 @@ def eval_link_cmd(
                                                   "split (mentions whose text never occurs in train).")] = None,
     input_format: FormatOpt = None,
     batch_size: Annotated[int, typer.Option("--batch-size")] = 256,
-    abbreviations: AbbrOpt = None, composites: CompOpt = None,
+    abbreviations: AbbrOpt = None, composites: CompOpt = None, consistency: ConsOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     nil_fraction: Annotated[Optional[float], typer.Option(
         "--nil-fraction", help="Also evaluate nil detection on DILBERT's constructed dev set: this fraction of "
@@ -130,5 +135,5 @@ def eval_link_cmd(
     report = evaluate_model(model, input, predictions=predictions, ontology=ontology,
                             allow_unknown_gold=allow_unknown_gold, train=train, input_format=input_format,
                             batch_size=batch_size, abbreviations=abbreviations, composites=composites,
-                            nil_fraction=nil_fraction, nil_seed=nil_seed, store=store)
+                            nil_fraction=nil_fraction, nil_seed=nil_seed, store=store, consistency=consistency)
     print_evaluation(report, fmt, report_lines)

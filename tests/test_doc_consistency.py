@@ -1,9 +1,11 @@
-"""Document-level consistency (kgnorm.linking.doc_consistency) on hand-made spans and links."""
+"""Document-level consistency in annotate: spans propagated (kgnorm.ner.propagate) and one concept
+per document for mentions that say the same thing (kgnorm.linking.consistency.harmonize_document)."""
 from __future__ import annotations
 
-from kgnorm.linking.doc_consistency import harmonize, propagate_spans
 from kgnorm.linking.candidates import Hit, LinkedMention
+from kgnorm.linking.consistency import harmonize_document
 from kgnorm.mentions.types import Mention
+from kgnorm.ner.propagate import propagate_spans
 from kgnorm.ner.spans import Span
 
 
@@ -24,14 +26,15 @@ def _lm(text: str, hits: list[tuple[str, float]], nil: bool = False) -> LinkedMe
     return LinkedMention(Mention(text=text), ["q"], [[Hit(u, u, s) for u, s in hits]], nil)
 
 
-def test_harmonize_votes_by_summed_score_and_keeps_confident_members():
+def test_linked_mentions_of_one_document_agree_unless_the_linker_is_confident():
     a = _lm("x", [("A", 0.90), ("B", 0.85)])
-    b = _lm("x", [("A", 0.80), ("B", 0.79)])
-    weak = _lm("x", [("B", 0.70), ("A", 0.65)])  # margin 0.05 < 0.1: adopts A
-    sure = _lm("x", [("C", 0.99), ("A", 0.50)])  # margin 0.49: keeps C
+    b = _lm("x", [("A", 2.00), ("B", 0.50)])
+    weak = _lm("x", [("B", 0.70), ("A", 0.65)])  # top-1 probability 0.51 < 0.9: adopts A
+    sure = _lm("x", [("C", 5.00), ("A", 0.50)])  # top-1 probability 0.99: keeps C
     nil = _lm("x", [("A", 0.10)], nil=True)
     alone = _lm("y", [("B", 0.5)])
     alone.queries = ["other"]
-    assert harmonize([a, b, weak, sure, nil, alone], margin=0.1) == 2
+    assert harmonize_document([a, b, weak, sure, nil, alone]) == 1
     assert [lm.parts[0][0].uid for lm in (a, b, weak, sure, nil, alone)] == ["A", "A", "A", "C", "A", "B"]
-    assert not nil.nil
+    assert nil.nil
+    assert [h.uid for h in weak.parts[0]] == ["A", "B"]  # one concept per rank, same length

@@ -58,16 +58,18 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
                   train: Path | None, input_format: str | None, batch_size: int = 256,
                   allow_unknown_gold: bool = False, store: str | None = None, *,
                   linker: PartLinker | None = None, meta: dict[str, Any] | None = None,
-                  pipeline: TextPipeline | None = None) -> dict[str, Any]:
+                  pipeline: TextPipeline | None = None, consistency: bool = False) -> dict[str, Any]:
     """Score link TSV rows against the gold mentions (kgnorm.evaluation.link_tsv): the rows of the file
     `predictions`, or those `link` writes with `linker` (the model `model` opened, its `meta` and
-    text `pipeline`: same rows, same parser, same scorer).
+    text `pipeline`: same rows, same parser, same scorer; `consistency`: as `link --consistency`).
 
     Gold ids the model or ontology lacks are refused unless `allow_unknown_gold`; then they are
     scored as misses and counted in ``unknown_gold_ids`` / ``unknown_gold_mentions``."""
     from kgnorm.evaluation.link_tsv import align, parse_link_rows, read_link_tsv, score, unknown_gold_ids
+    from kgnorm.evaluation.composites import scoring_gold, unsplit_composites
     from kgnorm.evaluation.linking import refined_subset
     from kgnorm.evaluation.retired import resolve_retired, retired_successors
+    from kgnorm.linking.consistency import consistent_stream
     from kgnorm.linking.linker import link_stream, tsv_rows
 
     pipeline = pipeline or TextPipeline()
@@ -78,14 +80,15 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
         by_id = read_link_tsv(predictions)
     else:
         rows: list[list[str]] = []
-        for lm in link_stream(linker, pipeline, read_gold_mentions(gold, input_format), top_k=5,
-                              batch_size=batch_size):
+        stream = link_stream(linker, pipeline, read_gold_mentions(gold, input_format), top_k=5,
+                             batch_size=batch_size)
+        for lm in consistent_stream(stream) if consistency else stream:
             mentions.append(lm.mention)
             rows.extend(tsv_rows(lm, 5))
         by_id = parse_link_rows(rows, source=f"the rows `link` writes for {model}")
     if not mentions:
         raise InputError("no mentions", path=gold)
-    golds = [list(m.gold) for m in mentions]
+    golds = [scoring_gold(m) for m in mentions]  # one rule for several ids (kgnorm.evaluation.composites)
     resolved = resolve_retired(golds, known, retired_successors(ontology or (meta or {}).get("ontology"), store),
                                alt_ids)
     golds = resolved.golds
@@ -106,6 +109,7 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
         texts = [pipeline.normalize_name(m.text) for m in mentions]
         idx = refined_subset(texts, train_texts, ["|".join(g) for g in golds])
         out["refined"] = score(predicted, golds, alt_ids, idx)
+    out["composites"], out["composites_unsplit"] = unsplit_composites(mentions, [len(p.parts) for p in predicted])
     out["unknown_gold_ids"] = len(unknown)
     out["retired_gold_ids"], out["retired_gold_mentions"] = resolved.ids, resolved.mentions
     out["unknown_gold_mentions"] = n_unknown_mentions

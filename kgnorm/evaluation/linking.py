@@ -18,9 +18,13 @@ Rules
   first matching candidate; it is right at k when that rank is <= k, i.e. a composite
   mention counts only when **every** part is right at k.
 * Parts are aligned by position (``part_matching="aligned"``). When the prediction has a
-  different number of parts than the gold (a composite left unsplit), or with
-  ``part_matching="any"``, each predicted part may match any linkable gold part -- BioSyn's
-  own label check, which is also lenient about the order of composite ids.
+  different number of parts than the gold, every linkable gold part needs a predicted part of
+  its own (the best one-to-one assignment, any order): a composite left unsplit -- one concept
+  for a mention of two -- is a miss. A mention the annotators allow several ids for is not a
+  composite: give its ids as one conjunction part ``A+B``
+  (:func:`kgnorm.evaluation.composites.scoring_gold` decides which is which). With
+  ``part_matching="any"`` each predicted part may match any linkable gold part -- BioSyn's own
+  label check, lenient about unsplit composites and the order of their ids.
 
 The refined split (:func:`refined_subset`, DILBERT paper): test mentions whose normalized
 text never occurs among the normalized training mentions, deduplicated by (text, gold).
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import permutations
 from typing import Any
 
 UNLINKABLE = {"", "-1", "CUI-less", "CUI-LESS"}
@@ -140,6 +145,19 @@ def _first_rank(ranked: list[str], golds: list[str], conjunction: str,
     return 0
 
 
+def _assigned_rank(pred_parts: list[list[str]], golds: list[str], conjunction: str,
+                   alt_ids: Mapping[str, Iterable[str]] | None, depth: int) -> int:
+    """Best over one-to-one assignments of predicted parts to gold parts of the worst part's
+    rank (0 = some gold part has no predicted part of its own that matches within depth)."""
+    if len(pred_parts) < len(golds):
+        return 0
+    ranks = [[_first_rank(p, [g], conjunction, alt_ids, depth) or depth + 1 for p in pred_parts]
+             for g in golds]
+    best = min((max(ranks[g][i] for g, i in enumerate(perm))
+                for perm in permutations(range(len(pred_parts)), len(golds))), default=depth + 1)
+    return 0 if best > depth else best
+
+
 def mention_rank(pred: MentionPrediction, gold: GoldMention, depth: int,
                  alt_ids: Mapping[str, Iterable[str]] | None = None,
                  conjunction: str = "any", part_matching: str = "aligned") -> int | None:
@@ -152,6 +170,8 @@ def mention_rank(pred: MentionPrediction, gold: GoldMention, depth: int,
     if part_matching == "aligned" and len(pred.parts) == len(gold.parts):
         pairs = [(pred.parts[i], [g]) for i, g in enumerate(gold.parts)
                  if GoldMention.part_linkable(g)]
+    elif part_matching == "aligned":
+        return _assigned_rank(pred.parts, linkable, conjunction, alt_ids, depth)
     else:
         if not pred.parts:
             return 0

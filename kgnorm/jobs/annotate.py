@@ -115,7 +115,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     LINKED_TO edges (outputs carry rank 1)."""
     from kgnorm.documents.readers import input_digest, read_documents
     from kgnorm.documents.writers import document_writer
-    from kgnorm.linking.doc_consistency import harmonize, propagate_spans
+    from kgnorm.linking.consistency import harmonize_document
+    from kgnorm.ner.propagate import propagate_spans
     from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, _check_ontology, _open_output
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta
@@ -190,7 +191,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                 per_doc[i].append(lm)
             for doc, lms in zip(batch, per_doc):
                 if consistency:
-                    report.n_harmonized += harmonize(lms)
+                    report.n_harmonized += harmonize_document(lms)
                 anns = [_annotation(lm) for lm in lms]
                 if writer is not None:
                     writer.write(doc, anns)

@@ -29,11 +29,12 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
                    ontology: str | None = None, allow_unknown_gold: bool = False, train: str | Path | None = None,
                    input_format: str | None = None, batch_size: int = 256, abbreviations: bool | None = None,
                    composites: bool | None = None, nil_fraction: float | None = None, nil_seed: int = 0,
-                   store: str | None = None) -> dict[str, Any]:
+                   store: str | None = None, consistency: bool | None = None) -> dict[str, Any]:
     """The report: "full" (and "refined" with `train`), unknown gold counts, "nil" with
     `nil_fraction`, and "notes": lines the user must see (gold ids scored as misses)."""
     from kgnorm.evaluation.link_eval import evaluate_link
     from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.consistency import consistency_on
     from kgnorm.linking.linker import pipeline_from_meta
 
     check_eval_options(model, gold, predictions, ontology, nil_fraction)
@@ -44,7 +45,8 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
         pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
     report = evaluate_link(model, Path(gold), Path(predictions) if predictions is not None else None, ontology,
                            Path(train) if train is not None else None, input_format, batch_size,
-                           allow_unknown_gold, store, linker=linker, meta=meta, pipeline=pipeline)
+                           allow_unknown_gold, store, linker=linker, meta=meta, pipeline=pipeline,
+                           consistency=consistency_on(consistency, meta))
     notes = []
     if report["unknown_gold_ids"]:
         where = f"ontology {ontology!r}" if ontology is not None else f"the dictionary of {model}"
@@ -90,6 +92,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     for split, r in report.items():
         if split in ("full", "refined"):
             lines.append(f"{split:8s} n={r['n']:5d}  Acc@1 {r['acc1']:.4f}  Acc@5 {r['acc5']:.4f}")
+    if report.get("composites"):
+        lines.append(f"composites (every part must be right): {report['composites']}, left unsplit by the "
+                     f"linker (misses): {report['composites_unsplit']}")
     if report.get("unknown_gold_ids"):
         lines.append(f"gold ids the model or ontology lacks: {report['unknown_gold_ids']} (their "
                      f"{report['unknown_gold_mentions']} mention(s) scored as misses)")

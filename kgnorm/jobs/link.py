@@ -114,12 +114,15 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
                   nil_strategy: str = "auto", batch_size: int = 256, write_batch: int = 50_000,
                   abbreviations: bool | None = None, composites: bool | None = None,
                   lock_timeout: float = 30.0, progress: bool = True,
-                  collect: bool = False, engine: str = "local", ray: RayOptions | None = None) -> LinkReport:
+                  collect: bool = False, consistency: bool | None = None, engine: str = "local",
+                  ray: RayOptions | None = None) -> LinkReport:
     """Link `mentions` with the model in `model`; write the TSV to `output` (a path or an open
-    text file; None: none), the run to `store` unless write=False; `collect` keeps the rows.
-    `engine="ray"`: linked by a pool of Ray actors (`ray`: where and how many; kgnorm.jobs.ray_engine),
-    the output the same."""
+    text file; None: none), the run to `store` unless write=False; `collect` keeps the rows;
+    `consistency`: one concept per document for mentions that say the same thing
+    (kgnorm.linking.consistency; None: the model's setting or the default); `engine="ray"`: linked
+    by a pool of Ray actors (`ray`: where and how many; kgnorm.jobs.ray_engine), the output the same."""
     from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.consistency import consistency_on, consistent_stream
     from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta, tsv_rows
     from kgnorm.linking.query_cache import with_cache
     from kgnorm.nil.fit import nil_decision, parse_nil_option
@@ -151,6 +154,7 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
         _check_ontology(store, meta, report.notes)
     uid = run_uid("link", model=str(model.resolve()), input=source.digest, top_k=write_top_k,
                   nil=nil.threshold, abbreviations=abbreviations, composites=composites,
+                  **({"consistency": True} if consistency_on(consistency, meta) else {}),
                   **({"nil_classifier": file_digest(nil_dev)} if nil.classifier is not None else {}))
     run = RunRecord(uid, "link", linker.method, str(model.resolve()),
                     params={"input": source.label, "write_top_k": write_top_k, "nil_threshold": nil.threshold,
@@ -180,12 +184,12 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
 
         link_kw = dict(top_k=max(top_k, write_top_k), batch_size=batch_size, nil_threshold=nil.threshold,
                        nil_classifier=nil.classifier)
-        if engine == "ray":
+        if engine == "ray":  # the blocks come back in input order: everything below is as in-process
             from kgnorm.jobs.ray_engine import ray_link_stream
-            linked = ray_link_stream(str(model.resolve()), pipeline, source.items, ray or RayOptions(), **link_kw)
+            stream = ray_link_stream(str(model.resolve()), pipeline, source.items, ray or RayOptions(), **link_kw)
         else:
-            linked = link_stream(with_cache(linker), pipeline, source.items, **link_kw)
-        for lm in linked:
+            stream = link_stream(with_cache(linker), pipeline, source.items, **link_kw)
+        for lm in consistent_stream(stream) if consistency_on(consistency, meta) else stream:
             rows = tsv_rows(lm, top_k)
             if tsv is not None:
                 tsv.writerows(rows)

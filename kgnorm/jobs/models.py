@@ -15,6 +15,13 @@ def open_linker(model_dir: str | Path) -> tuple[PartLinker, dict[str, Any]]:
     from kgnorm.methods.registry import load_encoder
 
     meta = read_model_meta(model_dir)
+    if meta["method"] == "rerank":  # a cross-encoder over the linker its directory names
+        from kgnorm.methods.rerank.linker import RerankLinker
+        from kgnorm.methods.rerank.model import CrossScorer
+
+        inner, inner_meta = open_linker(meta["linker"])
+        scorer = CrossScorer.load(model_dir, meta.get("max_length", 64))
+        return RerankLinker(inner, scorer, meta["top_k"]), {**inner_meta, **meta}
     model = load_encoder(model_dir)
     if meta["method"] == "biocom":
         return ContextLinker(model), meta

@@ -74,6 +74,7 @@ def fit_nil(linker, meta: dict[str, Any], pipeline, nil_dev: Path, input_format:
     """Link the dev mentions, then pick DILBERT's distance threshold t (kgnorm.nil.thresholds);
     `link_stream` takes the score threshold -t (distance = -score). With strategy
     `classifier`, fit a NilClassifier (kgnorm.nil.classifier) instead."""
+    from kgnorm.evaluation.composites import scoring_gold
     from kgnorm.evaluation.link_eval import known_ids
     from kgnorm.evaluation.linking import GoldMention, MentionPrediction, mention_rank
     from kgnorm.linking.linker import candidate_sets, link_stream
@@ -105,7 +106,7 @@ def fit_nil(linker, meta: dict[str, Any], pipeline, nil_dev: Path, input_format:
             kb = all(any(x in known for x in g.split("+")) for g in linkable)
             n_unknown += not kb
         in_kb.append(kb)
-        rank = mention_rank(MentionPrediction(candidate_sets(lm)), GoldMention(tuple(gold)), 1, alt) if kb else 0
+        rank = mention_rank(MentionPrediction(candidate_sets(lm)), GoldMention(tuple(scoring_gold(lm.mention))), 1, alt) if kb else 0
         correct.append(rank == 1)
     n_out = n_minus1 + n_unknown
     if n_out == 0:

@@ -1,0 +1,91 @@
+"""`kgnorm train rerank`: a cross-encoder over a linker's top-k. The directory references the linker,
+`link` and `eval link` take it and agree, ranks hold one concept each, scores are cached; bad input
+is one line."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from cli_runner import exit_code, run
+
+FIX = Path(__file__).parent / "fixtures"
+TRAIN = ("1||0|18||Disease||fictional syndrome||D900001\n"
+         "1||20|31||Disease||toe disease||D900002\n"
+         "2||0|4||Disease||fts2||999002\n"
+         "2||5|24||Disease||made-up syndromes||D900001\n"
+         "3||0|20||Disease||fictional toe illness||D900002\n")
+DEV = ("7||0|19||Disease||fictional syndromes||D900001\n"
+       "7||20|28||Disease||toe pain||D900002\n"
+       "8||0|22||Disease||toe syndrome fictional||999002\n")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, tiny_bert_dir):
+    tmp = tmp_path_factory.mktemp("rerank")
+    store = f"ladybug://{tmp}/graph"
+    assert exit_code(["ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--ontology", "ctd",
+                      "--store", store, "-q"]) == 0
+    (tmp / "train.concept").write_text(TRAIN)
+    (tmp / "dev.concept").write_text(DEV)
+    linker = tmp / "biosyn"
+    assert exit_code(["train", "biosyn", "--ontology", "ctd", "--out", str(linker), "--train",
+                      str(tmp / "train.concept"), "--encoder", str(tiny_bert_dir), "--epochs", "1", "--topk", "3",
+                      "--store", store, "-q"]) == 0
+    out = tmp / "rerank"
+    assert exit_code(["train", "rerank", "--linker", str(linker), "--train", str(tmp / "train.concept"),
+                      "--dev", str(tmp / "dev.concept"), "--out", str(out), "--top-k", "3", "--encoder",
+                      str(tiny_bert_dir), "--epochs", "2", "--batch-size", "2", "--store", store, "-q"]) == 0
+    return {"tmp": tmp, "store": store, "linker": linker, "out": out}
+
+
+def test_directory_references_the_linker(world):
+    meta = json.loads((world["out"] / "kgnorm-model.json").read_text())
+    assert meta["method"] == "rerank" and meta["linker"] == str(world["linker"].resolve())
+    assert meta["top_k"] == 3 and len(meta["training"]["history"]) >= 1
+    assert (world["out"] / "cross_encoder" / "model.safetensors").is_file()
+    assert not (world["out"] / "names.tsv").exists()  # the linker's dictionary is not copied
+
+
+def test_link_and_eval_link_agree(capsys, world):
+    tsv = world["tmp"] / "reranked.tsv"
+    dev = world["tmp"] / "dev.concept"
+    code, _, err = run(capsys, "link", "--model", str(world["out"]), "--input", str(dev), "--top-k", "3",
+                       "--no-write", "--output", str(tsv), "-q")
+    assert code == 0, err
+    rows = list(csv.DictReader(tsv.open(), delimiter="\t"))
+    for mid in {r["mention_id"] for r in rows}:
+        uids = [r["concept_uids"] for r in rows if r["mention_id"] == mid]
+        assert len(uids) == len(set(uids)) and 1 <= len(uids) <= 3  # one concept per rank
+        scores = [float(r["score"]) for r in rows if r["mention_id"] == mid]
+        assert scores == sorted(scores, reverse=True)  # the cross-encoder's order
+    reps = []
+    for how in (["--predictions", str(tsv), "--ontology", "ctd"], ["--model", str(world["out"])]):
+        code, out, err = run(capsys, "eval", "link", *how, "--gold", str(dev), "--format", "json",
+                             "--store", world["store"])
+        assert code == 0, err
+        reps.append(json.loads(out))
+    assert reps[0]["full"] == reps[1]["full"] and reps[0]["full"]["n"] == 3
+
+
+def test_scores_are_cached(world):
+    from kgnorm.methods.rerank.model import CrossScorer
+
+    scorer = CrossScorer.load(world["out"])
+    first = scorer.score(["toe pain", "toe pain"], ["toe syndrome", "toe syndrome"])
+    assert first[0] == first[1] and scorer.cache_hits == 1
+    again = scorer.score(["toe pain"], ["toe syndrome"])
+    assert again == first[:1] and scorer.cache_hits == 2
+
+
+def test_bad_input(capsys, world):
+    base = ["train", "rerank", "--train", str(world["tmp"] / "train.concept"), "--out",
+            str(world["tmp"] / "bad"), "--store", world["store"], "-q"]
+    code, _, err = run(capsys, *base, "--linker", str(world["tmp"] / "nowhere"))
+    assert code != 0 and "nowhere" in err and "Traceback" not in err
+    code, _, err = run(capsys, *base, "--linker", str(world["linker"]), "--top-k", "1")
+    assert code != 0 and "--top-k" in err
+    code, _, err = run(capsys, *base, "--linker", str(world["out"]))
+    assert code != 0 and "cannot be reranked" in err
