@@ -72,7 +72,8 @@ for _entry in (Method("biosyn", "kgnorm.methods.biosyn.model:load_biosyn"),
                Method("dan", "kgnorm.methods.dan.model:load_dan"),
                Method("biocom", "kgnorm.methods.biocom.linker:load_biocom"),
                Method("bne", "kgnorm.methods.bne.model:load_bne"),
-               Method("dilbert", "kgnorm.methods.dilbert.model:load_dilbert")):
+               Method("dilbert", "kgnorm.methods.dilbert.model:load_dilbert"),
+               Method("ner", "kgnorm.methods.ner.model:load_ner")):
     register(_entry)
 
 
@@ -93,4 +94,6 @@ def load_encoder(model_dir: str | Path) -> Any:
     name = read_model_meta(model_dir)["method"]
     if name not in METHODS:
         raise KgnormError(f"{model_dir}: unknown model method {name!r}")
+    if name == "ner":
+        raise KgnormError(f"{model_dir} is a mention detector (`annotate --ner`), not a linking model")
     return METHODS[name].load()(model_dir)

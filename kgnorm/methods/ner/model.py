@@ -1,0 +1,205 @@
+"""The trained mention detector: a Hugging Face encoder with a BIO token-classification head,
+optionally a CRF on top (pytorch-crf) and a dictionary-match feature (the B/I/O tag of an
+ontology-name match, as an embedding added to the token embeddings).
+
+:class:`NerDetector` is a :class:`~kgnorm.ner.spans.MentionDetector`: it reads every text in
+overlapping windows (:func:`~kgnorm.ner.bio.make_windows`), so a text of any length is
+annotated and a mention at a window edge is read from the window where it sits in the middle.
+:func:`load_ner` loads one from its model directory."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from kgnorm.errors import KgnormError
+from kgnorm.ner.bio import LabelSet, Window, make_windows, merge_windows, tags_to_spans, token_tags
+from kgnorm.ner.spans import Span
+
+__all__ = ["NerNet", "NerDetector", "load_ner", "METHOD", "MATCH_TAGS"]
+
+METHOD = "ner"
+HEAD_FILE = "head.pt"
+NAMES_FILE = "dictionary-names.txt"
+MATCH_TAGS = LabelSet(("match",))     # O / B-match / I-match: 3 values
+
+
+class NerNet(nn.Module):
+    """Encoder -> dropout -> linear emissions (-> CRF). With ``match_features`` a zero-initialised
+    embedding of the dictionary-match tag is added to the word embeddings, so training starts
+    from the plain encoder and learns how much the dictionary is worth."""
+
+    def __init__(self, encoder: nn.Module, n_tags: int, crf: bool, match_features: bool,
+                 dropout: float = 0.1) -> None:
+        super().__init__()
+        self.encoder = encoder
+        hidden = int(encoder.config.hidden_size)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(hidden, n_tags)
+        self.match = None
+        if match_features:
+            self.match = nn.Embedding(len(MATCH_TAGS), hidden)
+            nn.init.zeros_(self.match.weight)
+        self.crf = None
+        if crf:
+            from torchcrf import CRF
+
+            self.crf = CRF(n_tags, batch_first=True)
+
+    def emissions(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                  match_tags: torch.Tensor | None = None) -> torch.Tensor:
+        if self.match is not None and match_tags is not None:
+            embeds = self.encoder.get_input_embeddings()(input_ids) + self.match(match_tags)
+            hidden = self.encoder(inputs_embeds=embeds, attention_mask=attention_mask).last_hidden_state
+        else:
+            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return self.classifier(self.dropout(hidden))
+
+    def loss(self, emissions: torch.Tensor, tags: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Token cross-entropy (special and padding tokens ignored), or the CRF's negative
+        log-likelihood per token (special tokens count as O: the CRF needs a dense sequence)."""
+        if self.crf is None:
+            return nn.functional.cross_entropy(emissions.reshape(-1, emissions.shape[-1]),
+                                               tags.reshape(-1), ignore_index=-100)
+        return -self.crf(emissions, tags.clamp(min=0), mask=attention_mask.bool(), reduction="token_mean")
+
+    def decode(self, emissions: torch.Tensor, attention_mask: torch.Tensor) -> tuple[list[list[int]], torch.Tensor]:
+        """(tags per sequence, per-token confidence = the softmax probability of the emissions)."""
+        probs = emissions.softmax(-1)
+        if self.crf is None:
+            conf, best = probs.max(-1)
+            return best.tolist(), conf
+        paths = self.crf.decode(emissions, mask=attention_mask.bool())
+        conf = torch.zeros(attention_mask.shape, dtype=probs.dtype)
+        for i, path in enumerate(paths):
+            idx = torch.tensor(path, dtype=torch.long)
+            conf[i, :len(path)] = probs[i, torch.arange(len(path)), idx]
+        return [p + [0] * (attention_mask.shape[1] - len(p)) for p in paths], conf
+
+
+def pad_batch(rows: Sequence[Sequence[int]], value: int) -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    return torch.tensor([list(r) + [value] * (width - len(r)) for r in rows], dtype=torch.long)
+
+
+class NerDetector:
+    """A trained token classifier as a :class:`~kgnorm.ner.spans.MentionDetector`."""
+
+    def __init__(self, net: NerNet, tokenizer: Any, labels: LabelSet, max_length: int = 256,
+                 stride: int = 64, names: Sequence[str] | None = None, batch_size: int = 16,
+                 device: str | None = None) -> None:
+        if net.match is not None and not names:
+            raise KgnormError("a detector trained with dictionary features needs the dictionary's names")
+        self.net, self.tokenizer, self.labels = net, tokenizer, labels
+        self.types: tuple[str, ...] = labels.types
+        self.max_length, self.stride = int(max_length), int(stride)
+        self.names = list(names or []) if net.match is not None else []
+        self.dictionary = dictionary_detector(self.names) if self.names else None
+        self.batch_size = int(batch_size)
+        self.device = torch.device(device or "cpu")
+        self.net.to(self.device)
+
+    # ------------------------------------------------------------------ inputs
+    def windows(self, texts: Sequence[str]) -> list[Window]:
+        return make_windows(self.tokenizer, texts, self.max_length, self.stride)
+
+    def match_tags(self, texts: Sequence[str], windows: Sequence[Window]) -> list[list[int]] | None:
+        """The dictionary-match tag of every window token (None without dictionary features)."""
+        if self.dictionary is None:
+            return None
+        found = self.dictionary.detect(list(texts))
+        spans = [[Span(s.start, s.end, s.text, "match") for s in f] for f in found]
+        return [[max(t, 0) for t in token_tags(w.offsets, spans[w.text_index], MATCH_TAGS)]
+                for w in windows]
+
+    def tensors(self, windows: Sequence[Window], match: Sequence[Sequence[int]] | None,
+                rows: Sequence[int]) -> dict[str, torch.Tensor]:
+        pad = int(self.tokenizer.pad_token_id or 0)
+        ids = [windows[i].input_ids for i in rows]
+        out = {"input_ids": pad_batch(ids, pad).to(self.device),
+               "attention_mask": pad_batch([[1] * len(r) for r in ids], 0).to(self.device)}
+        out["match_tags"] = pad_batch([match[i] for i in rows], 0).to(self.device) if match is not None else None
+        return out
+
+    # ------------------------------------------------------------------ inference
+    @torch.no_grad()
+    def detect(self, texts: Sequence[str]) -> list[list[Span]]:
+        texts = list(texts)
+        if not texts:
+            return []
+        windows = self.windows(texts)
+        match = self.match_tags(texts, windows)
+        tags: list[list[int]] = [[] for _ in windows]
+        scores: list[list[float]] = [[] for _ in windows]
+        order = sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids))
+        was_training = self.net.training
+        self.net.eval()
+        try:
+            for k in range(0, len(order), self.batch_size):
+                rows = order[k:k + self.batch_size]
+                batch = self.tensors(windows, match, rows)
+                em = self.net.emissions(batch["input_ids"], batch["attention_mask"], batch["match_tags"])
+                best, conf = self.net.decode(em, batch["attention_mask"])
+                for j, i in enumerate(rows):
+                    n = len(windows[i].input_ids)
+                    tags[i], scores[i] = best[j][:n], conf[j, :n].tolist()
+        finally:
+            self.net.train(was_training)
+        merged = merge_windows(windows, tags, scores, len(texts))
+        return [tags_to_spans(text, offs, t, s, self.labels)
+                for text, (offs, t, s) in zip(texts, merged)]
+
+    # ------------------------------------------------------------------ files
+    def save(self, directory: str | Path, meta: dict[str, Any]) -> None:
+        """The encoder (Hugging Face files in ``encoder/``), the head, the dictionary's names
+        and ``kgnorm-model.json`` (``meta``: what the trainer adds: metrics, data, ontology)."""
+        from kgnorm.methods.model_dir import write_model_meta
+
+        d = Path(directory)
+        (d / "encoder").mkdir(parents=True, exist_ok=True)
+        self.net.encoder.save_pretrained(str(d / "encoder"))
+        self.tokenizer.save_pretrained(str(d / "encoder"))
+        head = {k: v for k, v in self.net.state_dict().items() if not k.startswith("encoder.")}
+        torch.save(head, d / HEAD_FILE)
+        if self.dictionary is not None:
+            (d / NAMES_FILE).write_text("\n".join(self.names) + "\n", encoding="utf-8")
+        write_model_meta(d, {"method": METHOD, "types": list(self.types), "tags": self.labels.tags,
+                             "crf": self.net.crf is not None,
+                             "dictionary_features": self.net.match is not None,
+                             "max_length": self.max_length, "stride": self.stride,
+                             "encoder": {"path": "encoder"}, **meta})
+
+
+def dictionary_detector(names: Sequence[str]) -> Any:
+    """The dictionary tagger whose matches feed the match feature."""
+    from kgnorm.ner.dictionary import DictionaryDetector
+
+    return DictionaryDetector(names, type="match")
+
+
+def load_ner(model_dir: str | Path, device: str | None = None) -> NerDetector:
+    """The detector saved in ``model_dir`` by ``kgnorm train ner``."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from kgnorm.encoders.dense import _quiet_hf_bars
+    from kgnorm.methods.model_dir import read_model_meta
+
+    d = Path(model_dir)
+    meta = read_model_meta(d)
+    if meta["method"] != METHOD:
+        raise KgnormError(f"{d} holds a {meta['method']!r} model, not a mention detector (train one "
+                          "with `kgnorm train ner`)")
+    with _quiet_hf_bars():
+        tokenizer = AutoTokenizer.from_pretrained(str(d / "encoder"), local_files_only=True)
+        encoder = AutoModel.from_pretrained(str(d / "encoder"), local_files_only=True)
+    labels = LabelSet(tuple(meta["types"]))
+    net = NerNet(encoder, len(labels), bool(meta.get("crf")), bool(meta.get("dictionary_features")))
+    net.load_state_dict(torch.load(d / HEAD_FILE, map_location="cpu", weights_only=True), strict=False)
+    names = (d / NAMES_FILE).read_text(encoding="utf-8").splitlines() if net.match is not None else None
+    det = NerDetector(net, tokenizer, labels, meta.get("max_length", 256), meta.get("stride", 64),
+                      names, device=device)
+    net.eval()
+    return det

@@ -1,0 +1,105 @@
+"""`train ner` as a library call: read and check the annotated files (every error before anything
+is written), the ontology's names when dictionary features are on, then `train_ner` under the
+time budget."""
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass
+from pathlib import Path
+
+from kgnorm.errors import KgnormError
+from kgnorm.methods.options import keep_checkpoints, option, out_option
+from kgnorm.methods.recipes import check_file, finish, note_budget, read_snapshot, set_threads
+from kgnorm.progress import note
+
+
+@dataclass(kw_only=True)
+class Options:
+    """Train a mention detector (BIO token classification) on annotated texts."""
+
+    train: Path = option(MISSING, help="Annotated texts: PubTator or BioC XML.")
+    out: Path = out_option()
+    dev: Path | None = option(None, help="Annotated dev texts (selects on strict-span F1).")
+    types: str | None = option(None, help="Entity types to learn, comma-separated; TYPE=LABEL maps a corpus type onto "
+                               "a label, e.g. SpecificDisease=Disease,DiseaseClass=Disease,Modifier=Disease,"
+                               "CompositeMention=Disease (default: every type present, each its own label).")
+    input_format: str | None = option(None, "--format", help="pubtator or bioc (default: sniffed).")
+    encoder: Path | None = option(None, help="Any local Hugging Face encoder directory (default: the offline MiniLM).")
+    ontology: str | None = option(None, help="Ontology in the store whose names give --dictionary-features.")
+    crf: bool = option(False, "--crf/--no-crf", help="A CRF layer on the token classifier (off by default: it scored "
+                       "below the plain detector at equal steps, BENCHMARKS.md).")
+    dictionary_features: bool = option(False, "--dictionary-features/--no-dictionary-features", help=(
+        "Add the B/I/O tag of --ontology's name matches to the token embeddings (off by default: it scored below "
+        "the plain detector at equal steps, BENCHMARKS.md)."))
+    epochs: int = option(20)
+    batch_size: int = option(8, help="Windows per batch.")
+    lr: float = option(1e-4)
+    max_length: int = option(256, help="Window in tokens.")
+    stride: int = option(64, help="Tokens consecutive windows share.")
+    max_steps: int | None = option(None, "--max-steps-per-epoch", help="Time-box each epoch.")
+    seed: int = option(0)
+    resume: bool = option(True, "--resume/--no-resume")
+    max_minutes: float | None = option(25.0, help="Budget for the optimisation steps (dev evaluations excluded); "
+                                       "training stops inside an epoch once it is spent and the stopped model is "
+                                       "evaluated like an epoch.")
+    threads: int | None = option(None)
+    keep_checkpoints: bool = keep_checkpoints()
+
+
+def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
+    """Train a mention detector into ``out``. Defaults: no CRF, no dictionary features -- at equal
+    steps on NCBI-disease dev both scored below the plain token classifier (BENCHMARKS.md
+    2026-11-26: F1 0.5250 plain, 0.5145 CRF, 0.4754 dictionary features)."""
+    from kgnorm.methods.ner.train import NerConfig, train_ner
+    from kgnorm.ner.corpus import corpus_types, parse_types, read_annotated
+
+    out = Path(opts.out)
+    train, dev, types, input_format, encoder = opts.train, opts.dev, opts.types, opts.input_format, opts.encoder
+    ontology, crf, dictionary_features, epochs = opts.ontology, opts.crf, opts.dictionary_features, opts.epochs
+    batch_size, lr, max_length, stride = opts.batch_size, opts.lr, opts.max_length, opts.stride
+    max_steps, seed, resume, max_minutes = opts.max_steps, opts.seed, opts.resume, opts.max_minutes
+    threads, keep_checkpoints = opts.threads, opts.keep_checkpoints
+    check_file(train, "training file")
+    check_file(dev, "dev file")
+    check_file(encoder, "encoder directory")
+    if ontology is not None and not dictionary_features:
+        note(f"--ontology {ontology} is used only with --dictionary-features; training without it", quiet)
+    if dictionary_features and ontology is None:
+        raise KgnormError("--dictionary-features needs --ontology (the names to match)")
+    if min(epochs, batch_size) < 1 or not 0 <= stride < max_length - 2:
+        raise KgnormError("--epochs and --batch-size must be >= 1, and 0 <= --stride < --max-length - 2")
+    type_map = parse_types(types)
+    train_docs = read_annotated(train, type_map, input_format)
+    dev_docs = read_annotated(dev, type_map, input_format, require_types=False) if dev else None
+    labels = type_map.labels or corpus_types(train_docs)
+    if not labels:
+        raise KgnormError(f"{train}: no annotated mention to learn from")
+    names = None
+    onto = {}
+    if dictionary_features:
+        _, snap, _ = read_snapshot(store, ontology, False)
+        names = sorted({n for c in snap.concepts for n in c.all_names()})
+        onto = {"ontology": ontology, "ontology_version": snap.version}
+    set_threads(threads)
+    n_spans = sum(len(d.spans) for d in train_docs)
+    note(f"{len(train_docs):,} training documents, {n_spans:,} mentions of {', '.join(labels)}"
+         + (f"; {len(dev_docs):,} dev documents" if dev_docs is not None else "")
+         + (f"; dictionary features from {len(names):,} names of {ontology}" if names else "")
+         + ("; CRF" if crf else ""), quiet)
+    cfg = NerConfig(crf=crf, dictionary_features=dictionary_features, max_length=max_length, stride=stride,
+                    batch_size=batch_size, learning_rate=lr, epochs=epochs, seed=seed,
+                    max_steps_per_epoch=max_steps,
+                    max_seconds=None if max_minutes is None else max_minutes * 60)
+    result = train_ner(train_docs, dev_docs, out, labels, encoder, cfg, names, resume=resume,
+                       progress=not quiet, meta={"types_map": type_map.mapping, **onto})
+    note_budget(result.stop_reason, max_minutes, result.epochs_completed, quiet)
+    if result.best_epoch is None:
+        raise KgnormError(f"no model was selected (the budget ended before a step ran); nothing usable in {out}")
+    finish(out, keep_checkpoints, quiet, train_seconds=round(result.train_seconds, 1))
+    msg = f"mention detector: {result.global_step:,} steps ({result.epochs_completed} full epoch(s)) in " \
+          f"{result.train_seconds / 60:.1f} min"
+    if result.best_metrics:
+        d = result.best_metrics
+        msg += (f"; best dev strict-span P/R/F1 {d['precision']:.4f}/{d['recall']:.4f}/{d['f1']:.4f} "
+                f"at epoch {result.best_epoch}")
+    note(msg + f" → {out}", quiet)
+    return out
