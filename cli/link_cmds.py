@@ -50,6 +50,12 @@ def link_cmd(
         "--relink-orphans", help="Instead of --input: link again the mentions a re-ingest of the model's ontology "
                                  "left orphans (their concept went without a single successor).")] = False,
     store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="local (this process) or ray (a pool of Ray actors; pip install \"kgnorm[ray]\").")] = "local",
+    workers: Annotated[int, typer.Option("--workers", help="With --engine ray: actors (and the CPUs of a local "
+                                                          "Ray).")] = 2,
+    ray_address: Annotated[Optional[str], typer.Option(
+        "--ray-address", help="With --engine ray: join this cluster (HOST:PORT) instead of starting a local Ray.")] = None,
 ) -> None:
     """Link mentions to concepts; TSV out, LINKED_TO edges into the store."""
     setup(quiet)
@@ -64,13 +70,15 @@ def link_cmd(
         print_report(report, quiet)
         return
     from kgnorm.jobs.link import link_mentions
+    from kgnorm.jobs.ray_engine import RayOptions
 
     report = link_mentions(model, input, store=store, write=write, top_k=top_k, write_top_k=write_top_k,
                            output=output if output else sys.stdout, input_format=input_format,
                            nil_threshold=nil_threshold, nil_dev=nil_dev, nil_strategy=nil_strategy,
                            batch_size=batch_size, write_batch=write_batch, abbreviations=abbreviations,
                            composites=composites, lock_timeout=lock_timeout, progress=not quiet,
-                           consistency=consistency)
+                           consistency=consistency, engine=engine,
+                           ray=RayOptions(workers=workers, address=ray_address))
     print_report(report, quiet)
 
 

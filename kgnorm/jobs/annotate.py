@@ -120,6 +120,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, _check_ontology, _open_output
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta
+    from kgnorm.linking.query_cache import with_cache
     from kgnorm.nil.fit import nil_decision, parse_nil_option
     from kgnorm.mentions.types import Mention
     from kgnorm.progress import progress_bar
@@ -151,6 +152,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                     params={"input": label, "ner": ner_label, "write_top_k": top_k, "consistency": consistency,
                             "nil_threshold": nil.threshold, **nil.params})
     started = time.perf_counter()
+    cached = with_cache(linker)  # a mention text repeated across the corpus is linked once
     with ExitStack() as stack:
         fh = _open_output(stack, output)
         if isinstance(output, (str, Path)):
@@ -182,7 +184,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                     items.append((Mention(text=s.text, doc_id=doc.doc_id, start=s.start, end=s.end, type=s.type,
                                           context=ctx), abbr))
                     owner.append(i)
-            linked = list(link_stream(linker, pipeline, items, top_k=top_k, batch_size=256,
+            linked = list(link_stream(cached, pipeline, items, top_k=top_k, batch_size=256,
                                       nil_threshold=nil.threshold, nil_classifier=nil.classifier))
             per_doc: list[list[Any]] = [[] for _ in batch]
             for i, lm in zip(owner, linked):

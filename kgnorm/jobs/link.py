@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence, TextIO
 
 from kgnorm.errors import KgnormError
+from kgnorm.jobs.ray_engine import ENGINES, RayOptions
 from kgnorm.linking.linker import TSV_HEADER
 from kgnorm.mentions.types import Mention
 
@@ -113,14 +114,17 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
                   nil_strategy: str = "auto", batch_size: int = 256, write_batch: int = 50_000,
                   abbreviations: bool | None = None, composites: bool | None = None,
                   lock_timeout: float = 30.0, progress: bool = True,
-                  collect: bool = False, consistency: bool | None = None) -> LinkReport:
+                  collect: bool = False, consistency: bool | None = None, engine: str = "local",
+                  ray: RayOptions | None = None) -> LinkReport:
     """Link `mentions` with the model in `model`; write the TSV to `output` (a path or an open
     text file; None: none), the run to `store` unless write=False; `collect` keeps the rows;
     `consistency`: one concept per document for mentions that say the same thing
-    (kgnorm.linking.consistency; None: the model's setting or the default)."""
+    (kgnorm.linking.consistency; None: the model's setting or the default); `engine="ray"`: linked
+    by a pool of Ray actors (`ray`: where and how many; kgnorm.jobs.ray_engine), the output the same."""
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.consistency import consistency_on, consistent_stream
     from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta, tsv_rows
+    from kgnorm.linking.query_cache import with_cache
     from kgnorm.nil.fit import nil_decision, parse_nil_option
     from kgnorm.progress import progress_bar
     from kgnorm.stores import LinkEdge, MentionRow, RunRecord, open_store
@@ -130,6 +134,11 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
 
     if top_k < 1 or write_top_k < 1:
         raise KgnormError("--top-k and --write-top-k must be >= 1")
+    if engine not in ENGINES:
+        raise KgnormError(f"unknown --engine {engine!r} (choose from {', '.join(ENGINES)})")
+    if engine == "ray":  # before any work: Ray installed, the cluster there
+        from kgnorm.jobs.ray_engine import check_ray
+        check_ray(ray or RayOptions())
     if write_batch < 1 or batch_size < 1:
         raise KgnormError("--batch-size and --write-batch must be >= 1")
     parse_nil_option(nil_threshold, nil_dev, nil_strategy)
@@ -173,8 +182,13 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
             counts.kept += result.links_written
             pending.clear()
 
-        stream = link_stream(linker, pipeline, source.items, top_k=max(top_k, write_top_k),
-                             batch_size=batch_size, nil_threshold=nil.threshold, nil_classifier=nil.classifier)
+        link_kw = dict(top_k=max(top_k, write_top_k), batch_size=batch_size, nil_threshold=nil.threshold,
+                       nil_classifier=nil.classifier)
+        if engine == "ray":  # the blocks come back in input order: everything below is as in-process
+            from kgnorm.jobs.ray_engine import ray_link_stream
+            stream = ray_link_stream(str(model.resolve()), pipeline, source.items, ray or RayOptions(), **link_kw)
+        else:
+            stream = link_stream(with_cache(linker), pipeline, source.items, **link_kw)
         for lm in consistent_stream(stream) if consistency_on(consistency, meta) else stream:
             rows = tsv_rows(lm, top_k)
             if tsv is not None:

@@ -24,6 +24,7 @@ import torch
 
 from kgnorm.errors import KgnormError
 from kgnorm.encoders.dense import DenseEncoder
+from kgnorm.encoders.fixed_shape import encode_fixed_shape
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.index import NameIndex
@@ -202,7 +203,7 @@ class BioSynModel(torch.nn.Module):
                              e.astype(np.float32))
         qs = self.sparse.transform(queries)
         _, s_idx = self.sparse.topk(qs, ks)
-        qv = self.encoder.encode(queries, batch_size=encode_batch_size)
+        qv = encode_fixed_shape(self.encoder, queries)  # a query's vector: the same in any batch
         _, d_idx = self.index.search(qv, kd)
         cand = np.concatenate([s_idx, d_idx], axis=1)
         # duplicates (in both lists) and faiss' -1 fillers are dropped

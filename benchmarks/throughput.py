@@ -1,0 +1,120 @@
+"""`kgnorm link` throughput on one machine: distinct mentions per second, start-up included, for
+the previous code path (the query cache off: KGNORM_LINK_CACHE=0), the current one, and
+`--engine ray` at 1 and 2 workers, all in the same run and against the same model; peak RSS per
+process, and whether each TSV is byte-identical to the in-process one.
+
+    python benchmarks/throughput.py --model DIR [--mentions N] [--workers 1,2] [--out DIR]
+
+--model: a BioSyn model directory (e.g. `kgnorm train biosyn --ontology medic --out DIR`, untrained,
+as scripts/main_job.sh builds it). The mentions are NCBI-disease train + dev and BC5CDR train + dev
+(PubTator, from KGNORM_SHARED/data; no test split), cut to the first --mentions documents' worth.
+Each run is a fresh `kgnorm link --no-write -q` process. Figures are appended to BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import SHARED, append  # noqa: E402
+
+CORPORA = ["ncbi-disease/NCBItrainset_corpus.txt", "ncbi-disease/NCBIdevelopset_corpus.txt",
+           "bc5cdr/CDR_TrainingSet.PubTator.txt", "bc5cdr/CDR_DevelopmentSet.PubTator.txt"]
+
+
+def corpus(path: Path, max_mentions: int) -> tuple[int, int]:
+    """Concatenate the train/dev PubTator files, whole documents, up to `max_mentions` mentions;
+    (mentions, distinct mention texts)."""
+    n, texts, out = 0, set(), []
+    for rel in CORPORA:
+        for doc in (SHARED / "data" / rel).read_text(encoding="utf-8").split("\n\n"):
+            lines = [x for x in doc.strip("\n").splitlines() if x]
+            ann = [x.split("\t") for x in lines if "\t" in x and len(x.split("\t")) >= 6]
+            if not lines or n >= max_mentions:
+                continue
+            out.append("\n".join(lines) + "\n\n")
+            n += len(ann)
+            texts.update(a[3] for a in ann)
+    path.write_text("".join(out), encoding="utf-8")
+    return n, len(texts)
+
+
+def link_workers() -> set[int]:
+    """Ray's link actors on this machine (their process title is ``ray::_LinkWorker…``)."""
+    out = set()
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if b"_LinkWorker" in (p / "cmdline").read_bytes():
+                    out.add(int(p.name))
+            except OSError:
+                continue
+    return out
+
+
+def timed(cmd: list[str], env: dict[str, str], ray: bool) -> tuple[float, float, float]:
+    """(wall s, driver peak RSS MB, largest peak RSS MB of a link worker process, with `ray`)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL)
+    peak: dict[int, int] = {}
+    while proc.poll() is None:
+        for pid in {proc.pid} | (link_workers() if ray else set()):
+            try:
+                st = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            for line in st.splitlines():
+                if line.startswith("VmHWM:"):
+                    peak[pid] = max(peak.get(pid, 0), int(line.split()[1]))
+        time.sleep(0.2)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd!r} exited with {proc.returncode}")
+    wall = time.perf_counter() - t0
+    workers = [kb for pid, kb in peak.items() if pid != proc.pid]
+    return wall, peak.get(proc.pid, 0) / 1024, max(workers, default=0) / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--mentions", type=int, default=20_000)
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--out", default=None, help="keep the corpus and TSVs here (default: a temp dir)")
+    args = ap.parse_args()
+    out = Path(args.out or tempfile.mkdtemp(prefix="kgnorm-throughput-"))
+    out.mkdir(parents=True, exist_ok=True)
+    mentions = out / "mentions.pubtator"
+    n, distinct = corpus(mentions, args.mentions)
+    kgnorm = str(Path(sys.executable).with_name("kgnorm"))
+    base = [kgnorm, "link", "--model", args.model, "--input", str(mentions), "--no-write", "-q"]
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    runs = [("in-process, previous path (KGNORM_LINK_CACHE=0)", [], {"KGNORM_LINK_CACHE": "0"}),
+            ("in-process, current path", [], {})]
+    for w in (int(x) for x in args.workers.split(",") if x):
+        runs.append((f"--engine ray --workers {w}", ["--engine", "ray", "--workers", str(w)], {}))
+    rows, ref = [], None
+    for label, extra, more in runs:
+        tsv = out / f"links-{len(rows)}.tsv"
+        wall, rss, worker_rss = timed(base + ["--output", str(tsv)] + extra, {**env, **more}, bool(extra))
+        data = tsv.read_bytes()
+        ref = data if ref is None else ref
+        rows.append(f"| {label} | {wall:.1f} | {n / wall:,.0f} | {distinct / wall:,.0f} | {rss:,.0f} | "
+                    f"{f'{worker_rss:,.0f}' if worker_rss else '-'} | {'yes' if data == ref else 'NO'} |")
+        print(rows[-1], flush=True)
+    body = (f"`kgnorm link --no-write` on {n:,} mentions ({distinct:,} distinct texts) of NCBI-disease + BC5CDR "
+            f"train/dev, model {args.model} (BioSyn, sparse + dense). Wall time of the whole process, start-up "
+            "(imports, model load; for Ray its start and the actors' model loads) included. **The 2 CPU cores "
+            "are shared with several other engineers' jobs running at the same time: figures are noisy and "
+            "low; compare rows of this one section only.**\n\n"
+            "| run | wall s | mentions/s | distinct/s | driver peak RSS MB | worker peak RSS MB | TSV = first row |\n"
+            "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    append("link throughput: query cache and --engine ray", body)
+
+
+if __name__ == "__main__":
+    main()
