@@ -22,9 +22,11 @@ def annotate_cmd(
     write: Annotated[bool, typer.Option("--write/--no-write", help="Store documents, mentions, LINKED_TO edges "
                                         "and a Run node.")] = True,
     top_k: Annotated[int, typer.Option("--top-k", help="Ranks stored as LINKED_TO edges.")] = 1,
-    consistency: Annotated[bool, typer.Option(
+    consistency: Annotated[Optional[bool], typer.Option(
         "--consistency/--no-consistency", help="Document-level consistency: tag every occurrence of a found string "
-                                               "and of its defined short form; one concept per string.")] = True,
+                                               "and of its defined short form; one concept per string. Default: on "
+                                               "with the dictionary tagger, off with a trained detector (what won "
+                                               "on dev, BENCHMARKS.md).", show_default=False)] = None,
     nil_threshold: Annotated[Optional[str], typer.Option(
         "--nil-threshold", help="As in `link`: a top-1 score below it is nil, or 'auto' with --nil-dev.")] = None,
     nil_dev: Annotated[Optional[Path], typer.Option("--nil-dev", help="As in `link`.")] = None,

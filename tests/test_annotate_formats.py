@@ -192,3 +192,27 @@ def test_ctrl_c_leaves_store_and_output_unchanged(tmp_path, world):
     assert not list(tmp_path.glob("out.jsonl*"))
     frame = wb.annotate(build_detector("dictionary:toyd", store)[0], model, src, input_format="jsonl", write=False)
     assert {"d1", "d2"} == set(frame["doc_id"]) and frame["concept_uids"].str.startswith("TOYD:").all()
+
+
+def test_consistency_default_follows_the_detector(tmp_path, world):
+    """On by default with the dictionary tagger, off with any other detector (what won on dev):
+    a detector that finds one occurrence gets the other only with consistency on."""
+    from kgnorm.api import Workbench
+    from kgnorm.ner.spans import Span
+
+    class FirstOnly:  # a trained detector's stand-in: finds the first "breast cancer" only
+        types = ("Disease",)
+
+        def detect(self, texts):
+            out = []
+            for t in texts:
+                i = t.find("breast cancer")
+                out.append([Span(i, i + 13, t[i:i + 13], "Disease")] if i >= 0 else [])
+            return out
+
+    store, model = world
+    (tmp_path / "d.txt").write_text("Before breast cancer. After breast cancer again.", encoding="utf-8")
+    wb = Workbench(store)
+    assert len(wb.annotate(FirstOnly(), model, tmp_path / "d.txt", write=False)) == 1
+    assert len(wb.annotate(FirstOnly(), model, tmp_path / "d.txt", write=False, consistency=True)) == 2
+    assert len(wb.annotate("dictionary:toyd", model, tmp_path / "d.txt", write=False)) == 2

@@ -107,7 +107,7 @@ def _batches(docs: Iterable[TextDocument], size: int, report: AnnotateReport) ->
 def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, input: str | Path, *,
                        input_format: str = "text", output: str | Path | TextIO | None = None,
                        output_format: str = "pubtator", store: str | None = None, write: bool = True,
-                       top_k: int = 1, consistency: bool = True, nil_threshold: float | str | None = None,
+                       top_k: int = 1, consistency: bool | None = None, nil_threshold: float | str | None = None,
                        nil_dev: str | Path | None = None, batch_docs: int = DOCUMENT_BATCH,
                        write_batch: int = 20_000, lock_timeout: float = 30.0, progress: bool = True,
                        collect: bool = False) -> AnnotateReport:
@@ -139,6 +139,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     docs = read_documents(input, input_format)
     digest, label = input_digest(input), str(input)
     detector, ner_label = build_detector(ner, store)
+    if consistency is None:  # what won on dev for this kind of detector (BENCHMARKS.md, "annotate")
+        consistency = bool(getattr(detector, "consistency_by_default", False))
     model = Path(model)
     linker, meta = open_linker(model)
     pipeline = pipeline_from_meta(meta)

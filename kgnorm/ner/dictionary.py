@@ -56,6 +56,10 @@ class DictionaryStats:
 class DictionaryDetector:
     """Leftmost-longest matches of ``names`` in texts, each reported as one ``type`` span."""
 
+    # annotate's document consistency (tag a found string's other occurrences) raised this
+    # tagger's dev NER F1 on both corpora, and lowered a trained detector's (BENCHMARKS.md, "annotate")
+    consistency_by_default = True
+
     def __init__(self, names: Iterable[str], type: str = "Disease", *, min_length: int = 3,
                  short_length: int = 5) -> None:
         self.types: tuple[str, ...] = (type,)
