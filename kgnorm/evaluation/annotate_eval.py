@@ -11,13 +11,14 @@ type that was not selected (Chemical when scoring Disease), so a detector's sing
 ("Disease") still meets NCBI-disease's four."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kgnorm.documents.types import Annotation, TextDocument
 from kgnorm.errors import InputError
+from kgnorm.ner.spans import Span
 
 UNLINKABLE = {"", "-1"}
 
@@ -38,6 +39,15 @@ class Counts:
         r = self.tp / self.n_gold if self.n_gold else 0.0
         f = 2 * p * r / (p + r) if p + r else 0.0
         return {"precision": p, "recall": r, "f1": f, "tp": self.tp, "predicted": self.n_pred, "gold": self.n_gold}
+
+
+def strict_span_prf(gold: Sequence[Sequence[Span]], predicted: Sequence[Sequence[Span]]) -> dict[str, float | int]:
+    """Strict-span NER scores of detector spans per document (start, end and type equal), micro
+    over all documents: what `train ner` selects its model on."""
+    counts = Counts()
+    for g, p in zip(gold, predicted, strict=True):
+        counts.add({(s.start, s.end, s.type) for s in p}, {(s.start, s.end, s.type) for s in g})
+    return counts.scores()
 
 
 def concept_set(ids: Iterable[str], canonical: Mapping[str, str]) -> frozenset[str]:

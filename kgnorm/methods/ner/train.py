@@ -20,10 +20,10 @@ from pathlib import Path
 import torch
 
 from kgnorm.errors import KgnormError
+from kgnorm.evaluation.annotate_eval import strict_span_prf
 from kgnorm.methods.ner.model import NerDetector, NerNet
 from kgnorm.ner.bio import LabelSet, token_tags
 from kgnorm.ner.corpus import AnnotatedText
-from kgnorm.ner.scoring import strict_span_prf
 from kgnorm.training.checkpoints import ResumableConfig, digest
 from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainResult
 from kgnorm.training.task import TrainingTask
