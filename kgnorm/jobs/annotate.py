@@ -117,7 +117,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     from kgnorm.documents.writers import document_writer
     from kgnorm.linking.consistency import harmonize_document
     from kgnorm.ner.propagate import propagate_spans
-    from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, _check_ontology, _open_output
+    from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, check_ontology, open_output
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta
     from kgnorm.linking.query_cache import with_cache
@@ -147,7 +147,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     nil = nil_decision(linker, meta, pipeline, nil_threshold, nil_dev, "auto", None, 256, store)
     report = AnnotateReport(notes=[nil.note] if nil.note else [])
     if write:
-        _check_ontology(store, meta, report.notes)
+        check_ontology(store, meta, report.notes)
     uid = run_uid("annotate", ner=ner_label, model=str(model.resolve()), input=digest, top_k=top_k,
                   consistency=consistency, nil=nil.threshold)
     run = RunRecord(uid, "annotate", linker.method, str(model.resolve()),
@@ -156,7 +156,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     started = time.perf_counter()
     cached = with_cache(linker)  # a mention text repeated across the corpus is linked once
     with ExitStack() as stack:
-        fh = _open_output(stack, output)
+        fh = open_output(stack, output)
         if isinstance(output, (str, Path)):
             report.output = str(output)
         writer = document_writer(fh, output_format) if fh is not None else None

@@ -151,7 +151,7 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
     report = LinkReport(None, top_k=top_k, notes=[nil.note] if nil.note else [])
     onto = meta.get("ontology") or ""
     if write:  # check the store before the work
-        _check_ontology(store, meta, report.notes)
+        check_ontology(store, meta, report.notes)
     uid = run_uid("link", model=str(model.resolve()), input=source.digest, top_k=write_top_k,
                   nil=nil.threshold, abbreviations=abbreviations, composites=composites,
                   **({"consistency": True} if consistency_on(consistency, meta) else {}),
@@ -161,7 +161,7 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
                             **nil.params})
     counts = EdgeCounts()
     with ExitStack() as stack:
-        fh = _open_output(stack, output)
+        fh = open_output(stack, output)
         if isinstance(output, (str, Path)):
             report.output = str(output)
         staged = None
@@ -220,7 +220,7 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
     return report
 
 
-def _open_output(stack: ExitStack, output: str | Path | TextIO | None) -> TextIO | None:
+def open_output(stack: ExitStack, output: str | Path | TextIO | None) -> TextIO | None:
     """A TSV path is written as ``<name>.partial`` and renamed when the run succeeds, so a run that
     fails leaves neither a truncated TSV nor a changed old one (a device such as /dev/null is
     written directly)."""
@@ -243,7 +243,7 @@ def _open_output(stack: ExitStack, output: str | Path | TextIO | None) -> TextIO
     return fh
 
 
-def _check_ontology(store: str | None, meta: dict[str, Any], notes: list[str]) -> None:
+def check_ontology(store: str | None, meta: dict[str, Any], notes: list[str]) -> None:
     """The model's ontology must be in the store; a version other than the model's is noted."""
     from kgnorm.methods.model_dir import check_ontology_version
     from kgnorm.stores import open_store
