@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -64,9 +63,8 @@ def link_cmd(
     if relink_orphans:
         from kgnorm.jobs.relink import relink_orphans as relink
 
-        with (open(output, "w", encoding="utf-8", newline="") if output else nullcontext(sys.stdout)) as fh:
-            report = relink(model, store=store, top_k=top_k, write_top_k=write_top_k, output=fh,
-                            batch_size=batch_size, lock_timeout=lock_timeout)
+        report = relink(model, store=store, top_k=top_k, write_top_k=write_top_k,
+                        output=output if output else sys.stdout, batch_size=batch_size, lock_timeout=lock_timeout)
         print_report(report, quiet)
         return
     from kgnorm.jobs.link import link_mentions

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TextIO
 
@@ -18,9 +19,10 @@ from kgnorm.mentions.types import Mention
 
 
 def relink_orphans(model: str | Path, *, store: str | None = None, top_k: int = 5, write_top_k: int = 1,
-                   output: TextIO | None = None, batch_size: int = 256, lock_timeout: float = 30.0) -> LinkReport:
+                   output: str | Path | TextIO | None = None, batch_size: int = 256, lock_timeout: float = 30.0) -> LinkReport:
     """Link the orphans of the model's ontology with the model; write the run (and the TSV rows
-    to `output`, in `link`'s layout)."""
+    to `output`, in `link`'s layout; a path is written as link writes it: complete or not at all)."""
+    from kgnorm.jobs.link import open_output
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.linker import TSV_HEADER, edges_for, link_stream, pipeline_from_meta, tsv_rows
     from kgnorm.stores import LinkEdge, RunRecord, RunWrite, open_store
@@ -36,7 +38,8 @@ def relink_orphans(model: str | Path, *, store: str | None = None, top_k: int = 
         raise KgnormError(f"{model}: --relink-orphans needs a model built on an ontology of the store")
     pipeline = pipeline_from_meta(meta)
     report = LinkReport(None, top_k=top_k)
-    with open_store(store, lock_timeout=lock_timeout) as st:
+    with ExitStack() as stack:
+        st = stack.enter_context(open_store(store, lock_timeout=lock_timeout))
         if st.ontology_info(onto) is None:
             raise KgnormError(f"the model's ontology {onto!r} is not in {st.uri}")
         rows = st.orphans(onto)
@@ -51,7 +54,8 @@ def relink_orphans(model: str | Path, *, store: str | None = None, top_k: int = 
         run = RunRecord(uid, "link", linker.method, str(model.resolve()),
                         params={"input": f"orphans of {onto}", "relink_orphans": len(rows),
                                 "write_top_k": write_top_k})
-        tsv = csv.writer(output, delimiter="\t", lineterminator="\n") if output is not None else None
+        fh = open_output(stack, output)
+        tsv = csv.writer(fh, delimiter="\t", lineterminator="\n") if fh is not None else None
         if tsv is not None:
             tsv.writerow(TSV_HEADER)
         links: list[LinkEdge] = []
