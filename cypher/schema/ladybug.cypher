@@ -27,3 +27,6 @@ CREATE NODE TABLE IF NOT EXISTS RetiredId(key STRING PRIMARY KEY, uid STRING, on
 CREATE REL TABLE IF NOT EXISTS ORPHAN_OF(FROM Mention TO Ontology, concept_uid STRING, score DOUBLE, rank INT64, method STRING, run STRING, version STRING);
 // IN is a keyword of LadybugDB's Cypher: write it `IN` (backticks work on Neo4j too).
 CREATE REL TABLE IF NOT EXISTS `IN`(FROM Mention TO Document);
+// One IN edge per mention and run that found it, carrying the run (as LINKED_TO does): re-annotating a
+// document replaces that run's mentions of it, nil mentions (no LINKED_TO) included.
+ALTER TABLE `IN` ADD IF NOT EXISTS run STRING DEFAULT '';

@@ -148,8 +148,10 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     report = AnnotateReport(notes=[nil.note] if nil.note else [])
     if write:
         check_ontology(store, meta, report.notes)
-    uid = run_uid("annotate", ner=ner_label, model=str(model.resolve()), input=digest, top_k=top_k,
-                  consistency=consistency, nil=nil.threshold)
+    # the run key names the detector as the command does, not its content: annotating the same input
+    # again after the dictionary's ontology or the detector directory changed replaces the run
+    uid = run_uid("annotate", ner=ner_label.split("@")[0] if ner_label.startswith("dictionary:") else ner_label,
+                  model=str(model.resolve()), input=digest, top_k=top_k, consistency=consistency, nil=nil.threshold)
     run = RunRecord(uid, "annotate", linker.method, str(model.resolve()),
                     params={"input": label, "ner": ner_label, "write_top_k": top_k, "consistency": consistency,
                             "nil_threshold": nil.threshold, **nil.params})

@@ -68,9 +68,17 @@ class MentionRow:
     source: str = ""
     type: str = ""  # the detector's label for a mention found in text (annotate)
 
+# Re-annotating: the mentions the previous copy of run $r found (its IN edges) that neither the new
+# copy (IN under the staging tag) nor any other run has, once $r's own LINKED_TO edges are gone.
+STALE_MENTIONS = ("MATCH (m:Mention)-[i:`IN`]->(:Document) WHERE i.run = $r "
+                  "AND NOT EXISTS { MATCH (m)-[j:`IN`]->(:Document) WHERE coalesce(j.run, '') <> $r } "
+                  "AND NOT EXISTS { MATCH (m)-[:LINKED_TO]->() } AND NOT EXISTS { MATCH (m)-[:PREDICTED_IS_A]->() } "
+                  "AND NOT EXISTS { MATCH (m)-[:ORPHAN_OF]->() } WITH DISTINCT m DETACH DELETE m")
+
 @dataclass
 class DocumentRow:
-    """A `Document` node (annotate): uid = input digest + doc id; `(:Mention)-[:IN]->(:Document)`."""
+    """A `Document` node (annotate): uid = input digest + doc id; `(:Mention)-[:IN {run}]->(:Document)`,
+    one IN edge per mention and run that found it."""
     uid: str
     doc_id: str
     source: str = ""
@@ -149,11 +157,13 @@ class GraphStore(ReingestReads, ABC):
                    in_edges: Sequence[tuple[str, str]] = ()) -> None:
         """One batch, in one transaction: `new` mentions (and `documents`) created and listed under
         `stage`, to be undone should the run fail; `links` written under the staging tag (`keys`:
-        uid -> key); `in_edges` (mention uid, document uid) joins new mentions to their document."""
+        uid -> key); `in_edges` (mention uid, document uid): IN edges of the run's mentions, new or
+        not, written under the staging tag as the links are."""
 
     @abstractmethod
     def stage_publish(self, run: RunRecord, stage: str) -> None:
-        """In one transaction: the previous copy of `run` goes, the staged edges become `run`'s."""
+        """In one transaction: the previous copy of `run` goes (its edges, and the mentions only it
+        had: STALE_MENTIONS), the staged edges become `run`'s."""
 
     @abstractmethod
     def stage_clear(self, stage: str) -> None:

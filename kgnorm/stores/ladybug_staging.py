@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from kgnorm.errors import StoreError
-from kgnorm.stores.base import DocumentRow, LinkEdge, MentionRow, RunRecord
+from kgnorm.stores.base import STALE_MENTIONS, DocumentRow, LinkEdge, MentionRow, RunRecord
 from kgnorm.stores.stages import PUBLISHED, STAGING, stage_owner
 
 MENTION_COLUMNS = ["uid", "text", "doc_id", "start", "end", "context", "mention_id", "source", "type"]
@@ -75,7 +75,7 @@ class LadybugStaging:
             self._copy("Document", pd.DataFrame([vars(d) for d in documents], columns=DOCUMENT_COLUMNS))
             # the staged table lists new mentions and new documents (told apart by their label on undo)
             self._copy(self.staged_rel(stage), pd.DataFrame({"uid": [m.uid for m in new] + [d.uid for d in documents]}))
-            self._copy("`IN`", pd.DataFrame(list(in_edges), columns=["from", "to"]))
+            self._copy("`IN`", pd.DataFrame([(m, d, tag) for m, d in in_edges], columns=["from", "to", "run"]))
             self._copy("LINKED_TO", pd.DataFrame(
                 [(e.mention_uid, keys[e.concept_uid], float(e.score), int(e.rank), run.method, tag)
                  for e in links], columns=["from", "to", "score", "rank", "method", "run"]),
@@ -101,8 +101,11 @@ class LadybugStaging:
                 self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $r DELETE l", {"r": run.uid})
                 self._conn.execute("MATCH ()-[p:PREDICTED_IS_A]->() WHERE p.run = $r DELETE p", {"r": run.uid})
                 self._conn.execute("MATCH (r:Run) WHERE r.uid = $r DELETE r", {"r": run.uid})
-                self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $s SET l.run = $r",
-                                   {"s": tag, "r": run.uid})
+                self._conn.execute(STALE_MENTIONS, {"r": run.uid})
+                self._conn.execute("MATCH ()-[i:`IN`]->() WHERE i.run = $r DELETE i", {"r": run.uid})
+                for rel in ("LINKED_TO", "`IN`"):
+                    self._conn.execute(f"MATCH ()-[l:{rel}]->() WHERE l.run = $s SET l.run = $r",
+                                       {"s": tag, "r": run.uid})
             self._copy("Run", pd.DataFrame([run.row()]))
             self._conn.execute("MATCH (r:Run) WHERE r.uid = $s SET r.kind = $k", {"s": stage, "k": PUBLISHED})
 
@@ -124,7 +127,8 @@ class LadybugStaging:
                                        "MATCH (m:Mention {uid: x}) DETACH DELETE m")
                     self._conn.execute(f"MATCH (s:{table}) WITH s.uid AS x "
                                        "MATCH (d:Document {uid: x}) DETACH DELETE d")
-                self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $t DELETE l", {"t": node[1]})
+                for rel in ("LINKED_TO", "`IN`"):
+                    self._conn.execute(f"MATCH ()-[l:{rel}]->() WHERE l.run = $t DELETE l", {"t": node[1]})
 
         try:
             if node is not None and node[0] == STAGING:

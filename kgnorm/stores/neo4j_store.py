@@ -19,9 +19,9 @@ from kgnorm.stores.bolt_read import ACCESS_MODE_ERROR, read_checked
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
-from kgnorm.stores.base import (DocumentRow, GraphStore, LinkEdge, LoadSummary, MentionRow, QueryResult, RunRecord,
-                                RunWrite, concept_records, concept_key, ontology_record, redact, refused_read_only,
-                                retired_records)
+from kgnorm.stores.base import (STALE_MENTIONS, DocumentRow, GraphStore, LinkEdge, LoadSummary, MentionRow,
+                                QueryResult, RunRecord, RunWrite, concept_records, concept_key, ontology_record,
+                                redact, refused_read_only, retired_records)
 from kgnorm.stores.stages import PUBLISHED, STAGING, stage_owner
 
 BATCH = 10_000
@@ -236,7 +236,7 @@ class Neo4jStore(GraphStore):
                        "CREATE (s)-[:STAGED]->(d)", s=stage, rows=batch).consume()
             for batch in _batches(joins):
                 tx.run("UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) MATCH (d:Document {uid: r.d}) "
-                       "CREATE (m)-[:`IN`]->(d)", rows=batch).consume()
+                       "CREATE (m)-[:`IN` {run: $s}]->(d)", s=stage, rows=batch).consume()
             for batch in _batches(rows):
                 _all_written(tx, tx.run(
                     "UNWIND $rows AS r MATCH (m:Mention {uid: r.m}) MATCH (c:Concept {key: r.c}) "
@@ -251,7 +251,10 @@ class Neo4jStore(GraphStore):
             tx.run("MATCH ()-[l:LINKED_TO {run: $r}]->() DELETE l", r=run.uid).consume()
             tx.run("MATCH ()-[p:PREDICTED_IS_A {run: $r}]->() DELETE p", r=run.uid).consume()
             tx.run("MATCH (r:Run {uid: $uid}) DELETE r", uid=run.uid).consume()
-            tx.run("MATCH ()-[l:LINKED_TO {run: $s}]->() SET l.run = $r", s=stage, r=run.uid).consume()
+            tx.run(STALE_MENTIONS, r=run.uid).consume()
+            tx.run("MATCH ()-[i:`IN` {run: $r}]->() DELETE i", r=run.uid).consume()
+            for rel in ("LINKED_TO", "`IN`"):
+                tx.run(f"MATCH ()-[l:{rel} {{run: $s}}]->() SET l.run = $r", s=stage, r=run.uid).consume()
             tx.run("CREATE (r:Run) SET r = $row", row=run.row()).consume()
             tx.run("MATCH (r:Run {uid: $s}) SET r.kind = $k", s=stage, k=PUBLISHED).consume()
 
@@ -270,7 +273,8 @@ class Neo4jStore(GraphStore):
                      "DETACH DELETE m RETURN count(*) AS n",
                      "MATCH (:Run {uid: $s})-[x:STAGED]->(d:Document) WITH DISTINCT d LIMIT 10000 "
                      "DETACH DELETE d RETURN count(*) AS n",
-                     "MATCH ()-[l:LINKED_TO {run: $s}]->() WITH l LIMIT 10000 DELETE l RETURN count(*) AS n"] + steps
+                     "MATCH ()-[l:LINKED_TO {run: $s}]->() WITH l LIMIT 10000 DELETE l RETURN count(*) AS n",
+                     "MATCH ()-[i:`IN` {run: $s}]->() WITH i LIMIT 10000 DELETE i RETURN count(*) AS n"] + steps
         for step in steps:
             while self._write(lambda tx: tx.run(step, s=stage).single()["n"], f"removing the staged rows of {stage}"):
                 pass

@@ -115,8 +115,9 @@ class StagedRun:
         if documents or any(it.document for it in accepted):
             have = self.store.document_uids(sorted({d.uid for d in documents}))
             docs = list({d.uid: d for d in documents if d.uid not in have}.values())
-            made = {r.uid for r in new}
-            joins = [(it.row.uid, it.document) for it in accepted if it.document and it.row.uid in made]
+            # every mention of the run is IN its document under the run's tag (a node an earlier run
+            # made too): what lets a re-run replace exactly this run's mentions of the document
+            joins = [(it.row.uid, it.document) for it in accepted if it.document]
             self.store.stage_rows(self.stage, self.run, new, kept, keys, documents=docs, in_edges=joins)
         else:
             self.store.stage_rows(self.stage, self.run, new, kept, keys)
