@@ -4,6 +4,14 @@ abstracts/s (detection and linking, no store write) and peak RSS; with and witho
 consistency; the dictionary tagger over MEDIC, and a trained detector when --ner-model is given.
 
     python benchmarks/annotate.py [--work DIR] [--ner-model DIR] [--corpora ncbi,bc5cdr]
+    python benchmarks/annotate.py --levers --ner-model ncbi=DIR,bc5cdr=DIR [--work DIR]
+    python benchmarks/annotate.py --speed --ner-model DIR [--linker DIR] [--corpora ncbi]
+
+--levers: the trained detectors' inference-time levers (kgnorm.ner.refine: BIO repair, span
+propagation, abbreviation propagation, union with the MEDIC dictionary's multi-word matches),
+each alone and every combination, NER strict-span P/R/F1 by `kgnorm eval annotate`'s scorer on
+the PubTator of the spans (no linking); the detector runs once per corpus (its tags cached in
+--work). --speed: benchmarks/_annotate_speed.py.
 
 Linker: the untrained BioSyn model over MEDIC 2012 (../shared/data/medic), built as
 scripts/main_job.sh builds it (`kgnorm train biosyn --ontology medic`, no training data) into
@@ -34,10 +42,15 @@ def kgnorm(*args: str, store: str) -> None:
                    env={**os.environ, **ENV})
 
 
-def prepare(work: Path) -> tuple[str, Path]:
-    store, model = f"ladybug://{work}/graph", work / "medic-biosyn"
+def prepare_store(work: Path) -> str:
+    store = f"ladybug://{work}/graph"
     if not (work / "graph").exists():
         kgnorm("ingest", "medic", str(SHARED / "data/medic/medic_06Jul2012.txt"), store=store)
+    return store
+
+
+def prepare(work: Path) -> tuple[str, Path]:
+    store, model = prepare_store(work), work / "medic-biosyn"
     if not (model / "kgnorm-model.json").exists():
         kgnorm("train", "biosyn", "--ontology", "medic", "--out", str(model), "--threads", "1", store=store)
     return store, model
@@ -60,16 +73,32 @@ def child(args: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "kgnorm-bench-annotate")
-    ap.add_argument("--ner-model", type=Path, default=None)
+    ap.add_argument("--ner-model", type=Path, default=None, help="DIR, or with --levers ncbi=DIR,bc5cdr=DIR")
     ap.add_argument("--corpora", default="ncbi,bc5cdr")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     for opt in ("--ner", "--model", "--input", "--output", "--store", "--result", "--consistency"):
         ap.add_argument(opt, help=argparse.SUPPRESS)
+    ap.add_argument("--levers", action="store_true", help="the trained detectors' inference-time levers")
+    ap.add_argument("--speed", action="store_true", help="where a trained detector's time goes; threads, bf16")
+    ap.add_argument("--linker", type=Path, default=None, help="the linking model (default: the untrained BioSyn built in --work)")
+    ap.add_argument("--child-speed", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args)
+    if args.child_speed:
+        from _annotate_speed import speed_child
+
+        return speed_child(args)
     args.work.mkdir(parents=True, exist_ok=True)
-    store, model = prepare(args.work)
+    if args.levers:
+        from _annotate_levers import levers
+
+        return levers(args, prepare_store(args.work))
+    if args.speed:
+        from _annotate_speed import speed
+
+        return speed(args, *((prepare_store(args.work), args.linker) if args.linker else prepare(args.work)))
+    store, model = (prepare_store(args.work), args.linker) if args.linker else prepare(args.work)
     from kgnorm.jobs.eval_annotate import evaluate_annotations
 
     detectors = [("dictionary:medic", "dictionary (MEDIC names)")]
@@ -92,9 +121,10 @@ def main() -> None:
                     + f" | {r['docs']} | {r['docs'] / r['seconds']:.1f} | {wall:.0f} s | {rss:,.0f} MB |")
                 print(rows[-1], flush=True)
     body = ("`kgnorm annotate --input-format pubtator --no-write` on the dev abstracts' raw text (title + abstract), "
-            "then `kgnorm eval annotate` on the PubTator it wrote. Linker: the untrained BioSyn model over MEDIC "
-            "2012 (`kgnorm train biosyn --ontology medic`, no training data: char tf-idf + offline MiniLM), as "
-            "scripts/main_job.sh builds it. NCBI-disease: all four gold types are disease (no --types); BC5CDR: "
+            "then `kgnorm eval annotate` on the PubTator it wrote. Linker: "
+            + (f"{args.linker}. " if args.linker else "the untrained BioSyn model over MEDIC 2012 (`kgnorm train "
+               "biosyn --ontology medic`, no training data: char tf-idf + offline MiniLM), as scripts/main_job.sh "
+               "builds it. ") + "NCBI-disease: all four gold types are disease (no --types); BC5CDR: "
             "`--types Disease`. Each cell P / R / **F1**, micro over mentions (ner: strict span; mention: span and "
             "concept set, alt ids count) or over (document, concept) pairs (document: BioCreative V DNER). "
             "abstracts/s: detection + abbreviations + linking + consistency + writing the PubTator, timed inside "

@@ -216,3 +216,83 @@ def test_consistency_default_follows_the_detector(tmp_path, world):
     assert len(wb.annotate(FirstOnly(), model, tmp_path / "d.txt", write=False)) == 1
     assert len(wb.annotate(FirstOnly(), model, tmp_path / "d.txt", write=False, consistency=True)) == 2
     assert len(wb.annotate("dictionary:toyd", model, tmp_path / "d.txt", write=False)) == 2
+
+
+def _tiny_detector(tiny_bert_dir, out, *, silent: bool, levers: dict | None = None):
+    """A trained detector's directory from the tiny random BERT (32-token windows, stride 8):
+    `silent` zeroes the head (every token O); otherwise the random head tags freely."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from kgnorm.methods.ner.model import NerDetector, NerNet
+    from kgnorm.ner.bio import LabelSet
+
+    torch.manual_seed(1)
+    net = NerNet(AutoModel.from_pretrained(str(tiny_bert_dir)), 3, crf=False, match_features=False)
+    with torch.no_grad():
+        if silent:
+            net.classifier.weight.zero_()
+            net.classifier.bias.copy_(torch.tensor([5.0, 0.0, 0.0]))
+        else:
+            net.classifier.bias.copy_(torch.tensor([0.0, 0.3, 0.3]))
+    det = NerDetector(net, AutoTokenizer.from_pretrained(str(tiny_bert_dir)), LabelSet(("Disease",)), 32, 8)
+    det.save(out, {"levers": levers} if levers is not None else {})
+    return out
+
+
+def test_trained_detector_levers_default_and_dictionary_union(tmp_path, world, tiny_bert_dir):
+    """A detector loaded for annotate applies the default levers; the dictionary lever reads the
+    linker's ontology from the store: a detector that finds nothing still gets the multi-word
+    names, and the short form defined next to one (abbreviations lever)."""
+    from kgnorm.api import Workbench
+    from kgnorm.methods.ner.model import load_ner
+    from kgnorm.ner.refine import TRAINED_DEFAULT, Levers
+
+    store, model = world
+    silent = _tiny_detector(tiny_bert_dir, tmp_path / "silent", silent=True)
+    assert load_ner(silent).levers == TRAINED_DEFAULT
+    src = write_jsonl(tmp_path / "in.jsonl")
+    frame = Workbench(store).annotate(str(silent), model, src, input_format="jsonl", write=False)
+    got = sorted(zip(frame["doc_id"], frame["text"]))
+    assert got == sorted([("d1", "Ataxia telangiectasia"), ("d1", "breast cancer"), ("d1", "ataxia telangiectasia"),
+                          ("d1", "AT"), ("d1", "breast cancer"), ("d1", "AT"), ("d2", "Ovarian cancer"),
+                          ("d2", "ovarian cancer"), ("d2", "colorectal cancer")])
+    pinned = _tiny_detector(tiny_bert_dir, tmp_path / "pinned", silent=True, levers={"repair": "lenient"})
+    assert load_ner(pinned).levers == Levers()
+    assert len(Workbench(store).annotate(str(pinned), model, src, input_format="jsonl", write=False)) == 0
+
+
+def test_trained_detector_output_does_not_depend_on_batching(capsys, tmp_path, world, tiny_bert_dir):
+    """Windows of many documents are batched together, sorted by length: the PubTator written is
+    the same byte for byte whether documents come one at a time or all in one batch."""
+    det = _tiny_detector(tiny_bert_dir, tmp_path / "random", silent=False)
+    docs = [{"id": f"p{i}", "title": f"Case {i} of breast cancer.",
+             "abstract": " ".join(["Renal failure and the heart attack were seen with chronic pain."] * (i % 4 + 1))}
+            for i in range(9)]
+    src = write_jsonl(tmp_path / "many.jsonl", docs)
+    store, model = world
+    outs = []
+    for size in ("1", "4", "32"):
+        out = tmp_path / f"out{size}.pubtator"
+        code, _, err = run(capsys, "annotate", "--ner", str(det), "--model", str(model), "--input", str(src),
+                           "--input-format", "jsonl", "--output", str(out), "--store", store, "--no-write", "-q",
+                           "--batch-size", size)
+        assert code == 0, err
+        outs.append(out.read_text(encoding="utf-8"))
+    assert outs[0] == outs[1] == outs[2]
+    assert outs[0].count("\tDisease\t") >= 9  # the random head tags something in every document
+
+
+def test_bf16_autocast_is_opt_in(monkeypatch, tmp_path, tiny_bert_dir):
+    """KGNORM_NER_BF16=1 runs the encoder under bfloat16 autocast (off by default); spans still
+    index their text."""
+    from kgnorm.methods.ner.model import load_ner
+
+    path = _tiny_detector(tiny_bert_dir, tmp_path / "random", silent=False)
+    texts = ["Renal failure and the heart attack were seen with chronic pain. " * 3]
+    assert load_ner(path).bf16 is False
+    monkeypatch.setenv("KGNORM_NER_BF16", "1")
+    det = load_ner(path)
+    assert det.bf16 is True
+    spans = det.detect(texts)[0]
+    assert spans and all(texts[0][s.start:s.end] == s.text for s in spans)

@@ -81,6 +81,28 @@ def build_detector(ner: str | Path | MentionDetector, store: str | None) -> tupl
     return load_ner(path), str(path.resolve())
 
 
+def attach_dictionary(detector: MentionDetector, store: str | None, ontology: str | None, notes: list[str]) -> None:
+    """Give a trained detector whose levers include the dictionary union (kgnorm.ner.refine) the
+    dictionary tagger over the linker's ontology, read from the store; without it the lever is off
+    (noted)."""
+    levers = getattr(detector, "levers", None)
+    if levers is None or not levers.dictionary or getattr(detector, "union", None) is not None:
+        return
+    from kgnorm.graph.views import read_ontology
+    from kgnorm.ner.dictionary import DictionaryDetector
+    from kgnorm.stores import open_store
+
+    try:
+        if not ontology:
+            raise KgnormError("the linking model names no ontology")
+        with open_store(store, read_only=True) as st:
+            snap = read_ontology(st, ontology, with_edges=False)
+    except KgnormError as exc:
+        notes.append(f"detector: the dictionary lever is off ({exc})")
+        return
+    detector.union = DictionaryDetector.from_snapshot(snap, type=detector.types[0])  # type: ignore[attr-defined]
+
+
 def _contexts(doc: TextDocument, spans: list[Any]) -> list[str]:
     """The sentence(s) of each span (what BioCoM links in, and the Mention's `context`)."""
     from kgnorm.mentions.readers import _context, sentence_spans
@@ -148,6 +170,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     report = AnnotateReport(notes=[nil.note] if nil.note else [])
     if write:
         check_ontology(store, meta, report.notes)
+    attach_dictionary(detector, store, meta.get("ontology"), report.notes)
     # the run key names the detector as the command does, not its content: annotating the same input
     # again after the dictionary's ontology or the detector directory changed replaces the run
     uid = run_uid("annotate", ner=ner_label.split("@")[0] if ner_label.startswith("dictionary:") else ner_label,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kgnorm.ner.spans import Span
 
-__all__ = ["LabelSet", "Window", "token_tags", "tags_to_spans", "make_windows", "merge_windows"]
+__all__ = ["LabelSet", "Window", "token_tags", "tags_to_spans", "make_windows", "merge_windows", "BIO_REPAIRS"]
 
 OUTSIDE = "O"
 
@@ -73,19 +73,29 @@ def _word_char(c: str) -> bool:
     return c.isalnum()
 
 
+BIO_REPAIRS = ("lenient", "drop", "bridge")
+
+
 def tags_to_spans(text: str, offsets: Sequence[tuple[int, int]], tags: Sequence[int],
-                  scores: Sequence[float], labels: LabelSet) -> list[Span]:
-    """Spans of a tagged token sequence (content tokens in text order). An I after O starts a
-    span (lenient BIO); a span that ends or starts inside a word is widened to the whole word,
-    so "cancers" tagged "cancer"+O is "cancers", never half a word."""
+                  scores: Sequence[float], labels: LabelSet, repair: str = "lenient") -> list[Span]:
+    """Spans of a tagged token sequence (content tokens in text order); a span that ends or
+    starts inside a word is widened to the whole word, so "cancers" tagged "cancer"+O is
+    "cancers", never half a word. An ill-formed I (after O or another type) is read by `repair`:
+    ``lenient`` starts a span with it; ``drop`` reads it as O; ``bridge`` joins it to the span
+    of its type that ended one token before (the O between them included), else starts one."""
+    if repair not in BIO_REPAIRS:
+        raise ValueError(f"unknown BIO repair {repair!r}; use one of {', '.join(BIO_REPAIRS)}")
     raw: list[tuple[int, int, str, list[float]]] = []   # (first token, last token, type, scores)
     for i, tag in enumerate(tags):
         prefix, type_ = labels.decode(int(tag))
         if prefix == OUTSIDE:
             continue
-        if prefix == "I" and raw and raw[-1][1] == i - 1 and raw[-1][2] == type_:
+        gap = i - raw[-1][1] if raw and raw[-1][2] == type_ else 0
+        if prefix == "I" and (gap == 1 or (gap == 2 and repair == "bridge")):
             first, _, t, sc = raw[-1]
             raw[-1] = (first, i, t, sc + [float(scores[i])])
+        elif prefix == "I" and repair == "drop":
+            continue
         else:
             raw.append((i, i, type_, [float(scores[i])]))
     out: list[Span] = []

@@ -8,6 +8,7 @@ annotated and a mention at a window edge is read from the window where it sits i
 :func:`load_ner` loads one from its model directory."""
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,14 @@ from torch import nn
 
 from kgnorm.errors import KgnormError
 from kgnorm.ner.bio import LabelSet, Window, make_windows, merge_windows, tags_to_spans, token_tags
+from kgnorm.ner.refine import Levers, levers_from_meta, refine_spans
 from kgnorm.ner.spans import Span
 
 __all__ = ["NerNet", "NerDetector", "load_ner", "METHOD", "MATCH_TAGS"]
 
 METHOD = "ner"
 HEAD_FILE = "head.pt"
+BF16_ENV = "KGNORM_NER_BF16"
 NAMES_FILE = "dictionary-names.txt"
 MATCH_TAGS = LabelSet(("match",))     # O / B-match / I-match: 3 values
 
@@ -99,6 +102,11 @@ class NerDetector:
         self.names = list(names or []) if net.match is not None else []
         self.dictionary = dictionary_detector(self.names) if self.names else None
         self.batch_size = int(batch_size)
+        # inference-time levers (kgnorm.ner.refine); `union`: the dictionary tagger whose
+        # multi-word matches the ``dictionary`` lever adds (set by whoever knows the ontology)
+        self.levers = Levers()
+        self.union: Any = None
+        self.bf16 = os.environ.get(BF16_ENV, "") == "1"
         self.device = torch.device(device or "cpu")
         self.net.to(self.device)
 
@@ -125,11 +133,20 @@ class NerDetector:
         return out
 
     # ------------------------------------------------------------------ inference
-    @torch.no_grad()
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
         texts = list(texts)
         if not texts:
             return []
+        spans = [tags_to_spans(text, offs, t, s, self.labels, self.levers.repair)
+                 for text, (offs, t, s) in zip(texts, self.tag(texts))]
+        return refine_spans(texts, spans, self.levers, self.union)
+
+    @torch.inference_mode()
+    def tag(self, texts: Sequence[str]) -> list[tuple[list[tuple[int, int]], list[int], list[float]]]:
+        """Per text: its content tokens' offsets, tags and confidences (windows merged). The
+        windows of all `texts` are read together, shortest first, `batch_size` at a time; with
+        ``KGNORM_NER_BF16=1`` the encoder runs under bfloat16 autocast (CPUs with AMX / AVX512-BF16:
+        faster, tags may differ from float32's; off by default)."""
         windows = self.windows(texts)
         match = self.match_tags(texts, windows)
         tags: list[list[int]] = [[] for _ in windows]
@@ -141,16 +158,15 @@ class NerDetector:
             for k in range(0, len(order), self.batch_size):
                 rows = order[k:k + self.batch_size]
                 batch = self.tensors(windows, match, rows)
-                em = self.net.emissions(batch["input_ids"], batch["attention_mask"], batch["match_tags"])
-                best, conf = self.net.decode(em, batch["attention_mask"])
+                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                    em = self.net.emissions(batch["input_ids"], batch["attention_mask"], batch["match_tags"])
+                best, conf = self.net.decode(em.float(), batch["attention_mask"])
                 for j, i in enumerate(rows):
                     n = len(windows[i].input_ids)
                     tags[i], scores[i] = best[j][:n], conf[j, :n].tolist()
         finally:
             self.net.train(was_training)
-        merged = merge_windows(windows, tags, scores, len(texts))
-        return [tags_to_spans(text, offs, t, s, self.labels)
-                for text, (offs, t, s) in zip(texts, merged)]
+        return merge_windows(windows, tags, scores, len(texts))
 
     # ------------------------------------------------------------------ files
     def save(self, directory: str | Path, meta: dict[str, Any]) -> None:
@@ -201,5 +217,6 @@ def load_ner(model_dir: str | Path, device: str | None = None) -> NerDetector:
     names = (d / NAMES_FILE).read_text(encoding="utf-8").splitlines() if net.match is not None else None
     det = NerDetector(net, tokenizer, labels, meta.get("max_length", 256), meta.get("stride", 64),
                       names, device=device)
+    det.levers = levers_from_meta(meta)
     net.eval()
     return det
