@@ -252,8 +252,11 @@ def test_trained_detector_levers_default_and_dictionary_union(tmp_path, world, t
     silent = _tiny_detector(tiny_bert_dir, tmp_path / "silent", silent=True)
     assert load_ner(silent).levers == TRAINED_DEFAULT
     src = write_jsonl(tmp_path / "in.jsonl")
-    frame = Workbench(store).annotate(str(silent), model, src, input_format="jsonl", write=False)
+    wb = Workbench(store)
+    frame = wb.annotate(str(silent), model, src, input_format="jsonl")
     got = sorted(zip(frame["doc_id"], frame["text"]))
+    runs = wb.query("MATCH (r:Run) WHERE r.kind = 'annotate' RETURN r.params_json AS p")["p"]
+    assert TRAINED_DEFAULT.label() in {json.loads(p).get("ner_levers") for p in runs}  # the Run records them
     assert got == sorted([("d1", "Ataxia telangiectasia"), ("d1", "breast cancer"), ("d1", "ataxia telangiectasia"),
                           ("d1", "AT"), ("d1", "breast cancer"), ("d1", "AT"), ("d2", "Ovarian cancer"),
                           ("d2", "ovarian cancer"), ("d2", "colorectal cancer")])

@@ -177,6 +177,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                   model=str(model.resolve()), input=digest, top_k=top_k, consistency=consistency, nil=nil.threshold)
     run = RunRecord(uid, "annotate", linker.method, str(model.resolve()),
                     params={"input": label, "ner": ner_label, "write_top_k": top_k, "consistency": consistency,
+                            **({"ner_levers": detector.levers.label()} if hasattr(detector, "levers") else {}),
                             "nil_threshold": nil.threshold, **nil.params})
     started = time.perf_counter()
     cached = with_cache(linker)  # a mention text repeated across the corpus is linked once
