@@ -31,7 +31,9 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
                    composites: bool | None = None, nil_fraction: float | None = None, nil_seed: int = 0,
                    store: str | None = None, consistency: bool | None = None) -> dict[str, Any]:
     """The report: "full" (and "refined" with `train`), unknown gold counts, "nil" with
-    `nil_fraction`, and "notes": lines the user must see (gold ids scored as misses)."""
+    `nil_fraction`, "gold_held_out" (with a model: false when it was refit on the gold file's
+    mentions) and "notes": lines the user must see (gold ids scored as misses, a gold file the
+    model was trained on)."""
     from kgnorm.evaluation.link_eval import evaluate_link
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.consistency import consistency_on
@@ -48,6 +50,13 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
                            allow_unknown_gold, store, linker=linker, meta=meta, pipeline=pipeline,
                            consistency=consistency_on(consistency, meta))
     notes = []
+    if meta is not None:
+        from kgnorm.methods.refit import gold_in_training
+
+        line = gold_in_training(meta, gold)
+        report["gold_held_out"] = line is None
+        if line:
+            notes.append(line)
     if report["unknown_gold_ids"]:
         where = f"ontology {ontology!r}" if ontology is not None else f"the dictionary of {model}"
         notes.append(f"{report['unknown_gold_ids']} gold id(s) of {gold} are not concepts of {where}; their "
