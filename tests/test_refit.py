@@ -193,3 +193,20 @@ def test_refit_needs_train_and_dev(world, tiny_bert_dir, capsys):
                        "--store", world["store"])
     assert code != 0 and "--refit needs both --train and --dev" in err
     assert not (world["tmp"] / "x").exists()
+
+
+def test_dilbert_refits_through_the_same_helper(world, tiny_bert_dir, capsys):
+    out = world["tmp"] / "dilbert"
+    code, _, err = run(capsys, "train", "dilbert", "--ontology", "ctd", "--out", str(out), "--train",
+                       str(world["train"]), "--dev", str(world["dev"]), "--encoder", str(tiny_bert_dir),
+                       "--epochs", "1", "--batch-size", "8", "--max-length", "12", "--store", world["store"])
+    assert code == 0, err
+    meta = _meta(out)
+    block = meta["refit"]
+    # the starting encoder competes as epoch 0 on dev: E is 0 or 1, and the refit writes E epochs
+    assert block["refit"] and block["epochs_selected"] in (0, 1) and block["complete"]
+    assert [r["epoch"] for r in meta["training"]["history"]] == list(range(0 if block["epochs_selected"] == 0 else 1,
+                                                                          block["epochs_selected"] + 1))
+    row = _dictionary(out).index_of("toe pain")
+    assert row is not None and _dictionary(out).is_mention[row]
+    assert "refit" in err and not (out / SELECTION_DIR).exists()

@@ -43,7 +43,8 @@ class Phase:
 
     out: Path
     refit: bool                      # the dev mentions are training mentions; no dev selection
-    epochs: int                      # refit: the dev-selected count
+    epochs: float                    # refit: the dev-selected count (fractional where a step budget
+                                     # stopped the selected epoch inside: `train ner`)
     max_minutes: float | None        # this phase's budget
 
 
@@ -85,19 +86,25 @@ def _meta(directory: Path) -> dict[str, Any]:
         return {}
 
 
-def _selected_epochs(best_epoch: float | None) -> int:
-    """The epoch count to refit for: the selected epoch (0: the starting model won; no epoch ran: 0)."""
+def _selected_epochs(best_epoch: float | None) -> float:
+    """The epochs to refit for: the selected epoch (0: the starting model won; no epoch ran: 0);
+    whole for an epoch budget, fractional where a step budget stopped the selected epoch inside."""
     if best_epoch is None:
         return 0
-    if float(best_epoch) != int(best_epoch):
-        raise KgnormError(f"the dev-selected model stopped inside an epoch ({best_epoch}); refit needs whole "
-                          "epochs: give --no-refit or a budget that ends on an epoch")
-    return int(best_epoch)
+    e = round(float(best_epoch), 4)
+    return int(e) if e == int(e) else e
 
 
-def run_phases(opts: Any, phase: Callable[[Phase], Any], quiet: bool, refit_minutes: float | None) -> dict[str, Any]:
+def _trained(res: Any) -> float:
+    """How far the refit got: its last recorded epoch (each is the model of its time)."""
+    return max((float(r["epoch"]) for r in getattr(res, "history", None) or []), default=0.0)
+
+
+def run_phases(opts: Any, phase: Callable[[Phase], Any], quiet: bool, refit_minutes: float | None,
+               metric: str = "acc@1") -> dict[str, Any]:
     """Run ``phase`` once (no refit: into --out, as before) or twice (selection into
-    ``OUT/selection``, refit into ``OUT``); the ``refit`` block written into OUT's metadata."""
+    ``OUT/selection``, refit into ``OUT``); the ``refit`` block written into OUT's metadata.
+    ``metric``: the dev metric the selection maximised."""
     from kgnorm.methods.model_dir import update_meta
 
     out = Path(opts.out)
@@ -119,27 +126,29 @@ def run_phases(opts: Any, phase: Callable[[Phase], Any], quiet: bool, refit_minu
         note(f"selection: training on {opts.train} with dev selection on {opts.dev} → {sel_dir}", quiet)
         res = phase(Phase(sel_dir, False, opts.epochs, opts.max_minutes))
         selection = {"options_digest": digest, "best_epoch": res.best_epoch,
-                     "epochs": _selected_epochs(res.best_epoch), "dev_acc1_held_out": res.best_value,
+                     "epochs": _selected_epochs(res.best_epoch), "metric": metric, "dev_held_out": res.best_value,
                      "epochs_run": res.epochs_completed, "stop_reason": res.stop_reason,
                      "budget_minutes": opts.max_minutes, "history": res.history}
         update_meta(sel_dir, selection=selection)
     else:
-        note(f"selection finished earlier ({sel_dir}): {selection['epochs']} epoch(s), held-out dev Acc@1 "
-             f"{selection['dev_acc1_held_out']}", quiet)
-    epochs = int(selection["epochs"])
+        note(f"selection finished earlier ({sel_dir}): {selection['epochs']} epoch(s), held-out dev {metric} "
+             f"{selection['dev_held_out']}", quiet)
+    epochs = selection["epochs"]
     note(f"refit: {epochs} epoch(s) on {opts.train} + {opts.dev} from the starting encoder (budget "
          f"{refit_minutes if refit_minutes is not None else 'none'} min) → {out}", quiet)
     res = phase(Phase(out, True, epochs, refit_minutes))
-    trained = getattr(res, "epochs_completed", 0) if epochs else 0
+    trained = _trained(res) if epochs else 0
+    trained = int(trained) if trained == int(trained) else trained
     block = {"refit": True, "options_digest": digest, "epochs_selected": epochs, "epochs_trained": trained,
-             "complete": trained >= epochs,
-             "selected_dev_acc1_held_out": selection["dev_acc1_held_out"],
+             "complete": getattr(res, "stop_reason", "epochs") != "max_seconds", "selected_dev_metric": metric,
+             "selected_dev_held_out": selection["dev_held_out"],
+             **({"selected_dev_acc1_held_out": selection["dev_held_out"]} if metric == "acc@1" else {}),
              "selection": {k: v for k, v in selection.items() if k != "options_digest"},
              "budget_minutes": {"selection": opts.max_minutes, "refit": refit_minutes},
              "train_file": _file_record(opts.train), "dev_file": _file_record(opts.dev), "dev_held_out": False,
              "note": "trained on the dev mentions too: a dev figure of this model is not a held-out figure; "
-                     "selected_dev_acc1_held_out is the dev-selected model's, measured before the refit"}
-    if trained < epochs:
+                     "selected_dev_held_out is the dev-selected model's, measured before the refit"}
+    if not block["complete"]:
         block["note_budget"] = (f"the refit budget ({refit_minutes:g} min) ended after {trained} of {epochs} "
                                 "epoch(s); the model is the last finished epoch")
         note(f"warning: {block['note_budget']} (--refit-minutes gives it more time; --resume continues)", quiet)
@@ -147,8 +156,8 @@ def run_phases(opts: Any, phase: Callable[[Phase], Any], quiet: bool, refit_minu
     if not opts.keep_checkpoints and sel_dir.is_dir():
         shutil.rmtree(sel_dir)
         note(f"deleted the dev-selected model {sel_dir} (--keep-checkpoints keeps it)", quiet)
-    note(f"refit done: {trained} epoch(s) on train + dev; held-out dev Acc@1 of the dev-selected model "
-         f"{selection['dev_acc1_held_out']} (the refit model's own dev figure is not held out)", quiet)
+    note(f"refit done: {trained} epoch(s) on train + dev; held-out dev {metric} of the dev-selected model "
+         f"{selection['dev_held_out']} (the refit model's own dev figure is not held out)", quiet)
     return block
 
 
@@ -163,6 +172,6 @@ def gold_in_training(meta: dict[str, Any], gold: str | Path) -> str | None:
         if rec.get("sha256") == sha:
             which = "dev" if role == "dev_file" else "training"
             return (f"not held out: the model was refit on the mentions of {gold} (its {which} file, "
-                    f"{rec.get('path')}); the dev-selected model's held-out dev Acc@1 was "
-                    f"{block.get('selected_dev_acc1_held_out')}")
+                    f"{rec.get('path')}); the dev-selected model's held-out dev {block.get('selected_dev_metric')} "
+                    f"was {block.get('selected_dev_held_out')}")
     return None
