@@ -210,3 +210,25 @@ def test_dilbert_refits_through_the_same_helper(world, tiny_bert_dir, capsys):
     row = _dictionary(out).index_of("toe pain")
     assert row is not None and _dictionary(out).is_mention[row]
     assert "refit" in err and not (out / SELECTION_DIR).exists()
+
+
+def test_eval_annotate_says_a_refit_model_is_not_held_out(world, tiny_bert_dir, capsys):
+    tmp = world["tmp"]
+    (tmp / "train.pubtator").write_text("1|t|Fictional syndrome study\n1|a|Toe disease was seen with fts2.\n"
+                                        "1\t0\t18\tFictional syndrome\tDisease\tD900001\n"
+                                        "1\t25\t36\tToe disease\tDisease\tD900002\n"
+                                        "1\t51\t55\tfts2\tDisease\t999002\n\n")
+    dev = tmp / "dev.pubtator"
+    dev.write_text("2|t|Toe pain\n2|a|Fictional syndromes again.\n"
+                   "2\t0\t8\tToe pain\tDisease\tD900002\n"
+                   "2\t9\t28\tFictional syndromes\tDisease\tD900001\n\n")
+    out = tmp / "pubtator_refit"
+    code, _, err = run(capsys, "train", "biosyn", "--ontology", "ctd", "--out", str(out), "--train",
+                       str(tmp / "train.pubtator"), "--dev", str(dev), "--encoder", str(tiny_bert_dir), "--epochs", "1",
+                       "--topk", "3", "--max-length", "12", "--store", world["store"], "-q")
+    assert code == 0, err
+    assert _meta(out)["refit"]["dev_file"]["sha256"] == file_sha256(dev)
+    code, stdout, err = run(capsys, "eval", "annotate", "--gold", str(dev), "--predictions", str(dev), "--model",
+                            str(out), "--format", "json", "--store", world["store"])
+    assert code == 0, err
+    assert json.loads(stdout)["gold_held_out"] is False and "not held out" in err

@@ -130,6 +130,9 @@ def run_phases(opts: Any, phase: Callable[[Phase], Any], quiet: bool, refit_minu
                      "epochs_run": res.epochs_completed, "stop_reason": res.stop_reason,
                      "budget_minutes": opts.max_minutes, "history": res.history}
         update_meta(sel_dir, selection=selection)
+        from kgnorm.training.checkpoints import drop_checkpoints
+
+        drop_checkpoints(out)  # a refit checkpoint in OUT predates this selection: its E may differ
     else:
         note(f"selection finished earlier ({sel_dir}): {selection['epochs']} epoch(s), held-out dev {metric} "
              f"{selection['dev_held_out']}", quiet)
