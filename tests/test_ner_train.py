@@ -291,13 +291,22 @@ def test_a_refit_budget_that_ends_early_keeps_the_last_step_and_says_so(tmp_path
     train, dev = corpus
     out = tmp_path / "short"
     args = _train_args(train, dev, out, minilm_tiny_dir, "--epochs", "1", "--refit-minutes", "1e-6")
-    code, _, err = run(capsys, *(a for a in args if a != "--quiet"))  # not quiet: the warning is the point
+    code, _, err = run(capsys, *args)  # --quiet: the warning is still shown
     assert code == 0, err
     meta = json.loads((out / "kgnorm-model.json").read_text())
     block = meta["refit"]
     assert block["epochs_selected"] == 1 and not block["complete"] and meta["metrics"]["steps"] == 1
     assert "ended after" in block["note_budget"] and "of 1 epoch(s)" in block["note_budget"]
     assert "warning: the refit budget" in err
+    from kgnorm.methods.refit import SELECTION_DIR
+
+    # the dev-selected weights go, its metadata (E) stays: a rerun with more time does not select again
+    assert [p.name for p in (out / SELECTION_DIR).iterdir()] == ["kgnorm-model.json"]
+    args = _train_args(train, dev, out, minilm_tiny_dir, "--epochs", "1", "--refit-minutes", "30")
+    code, _, err = run(capsys, *(a for a in args if a != "--quiet"))
+    assert code == 0 and "selection finished earlier" in err and "ner epoch 1:" in err
+    assert json.loads((out / "kgnorm-model.json").read_text())["refit"]["complete"]
+    assert not (out / SELECTION_DIR).exists()
 
 
 def test_dictionary_features_from_the_store(tmp_path, capsys, minilm_tiny_dir):

@@ -37,10 +37,7 @@ def evaluate_annotations(gold: str | Path, predictions: str | Path, *, model: st
     report = score_documents(gold_docs, predicted, alt_ids, types, gold)
     if model is not None:  # a model refit on the gold file's mentions: its figures are not held out
         from kgnorm.methods.model_dir import read_model_meta
-        from kgnorm.methods.refit import gold_in_training
+        from kgnorm.methods.refit import mark_held_out
 
-        line = gold_in_training(read_model_meta(model), gold)
-        report["gold_held_out"] = line is None
-        if line:
-            report.setdefault("notes", []).append(line)
+        mark_held_out(report, read_model_meta(model), gold)
     return report

@@ -50,13 +50,6 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
                            allow_unknown_gold, store, linker=linker, meta=meta, pipeline=pipeline,
                            consistency=consistency_on(consistency, meta))
     notes = []
-    if meta is not None:
-        from kgnorm.methods.refit import gold_in_training
-
-        line = gold_in_training(meta, gold)
-        report["gold_held_out"] = line is None
-        if line:
-            notes.append(line)
     if report["unknown_gold_ids"]:
         where = f"ontology {ontology!r}" if ontology is not None else f"the dictionary of {model}"
         notes.append(f"{report['unknown_gold_ids']} gold id(s) of {gold} are not concepts of {where}; their "
@@ -65,6 +58,10 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
         report["nil"] = evaluate_nil_detection(model, Path(gold), input_format, nil_fraction, nil_seed,
                                                abbreviations, composites)
     report["notes"] = notes
+    if meta is not None:
+        from kgnorm.methods.refit import mark_held_out
+
+        mark_held_out(report, meta, gold)
     return report
 
 

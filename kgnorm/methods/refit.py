@@ -29,7 +29,8 @@ from typing import Any
 from kgnorm.errors import KgnormError
 from kgnorm.progress import note
 
-__all__ = ["Phase", "SELECTION_DIR", "file_sha256", "refit_wanted", "run_phases", "gold_in_training"]
+__all__ = ["Phase", "SELECTION_DIR", "file_sha256", "refit_wanted", "run_phases", "gold_in_training",
+           "mark_held_out"]
 
 SELECTION_DIR = "selection"
 # options that may change between an interrupted run and its resumption (budgets, threads …)
@@ -117,7 +118,7 @@ def run_phases(opts: Any, phase: Callable[[Phase], Any], quiet: bool, refit_minu
         return block
     digest = _digest(opts)
     done = _meta(out).get("refit") or {}
-    if opts.resume and done.get("refit") and done.get("options_digest") == digest:
+    if opts.resume and done.get("refit") and done.get("complete") and done.get("options_digest") == digest:
         note(f"{out} holds a finished refit of these options (resume): nothing to retrain", quiet)
         return done
     sel_dir = out / SELECTION_DIR
@@ -154,14 +155,29 @@ def run_phases(opts: Any, phase: Callable[[Phase], Any], quiet: bool, refit_minu
     if not block["complete"]:
         block["note_budget"] = (f"the refit budget ({refit_minutes:g} min) ended after {trained} of {epochs} "
                                 "epoch(s); the model is the last finished epoch")
-        note(f"warning: {block['note_budget']} (--refit-minutes gives it more time; --resume continues)", quiet)
+        # a warning changes how the model should be read: shown even when quiet
+        note(f"warning: {block['note_budget']} (rerun with a larger --refit-minutes: the selection is kept, "
+             "the refit continues from its checkpoint with --keep-checkpoints, else starts over)")
     update_meta(out, refit=block)
     if not opts.keep_checkpoints and sel_dir.is_dir():
-        shutil.rmtree(sel_dir)
+        _drop_selection(sel_dir, keep_marker=not block["complete"])
         note(f"deleted the dev-selected model {sel_dir} (--keep-checkpoints keeps it)", quiet)
     note(f"refit done: {trained} epoch(s) on train + dev; held-out dev {metric} of the dev-selected model "
          f"{selection['dev_held_out']} (the refit model's own dev figure is not held out)", quiet)
     return block
+
+
+def _drop_selection(sel_dir: Path, keep_marker: bool) -> None:
+    """Delete the dev-selected model; ``keep_marker``: keep its metadata (E and the held-out figure),
+    so that a rerun after a short refit does not select again."""
+    from kgnorm.methods.model_dir import META_FILE
+
+    if not keep_marker:
+        shutil.rmtree(sel_dir)
+        return
+    for path in sel_dir.iterdir():
+        if path.name != META_FILE:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 def gold_in_training(meta: dict[str, Any], gold: str | Path) -> str | None:
@@ -178,3 +194,12 @@ def gold_in_training(meta: dict[str, Any], gold: str | Path) -> str | None:
                     f"{rec.get('path')}); the dev-selected model's held-out dev {block.get('selected_dev_metric')} "
                     f"was {block.get('selected_dev_held_out')}")
     return None
+
+
+def mark_held_out(report: dict[str, Any], meta: dict[str, Any], gold: str | Path) -> None:
+    """An eval report scored with a model: ``gold_held_out`` (False when the model was refit on the
+    gold file), and the line saying so among its notes."""
+    line = gold_in_training(meta, gold)
+    report["gold_held_out"] = line is None
+    if line:
+        report.setdefault("notes", []).append(line)
