@@ -164,6 +164,8 @@ def test_rerank_inside_the_model_directory(world, tiny_bert_dir, capsys):
                                                                     file_sha256(world["dev"])]
     linker, _ = open_linker(out)
     assert isinstance(linker, RerankLinker) and linker.depth == meta["reranker"]["top_k"]
+    alone, _ = open_linker(out / "reranker")  # the reranker's own directory: its linker, reranked once
+    assert isinstance(alone, RerankLinker) and not isinstance(alone.inner, RerankLinker)
     bare = world["tmp"] / "bare"  # the same linker without its reranker
     shutil.copytree(out, bare)
     write_model_meta(bare, {k: v for k, v in meta.items() if k != "reranker"})
