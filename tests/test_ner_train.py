@@ -260,8 +260,8 @@ def test_resume_after_budget_stop(tmp_path, corpus, minilm_tiny_dir):
 
 
 def test_refit_on_train_and_dev_for_the_selected_fraction_of_an_epoch(tmp_path, corpus, minilm_tiny_dir):
-    """The default with --train and --dev: the selection (here stopped by its step budget inside the first
-    epoch) picks E; the refit trains E epochs' worth of steps on train + dev documents, no dev."""
+    """With refit (asked for: off by default for `train ner`): the selection (here stopped by its step budget
+    inside the first epoch) picks E; the refit trains E epochs' worth of steps on train + dev documents, no dev."""
     import math
 
     from kgnorm.methods.refit import SELECTION_DIR
@@ -270,7 +270,7 @@ def test_refit_on_train_and_dev_for_the_selected_fraction_of_an_epoch(tmp_path, 
     train, dev = corpus
     out = tmp_path / "refit"
     method("ner").run_recipe(out, train=train, dev=dev, types=TYPES, encoder=minilm_tiny_dir, max_length=32, stride=8,
-                             batch_size=4, lr=3e-3, epochs=2, threads=1, quiet=True, max_minutes=1e-6)
+                             batch_size=4, lr=3e-3, epochs=2, threads=1, quiet=True, max_minutes=1e-6, refit=True)
     meta = json.loads((out / "kgnorm-model.json").read_text())
     block = meta["refit"]
     e = block["epochs_selected"]
@@ -290,7 +290,7 @@ def test_refit_on_train_and_dev_for_the_selected_fraction_of_an_epoch(tmp_path, 
 def test_a_refit_budget_that_ends_early_keeps_the_last_step_and_says_so(tmp_path, capsys, corpus, minilm_tiny_dir):
     train, dev = corpus
     out = tmp_path / "short"
-    args = _train_args(train, dev, out, minilm_tiny_dir, "--epochs", "1", "--refit-minutes", "1e-6")
+    args = _train_args(train, dev, out, minilm_tiny_dir, "--epochs", "1", "--refit", "--refit-minutes", "1e-6")
     code, _, err = run(capsys, *args)  # --quiet: the warning is still shown
     assert code == 0, err
     meta = json.loads((out / "kgnorm-model.json").read_text())
@@ -302,7 +302,7 @@ def test_a_refit_budget_that_ends_early_keeps_the_last_step_and_says_so(tmp_path
 
     # the dev-selected weights go, its metadata (E) stays: a rerun with more time does not select again
     assert [p.name for p in (out / SELECTION_DIR).iterdir()] == ["kgnorm-model.json"]
-    args = _train_args(train, dev, out, minilm_tiny_dir, "--epochs", "1", "--refit-minutes", "30")
+    args = _train_args(train, dev, out, minilm_tiny_dir, "--epochs", "1", "--refit", "--refit-minutes", "30")
     code, _, err = run(capsys, *(a for a in args if a != "--quiet"))
     assert code == 0 and "selection finished earlier" in err and "ner epoch 1:" in err
     assert json.loads((out / "kgnorm-model.json").read_text())["refit"]["complete"]
@@ -342,3 +342,13 @@ def test_dictionary_features_from_the_store(tmp_path, capsys, minilm_tiny_dir):
     assert matched[0][0] == 0 and matched[-1][1] == 29 and tags.count(1) == 1
     [spans] = det.detect([text])
     assert all(text[s.start:s.end] == s.text for s in spans)
+
+
+def test_train_ner_does_not_refit_unless_asked(tmp_path, capsys, corpus, minilm_tiny_dir):
+    """`train ner` keeps the dev-selected detector by default (its 30-minute target has no room for a refit)."""
+    train, dev = corpus
+    out = tmp_path / "plain"
+    code, _, err = run(capsys, *_train_args(train, dev, out, minilm_tiny_dir, "--epochs", "1"))
+    assert code == 0, err
+    meta = json.loads((out / "kgnorm-model.json").read_text())
+    assert meta["refit"]["refit"] is False and meta["refit"]["dev_held_out"] is True

@@ -83,3 +83,20 @@ def test_bad_input(capsys, world):
     assert code != 0 and "--top-k" in err
     code, _, err = run(capsys, *base, "--linker", str(world["out"]))
     assert code != 0 and "cannot be reranked" in err
+
+
+def test_nil_detection_sees_the_reranked_scores(world):
+    """`eval link --nil-fraction` on a reranker directory decides nil on the scores `link` writes,
+    not on the wrapped linker's."""
+    from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.linker import DictionaryLinker
+    from kgnorm.nil.evaluation import concept_hits
+
+    linker, _ = open_linker(world["out"])
+    queries = ["fictional syndromes", "toe pain"]
+    reranked = concept_hits(linker.model, queries, depth=3, linker=linker)
+    bare = concept_hits(linker.model, queries, depth=3)
+    direct = linker.link_parts(queries, [type("M", (), {"context": "", "text": q})() for q in queries],
+                               [True, True], 3)
+    assert [[(h.uid, h.score) for h in hits] for hits in direct] == [[(u, s) for u, _, s in h] for h in reranked]
+    assert [[s for _, _, s in h] for h in reranked] != [[s for _, _, s in h] for h in bare]

@@ -83,7 +83,7 @@ def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, f
     pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
     try:
         return constructed_nil_report(inner, pipeline, read_mentions_with_abbreviations(input, input_format),
-                                      fraction, seed)
+                                      fraction, seed, linker=linker)
     except InputError:
         raise
     except KgnormError as e:  # about the input's gold mentions (none, or too few concepts)

@@ -61,11 +61,11 @@ def dev_mentions() -> Any:
     return option(None, "--dev", help="Dev mentions for model selection (Acc@1).")
 
 
-def refit() -> Any:
-    return option(None, "--refit/--no-refit", help=(
+def refit(default: bool | None = None, why_default: str = "on when --train and --dev are both given") -> Any:
+    return option(default, "--refit/--no-refit", help=(
         "After dev selection picks the epoch count E, train again from the same starting encoder and seed on "
         "train + dev mentions for E epochs (the last epoch is the model; the dictionary holds the dev mentions "
-        "too). Default: on when --train and --dev are both given; --no-refit keeps the dev-selected model."))
+        f"too). Default: {why_default}; --no-refit keeps the dev-selected model."))
 
 
 def refit_minutes(default: float | None = 30.0) -> Any:

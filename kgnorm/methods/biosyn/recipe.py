@@ -49,7 +49,7 @@ class Options:
     exclude_query_name: bool | None = option(None, '--exclude-query-name/--keep-query-name', help='Never offer the dictionary name identical to the training query as a candidate: with merged training mentions every query finds itself and the loss is ~0, so this makes training learn synonyms (the default). BioSyn keeps it (--preset paper).')
     max_minutes: float | None = option(None, help="Time budget (default 45, paper none): no epoch starts that the last epoch's duration says would end past it (the best epoch is kept; --resume with a larger budget continues).")
     refit: bool | None = refit()
-    refit_minutes: float | None = refit_minutes(30.0)
+    refit_minutes: float | None = refit_minutes(45.0)
     rerank: bool = option(False, '--rerank/--no-rerank', help='After the linker (and its refit), train a cross-encoder reranker over its top 20 (kgnorm train rerank) inside the same model directory: link, annotate and eval link then rank through it with no other flag. Needs --train; with refit it trains on train + dev (no dev selection, its last epoch is kept), without refit it selects on --dev.')
     rerank_minutes: float | None = option(15.0, help='Time budget of --rerank.')
     keep_checkpoints: bool = keep_checkpoints()

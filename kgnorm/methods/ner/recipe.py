@@ -43,7 +43,8 @@ class Options:
                                        "training stops inside an epoch once it is spent and the stopped model is "
                                        "evaluated like an epoch.")
     threads: int | None = option(None)
-    refit: bool | None = refit()
+    refit: bool | None = refit(False, "off: train ner's 30-minute target leaves no time for a second run, and "
+                               "the selection's steps are what the F1 needs (BENCHMARKS.md)")
     refit_minutes: float | None = refit_minutes(30.0)
     keep_checkpoints: bool = keep_checkpoints()
 
