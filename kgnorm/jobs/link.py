@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence, TextIO
 
 from kgnorm.errors import KgnormError
-from kgnorm.jobs.ray_engine import ENGINES, RayOptions
+from kgnorm.jobs.ray_engine import RayOptions
 from kgnorm.linking.linker import TSV_HEADER
 from kgnorm.mentions.types import Mention
 
@@ -121,7 +121,8 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
     `consistency`: one concept per document for mentions that say the same thing
     (kgnorm.linking.consistency; None: the model's setting or the default); `engine="ray"`: linked
     by a pool of Ray actors (`ray`: where and how many; kgnorm.jobs.ray_engine), the output the same."""
-    from kgnorm.jobs.models import open_linker
+    from kgnorm.jobs.models import model_meta, open_linker
+    from kgnorm.jobs.ray_engine import check_engine
     from kgnorm.linking.consistency import consistency_on, consistent_stream
     from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta, tsv_rows
     from kgnorm.linking.query_cache import with_cache
@@ -134,17 +135,14 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
 
     if top_k < 1 or write_top_k < 1:
         raise KgnormError("--top-k and --write-top-k must be >= 1")
-    if engine not in ENGINES:
-        raise KgnormError(f"unknown --engine {engine!r} (choose from {', '.join(ENGINES)})")
-    if engine == "ray":  # before any work: Ray installed, the cluster there
-        from kgnorm.jobs.ray_engine import check_ray
-        check_ray(ray or RayOptions())
+    check_engine(engine, ray)  # before any work: Ray installed, the cluster there
     if write_batch < 1 or batch_size < 1:
         raise KgnormError("--batch-size and --write-batch must be >= 1")
-    parse_nil_option(nil_threshold, nil_dev, nil_strategy)
+    auto_nil = parse_nil_option(nil_threshold, nil_dev, nil_strategy)
     source = _input(mentions, input_format)
     model = Path(model)
-    linker, meta = open_linker(model)
+    # with Ray the workers hold the model; the driver loads it only to fit a nil threshold on dev
+    linker, meta = open_linker(model) if engine == "local" or auto_nil else (None, model_meta(model))
     pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
     nil = nil_decision(linker, meta, pipeline, nil_threshold, nil_dev, nil_strategy, input_format, batch_size,
                        store)  # before the store or the output is touched: a failure here writes nothing
@@ -156,7 +154,7 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
                   nil=nil.threshold, abbreviations=abbreviations, composites=composites,
                   **({"consistency": True} if consistency_on(consistency, meta) else {}),
                   **({"nil_classifier": file_digest(nil_dev)} if nil.classifier is not None else {}))
-    run = RunRecord(uid, "link", linker.method, str(model.resolve()),
+    run = RunRecord(uid, "link", meta["method"], str(model.resolve()),
                     params={"input": source.label, "write_top_k": write_top_k, "nil_threshold": nil.threshold,
                             **nil.params})
     counts = EdgeCounts()

@@ -10,6 +10,17 @@ from kgnorm.linking.candidates import PartLinker
 from kgnorm.linking.linker import ContextLinker, DictionaryLinker
 
 
+def model_meta(model_dir: str | Path) -> dict[str, Any]:
+    """What :func:`open_linker` returns as meta, without loading any weights (a Ray driver's
+    view: the text pipeline, the ontology, the method)."""
+    from kgnorm.methods.model_dir import read_model_meta
+
+    meta = read_model_meta(model_dir)
+    if meta["method"] == "rerank":  # a cross-encoder over the linker its directory names
+        return {**model_meta(meta["linker"]), **meta}
+    return meta
+
+
 def open_linker(model_dir: str | Path) -> tuple[PartLinker, dict[str, Any]]:
     from kgnorm.methods.model_dir import read_model_meta
     from kgnorm.methods.registry import load_encoder
@@ -19,9 +30,9 @@ def open_linker(model_dir: str | Path) -> tuple[PartLinker, dict[str, Any]]:
         from kgnorm.methods.rerank.linker import RerankLinker
         from kgnorm.methods.rerank.model import CrossScorer
 
-        inner, inner_meta = open_linker(meta["linker"])
+        inner = open_linker(meta["linker"])[0]
         scorer = CrossScorer.load(model_dir, meta.get("max_length", 64))
-        return RerankLinker(inner, scorer, meta["top_k"]), {**inner_meta, **meta}
+        return RerankLinker(inner, scorer, meta["top_k"]), model_meta(model_dir)
     model = load_encoder(model_dir)
     if meta["method"] == "biocom":
         return ContextLinker(model), meta
