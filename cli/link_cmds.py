@@ -40,7 +40,7 @@ def link_cmd(
                                 "dev_accuracy (the most accurate cut on dev), or classifier (gradient-boosted trees "
                                 "on the top-5 distances and the lexical overlap with the top-1 name, fitted on "
                                 "dev; kgnorm.nil.classifier).")] = "auto",
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Mentions linked per batch.")] = 256,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Mentions linked per batch.")] = 1024,
     write_batch: Annotated[int, typer.Option(
         "--write-batch", help="Mentions sent to the store at a time: memory follows this, not the input; the "
                               "run is still all or nothing (staged, then published).")] = 50_000,
