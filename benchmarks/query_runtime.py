@@ -34,9 +34,10 @@ class OrtModel:
 
     training = False
 
-    def __init__(self, path: Path, threads: int) -> None:
+    def __init__(self, path: Path, threads: int, config) -> None:
         import onnxruntime as ort
 
+        self.config = config
         so = ort.SessionOptions()
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
@@ -53,12 +54,24 @@ class OrtModel:
         return SimpleNamespace(last_hidden_state=torch.from_numpy(self.sess.run(None, feed)[0]))
 
 
+class _Hidden(torch.nn.Module):
+    """The encoder's last hidden state from three positional tensors (what the exporter traces)."""
+
+    def __init__(self, model) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                          token_type_ids=token_type_ids).last_hidden_state
+
+
 def export(model, tmp: Path) -> tuple[Path, Path]:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     ids = torch.ones((8, 6), dtype=torch.long)
     fp32 = tmp / "query.onnx"
-    torch.onnx.export(model, (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(fp32), dynamo=False,
+    torch.onnx.export(_Hidden(model).eval(), (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(fp32), dynamo=False,
                       input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["hidden"],
                       dynamic_axes={n: {0: "b", 1: "t"} for n in ("input_ids", "attention_mask", "token_type_ids")},
                       opset_version=17)
@@ -104,7 +117,8 @@ def main() -> None:
         model = {"torch": lambda: torch_model,
                  "torch-int8": lambda: torch.ao.quantization.quantize_dynamic(torch_model, {torch.nn.Linear},
                                                                              dtype=torch.qint8),
-                 "ort": lambda: OrtModel(fp32, threads), "ort-int8": lambda: OrtModel(int8, threads)}[name]()
+                 "ort": lambda: OrtModel(fp32, threads, torch_model.config),
+                 "ort-int8": lambda: OrtModel(int8, threads, torch_model.config)}[name]()
         enc.model = model
 
         def encode(encoder, texts, rows=rows_per_call, threads=threads, model=model):

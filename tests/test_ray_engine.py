@@ -81,6 +81,26 @@ def test_annotate_with_ray_writes_one_run_to_the_store(toy, ray_local, tmp_path,
     assert report.run_uid and report.n_mentions == int(out.split()[-1]) > 0
 
 
+def test_a_job_whose_workers_keep_dying_fails_in_one_line_and_leaves_the_store_unchanged(
+        toy, ray_local, tmp_path, capsys, monkeypatch):
+    store, model, docs = toy
+
+    def runs() -> str:
+        code, out, err = run(capsys, "query", "MATCH (r:Run) RETURN r.uid AS uid ORDER BY uid", "--format", "csv",
+                             "--store", store)
+        assert code == 0, err
+        return out
+
+    before = runs()
+    monkeypatch.setenv(EXIT_ONCE_ENV, str(tmp_path / "no-such-folder" / "marker"))  # every try dies
+    out = tmp_path / "o.pubtator"
+    code, _, err = run(capsys, "annotate", "--ner", "dictionary:toyd", "--model", str(model), "--input", str(docs),
+                       "--input-format", "jsonl", "--output", str(out), "--batch-size", "4", "--store", store, "-q",
+                       "--engine", "ray", "--workers", "2")
+    assert code != 0 and len(err.strip().splitlines()) == 1 and "a block failed after 2 retries" in err
+    assert runs() == before and not out.exists()
+
+
 def test_link_with_two_workers_writes_the_in_process_tsv(toy, ray_local):
     _, model, _ = toy
     mentions = ["breast cancer", "Ovarian cancers", "AT", "breast and ovarian cancer", "colorectal",
