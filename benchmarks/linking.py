@@ -85,11 +85,15 @@ def _training_summary(model_dir: Path) -> str:
     else:
         meta = json.loads((model_dir / "kgnorm-model.json").read_text())
         hist = ((meta.get("extra") or {}).get("training") or meta.get("training") or {}).get("history") or []
+    refit = (json.loads((model_dir / "kgnorm-model.json").read_text()).get("refit") or {})
+    warning = (f"REFIT on train + dev ({refit.get('epochs_trained')} epoch(s)): its dev rows are NOT held-out figures "
+               f"(the dev-selected model's held-out dev Acc@1 was {refit.get('selected_dev_held_out')}); "
+               if refit.get("refit") else "")
     if not hist:
-        return ""
+        return warning
     total = sum(h.get("seconds", 0.0) for h in hist)
     devs = ", ".join(f"{h['dev']['acc@1']:.4f}" for h in hist if h.get("dev"))
-    return (f"{len(hist)} epoch(s) in {total / 60:.1f} min (λ {hist[-1].get('sparse_weight', float('nan')):.2f});"
+    return warning + (f"{len(hist)} epoch(s) in {total / 60:.1f} min (λ {hist[-1].get('sparse_weight', float('nan')):.2f});"
             f" dev Acc@1 per epoch (the trainer's evaluation, composite parts scored separately): {devs}")
 
 

@@ -202,7 +202,7 @@ def test_tiny_detector_learns_and_loads(tmp_path, capsys, corpus, minilm_tiny_di
 
     train, dev = corpus
     out = tmp_path / "model"
-    code, _, err = run(capsys, *_train_args(train, dev, out, minilm_tiny_dir, "--epochs", "12"))
+    code, _, err = run(capsys, *_train_args(train, dev, out, minilm_tiny_dir, "--epochs", "12", "--no-refit"))
     assert code == 0, err
     meta = json.loads((out / "kgnorm-model.json").read_text())
     assert meta["method"] == "ner" and meta["types"] == ["Disease"] and meta["crf"] is False
@@ -245,7 +245,7 @@ def test_resume_after_budget_stop(tmp_path, corpus, minilm_tiny_dir):
 
     train, dev = corpus
     common = dict(train=train, dev=dev, types=TYPES, encoder=minilm_tiny_dir, max_length=32, stride=8,
-                  batch_size=4, lr=3e-3, epochs=2, threads=1, quiet=True, keep_checkpoints=True)
+                  batch_size=4, lr=3e-3, epochs=2, threads=1, quiet=True, keep_checkpoints=True, refit=False)
     full = recipe(tmp_path / "full", max_minutes=None, **common)
     part = tmp_path / "part"
     recipe(part, max_minutes=1e-6, **common)      # the budget stops it after its first step
@@ -257,6 +257,56 @@ def test_resume_after_budget_stop(tmp_path, corpus, minilm_tiny_dir):
     assert b[0].get("partial") and [h["epoch"] for h in b[1:]] == [h["epoch"] for h in a]
     assert [h["loss"] for h in b[1:]] == pytest.approx([h["loss"] for h in a], rel=1e-4)
     assert [h["dev"]["f1"] for h in b[1:]] == pytest.approx([h["dev"]["f1"] for h in a])
+
+
+def test_refit_on_train_and_dev_for_the_selected_fraction_of_an_epoch(tmp_path, corpus, minilm_tiny_dir):
+    """With refit (asked for: off by default for `train ner`): the selection (here stopped by its step budget
+    inside the first epoch) picks E; the refit trains E epochs' worth of steps on train + dev documents, no dev."""
+    import math
+
+    from kgnorm.methods.refit import SELECTION_DIR
+    from kgnorm.methods.registry import method
+
+    train, dev = corpus
+    out = tmp_path / "refit"
+    method("ner").run_recipe(out, train=train, dev=dev, types=TYPES, encoder=minilm_tiny_dir, max_length=32, stride=8,
+                             batch_size=4, lr=3e-3, epochs=2, threads=1, quiet=True, max_minutes=1e-6, refit=True)
+    meta = json.loads((out / "kgnorm-model.json").read_text())
+    block = meta["refit"]
+    e = block["epochs_selected"]
+    assert 0 < e < 1 and block["selection"]["stop_reason"] == "max_seconds"  # one step of the first epoch
+    assert block["selected_dev_metric"] == "f1" and block["selected_dev_held_out"] is not None
+    assert meta["train_documents"] == 3 * len(_ABSTRACTS) + 2 and meta["dev_documents"] == 0
+    from kgnorm.methods.ner.model import load_ner
+    from kgnorm.ner.corpus import parse_types, read_annotated
+
+    docs = [d.text for f in (train, dev) for d in read_annotated(f, parse_types(TYPES), None)]
+    per_epoch = math.ceil(len(load_ner(out).windows(docs)) / 4)  # batches of 4 windows of train + dev
+    assert meta["metrics"]["steps"] == max(1, round(e * per_epoch))  # E epochs' worth of refit steps
+    assert block["complete"] and abs(block["epochs_trained"] - e) <= 1 / per_epoch
+    assert not (out / SELECTION_DIR).exists()
+
+
+def test_a_refit_budget_that_ends_early_keeps_the_last_step_and_says_so(tmp_path, capsys, corpus, minilm_tiny_dir):
+    train, dev = corpus
+    out = tmp_path / "short"
+    args = _train_args(train, dev, out, minilm_tiny_dir, "--epochs", "1", "--refit", "--refit-minutes", "1e-6")
+    code, _, err = run(capsys, *args)  # --quiet: the warning is still shown
+    assert code == 0, err
+    meta = json.loads((out / "kgnorm-model.json").read_text())
+    block = meta["refit"]
+    assert block["epochs_selected"] == 1 and not block["complete"] and meta["metrics"]["steps"] == 1
+    assert "ended after" in block["note_budget"] and "of 1 epoch(s)" in block["note_budget"]
+    assert "warning: the refit budget" in err
+    from kgnorm.methods.refit import SELECTION_DIR
+
+    # the dev-selected weights go, its metadata (E) stays: a rerun with more time does not select again
+    assert [p.name for p in (out / SELECTION_DIR).iterdir()] == ["kgnorm-model.json"]
+    args = _train_args(train, dev, out, minilm_tiny_dir, "--epochs", "1", "--refit", "--refit-minutes", "30")
+    code, _, err = run(capsys, *(a for a in args if a != "--quiet"))
+    assert code == 0 and "selection finished earlier" in err and "ner epoch 1:" in err
+    assert json.loads((out / "kgnorm-model.json").read_text())["refit"]["complete"]
+    assert not (out / SELECTION_DIR).exists()
 
 
 def test_dictionary_features_from_the_store(tmp_path, capsys, minilm_tiny_dir):
@@ -292,3 +342,13 @@ def test_dictionary_features_from_the_store(tmp_path, capsys, minilm_tiny_dir):
     assert matched[0][0] == 0 and matched[-1][1] == 29 and tags.count(1) == 1
     [spans] = det.detect([text])
     assert all(text[s.start:s.end] == s.text for s in spans)
+
+
+def test_train_ner_does_not_refit_unless_asked(tmp_path, capsys, corpus, minilm_tiny_dir):
+    """`train ner` keeps the dev-selected detector by default (its 30-minute target has no room for a refit)."""
+    train, dev = corpus
+    out = tmp_path / "plain"
+    code, _, err = run(capsys, *_train_args(train, dev, out, minilm_tiny_dir, "--epochs", "1"))
+    assert code == 0, err
+    meta = json.loads((out / "kgnorm-model.json").read_text())
+    assert meta["refit"]["refit"] is False and meta["refit"]["dev_held_out"] is True

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 import pytest
 
-from cli_runner import exit_code, run
+from cli_runner import ctd_mentions, exit_code, run
 
-FIX = Path(__file__).parent / "fixtures"
 TRAIN = ("1||0|18||Disease||fictional syndrome||D900001\n"
          "1||20|31||Disease||toe disease||D900002\n"
          "2||0|4||Disease||fts2||999002\n"
@@ -24,12 +22,8 @@ DEV = ("7||0|19||Disease||fictional syndromes||D900001\n"
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, tiny_bert_dir):
-    tmp = tmp_path_factory.mktemp("rerank")
-    store = f"ladybug://{tmp}/graph"
-    assert exit_code(["ingest", "medic", str(FIX / "medic/CTD_diseases.tsv"), "--ontology", "ctd",
-                      "--store", store, "-q"]) == 0
-    (tmp / "train.concept").write_text(TRAIN)
-    (tmp / "dev.concept").write_text(DEV)
+    base = ctd_mentions(tmp_path_factory.mktemp("rerank"), TRAIN, DEV)
+    tmp, store = base["tmp"], base["store"]
     linker = tmp / "biosyn"
     assert exit_code(["train", "biosyn", "--ontology", "ctd", "--out", str(linker), "--train",
                       str(tmp / "train.concept"), "--encoder", str(tiny_bert_dir), "--epochs", "1", "--topk", "3",
@@ -89,3 +83,20 @@ def test_bad_input(capsys, world):
     assert code != 0 and "--top-k" in err
     code, _, err = run(capsys, *base, "--linker", str(world["out"]))
     assert code != 0 and "cannot be reranked" in err
+
+
+def test_nil_detection_sees_the_reranked_scores(world):
+    """`eval link --nil-fraction` on a reranker directory decides nil on the scores `link` writes,
+    not on the wrapped linker's."""
+    from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.linker import DictionaryLinker
+    from kgnorm.nil.evaluation import concept_hits
+
+    linker, _ = open_linker(world["out"])
+    queries = ["fictional syndromes", "toe pain"]
+    reranked = concept_hits(linker.model, queries, depth=3, linker=linker)
+    bare = concept_hits(linker.model, queries, depth=3)
+    direct = linker.link_parts(queries, [type("M", (), {"context": "", "text": q})() for q in queries],
+                               [True, True], 3)
+    assert [[(h.uid, h.score) for h in hits] for hits in direct] == [[(u, s) for u, _, s in h] for h in reranked]
+    assert [[s for _, _, s in h] for h in reranked] != [[s for _, _, s in h] for h in bare]

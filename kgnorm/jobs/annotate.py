@@ -117,7 +117,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     from kgnorm.documents.writers import document_writer
     from kgnorm.jobs.blocks import AnnotateBlocks
     from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, check_ontology, open_output
-    from kgnorm.jobs.models import model_meta, open_linker
+    from kgnorm.jobs.models import linker_method, model_meta, open_linker
     from kgnorm.jobs.ray_engine import check_engine
     from kgnorm.linking.linker import edges_for, pipeline_from_meta
     from kgnorm.linking.query_cache import with_cache
@@ -150,7 +150,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
         check_ontology(store, meta, report.notes)
     uid = run_uid("annotate", ner=ner_label, model=str(model.resolve()), input=digest, top_k=top_k,
                   consistency=consistency, nil=nil.threshold)
-    run = RunRecord(uid, "annotate", meta["method"], str(model.resolve()),
+    run = RunRecord(uid, "annotate", linker_method(meta), str(model.resolve()),
                     params={"input": label, "ner": ner_label, "write_top_k": top_k, "consistency": consistency,
                             "nil_threshold": nil.threshold, **nil.params})
     started = time.perf_counter()

@@ -34,4 +34,10 @@ def evaluate_annotations(gold: str | Path, predictions: str | Path, *, model: st
     for doc in pred_docs:
         predicted.setdefault(doc.doc_id, []).extend(doc.annotations)
     gold_docs = read_documents(gold, gold_format or sniff_document_format(gold))
-    return score_documents(gold_docs, predicted, alt_ids, types, gold)
+    report = score_documents(gold_docs, predicted, alt_ids, types, gold)
+    if model is not None:  # a model refit on the gold file's mentions: its figures are not held out
+        from kgnorm.methods.model_dir import read_model_meta
+        from kgnorm.methods.refit import mark_held_out
+
+        mark_held_out(report, read_model_meta(model), gold)
+    return report

@@ -31,7 +31,9 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
                    composites: bool | None = None, nil_fraction: float | None = None, nil_seed: int = 0,
                    store: str | None = None, consistency: bool | None = None) -> dict[str, Any]:
     """The report: "full" (and "refined" with `train`), unknown gold counts, "nil" with
-    `nil_fraction`, and "notes": lines the user must see (gold ids scored as misses)."""
+    `nil_fraction`, "gold_held_out" (with a model: false when it was refit on the gold file's
+    mentions) and "notes": lines the user must see (gold ids scored as misses, a gold file the
+    model was trained on)."""
     from kgnorm.evaluation.link_eval import evaluate_link
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.consistency import consistency_on
@@ -56,6 +58,10 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
         report["nil"] = evaluate_nil_detection(model, Path(gold), input_format, nil_fraction, nil_seed,
                                                abbreviations, composites)
     report["notes"] = notes
+    if meta is not None:
+        from kgnorm.methods.refit import mark_held_out
+
+        mark_held_out(report, meta, gold)
     return report
 
 
@@ -77,7 +83,7 @@ def evaluate_nil_detection(model: Path, input: Path, input_format: str | None, f
     pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
     try:
         return constructed_nil_report(inner, pipeline, read_mentions_with_abbreviations(input, input_format),
-                                      fraction, seed)
+                                      fraction, seed, linker=linker)
     except InputError:
         raise
     except KgnormError as e:  # about the input's gold mentions (none, or too few concepts)

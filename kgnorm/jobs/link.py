@@ -127,7 +127,7 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
     `consistency`: one concept per document for mentions that say the same thing
     (kgnorm.linking.consistency; None: the model's setting or the default); `engine="ray"`: linked
     by a pool of Ray actors (`ray`: where and how many; kgnorm.jobs.ray_engine), the output the same."""
-    from kgnorm.jobs.models import model_meta, open_linker
+    from kgnorm.jobs.models import linker_method, model_meta, open_linker
     from kgnorm.jobs.ray_engine import check_engine
     from kgnorm.linking.consistency import consistency_on, consistent_stream
     from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta, tsv_rows
@@ -160,7 +160,7 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
                   nil=nil.threshold, abbreviations=abbreviations, composites=composites,
                   **({"consistency": True} if consistency_on(consistency, meta) else {}),
                   **({"nil_classifier": file_digest(nil_dev)} if nil.classifier is not None else {}))
-    run = RunRecord(uid, "link", meta["method"], str(model.resolve()),
+    run = RunRecord(uid, "link", linker_method(meta), str(model.resolve()),
                     params={"input": source.label, "write_top_k": write_top_k, "nil_threshold": nil.threshold,
                             **nil.params})
     counts = EdgeCounts()

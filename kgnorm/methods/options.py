@@ -7,7 +7,7 @@ from dataclasses import MISSING, field
 from typing import Any
 
 __all__ = ["option", "flags_of", "out_option", "input_format", "seed", "resume", "threads",
-           "keep_checkpoints", "max_minutes", "max_steps_per_epoch", "dev_mentions"]
+           "keep_checkpoints", "max_minutes", "max_steps_per_epoch", "dev_mentions", "refit", "refit_minutes"]
 
 
 def option(default: Any = MISSING, *flags: str, help: str | None = None) -> Any:
@@ -59,3 +59,16 @@ def max_steps_per_epoch() -> Any:
 
 def dev_mentions() -> Any:
     return option(None, "--dev", help="Dev mentions for model selection (Acc@1).")
+
+
+def refit(default: bool | None = None, why_default: str = "on when --train and --dev are both given") -> Any:
+    return option(default, "--refit/--no-refit", help=(
+        "After dev selection picks the epoch count E, train again from the same starting encoder and seed on "
+        "train + dev mentions for E epochs (the last epoch is the model; the dictionary holds the dev mentions "
+        f"too). Default: {why_default}; --no-refit keeps the dev-selected model."))
+
+
+def refit_minutes(default: float | None = 30.0) -> Any:
+    return option(default, "--refit-minutes", help=(
+        "Time budget of the refit (--max-minutes is the selection's); if it ends before E epochs, the last "
+        "finished epoch is the model and the metadata says so."))

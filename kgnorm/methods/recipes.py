@@ -121,10 +121,11 @@ def finish(out: Path, keep_checkpoints: bool, quiet: bool, **meta: Any) -> Path:
 
 
 def names_and_mentions(snap, train: Path | None, dev: Path | None, fmt: str | None, merge_train: bool = False,
-                       require_dev: bool = False):
+                       require_dev: bool = False, refit: bool = False):
     """(dictionary, the dictionary searched while training, train pairs, dev pairs or None): the
     ontology's names under the text pipeline `link` uses, with the training mentions merged in
-    when asked; a mention file without one gold concept is refused."""
+    when asked; a mention file without one gold concept is refused. ``refit`` (kgnorm.methods.refit):
+    the dev mentions are training mentions too, and there is no dev."""
     from kgnorm.linking.dictionary import ontology_dictionary
     from kgnorm.text.pipeline import TextPipeline
 
@@ -136,5 +137,7 @@ def names_and_mentions(snap, train: Path | None, dev: Path | None, fmt: str | No
     dev_pairs = mention_pairs(pipeline, dev, fmt) if dev else None
     if require_dev and dev is not None and not dev_pairs:
         raise InputError("no dev mention has a gold concept", path=dev)
+    if refit:
+        train_pairs, dev_pairs = train_pairs + (dev_pairs or []), None
     search = dictionary.with_mentions(train_pairs) if merge_train and train_pairs else dictionary
     return dictionary, search, train_pairs, dev_pairs

@@ -31,14 +31,20 @@ METRICS = ("accuracy", "nil_precision", "nil_recall", "nil_f1", "in_kb_accuracy"
 Hits = list[tuple[str, str, float]]
 
 
-def concept_hits(model: Any, queries: Sequence[str], depth: int = DEFAULT_DEPTH) -> list[Hits]:
+def concept_hits(model: Any, queries: Sequence[str], depth: int = DEFAULT_DEPTH, linker: Any = None) -> list[Hits]:
     """Top ``depth`` concepts per query as (uid, name, score) from a name-dictionary model,
     names collapsed to their concept's best one exactly as `kgnorm link` does
-    (:class:`kgnorm.linking.linker.DictionaryLinker`)."""
+    (:class:`kgnorm.linking.linker.DictionaryLinker`), or from ``linker`` (a linker over ``model``,
+    e.g. a reranker: the nil decision must see the scores `link` writes). The queries are read
+    without their sentences (the constructed set keeps only the normalized parts)."""
+    from types import SimpleNamespace
+
     from kgnorm.linking.linker import DictionaryLinker
 
     qs = list(queries)
-    parts = DictionaryLinker(model, "nil").link_parts(qs, [None] * len(qs), [True] * len(qs), depth)
+    linker = linker if linker is not None else DictionaryLinker(model, "nil")
+    bare = [SimpleNamespace(text=q, context="") for q in qs]
+    parts = linker.link_parts(qs, bare, [True] * len(qs), depth)
     return [[(h.uid, h.name, h.score) for h in hits] for hits in parts]
 
 
@@ -128,11 +134,11 @@ def strategy_summaries(report: dict[str, dict]
 
 
 def constructed_nil_report(model: Any, pipeline: Any, mentions: Iterable[tuple[Any, dict[str, str]]],
-                           fraction: float = 0.2, seed: int = 0) -> dict[str, Any]:
+                           fraction: float = 0.2, seed: int = 0, linker: Any = None) -> dict[str, Any]:
     """DILBERT's constructed set from gold ``mentions`` ((Mention, abbreviations) pairs; one
     query per composite part, as training pairs) against ``model``'s dictionary, linked
-    with ``model`` (its dictionary is replaced by the reduced one) and every strategy
-    scored by :func:`evaluate_nil_strategies`."""
+    with ``model`` (its dictionary is replaced by the reduced one; through ``linker`` when it wraps
+    ``model``) and every strategy scored by :func:`evaluate_nil_strategies`."""
     from kgnorm.linking.linker import training_pairs
 
     pairs, docs = [], []
@@ -144,7 +150,7 @@ def constructed_nil_report(model: Any, pipeline: Any, mentions: Iterable[tuple[A
         raise KgnormError("no mention with a gold concept to build the nil dev set from")
     nil_set = nil_dev_set(model.dictionary, pairs, fraction=fraction, seed=seed)
     model.set_dictionary(nil_set.dictionary)
-    hits = concept_hits(model, nil_set.queries)
+    hits = concept_hits(model, nil_set.queries, linker=linker)
     nil_docs = [docs[i] for i in nil_set.source]
     return {"fraction": fraction, "seed": seed, "removed": len(nil_set.removed),
             "queries": len(nil_set.queries), "documents": len(set(nil_docs)),

@@ -6,9 +6,11 @@ from dataclasses import MISSING, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kgnorm.methods.options import dev_mentions, input_format, keep_checkpoints, max_steps_per_epoch, option, out_option, resume, seed, threads
+from kgnorm.methods.options import (dev_mentions, input_format, keep_checkpoints, max_steps_per_epoch, option, out_option,
+                                    refit, refit_minutes, resume, seed, threads)
 from kgnorm.errors import KgnormError
-from kgnorm.methods.recipes import PIPELINE, finish, names_and_mentions, read_snapshot, set_threads
+from kgnorm.methods.recipes import PIPELINE, check_file, finish, names_and_mentions, read_snapshot, set_threads
+from kgnorm.methods.refit import Phase, run_phases
 from kgnorm.progress import note
 
 # What `train biosyn` runs without tuning flags, and BioSyn's own recipe (README: which
@@ -46,46 +48,73 @@ class Options:
     sparse_weight: float | None = option(None, help='Initial lambda (score = lambda * sparse + dense; default 30, paper 0). Sparse cosines lie in [0, 1] while raw mean-pooled MiniLM inner products reach ~30, so 30 balances them.')
     exclude_query_name: bool | None = option(None, '--exclude-query-name/--keep-query-name', help='Never offer the dictionary name identical to the training query as a candidate: with merged training mentions every query finds itself and the loss is ~0, so this makes training learn synonyms (the default). BioSyn keeps it (--preset paper).')
     max_minutes: float | None = option(None, help="Time budget (default 45, paper none): no epoch starts that the last epoch's duration says would end past it (the best epoch is kept; --resume with a larger budget continues).")
+    refit: bool | None = refit()
+    refit_minutes: float | None = refit_minutes(45.0)
+    rerank: bool = option(False, '--rerank/--no-rerank', help='After the linker (and its refit), train a cross-encoder reranker over its top 20 (kgnorm train rerank) inside the same model directory: link, annotate and eval link then rank through it with no other flag. Needs --train; with refit it trains on train + dev (no dev selection, its last epoch is kept), without refit it selects on --dev.')
+    rerank_minutes: float | None = option(15.0, help='Time budget of --rerank.')
     keep_checkpoints: bool = keep_checkpoints()
 
 
 def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
-    """Train BioSyn (Sung et al. 2020) into ``out``; options left None take the preset's value."""
-    from kgnorm.methods.biosyn.model import BioSynModel
-    from kgnorm.methods.biosyn.train import BioSynConfig, train_biosyn
-
+    """Train BioSyn (Sung et al. 2020) into ``out``; options left None take the preset's value. With
+    --train and --dev, selection then refit (kgnorm.methods.refit); with --rerank, a reranker after."""
     opts = replace(opts, out=Path(opts.out))
     if opts.pooling not in ("cls", "mean"):
         raise KgnormError(f"--pooling must be cls or mean, got {opts.pooling!r}")
     if opts.preset not in PRESETS:
         raise KgnormError(f"unknown --preset {opts.preset!r} ({', '.join(PRESETS)})")
+    if opts.rerank and opts.train is None:
+        raise KgnormError("--rerank needs --train (the reranker learns from the linker's candidates for them)")
+    check_file(opts.train, "training mentions file")
+    check_file(opts.dev, "dev mentions file")
     recipe = PRESETS[opts.preset]
     opts.sparse_weight = recipe["sparse_weight"] if opts.sparse_weight is None else opts.sparse_weight
     opts.exclude_query_name = recipe["exclude_query_name"] if opts.exclude_query_name is None else opts.exclude_query_name
     opts.max_minutes = recipe["max_minutes"] if opts.max_minutes is None else opts.max_minutes
     set_threads(opts.threads)
     _, snap, _ = read_snapshot(store, opts.ontology, hierarchy=False)
-    dictionary, search_dict, train_pairs, dev_pairs = names_and_mentions(snap, opts.train, opts.dev, opts.input_format, opts.merge_train)
+    block = run_phases(opts, lambda phase: _train_phase(opts, snap, phase, quiet), quiet, opts.refit_minutes)
+    if opts.rerank:
+        from kgnorm.methods.rerank.inside import train_inside
+
+        train_inside(opts.out, opts.train, opts.dev, refit=bool(block.get("refit")), input_format=opts.input_format,
+                     encoder=opts.encoder, max_minutes=opts.rerank_minutes, seed=opts.seed, resume=opts.resume,
+                     threads=opts.threads, keep_checkpoints=opts.keep_checkpoints, store=store, quiet=quiet)
+    note(f"model → {opts.out}", quiet)
+    return opts.out
+
+
+def _train_phase(opts: Options, snap, phase: Phase, quiet: bool):
+    """One model directory: selection (train, dev selection) or refit (train + dev, no dev)."""
+    from kgnorm.methods.biosyn.model import BioSynModel
+    from kgnorm.methods.biosyn.train import BioSynConfig, train_biosyn
+
+    out = phase.out
+    dictionary, search_dict, train_pairs, dev_pairs = names_and_mentions(snap, opts.train, opts.dev, opts.input_format,
+                                                                         opts.merge_train, refit=phase.refit)
     model = BioSynModel.create(search_dict, encoder=opts.encoder, pooling=opts.pooling, max_length=opts.max_length,
                                sparse_weight=opts.sparse_weight)
+    mentions = "training + dev" if phase.refit else "training"
     note(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts"
-         + (f" + {len(search_dict) - len(dictionary):,} training mentions" if search_dict is not dictionary else ""),
+         + (f" + {len(search_dict) - len(dictionary):,} {mentions} mentions" if search_dict is not dictionary else ""),
          quiet)
     onto = {"name": opts.ontology, "version": snap.version}
-    if train_pairs and opts.epochs > 0:
-        cfg = BioSynConfig(epochs=opts.epochs, top_k=opts.top_k, dense_ratio=opts.dense_ratio, learning_rate=opts.lr,
-                           weight_decay=opts.weight_decay, batch_size=opts.batch_size, max_length=opts.max_length, seed=opts.seed,
-                           max_steps_per_epoch=opts.max_steps, initial_sparse_weight=opts.sparse_weight,
+    result = None
+    if train_pairs and phase.epochs > 0:
+        cfg = BioSynConfig(epochs=phase.epochs, top_k=opts.top_k, dense_ratio=opts.dense_ratio, learning_rate=opts.lr,
+                           weight_decay=opts.weight_decay, batch_size=opts.batch_size, max_length=opts.max_length,
+                           seed=opts.seed, max_steps_per_epoch=opts.max_steps, initial_sparse_weight=opts.sparse_weight,
                            exclude_query_name=opts.exclude_query_name,
-                           max_seconds=None if opts.max_minutes is None else opts.max_minutes * 60)
+                           max_seconds=None if phase.max_minutes is None else phase.max_minutes * 60)
+        label = "refit epoch" if phase.refit else "epoch"
 
         def epoch_line(rec: dict) -> None:
             dev_acc = (rec.get("dev") or {}).get("acc@1")
-            note(f"epoch {rec['epoch']}: loss {rec['loss'] if rec['loss'] is None else round(rec['loss'], 4)}, "
+            note(f"{label} {rec['epoch']}: loss {rec['loss'] if rec['loss'] is None else round(rec['loss'], 4)}, "
                  f"lambda {rec['sparse_weight']:.2f}, " + (f"dev Acc@1 {dev_acc:.4f}, " if dev_acc is not None else "")
                  + f"{rec['seconds']:.0f}s", quiet)
 
-        result = train_biosyn(model, search_dict, train_pairs, dev_pairs, opts.out, cfg, resume=opts.resume,
+        result = train_biosyn(model, search_dict, train_pairs, dev_pairs, out, cfg, resume=opts.resume,
                               progress=not quiet, ontology=onto, on_epoch=epoch_line)
         msg = (f"trained {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s on {result.info['n_queries']:,} "
                f"queries")
@@ -95,9 +124,8 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     else:
         note(f"encoding {len(search_dict):,} dictionary names for the dense index …", quiet)
         model.build_index(progress=not quiet)
-        model.save(opts.out, ontology=onto, hyper_parameters={"pooling": opts.pooling, "max_length": opts.max_length,
-                                                          "trained": False})
-        note("no --train (or --epochs 0): wrote an untrained model (dictionary + index)", quiet)
-    finish(opts.out, opts.keep_checkpoints, quiet, ontology=opts.ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
-    note(f"model → {opts.out}", quiet)
-    return opts.out
+        model.save(out, ontology=onto, hyper_parameters={"pooling": opts.pooling, "max_length": opts.max_length,
+                                                         "trained": False})
+        note("no --train (or 0 epochs): wrote an untrained model (dictionary + index)", quiet)
+    finish(out, opts.keep_checkpoints, quiet, ontology=opts.ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
+    return result

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, replace
 from pathlib import Path
 
-from kgnorm.methods.options import dev_mentions, input_format, keep_checkpoints, max_minutes, max_steps_per_epoch, option, out_option, resume, seed, threads
+from kgnorm.methods.options import (dev_mentions, input_format, keep_checkpoints, max_minutes, max_steps_per_epoch, option,
+                                    out_option, refit, refit_minutes, resume, seed, threads)
 from kgnorm.errors import KgnormError
 from kgnorm.methods.recipes import (PIPELINE, check_file, finish, names_and_mentions, note_budget,
                                     read_snapshot, set_threads)
+from kgnorm.methods.refit import Phase, run_phases
 from kgnorm.progress import note
 
 HIERARCHY_STRATEGIES = ("random+parents", "resampling+siblings")
@@ -65,15 +67,16 @@ class Options:
     resume: bool = resume()
     max_minutes: float | None = max_minutes(55.0)
     threads: int | None = threads()
+    refit: bool | None = refit()
+    refit_minutes: float | None = refit_minutes(30.0)
     keep_checkpoints: bool = keep_checkpoints()
 
 
 def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     """Train DILBERT (Miftahutdinov et al. 2021) into ``out``. Defaults: the recipe measured best
     here (cycle pairing, 10 positives, semi-hard triplets: BC5CDR dev 0.8940 against 0.8448 with the
-    paper's product / 30 / all in the same 45-min budget, BENCHMARKS.md 2026-11-25)."""
-    from kgnorm.methods.dilbert.train import DilbertConfig, train_dilbert
-
+    paper's product / 30 / all in the same 45-min budget, BENCHMARKS.md 2026-11-25). With --train and
+    --dev, selection then refit (kgnorm.methods.refit)."""
     opts = replace(opts, out=Path(opts.out))
     _check(opts.strategy, opts.pairing, opts.batching, opts.mining, opts.distance, opts.margin, opts.synonym_anchors,
            (opts.epochs, opts.batch_size, opts.negatives, opts.parents_k, opts.siblings_k, opts.max_positives))
@@ -85,23 +88,34 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
         store, opts.ontology, opts.strategy in HIERARCHY_STRATEGIES,
         refusal=f"--strategy {opts.strategy} needs IS_A edges and ontology {opts.ontology!r} has none; "
                 "use random or resampling")
+    run_phases(opts, lambda phase: _train_phase(opts, hierarchy, snap, phase, quiet), quiet, opts.refit_minutes)
+    note(f"model → {opts.out}", quiet)
+    return opts.out
+
+
+def _train_phase(opts: Options, hierarchy, snap, phase: Phase, quiet: bool):
+    """One model directory: selection (train, dev selection) or refit (train + dev, no dev)."""
+    from kgnorm.methods.dilbert.train import DilbertConfig, train_dilbert
+
     dictionary, search_dict, train_pairs, dev_pairs = names_and_mentions(snap, opts.train, opts.dev, opts.input_format,
-                                                                         opts.merge_train)
+                                                                         opts.merge_train, refit=phase.refit)
     note(f"dictionary: {len(dictionary):,} names of {dictionary.concept_count:,} concepts"
-         + (f" + {len(search_dict) - len(dictionary):,} training mentions" if opts.merge_train else "")
+         + (f" + {len(search_dict) - len(dictionary):,} {'training + dev' if phase.refit else 'training'} mentions"
+            if opts.merge_train else "")
          + f"; {len(train_pairs):,} training queries"
          + (f" + {opts.synonym_anchors:,} synonym anchors" if opts.synonym_anchors else "") + f"; strategy {opts.strategy}", quiet)
     cfg = DilbertConfig(strategy=opts.strategy, n_negatives=opts.negatives, k_parents=opts.parents_k, k_siblings=opts.siblings_k,
                         max_positives=opts.max_positives, pairing=opts.pairing, batching=opts.batching, margin=opts.margin,
-                        mining=opts.mining, distance=opts.distance, learning_rate=opts.lr, batch_size=opts.batch_size, epochs=opts.epochs,
-                        max_length=opts.max_length, seed=opts.seed, max_steps_per_epoch=opts.max_steps,
+                        mining=opts.mining, distance=opts.distance, learning_rate=opts.lr, batch_size=opts.batch_size,
+                        epochs=phase.epochs, max_length=opts.max_length, seed=opts.seed, max_steps_per_epoch=opts.max_steps,
                         eval_initial=opts.eval_initial, synonym_anchors=opts.synonym_anchors,
-                        max_seconds=None if opts.max_minutes is None else opts.max_minutes * 60)
+                        max_seconds=None if phase.max_minutes is None else phase.max_minutes * 60)
     onto = {"name": opts.ontology, "version": snap.version}
-    result = train_dilbert(opts.encoder, search_dict, train_pairs, dev_pairs, opts.out, cfg, hierarchy=hierarchy,
+    result = train_dilbert(opts.encoder, search_dict, train_pairs, dev_pairs, phase.out, cfg, hierarchy=hierarchy,
                            resume=opts.resume, progress=not quiet, ontology=onto)
-    note_budget(result.stop_reason, opts.max_minutes, result.epochs_completed, quiet)
-    finish(opts.out, opts.keep_checkpoints, quiet, ontology=opts.ontology, ontology_version=snap.version, text_pipeline=PIPELINE)
+    note_budget(result.stop_reason, phase.max_minutes, result.epochs_completed, quiet)
+    finish(phase.out, opts.keep_checkpoints, quiet, ontology=opts.ontology, ontology_version=snap.version,
+           text_pipeline=PIPELINE)
     msg = (f"DILBERT ({opts.strategy}, {opts.distance}): {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s "
            f"on {result.info['n_queries']:,} queries")
     if result.info["n_skipped"]:
@@ -111,5 +125,5 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
         if result.best_epoch == 0:
             msg += (" (no trained epoch beat the starting encoder on dev: the model written is "
                     "the starting encoder)")
-    note(msg + f" → {opts.out}", quiet)
-    return opts.out
+    note(msg + f" → {phase.out}", quiet)
+    return result

@@ -291,7 +291,8 @@ def train_dilbert(model: DilbertModel | DenseEncoder | str | Path | None,
     fingerprint = query_fingerprint(cfg, queries, golds, dictionary, enc, base=str(getattr(enc, "base", "")),
                                     hierarchy=_hierarchydigest(hierarchy), dev=digest(dev_queries.queries))
     task = DilbertTask(model, dictionary, sampler, dev_queries, cfg, out, ontology, progress)
-    loop.cfg.eval_initial = cfg.eval_initial and bool(dev_queries)
+    # no epoch to run (a refit of a dev selection that kept the starting encoder): write that encoder
+    loop.cfg.eval_initial = (cfg.eval_initial and bool(dev_queries)) or cfg.epochs == 0
     res = loop.run(task, fingerprint)
     res.model = selected_model(out, load_dilbert, model, str(enc.device))
     res.info = {"n_queries": len(sampler), "n_skipped": sampler.n_skipped}  # n_skipped: gold not in the dictionary

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ class NerConfig(ResumableConfig):
     crf_learning_rate: float = 5e-3   # the CRF's transitions start at random: a faster rate
     warmup_steps: int = 50
     dropout: float = 0.1
-    epochs: int = 20
+    epochs: float = 20                # fractional: a refit of a selection stopped inside an epoch
     seed: int = 0
     max_seconds: float | None = None
     max_steps_per_epoch: int | None = None
@@ -190,6 +191,10 @@ def train_ner(train: Sequence[AnnotatedText], dev: Sequence[AnnotatedText] | Non
     task = NerTask(det, train, dev, cfg, out, meta)
     if not any(t >= 1 for tags in task.tags for t in tags):
         raise KgnormError("no training document has a mention of the chosen types")
+    if cfg.epochs != int(cfg.epochs):  # so many epochs' worth of steps (ceil(windows / batch) per epoch)
+        per_epoch = math.ceil(len(task.windows) / cfg.batch_size)
+        per_epoch = min(per_epoch, cfg.max_steps_per_epoch or per_epoch)
+        loop.cfg.epochs, loop.cfg.max_steps = math.ceil(cfg.epochs), max(1, round(cfg.epochs * per_epoch))
     fingerprint = _fingerprint(cfg, train, dev, labels, base.base, names if cfg.dictionary_features else None)
     res = loop.run(task, fingerprint)
     res.info.update({"windows": len(task.windows)})

@@ -75,12 +75,13 @@ def groups_from_linker(linker: Any, pipeline: Any, path: Path, fmt: str | None, 
     return groups
 
 
-def train(out: str | Path, *, linker: Path, train: Path, dev: Path | None = None, input_format: str | None = None,
+def train(out: str | Path, *, linker: Path, train: Path | list[Path], dev: Path | None = None, input_format: str | None = None,
           top_k: int = 20, encoder: Path | None = None, epochs: int = 2, batch_groups: int = 8,
           train_candidates: int = 8, lr: float = 2e-5, max_length: int = 64, max_steps: int | None = None,
           max_minutes: float | None = 30.0, seed: int = 0, resume: bool = True, threads: int | None = None,
           keep_checkpoints: bool = False, store: str | None = None, quiet: bool = False) -> Path:
-    """Train a cross-encoder reranker over ``linker``'s top-k into ``out``."""
+    """Train a cross-encoder reranker over ``linker``'s top-k into ``out`` (``train``: one mention file
+    or several, e.g. train + dev for a refit linker)."""
     import torch
 
     from kgnorm.linking.linker import DictionaryLinker, pipeline_from_meta
@@ -91,7 +92,9 @@ def train(out: str | Path, *, linker: Path, train: Path, dev: Path | None = None
     from kgnorm.training.checkpoints import digest
 
     out, linker = Path(out), Path(linker).resolve()
-    check_file(train, "--train")
+    train_files = [Path(p) for p in train] if isinstance(train, (list, tuple)) else [Path(train)]
+    for path in train_files:
+        check_file(path, "--train")
     if dev is not None:
         check_file(dev, "--dev")
     if top_k < 2:
@@ -108,9 +111,10 @@ def train(out: str | Path, *, linker: Path, train: Path, dev: Path | None = None
     inner = DictionaryLinker(model, meta["method"])
     pipeline = pipeline_from_meta(meta)
     note(f"linking the training and dev mentions with {linker} (top {top_k}) …", quiet)
-    train_groups = groups_from_linker(inner, pipeline, train, input_format, top_k, training=True)
+    train_groups = [g for path in train_files
+                    for g in groups_from_linker(inner, pipeline, path, input_format, top_k, training=True)]
     if not train_groups:
-        raise InputError("no training mention has a gold concept", path=train)
+        raise InputError("no training mention has a gold concept", path=train_files[0])
     dev_groups = groups_from_linker(inner, pipeline, dev, input_format, top_k, training=False) if dev else []
     note(f"{len(train_groups):,} training and {len(dev_groups):,} dev queries", quiet)
     scorer = CrossScorer.create(encoder, max_length)
@@ -135,7 +139,7 @@ def train(out: str | Path, *, linker: Path, train: Path, dev: Path | None = None
              + (f"dev Acc@1 (reranked top {top_k}) {acc:.4f}, " if acc is not None else "") + f"{rec['seconds']:.0f}s",
              quiet)
 
-    fingerprint = digest([str(linker), str(train), str(dev), repr(sorted(base["hyper_parameters"].items())),
+    fingerprint = digest([str(linker), *map(str, train_files), str(dev), repr(sorted(base["hyper_parameters"].items())),
                           str(top_k), str(max_length)])
     res = train_rerank(scorer, train_groups, dev_groups, out, cfg, fingerprint, save_meta, resume=resume,
                        progress=not quiet, on_epoch=epoch_line)
