@@ -1,14 +1,19 @@
-"""`kgnorm link` throughput on one machine: distinct mentions per second, start-up included, for
-the previous code path (the query cache off: KGNORM_LINK_CACHE=0), the current one, and
-`--engine ray` at 1 and 2 workers, all in the same run and against the same model; peak RSS per
-process, and whether each TSV is byte-identical to the in-process one.
+"""`kgnorm link` and `kgnorm annotate` throughput on one machine, start-up included: distinct
+mentions per second (link) and abstracts per second (annotate, dictionary tagger + linking), for
+the previous code paths (the query cache off: KGNORM_LINK_CACHE=0; link's former batch of 256),
+the current one, and `--engine ray` at 1 and 2 workers, all in the same run and against the same
+model; peak RSS per process (driver and largest Ray worker), and whether each output is
+byte-identical to the first row's.
 
     python benchmarks/throughput.py --model DIR [--mentions N] [--workers 1,2] [--out DIR]
+                                    [--annotate-store URI]
 
---model: a BioSyn model directory (e.g. `kgnorm train biosyn --ontology medic --out DIR`, untrained,
-as scripts/main_job.sh builds it). The mentions are NCBI-disease train + dev and BC5CDR train + dev
-(PubTator, from KGNORM_SHARED/data; no test split), cut to the first --mentions documents' worth.
-Each run is a fresh `kgnorm link --no-write -q` process. Figures are appended to BENCHMARKS.md.
+--model: a BioSyn model directory (e.g. `kgnorm train biosyn --ontology medic --out DIR`). The
+mentions are NCBI-disease train + dev and BC5CDR train + dev (PubTator, from KGNORM_SHARED/data;
+no test split), cut to the first --mentions documents' worth; annotate reads the same documents'
+text. --annotate-store: a store holding the model's ontology (annotate's `dictionary:` tagger reads
+it); without it annotate is not measured. Each run is a fresh `kgnorm … --no-write -q` process.
+Figures are appended to BENCHMARKS.md.
 """
 from __future__ import annotations
 
@@ -45,12 +50,13 @@ def corpus(path: Path, max_mentions: int) -> tuple[int, int]:
 
 
 def link_workers() -> set[int]:
-    """Ray's link actors on this machine (their process title is ``ray::_LinkWorker…``)."""
+    """Ray's block actors on this machine (their process title is ``ray::_BlockWorker…``)."""
     out = set()
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             try:
-                if b"_LinkWorker" in (p / "cmdline").read_bytes():
+                cmdline = (p / "cmdline").read_bytes()
+                if b"_BlockWorker" in cmdline or b"_LinkWorker" in cmdline:
                     out.add(int(p.name))
             except OSError:
                 continue
@@ -79,41 +85,67 @@ def timed(cmd: list[str], env: dict[str, str], ray: bool) -> tuple[float, float,
     return wall, peak.get(proc.pid, 0) / 1024, max(workers, default=0) / 1024
 
 
+def measure(runs: list[tuple[str, list[str], dict[str, str]]], base: list[str], out: Path, name: str,
+            count: int, distinct: int | None) -> list[str]:
+    """One table row per run: wall s, items/s (and distinct/s), peak RSS, output = first row's."""
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    rows, ref = [], None
+    for label, extra, more in runs:
+        result = out / f"{name}-{len(rows)}.out"
+        wall, rss, worker_rss = timed(base + ["--output", str(result)] + extra, {**env, **more}, "ray" in extra)
+        data = result.read_bytes()
+        ref = data if ref is None else ref
+        rate = f"{count / wall:,.1f}" + (f" | {distinct / wall:,.0f}" if distinct is not None else "")
+        rows.append(f"| {label} | {wall:.1f} | {rate} | {rss:,.0f} | "
+                    f"{f'{worker_rss:,.0f}' if worker_rss else '-'} | {'yes' if data == ref else 'NO'} |")
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--mentions", type=int, default=20_000)
     ap.add_argument("--workers", default="1,2")
-    ap.add_argument("--out", default=None, help="keep the corpus and TSVs here (default: a temp dir)")
+    ap.add_argument("--out", default=None, help="keep the corpus and outputs here (default: a temp dir)")
+    ap.add_argument("--annotate-store", default=None, help="a store with the model's ontology (for annotate)")
+    ap.add_argument("--skip-link", action="store_true")
     args = ap.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="kgnorm-throughput-"))
     out.mkdir(parents=True, exist_ok=True)
     mentions = out / "mentions.pubtator"
     n, distinct = corpus(mentions, args.mentions)
+    docs = sum(1 for d in mentions.read_text(encoding="utf-8").split("\n\n") if d.strip())
     kgnorm = str(Path(sys.executable).with_name("kgnorm"))
-    base = [kgnorm, "link", "--model", args.model, "--input", str(mentions), "--no-write", "-q"]
-    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    runs = [("in-process, previous path (KGNORM_LINK_CACHE=0)", [], {"KGNORM_LINK_CACHE": "0"}),
-            ("in-process, current path", [], {})]
-    for w in (int(x) for x in args.workers.split(",") if x):
-        runs.append((f"--engine ray --workers {w}", ["--engine", "ray", "--workers", str(w)], {}))
-    rows, ref = [], None
-    for label, extra, more in runs:
-        tsv = out / f"links-{len(rows)}.tsv"
-        wall, rss, worker_rss = timed(base + ["--output", str(tsv)] + extra, {**env, **more}, bool(extra))
-        data = tsv.read_bytes()
-        ref = data if ref is None else ref
-        rows.append(f"| {label} | {wall:.1f} | {n / wall:,.0f} | {distinct / wall:,.0f} | {rss:,.0f} | "
-                    f"{f'{worker_rss:,.0f}' if worker_rss else '-'} | {'yes' if data == ref else 'NO'} |")
-        print(rows[-1], flush=True)
-    body = (f"`kgnorm link --no-write` on {n:,} mentions ({distinct:,} distinct texts) of NCBI-disease + BC5CDR "
-            f"train/dev, model {args.model} (BioSyn, sparse + dense). Wall time of the whole process, start-up "
-            "(imports, model load; for Ray its start and the actors' model loads) included. **The 2 CPU cores "
-            "are shared with several other engineers' jobs running at the same time: figures are noisy and "
-            "low; compare rows of this one section only.**\n\n"
-            "| run | wall s | mentions/s | distinct/s | driver peak RSS MB | worker peak RSS MB | TSV = first row |\n"
-            "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
-    append("link throughput: query cache and --engine ray", body)
+    workers = [int(x) for x in args.workers.split(",") if x]
+    ray = [(f"--engine ray --workers {w}", ["--engine", "ray", "--workers", str(w)], {}) for w in workers]
+    machine_note = ("**The 2 CPU cores are shared with other engineers' jobs: figures are noisy; compare rows of "
+                    "one table only.**")
+    body = ""
+    if not args.skip_link:
+        base = [kgnorm, "link", "--model", args.model, "--input", str(mentions), "--no-write", "-q"]
+        rows = measure([("in-process, previous path (KGNORM_LINK_CACHE=0, --batch-size 256)", ["--batch-size", "256"],
+                         {"KGNORM_LINK_CACHE": "0"}),
+                        ("in-process, previous path (--batch-size 256)", ["--batch-size", "256"], {}),
+                        ("in-process, current defaults", [], {})] + ray, base, out, "link", n, distinct)
+        body += (f"`kgnorm link --no-write` on {n:,} mentions ({distinct:,} distinct texts) of NCBI-disease + BC5CDR "
+                 f"train/dev, model {args.model} (BioSyn, sparse + dense). Wall time of the whole process, start-up "
+                 "(imports, model load; for Ray its start and the actors' model loads) included. " + machine_note +
+                 "\n\n| run | wall s | mentions/s | distinct/s | driver peak RSS MB | worker peak RSS MB | TSV = first "
+                 "row |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    if args.annotate_store:
+        import json
+
+        onto = json.loads((Path(args.model) / "kgnorm-model.json").read_text(encoding="utf-8"))["ontology"]
+        base = [kgnorm, "annotate", "--ner", f"dictionary:{onto}", "--model", args.model, "--input", str(mentions),
+                "--input-format", "pubtator", "--no-write", "-q", "--store", args.annotate_store]
+        rows = measure([("in-process, previous path (KGNORM_LINK_CACHE=0)", [], {"KGNORM_LINK_CACHE": "0"}),
+                        ("in-process, current", [], {})] + ray, base, out, "annotate", docs, None)
+        body += (f"\n`kgnorm annotate --ner dictionary:{onto} --no-write` (detection, document consistency, linking; "
+                 f"PubTator out) on the {docs:,} abstracts of the same documents, same model, start-up included. "
+                 + machine_note + "\n\n| run | wall s | abstracts/s | driver peak RSS MB | worker peak RSS MB | "
+                 "PubTator = first row |\n|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    append("throughput: link and annotate, in-process and --engine ray", body)
 
 
 if __name__ == "__main__":

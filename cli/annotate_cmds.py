@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, print_evaluation, print_report, setup
+from kgnorm.cli.common import (EngineOpt, LockTimeoutOpt, QuietOpt, RayAddressOpt, StoreOpt, WorkersOpt, print_evaluation,
+                               print_report, setup)
 
 
 def annotate_cmd(
@@ -32,16 +33,18 @@ def annotate_cmd(
     nil_dev: Annotated[Optional[Path], typer.Option("--nil-dev", help="As in `link`.")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Documents per batch.")] = 32,
     store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
+    engine: EngineOpt = "local", workers: WorkersOpt = 2, ray_address: RayAddressOpt = None,
 ) -> None:
     """Find mentions in raw text, link them, write annotated documents and the graph."""
     setup(quiet)
     from kgnorm.jobs.annotate import annotate_documents
+    from kgnorm.jobs.ray_engine import RayOptions
 
     report = annotate_documents(ner, model, input, input_format=input_format,
                                 output=output if output else sys.stdout, output_format=output_format, store=store,
                                 write=write, top_k=top_k, consistency=consistency, nil_threshold=nil_threshold,
                                 nil_dev=nil_dev, batch_docs=batch_size, lock_timeout=lock_timeout,
-                                progress=not quiet)
+                                progress=not quiet, engine=engine, ray=RayOptions(workers=workers, address=ray_address))
     print_report(report, quiet)
 
 

@@ -19,6 +19,12 @@ LockTimeoutOpt = Annotated[float, typer.Option(
                            "then the error names that process.")]
 FormatOpt = Annotated[Optional[str], typer.Option(
     "--input-format", help="concept, pubtator or tsv (default: detected from the file).")]
+EngineOpt = Annotated[str, typer.Option(
+    "--engine", help="local (this process) or ray (a pool of Ray actors, each loading the model once; "
+                     "pip install \"kgnorm[ray]\"). The output is the same.")]
+WorkersOpt = Annotated[int, typer.Option("--workers", help="With --engine ray: actors (and the CPUs of a local Ray).")]
+RayAddressOpt = Annotated[Optional[str], typer.Option(
+    "--ray-address", help="With --engine ray: join this cluster (HOST:PORT) instead of starting a local Ray.")]
 # the trainers' options are declared with their recipes (kgnorm/methods/options.py)
 
 

@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kgnorm.cli.common import (FormatOpt, LockTimeoutOpt, QuietOpt, StoreOpt, info, print_evaluation, print_report,
-                               setup)
+from kgnorm.cli.common import (EngineOpt, FormatOpt, LockTimeoutOpt, QuietOpt, RayAddressOpt, StoreOpt, WorkersOpt,
+                               info, print_evaluation, print_report, setup)
 from kgnorm.errors import KgnormError
 
 AbbrOpt = Annotated[Optional[bool], typer.Option(
@@ -40,7 +40,7 @@ def link_cmd(
                                 "dev_accuracy (the most accurate cut on dev), or classifier (gradient-boosted trees "
                                 "on the top-5 distances and the lexical overlap with the top-1 name, fitted on "
                                 "dev; kgnorm.nil.classifier).")] = "auto",
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Mentions linked per batch.")] = 256,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Mentions linked per batch.")] = 1024,
     write_batch: Annotated[int, typer.Option(
         "--write-batch", help="Mentions sent to the store at a time: memory follows this, not the input; the "
                               "run is still all or nothing (staged, then published).")] = 50_000,
@@ -49,12 +49,7 @@ def link_cmd(
         "--relink-orphans", help="Instead of --input: link again the mentions a re-ingest of the model's ontology "
                                  "left orphans (their concept went without a single successor).")] = False,
     store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
-    engine: Annotated[str, typer.Option(
-        "--engine", help="local (this process) or ray (a pool of Ray actors; pip install \"kgnorm[ray]\").")] = "local",
-    workers: Annotated[int, typer.Option("--workers", help="With --engine ray: actors (and the CPUs of a local "
-                                                          "Ray).")] = 2,
-    ray_address: Annotated[Optional[str], typer.Option(
-        "--ray-address", help="With --engine ray: join this cluster (HOST:PORT) instead of starting a local Ray.")] = None,
+    engine: EngineOpt = "local", workers: WorkersOpt = 2, ray_address: RayAddressOpt = None,
 ) -> None:
     """Link mentions to concepts; TSV out, LINKED_TO edges into the store."""
     setup(quiet)
@@ -86,12 +81,15 @@ def embed_cmd(
     input: Annotated[Optional[Path], typer.Option("--input", help="One name per line.")] = None,
     ontology: Annotated[Optional[str], typer.Option("--ontology", help="Embed every concept name of an ontology.")] = None,
     store: StoreOpt = None, quiet: QuietOpt = False,
+    engine: EngineOpt = "local", workers: WorkersOpt = 2, ray_address: RayAddressOpt = None,
 ) -> None:
     """Vectors of names (one per line) or of every concept name of an ontology."""
     setup(quiet)
     from kgnorm.jobs.embed import embed_names
+    from kgnorm.jobs.ray_engine import RayOptions
 
-    res = embed_names(model, output, input=input, ontology=ontology, store=store)
+    res = embed_names(model, output, input=input, ontology=ontology, store=store, engine=engine,
+                      ray=RayOptions(workers=workers, address=ray_address))
     info(f"{res.n:,} vectors of dimension {res.dim} → {res.base}.npy / {res.base}.tsv", quiet)
 
 

@@ -186,12 +186,13 @@ class Workbench:
         return pd.DataFrame(evaluate_relatedness(model, files, baselines).rows)
 
     def embed(self, model: str | Path, output: str | Path, names: str | Path | Sequence[str] | None = None, *,
-              ontology: str | None = None) -> Path:
+              ontology: str | None = None, **options: Any) -> Path:
         """Vectors of ``names`` (a file, one per line, or a list) or of every concept name of
-        ``ontology``, written as OUTPUT.npy + OUTPUT.tsv (`kgnorm embed`); returns OUTPUT."""
+        ``ontology``, written as OUTPUT.npy + OUTPUT.tsv (`kgnorm embed`); returns OUTPUT. Options:
+        ``engine="ray"`` and ``ray=RayOptions(...)`` (kgnorm.jobs.ray_engine), as for link and annotate."""
         from kgnorm.jobs.embed import embed_names
 
-        return embed_names(model, output, input=names, ontology=ontology, store=self.store).base
+        return embed_names(model, output, input=names, ontology=ontology, store=self.store, **options).base
 
     def build_corpus(self, ontology: str, texts: str | Path | Sequence[str | Path], out: str | Path,
                      **options: Any) -> Path:

@@ -1,14 +1,12 @@
 """Throughput paths of `link` give the in-process answer: the query cache never changes a rank
-(random queries, random batches), and a local Ray pool writes the same TSV as one process."""
+(random queries, random batches; `--engine ray`: tests/test_ray_engine.py)."""
 from __future__ import annotations
 
 import io
 import random
-import socket
 
 import pytest
 import torch
-from cli_runner import run
 
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.jobs.link import link_mentions
@@ -88,33 +86,3 @@ def test_link_tsv_is_byte_identical_with_and_without_the_cache(model_dir, monkey
     assert _tsv(model_dir) == before
     assert _tsv(model_dir, batch_size=3) == before  # a query's scores do not depend on its batch
     assert before.count("\n") > len(MENTIONS)
-
-
-@pytest.fixture(scope="module")
-def ray_local():
-    """One local Ray (2 CPUs, 127.0.0.1, no dashboard) for the module: starting Ray is slow."""
-    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'kgnorm[ray]'")
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
-def test_ray_with_two_workers_writes_the_in_process_tsv(model_dir, ray_local):
-    from kgnorm.jobs.ray_engine import RayOptions
-
-    local = _tsv(model_dir)
-    assert _tsv(model_dir, engine="ray", ray=RayOptions(workers=2, block=7)) == local
-
-
-def test_ray_address_with_nothing_listening_fails_in_one_line(model_dir, capsys, tmp_path):
-    pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'kgnorm[ray]'")
-    mentions = tmp_path / "m.tsv"
-    mentions.write_text("1\theart attack\n", encoding="utf-8")
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # a free port: nothing listens there
-    code, out, err = run(capsys, "link", "--model", str(model_dir), "--input", str(mentions), "--no-write", "-q",
-                         "--engine", "ray", "--ray-address", f"127.0.0.1:{port}")
-    assert code != 0 and out == ""
-    assert len(err.strip().splitlines()) == 1 and f"no Ray cluster at 127.0.0.1:{port}" in err

@@ -81,13 +81,22 @@ def build_detector(ner: str | Path | MentionDetector, store: str | None) -> tupl
     return load_ner(path), str(path.resolve())
 
 
-def attach_dictionary(detector: MentionDetector, store: str | None, ontology: str | None, notes: list[str]) -> None:
-    """Give a trained detector whose levers include the dictionary union (kgnorm.ner.refine) the
-    dictionary tagger over the linker's ontology, read from the store; without it the lever is off
-    (noted)."""
-    levers = getattr(detector, "levers", None)
-    if levers is None or not levers.dictionary or getattr(detector, "union", None) is not None:
-        return
+def lever_dictionary(detector: MentionDetector | str, store: str | None, ontology: str | None,
+                     notes: list[str]) -> tuple[Any, Any]:
+    """(levers, dictionary tagger) of a trained detector (an object, or its directory when the Ray
+    workers load it): the tagger over the linker's ontology, read from the store, is what the
+    ``dictionary`` lever (kgnorm.ner.refine) unions with; None when no lever needs it or the
+    ontology is not in the store (then the lever is off, noted)."""
+    if isinstance(detector, str):
+        from kgnorm.methods.model_dir import read_model_meta
+        from kgnorm.ner.refine import levers_from_meta
+
+        ner_meta = read_model_meta(detector)
+        levers, types = levers_from_meta(ner_meta), tuple(ner_meta.get("types") or ("Disease",))
+    else:
+        levers, types = getattr(detector, "levers", None), tuple(getattr(detector, "types", ()) or ("Disease",))
+    if levers is None or not levers.dictionary:
+        return levers, None
     from kgnorm.graph.views import read_ontology
     from kgnorm.ner.dictionary import DictionaryDetector
     from kgnorm.stores import open_store
@@ -99,31 +108,30 @@ def attach_dictionary(detector: MentionDetector, store: str | None, ontology: st
             snap = read_ontology(st, ontology, with_edges=False)
     except KgnormError as exc:
         notes.append(f"detector: the dictionary lever is off ({exc})")
-        return
-    detector.union = DictionaryDetector.from_snapshot(snap, type=detector.types[0])  # type: ignore[attr-defined]
+        return levers, None
+    return levers, DictionaryDetector.from_snapshot(snap, type=types[0])
 
 
-def _contexts(doc: TextDocument, spans: list[Any]) -> list[str]:
-    """The sentence(s) of each span (what BioCoM links in, and the Mention's `context`)."""
-    from kgnorm.mentions.readers import _context, sentence_spans
-
-    sents = sentence_spans(doc.text, (doc.title_end,) if doc.title_end else ())
-    starts = [s for s, _ in sents]
-    return [_context(doc.text, sents, starts, s.start, s.end) for s in spans]
+def _detector(ner: str | Path | MentionDetector, store: str | None, engine: str) -> tuple[Any, str]:
+    """With Ray a trained detector's directory is loaded by each worker, not by the driver (the
+    dictionary tagger is built here: it reads the store)."""
+    if engine == "ray" and isinstance(ner, (str, Path)) and Path(ner).is_dir():
+        path = str(Path(ner).resolve())
+        return path, path
+    return build_detector(ner, store)
 
 
 def _batches(docs: Iterable[TextDocument], size: int, report: AnnotateReport) -> Iterator[list[TextDocument]]:
-    batch: list[TextDocument] = []
-    for doc in docs:
-        if not doc.text.strip():
-            report.n_empty += 1
-            continue
-        batch.append(doc)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+    from kgnorm.jobs.blocks import blocks_of
+
+    def with_text() -> Iterator[TextDocument]:
+        for doc in docs:
+            if doc.text.strip():
+                yield doc
+            else:
+                report.n_empty += 1
+
+    return blocks_of(with_text(), size)
 
 
 def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, input: str | Path, *,
@@ -132,24 +140,23 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                        top_k: int = 1, consistency: bool | None = None, nil_threshold: float | str | None = None,
                        nil_dev: str | Path | None = None, batch_docs: int = DOCUMENT_BATCH,
                        write_batch: int = 20_000, lock_timeout: float = 30.0, progress: bool = True,
-                       collect: bool = False) -> AnnotateReport:
+                       collect: bool = False, engine: str = "local", ray: Any = None) -> AnnotateReport:
     """Annotate the documents of `input`; see the module docstring. `top_k`: ranks stored as
-    LINKED_TO edges (outputs carry rank 1)."""
+    LINKED_TO edges (outputs carry rank 1). `engine="ray"`: each batch is detected and linked by
+    a pool of Ray actors (`ray`: a kgnorm.jobs.ray_engine.RayOptions), the output the same."""
     from kgnorm.documents.readers import input_digest, read_documents
     from kgnorm.documents.writers import document_writer
-    from kgnorm.linking.consistency import harmonize_document
-    from kgnorm.ner.propagate import propagate_spans
+    from kgnorm.jobs.blocks import AnnotateBlocks
     from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, check_ontology, open_output
-    from kgnorm.jobs.models import open_linker
-    from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta
+    from kgnorm.jobs.models import linker_method, model_meta, open_linker
+    from kgnorm.jobs.ray_engine import check_engine
+    from kgnorm.linking.linker import edges_for, pipeline_from_meta
     from kgnorm.linking.query_cache import with_cache
     from kgnorm.nil.fit import nil_decision, parse_nil_option
-    from kgnorm.mentions.types import Mention
     from kgnorm.progress import progress_bar
     from kgnorm.stores import DocumentRow, LinkEdge, MentionRow, RunRecord, open_store
     from kgnorm.stores.run_ids import mention_uid, run_uid
     from kgnorm.stores.staged_run import StagedMention, StagedRun
-    from kgnorm.text.abbreviations import document_abbreviations
     from tqdm.auto import tqdm
 
     if top_k < 1 or batch_docs < 1 or write_batch < 1:
@@ -157,30 +164,36 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     from kgnorm.documents.writers import FORMATS as OUT_FORMATS
     if output is not None and output_format not in OUT_FORMATS:
         raise KgnormError(f"unknown output format {output_format!r}; use one of {', '.join(OUT_FORMATS)}")
-    parse_nil_option(nil_threshold, nil_dev, "auto")
+    auto_nil = parse_nil_option(nil_threshold, nil_dev, "auto")
+    check_engine(engine, ray)
     docs = read_documents(input, input_format)
     digest, label = input_digest(input), str(input)
-    detector, ner_label = build_detector(ner, store)
+    detector, ner_label = _detector(ner, store, engine)
     if consistency is None:  # what won on dev for this kind of detector (BENCHMARKS.md, "annotate")
         consistency = bool(getattr(detector, "consistency_by_default", False))
     model = Path(model)
-    linker, meta = open_linker(model)
+    # with Ray the workers hold the models; the driver loads the linker only to fit nil on dev
+    linker, meta = open_linker(model) if engine == "local" or auto_nil else (None, model_meta(model))
     pipeline = pipeline_from_meta(meta)
     nil = nil_decision(linker, meta, pipeline, nil_threshold, nil_dev, "auto", None, 256, store)
     report = AnnotateReport(notes=[nil.note] if nil.note else [])
     if write:
         check_ontology(store, meta, report.notes)
-    attach_dictionary(detector, store, meta.get("ontology"), report.notes)
+    levers, union = lever_dictionary(detector, store, meta.get("ontology"), report.notes)
+    if union is not None and not isinstance(detector, str):
+        detector.union = union  # type: ignore[union-attr]
     # the run key names the detector as the command does, not its content: annotating the same input
     # again after the dictionary's ontology or the detector directory changed replaces the run
     uid = run_uid("annotate", ner=ner_label.split("@")[0] if ner_label.startswith("dictionary:") else ner_label,
                   model=str(model.resolve()), input=digest, top_k=top_k, consistency=consistency, nil=nil.threshold)
-    run = RunRecord(uid, "annotate", linker.method, str(model.resolve()),
+    run = RunRecord(uid, "annotate", linker_method(meta), str(model.resolve()),
                     params={"input": label, "ner": ner_label, "write_top_k": top_k, "consistency": consistency,
-                            **({"ner_levers": detector.levers.label()} if hasattr(detector, "levers") else {}),
+                            **({"ner_levers": levers.label()} if levers is not None else {}),
                             "nil_threshold": nil.threshold, **nil.params})
     started = time.perf_counter()
-    cached = with_cache(linker)  # a mention text repeated across the corpus is linked once
+    work = AnnotateBlocks(detector, str(model.resolve()), pipeline, consistency,
+                          dict(top_k=top_k, batch_size=256, nil_threshold=nil.threshold, nil_classifier=nil.classifier),
+                          union=union)
     with ExitStack() as stack:
         fh = open_output(stack, output)
         if isinstance(output, (str, Path)):
@@ -199,27 +212,17 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
             pending.clear()
             pending_docs.clear()
 
-        for batch in _batches(docs, batch_docs, report):
-            found = detector.detect([d.text for d in batch])
-            items, owner = [], []
-            for i, (doc, spans) in enumerate(zip(batch, found)):
-                abbr = document_abbreviations(doc.title, doc.text, [(s.text, s.start, s.end) for s in spans])
-                if consistency:
-                    more = propagate_spans(doc.text, spans, abbr)
-                    report.n_propagated += len(more) - len(spans)
-                    spans = more
-                for s, ctx in zip(spans, _contexts(doc, spans)):
-                    items.append((Mention(text=s.text, doc_id=doc.doc_id, start=s.start, end=s.end, type=s.type,
-                                          context=ctx), abbr))
-                    owner.append(i)
-            linked = list(link_stream(cached, pipeline, items, top_k=top_k, batch_size=256,
-                                      nil_threshold=nil.threshold, nil_classifier=nil.classifier))
-            per_doc: list[list[Any]] = [[] for _ in batch]
-            for i, lm in zip(owner, linked):
-                per_doc[i].append(lm)
-            for doc, lms in zip(batch, per_doc):
-                if consistency:
-                    report.n_harmonized += harmonize_document(lms)
+        batches = _batches(docs, batch_docs, report)
+        if engine == "ray":  # the batches come back in input order: everything below is as in-process
+            from kgnorm.jobs.ray_engine import RayOptions, ray_map
+            done_batches = ray_map(work, batches, ray or RayOptions())
+        else:  # a mention text repeated across the corpus is linked once (the query cache)
+            one = work.bind(detector, with_cache(linker))
+            done_batches = ((b, one(b)) for b in batches)
+        for batch, done in done_batches:
+            report.n_propagated += done.propagated
+            report.n_harmonized += done.harmonized
+            for doc, lms in zip(batch, done.linked):
                 anns = [_annotation(lm) for lm in lms]
                 if writer is not None:
                     writer.write(doc, anns)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -38,13 +38,26 @@ def embedding_inputs(input: str | Path | Sequence[str] | None = None, ontology: 
 
 
 def embed_names(model: str | Path, output: str | Path, input: str | Path | Sequence[str] | None = None,
-                ontology: str | None = None, store: str | None = None) -> EmbedResult:
-    """Encode and write; the .npy appears only once complete (written aside, then renamed)."""
-    from kgnorm.methods.registry import load_encoder
+                ontology: str | None = None, store: str | None = None, engine: str = "local",
+                ray: Any = None) -> EmbedResult:
+    """Encode and write; the .npy appears only once complete (written aside, then renamed).
+    Names are encoded in blocks of EMBED_BLOCK, in-process or (`engine="ray"`) by a pool of Ray
+    actors (`ray`: a kgnorm.jobs.ray_engine.RayOptions): the same blocks, the same vectors."""
+    from kgnorm.jobs.blocks import EMBED_BLOCK, EmbedBlocks, blocks_of
+    from kgnorm.jobs.ray_engine import RayOptions, check_engine, ray_map
 
+    from kgnorm.methods.model_dir import read_model_meta
+
+    check_engine(engine, ray)
+    read_model_meta(model)  # a model directory, checked before any work (a Ray driver loads no weights)
     texts, uids = embedding_inputs(input, ontology, store)
-    enc = load_encoder(model)
-    vecs = np.asarray(enc.encode(texts), dtype=np.float32)
+    work = EmbedBlocks(str(Path(model).resolve()))
+    if engine == "ray":
+        parts = [v for _, v in ray_map(work, blocks_of(texts, EMBED_BLOCK), ray or RayOptions())]
+    else:
+        one = work.open()
+        parts = [one(b) for b in blocks_of(texts, EMBED_BLOCK)] or [one([])]
+    vecs = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
     output = Path(output)
     base = output.with_suffix("") if output.suffix in (".npy", ".tsv") else output
     base.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence, TextIO
 
 from kgnorm.errors import KgnormError
-from kgnorm.jobs.ray_engine import ENGINES, RayOptions
+from kgnorm.jobs.ray_engine import RayOptions
 from kgnorm.linking.linker import TSV_HEADER
 from kgnorm.mentions.types import Mention
 
@@ -26,6 +26,12 @@ from kgnorm.mentions.types import Mention
 # store grows. Bounded here; the rest of LadybugDB's memory is returned by reopening the
 # database after each batch (kgnorm.stores.ladybug_staging; BENCHMARKS.md, "link memory").
 LINK_BUFFER_POOL_MB = 512
+# Mentions linked per batch. The query encoder runs same-length groups in calls of exactly 8 rows,
+# the last call of each group filled with copies (kgnorm.encoders.fixed_shape): at 256 mentions a
+# batch, 20k mentions with 5,380 distinct texts took 1,048 calls (8,384 rows; cProfile). A bigger
+# batch leaves fewer part-filled calls; the output is the same (a query's vector does not depend on its
+# batch) and memory still follows the batch (BioSyn retrieves 512 distinct queries at a time).
+LINK_BATCH = 1024
 
 
 @dataclass
@@ -111,7 +117,7 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
                   store: str | None = None, write: bool = True, top_k: int = 5, write_top_k: int = 1,
                   output: str | Path | TextIO | None = None, input_format: str | None = None,
                   nil_threshold: float | str | None = None, nil_dev: str | Path | None = None,
-                  nil_strategy: str = "auto", batch_size: int = 256, write_batch: int = 50_000,
+                  nil_strategy: str = "auto", batch_size: int = LINK_BATCH, write_batch: int = 50_000,
                   abbreviations: bool | None = None, composites: bool | None = None,
                   lock_timeout: float = 30.0, progress: bool = True,
                   collect: bool = False, consistency: bool | None = None, engine: str = "local",
@@ -121,7 +127,8 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
     `consistency`: one concept per document for mentions that say the same thing
     (kgnorm.linking.consistency; None: the model's setting or the default); `engine="ray"`: linked
     by a pool of Ray actors (`ray`: where and how many; kgnorm.jobs.ray_engine), the output the same."""
-    from kgnorm.jobs.models import open_linker
+    from kgnorm.jobs.models import linker_method, model_meta, open_linker
+    from kgnorm.jobs.ray_engine import check_engine
     from kgnorm.linking.consistency import consistency_on, consistent_stream
     from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta, tsv_rows
     from kgnorm.linking.query_cache import with_cache
@@ -134,17 +141,14 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
 
     if top_k < 1 or write_top_k < 1:
         raise KgnormError("--top-k and --write-top-k must be >= 1")
-    if engine not in ENGINES:
-        raise KgnormError(f"unknown --engine {engine!r} (choose from {', '.join(ENGINES)})")
-    if engine == "ray":  # before any work: Ray installed, the cluster there
-        from kgnorm.jobs.ray_engine import check_ray
-        check_ray(ray or RayOptions())
+    check_engine(engine, ray)  # before any work: Ray installed, the cluster there
     if write_batch < 1 or batch_size < 1:
         raise KgnormError("--batch-size and --write-batch must be >= 1")
-    parse_nil_option(nil_threshold, nil_dev, nil_strategy)
+    auto_nil = parse_nil_option(nil_threshold, nil_dev, nil_strategy)
     source = _input(mentions, input_format)
     model = Path(model)
-    linker, meta = open_linker(model)
+    # with Ray the workers hold the model; the driver loads it only to fit a nil threshold on dev
+    linker, meta = open_linker(model) if engine == "local" or auto_nil else (None, model_meta(model))
     pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
     nil = nil_decision(linker, meta, pipeline, nil_threshold, nil_dev, nil_strategy, input_format, batch_size,
                        store)  # before the store or the output is touched: a failure here writes nothing
@@ -156,7 +160,7 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
                   nil=nil.threshold, abbreviations=abbreviations, composites=composites,
                   **({"consistency": True} if consistency_on(consistency, meta) else {}),
                   **({"nil_classifier": file_digest(nil_dev)} if nil.classifier is not None else {}))
-    run = RunRecord(uid, "link", linker.method, str(model.resolve()),
+    run = RunRecord(uid, "link", linker_method(meta), str(model.resolve()),
                     params={"input": source.label, "write_top_k": write_top_k, "nil_threshold": nil.threshold,
                             **nil.params})
     counts = EdgeCounts()

@@ -1,10 +1,14 @@
-"""`--engine ray`: mentions are linked in blocks by a pool of Ray actors, each holding the model
-once; the driver gets the blocks back in input order, so the TSV and the store's one staged Run
-are written exactly as in-process (kgnorm.jobs.link does the writing either way).
+"""`--engine ray` for `link`, `annotate` and `embed`: the input is cut into blocks, a pool of Ray
+actors does each block's work (kgnorm.jobs.blocks: the same code the in-process run calls), and
+the driver gets the blocks back in input order, so output files and the store's one staged Run
+are written exactly as in-process, by the driver. The driver never loads the model; each actor
+loads it once.
 
 Ray is an optional extra (``pip install "kgnorm[ray]"``). Without ``address`` a local Ray is
 started on 127.0.0.1 with ``workers`` CPUs and no dashboard; with one, the existing cluster is
-joined (and an address where nothing listens fails at once, in one line)."""
+joined (and an address where nothing listens fails at once, in one line). A worker that dies is
+restarted and its blocks retried by Ray (actor restarts, task retries); a block that still fails
+fails the run, and the driver's StagedRun then leaves the store unchanged."""
 from __future__ import annotations
 
 import logging
@@ -14,24 +18,44 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kgnorm.errors import KgnormError
 from kgnorm.linking.candidates import LinkedMention
 from kgnorm.mentions.types import Mention
 
 ENGINES = ("local", "ray")
+RETRIES = 2  # actor restarts and task retries after a worker dies
+# test-only: a marker path; the first block a worker sees kills that worker (os._exit) and creates
+# the marker, so a test can watch Ray restart it and retry the block; a marker that cannot be
+# created (its folder missing) kills every try, so the run fails
+EXIT_ONCE_ENV = "KGNORM_RAY_TEST_EXIT_ONCE"
 
 
 @dataclass
 class RayOptions:
     """Where and how wide: `address` of a running cluster (None: a local Ray of `workers` CPUs),
-    `workers` actors, `block` mentions per task."""
+    `workers` actors, `block` items per task (None: the command's own default)."""
 
     workers: int = 2
     address: str | None = None
-    block: int = 2048
+    block: int | None = None
     init_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+class BlockWork(Protocol):
+    """What an actor holds: picklable settings; `open()` loads the models and returns the
+    function that does one block's work (called in-process too)."""
+
+    def open(self) -> Any: ...
+
+
+def check_engine(engine: str, opts: RayOptions | None) -> None:
+    """Before any work: a known engine; for ray, Ray installed and the cluster there."""
+    if engine not in ENGINES:
+        raise KgnormError(f"unknown --engine {engine!r} (choose from {', '.join(ENGINES)})")
+    if engine == "ray":
+        check_ray(opts or RayOptions())
 
 
 def _ray():
@@ -59,7 +83,7 @@ def check_address(address: str, timeout: float = 5.0) -> None:
 def check_ray(opts: RayOptions) -> None:
     """Ray importable, `workers` sane, and the cluster listening (where an address is given)."""
     _ray()
-    if opts.workers < 1 or opts.block < 1:
+    if opts.workers < 1 or (opts.block is not None and opts.block < 1):
         raise KgnormError("--workers and the block size must be >= 1")
     if opts.address:
         check_address(opts.address)
@@ -85,56 +109,63 @@ def ray_session(opts: RayOptions) -> Iterator[Any]:
         ray.shutdown()
 
 
-class _LinkWorker:
-    """One actor: opens the model once, then links whole blocks with the in-process code."""
+class _BlockWorker:
+    """One actor: opens the work's models once, then does whole blocks with the in-process code."""
 
-    def __init__(self, model_dir: str, pipeline: Any, link_kw: dict[str, Any], threads: int = 1) -> None:
+    def __init__(self, work: BlockWork, threads: int, exit_once: str | None) -> None:
         import torch
 
-        from kgnorm.jobs.models import open_linker
-        from kgnorm.linking.query_cache import with_cache
-
         torch.set_num_threads(threads)
-        self.linker = with_cache(open_linker(model_dir)[0])
-        self.pipeline = pipeline
-        self.link_kw = link_kw
+        self.fn = work.open()
+        self.exit_once = exit_once
 
-    def link(self, block: list[tuple[Mention, dict[str, str]]]) -> list[LinkedMention]:
-        from kgnorm.linking.linker import link_stream
+    def run(self, block: list[Any]) -> Any:
+        if self.exit_once and not os.path.exists(self.exit_once):
+            try:
+                open(self.exit_once, "w").close()
+            except OSError:
+                pass
+            os._exit(1)  # test-only (EXIT_ONCE_ENV): a worker dying mid-job
+        return self.fn(block)
 
-        return list(link_stream(self.linker, self.pipeline, block, **self.link_kw))
+
+def ray_map(work: BlockWork, blocks: Iterable[list[Any]], opts: RayOptions) -> Iterator[tuple[list[Any], Any]]:
+    """(block, its result) for each block, in input order, computed by `opts.workers` actors; at
+    most two blocks per actor are in flight, so the driver's memory follows the block size, not
+    the corpus."""
+    with ray_session(opts) as ray:
+        actor = ray.remote(num_cpus=1, max_restarts=RETRIES, max_task_retries=RETRIES)(_BlockWorker)
+        threads = int(os.environ.get("KGNORM_RAY_THREADS", "1"))
+        pool = [actor.remote(work, threads, os.environ.get(EXIT_ONCE_ENV)) for _ in range(opts.workers)]
+        pending: deque = deque()
+
+        def done() -> tuple[list[Any], Any]:
+            block, ref = pending.popleft()
+            try:
+                return block, ray.get(ref)
+            except ray.exceptions.RayError as e:
+                first = (str(e).strip().splitlines() or [""])[0]
+                raise KgnormError(f"--engine ray: a block failed after {RETRIES} retries: "
+                                  f"{type(e).__name__}: {first}") from None
+
+        try:
+            for n, block in enumerate(blocks):
+                pending.append((block, pool[n % len(pool)].run.remote(block)))
+                if len(pending) >= 2 * len(pool):
+                    yield done()
+            while pending:
+                yield done()
+        finally:
+            for a in pool:
+                ray.kill(a)
 
 
 def ray_link_stream(model_dir: str, pipeline: Any, items: Iterable[tuple[Mention, dict[str, str]]],
                     opts: RayOptions, **link_kw: Any) -> Iterator[LinkedMention]:
     """What :func:`kgnorm.linking.linker.link_stream` yields, in the same order, computed by
-    `opts.workers` actors; at most two blocks per actor are in flight, so the driver's memory
-    follows the block size, not the corpus. A task whose worker dies is retried by Ray."""
-    with ray_session(opts) as ray:
-        actor = ray.remote(num_cpus=1, max_restarts=2, max_task_retries=2)(_LinkWorker)
-        threads = int(os.environ.get("KGNORM_RAY_THREADS", "1"))
-        pool = [actor.remote(str(model_dir), pipeline, link_kw, threads) for _ in range(opts.workers)]
-        pending: deque = deque()
-        block: list[tuple[Mention, dict[str, str]]] = []
-        n = 0
+    `opts.workers` actors (blocks of `opts.block` mentions, default 2048)."""
+    from kgnorm.jobs.blocks import LinkBlocks, blocks_of
 
-        def submit() -> None:
-            nonlocal n
-            pending.append(pool[n % len(pool)].link.remote(list(block)))
-            n += 1
-            block.clear()
-
-        try:
-            for item in items:
-                block.append(item)
-                if len(block) >= opts.block:
-                    submit()
-                    if len(pending) >= 2 * len(pool):
-                        yield from ray.get(pending.popleft())
-            if block:
-                submit()
-            while pending:
-                yield from ray.get(pending.popleft())
-        finally:
-            for a in pool:
-                ray.kill(a)
+    work = LinkBlocks(str(model_dir), pipeline, link_kw)
+    for _, linked in ray_map(work, blocks_of(items, opts.block or 2048), opts):
+        yield from linked

@@ -1,0 +1,145 @@
+"""The work of one block of `link`, `annotate` and `embed`, as the in-process run does it and as
+each Ray actor does it (kgnorm.jobs.ray_engine): one code path, so the outputs are the same bytes.
+
+Each `*Blocks` class holds picklable settings (paths, the text pipeline, the nil decision);
+`open()` loads the models (once per actor) and returns the function of one block."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgnorm.documents.types import TextDocument
+from kgnorm.linking.candidates import LinkedMention, PartLinker
+from kgnorm.mentions.types import Mention
+from kgnorm.ner.spans import MentionDetector
+from kgnorm.text.pipeline import TextPipeline
+
+EMBED_BLOCK = 2048  # names encoded per call, in-process and per Ray task alike
+
+
+def blocks_of(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """`items` in lists of `size` (the last shorter): the unit of work in-process and per Ray task."""
+    block: list[Any] = []
+    for item in items:
+        block.append(item)
+        if len(block) >= size:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _linker(model_dir: str) -> PartLinker:
+    from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.query_cache import with_cache
+
+    return with_cache(open_linker(model_dir)[0])
+
+
+@dataclass
+class LinkBlocks:
+    """`link`: a block of (mention, abbreviations) → its LinkedMentions."""
+
+    model_dir: str
+    pipeline: TextPipeline
+    link_kw: dict[str, Any]
+
+    def open(self) -> Any:
+        from kgnorm.linking.linker import link_stream
+
+        linker = _linker(self.model_dir)
+        return lambda block: list(link_stream(linker, self.pipeline, block, **self.link_kw))
+
+
+@dataclass
+class DocumentsDone:
+    """One annotate batch: per document, its linked mentions (document consistency applied)."""
+
+    linked: list[list[LinkedMention]]
+    propagated: int = 0
+    harmonized: int = 0
+
+
+def _contexts(doc: TextDocument, spans: list[Any]) -> list[str]:
+    """The sentence(s) of each span (what BioCoM links in, and the Mention's `context`)."""
+    from kgnorm.mentions.readers import _context, sentence_spans
+
+    sents = sentence_spans(doc.text, (doc.title_end,) if doc.title_end else ())
+    starts = [s for s, _ in sents]
+    return [_context(doc.text, sents, starts, s.start, s.end) for s in spans]
+
+
+def annotate_batch(detector: MentionDetector, linker: PartLinker, pipeline: TextPipeline, consistency: bool,
+                   link_kw: dict[str, Any], batch: list[TextDocument]) -> DocumentsDone:
+    """Find the mentions of a batch of documents and link them (abbreviations from each
+    document's own text; with `consistency`, every occurrence tagged and one concept per string)."""
+    from kgnorm.linking.consistency import harmonize_document
+    from kgnorm.linking.linker import link_stream
+    from kgnorm.ner.propagate import propagate_spans
+    from kgnorm.text.abbreviations import document_abbreviations
+
+    found = detector.detect([d.text for d in batch])
+    items, owner, done = [], [], DocumentsDone([[] for _ in batch])
+    for i, (doc, spans) in enumerate(zip(batch, found)):
+        abbr = document_abbreviations(doc.title, doc.text, [(s.text, s.start, s.end) for s in spans])
+        if consistency:
+            more = propagate_spans(doc.text, spans, abbr)
+            done.propagated += len(more) - len(spans)
+            spans = more
+        for s, ctx in zip(spans, _contexts(doc, spans)):
+            items.append((Mention(text=s.text, doc_id=doc.doc_id, start=s.start, end=s.end, type=s.type,
+                                  context=ctx), abbr))
+            owner.append(i)
+    for i, lm in zip(owner, link_stream(linker, pipeline, items, **link_kw)):
+        done.linked[i].append(lm)
+    if consistency:
+        done.harmonized = sum(harmonize_document(lms) for lms in done.linked)
+    return done
+
+
+@dataclass
+class AnnotateBlocks:
+    """`annotate`: a batch of documents → :class:`DocumentsDone`. `detector`: a detector object
+    (the dictionary tagger, built by the driver from the store) or a trained detector's directory
+    (loaded by each worker)."""
+
+    detector: MentionDetector | str
+    model_dir: str
+    pipeline: TextPipeline
+    consistency: bool
+    link_kw: dict[str, Any] = field(default_factory=dict)
+    union: Any = None  # the dictionary tagger of a trained detector's dictionary lever (built by the driver)
+
+    def bind(self, detector: MentionDetector, linker: PartLinker) -> Any:
+        return partial(annotate_batch, detector, linker, self.pipeline, self.consistency, self.link_kw)
+
+    def open(self) -> Any:
+        from kgnorm.jobs.annotate import build_detector
+
+        detector = self.detector
+        if isinstance(detector, str):
+            detector = build_detector(Path(detector), None)[0]
+            if self.union is not None:
+                detector.union = self.union  # type: ignore[attr-defined]
+        return self.bind(detector, _linker(self.model_dir))
+
+
+@dataclass
+class EmbedBlocks:
+    """`embed`: a block of names → float32 vectors."""
+
+    model_dir: str
+
+    @staticmethod
+    def bind(encoder: Any) -> Any:
+        return lambda texts: np.asarray(encoder.encode(texts), dtype=np.float32)
+
+    def open(self) -> Any:
+        from kgnorm.methods.registry import load_encoder
+
+        return self.bind(load_encoder(self.model_dir))
