@@ -147,3 +147,21 @@ def test_ray_address_with_nothing_listening_fails_in_one_line(command, toy, caps
     assert code != 0 and out == ""
     assert len(err.strip().splitlines()) == 1 and f"no Ray cluster at 127.0.0.1:{port}" in err
     assert not (tmp_path / "v.npy").exists()
+
+
+def test_trained_detector_with_its_dictionary_lever_on_two_workers(toy, ray_local, tmp_path, tiny_bert_dir):
+    """A trained detector's directory is loaded by the workers; the dictionary its default levers
+    union with is built by the driver from the store and handed to them: the in-process bytes."""
+    from test_annotate_formats import _tiny_detector
+
+    store, model, docs = toy
+    det = str(_tiny_detector(tiny_bert_dir, tmp_path / "silent", silent=True))  # finds nothing itself
+
+    def pubtator(name: str, **kw) -> bytes:
+        annotate_documents(det, model, docs, input_format="jsonl", output=tmp_path / name, store=store,
+                           write=False, batch_docs=2, progress=False, **kw)
+        return (tmp_path / name).read_bytes()
+
+    local = pubtator("local.pubtator")
+    assert local.count(b"\tDisease\t") >= 16  # the dictionary's multi-word names and their short forms
+    assert pubtator("ray.pubtator", engine="ray", ray=TWO) == local
