@@ -180,8 +180,6 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     if write:
         check_ontology(store, meta, report.notes)
     levers, union = lever_dictionary(detector, store, meta.get("ontology"), report.notes)
-    if union is not None and not isinstance(detector, str):
-        detector.union = union  # type: ignore[union-attr]
     # the run key names the detector as the command does, not its content: annotating the same input
     # again after the dictionary's ontology or the detector directory changed replaces the run
     uid = run_uid("annotate", ner=ner_label.split("@")[0] if ner_label.startswith("dictionary:") else ner_label,

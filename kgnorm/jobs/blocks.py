@@ -116,6 +116,8 @@ class AnnotateBlocks:
     union: Any = None  # the dictionary tagger of a trained detector's dictionary lever (built by the driver)
 
     def bind(self, detector: MentionDetector, linker: PartLinker) -> Any:
+        if self.union is not None:  # the dictionary lever, in-process and in each Ray worker alike
+            detector.union = self.union  # type: ignore[attr-defined]
         return partial(annotate_batch, detector, linker, self.pipeline, self.consistency, self.link_kw)
 
     def open(self) -> Any:
@@ -124,8 +126,6 @@ class AnnotateBlocks:
         detector = self.detector
         if isinstance(detector, str):
             detector = build_detector(Path(detector), None)[0]
-            if self.union is not None:
-                detector.union = self.union  # type: ignore[attr-defined]
         return self.bind(detector, _linker(self.model_dir))
 
 
