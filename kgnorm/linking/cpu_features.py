@@ -1,6 +1,8 @@
 """CPU features the kernel declares: what chooses a code path (never a timing run)."""
 from __future__ import annotations
 
+import os
+
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")  # CPU features with native bf16 dot products
 
 
@@ -22,3 +24,25 @@ def bf16_native(flags: frozenset[str] | None = None) -> bool:
     run, so the path a machine takes is known before anything is loaded."""
     flags = cpu_flags() if flags is None else flags
     return any(f in flags for f in BF16_CPU_FLAGS)
+
+
+QUERY_PRECISION_ENV = "KGNORM_QUERY_PRECISION"  # auto, fp32 or bf16
+DEFAULT_QUERY_PRECISION = "fp32"
+QUERY_ROWS_ENV = "KGNORM_QUERY_ROWS"  # rows per call instead of QUERY_ROWS (benchmarks)
+# rows per fixed-shape query call on each path (kgnorm.encoders.fixed_shape; BENCHMARKS.md, issue 29)
+QUERY_ROWS = {"fp32": 32, "bf16": 32}
+
+
+def query_path(precision: str | None = None, flags: frozenset[str] | None = None) -> tuple[str, int]:
+    """(precision, rows) of the query encoder: `precision` or ``$KGNORM_QUERY_PRECISION``;
+    ``auto`` is bf16 where the CPU declares native bf16, else fp32 (default: DEFAULT_QUERY_PRECISION). Every process of one job must
+    take the same path (the two give different vectors): force one on a mixed cluster."""
+    from kgnorm.errors import KgnormError
+
+    value = (precision or os.environ.get(QUERY_PRECISION_ENV) or DEFAULT_QUERY_PRECISION).strip().lower()
+    if value == "auto":
+        value = "bf16" if bf16_native(flags) else "fp32"
+    if value not in QUERY_ROWS:
+        raise KgnormError(f"{QUERY_PRECISION_ENV}={value!r}: expected auto, fp32 or bf16")
+    rows = os.environ.get(QUERY_ROWS_ENV, "").strip()  # a benchmark's knob
+    return value, int(rows) if rows else QUERY_ROWS[value]

@@ -6,6 +6,8 @@ size, not the corpus. Output rows (DESIGN §5) and store edges are derived from 
 """
 from __future__ import annotations
 
+import os
+from collections import deque
 from typing import Any, Iterable, Iterator
 
 from kgnorm.linking.candidates import Hit, LinkedMention, PartLinker
@@ -13,6 +15,8 @@ from kgnorm.mentions.types import Mention
 from kgnorm.text.pipeline import TextPipeline
 
 TSV_HEADER = ["mention_id", "mention", "rank", "concept_uids", "score", "nil"]
+# mentions read ahead of the batch being linked (their queries prefetched: kgnorm.encoders.fixed_shape)
+LOOKAHEAD = int(os.environ.get("KGNORM_LINK_LOOKAHEAD", "8192"))
 
 
 class DictionaryLinker:
@@ -30,6 +34,12 @@ class DictionaryLinker:
         names = self.model.dictionary.names
         return [[Hit(c.uid, names[c.row], c.score) for c in ranked]
                 for ranked in link_concepts(self.model, queries, top_k)]
+
+    def prefetch(self, queries: list[str], top_k: int) -> None:
+        """Queries a later call will link: handed to the model's encoder early where it takes them."""
+        ahead = getattr(self.model, "prefetch", None)
+        if ahead is not None:
+            ahead(queries)
 
 
 class ContextLinker:
@@ -57,16 +67,25 @@ def pipeline_from_meta(meta: dict[str, Any], **overrides: Any) -> TextPipeline:
 def link_stream(linker: PartLinker, pipeline: TextPipeline,
                 mentions: Iterable[tuple[Mention, dict[str, str]]], top_k: int = 5,
                 batch_size: int = 256, nil_threshold: float | None = None,
-                nil_classifier: Any = None) -> Iterator[LinkedMention]:
-    """Link mentions batch by batch; `nil_threshold`: a top-1 score below it marks nil;
+                nil_classifier: Any = None, lookahead: int | None = None) -> Iterator[LinkedMention]:
+    """Link mentions batch by batch, in input order; `nil_threshold`: a top-1 score below it marks nil;
     `nil_classifier` (a :class:`~kgnorm.nil.classifier.NilClassifier`) instead
-    decides from each part's top hits (a mention is nil when any of its parts is)."""
+    decides from each part's top hits (a mention is nil when any of its parts is).
+    Up to `lookahead` mentions are read and prepared ahead of the batch being linked, and their
+    queries handed to the linker's ``prefetch`` where it has one (the query encoder fills its
+    fixed-shape calls from them); memory follows `batch_size` + `lookahead`, not the corpus."""
     fetch = max(top_k, nil_classifier.depth) if nil_classifier is not None else top_k
-    batch: list[tuple[Mention, dict[str, str]]] = []
+    prefetch = getattr(linker, "prefetch", None)
+    lookahead = LOOKAHEAD if lookahead is None else lookahead
 
-    def flush() -> Iterator[LinkedMention]:
+    def prepare(batch: list[tuple[Mention, dict[str, str]]]) -> list[LinkedMention]:
         linked = [LinkedMention(m, pipeline.prepare(m, abbr) or [pipeline.normalize_name(m.text)])
                   for m, abbr in batch]
+        if prefetch is not None:
+            prefetch([q for lm in linked for q in lm.queries], fetch)
+        return linked
+
+    def run(linked: list[LinkedMention]) -> Iterator[LinkedMention]:
         flat_q = [q for lm in linked for q in lm.queries]
         flat_m = [lm.mention for lm in linked for _ in lm.queries]
         whole = [len(lm.queries) == 1 for lm in linked for _ in lm.queries]
@@ -83,14 +102,23 @@ def link_stream(linker: PartLinker, pipeline: TextPipeline,
                 top = [p[0].score for p in lm.parts if p]
                 lm.nil = not top or min(top) < nil_threshold
             yield lm
-        batch.clear()
 
+    ahead: deque[list[LinkedMention]] = deque()
+    n_ahead = 0
+    batch: list[tuple[Mention, dict[str, str]]] = []
     for item in mentions:
         batch.append(item)
         if len(batch) >= batch_size:
-            yield from flush()
+            ahead.append(prepare(batch))
+            n_ahead += len(batch)
+            batch = []
+            while ahead and n_ahead - len(ahead[0]) >= lookahead:
+                n_ahead -= len(ahead[0])
+                yield from run(ahead.popleft())
     if batch:
-        yield from flush()
+        ahead.append(prepare(batch))
+    while ahead:
+        yield from run(ahead.popleft())
 
 
 def tsv_rows(linked: LinkedMention, top_k: int) -> list[list[str]]:

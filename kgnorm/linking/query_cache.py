@@ -51,6 +51,12 @@ class CachedLinker:
         self._store({(q, top_k): h for q, h in got.items()})
         return out
 
+    def prefetch(self, queries: list[str], top_k: int) -> None:
+        """Queries a later call will link; those answered from the cache are not passed on."""
+        ahead = getattr(self.inner, "prefetch", None)
+        if ahead is not None:
+            ahead([q for q in dict.fromkeys(queries) if (q, top_k) not in self.cache], top_k)
+
     def _store(self, fresh: dict[tuple[str, int], tuple[Hit, ...]]) -> None:
         excess = len(self.cache) + len(fresh) - self.max_entries
         if excess > 0:  # dicts keep insertion order: drop the oldest

@@ -24,9 +24,10 @@ import torch
 
 from kgnorm.errors import KgnormError
 from kgnorm.encoders.dense import DenseEncoder
-from kgnorm.encoders.fixed_shape import encode_fixed_shape
+from kgnorm.encoders.fixed_shape import QueryVectors
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.candidates import Candidate
+from kgnorm.linking.cpu_features import query_path
 from kgnorm.linking.index import NameIndex
 from kgnorm.linking.sparse import SparseScorer
 from kgnorm.methods.indexed_names import load_dense_encoder, load_names_and_index, save_names_and_index
@@ -64,6 +65,7 @@ class BioSynModel(torch.nn.Module):
         self.dictionary: NameDictionary | None = None
         self.sparse: SparseScorer | None = sparse
         self.index: NameIndex | None = None
+        self._query_vectors: QueryVectors | None = None
         if dictionary is not None:
             self.set_dictionary(dictionary, refit_sparse=None)
 
@@ -97,6 +99,7 @@ class BioSynModel(torch.nn.Module):
             self.sparse.set_names(dictionary.names)
         self.dictionary = dictionary
         self.index = None
+        self._query_vectors = None
 
     @property
     def device(self) -> torch.device:
@@ -127,7 +130,21 @@ class BioSynModel(torch.nn.Module):
         if len(vectors) != len(d):
             raise KgnormError(f"{len(vectors)} vectors for {len(d)} names")
         self.index = NameIndex.build(vectors, kind=self.index_kind, fp16=self.index_fp16)
+        self._query_vectors = None  # the weights may have changed: vectors encoded ahead are stale
         return self.index
+
+    @property
+    def query_vectors(self) -> QueryVectors:
+        """The query encoder's batch-independent path (precision and rows: ``query_path``)."""
+        if self._query_vectors is None:
+            precision, rows = query_path()
+            self._query_vectors = QueryVectors(self.encoder, rows=rows, precision=precision)
+        return self._query_vectors
+
+    def prefetch(self, queries: Sequence[str]) -> None:
+        """Queries a later ``link`` will ask for: encoded as soon as their length group fills a
+        call (:class:`~kgnorm.encoders.fixed_shape.QueryVectors`), not one part-filled call per batch."""
+        self.query_vectors.submit(queries)
 
     # ------------------------------------------------------------------ training forward
     def embed_bucketed(self, texts: Sequence[str], bucket: int = 64) -> torch.Tensor:
@@ -203,7 +220,7 @@ class BioSynModel(torch.nn.Module):
                              e.astype(np.float32))
         qs = self.sparse.transform(queries)
         _, s_idx = self.sparse.topk(qs, ks)
-        qv = encode_fixed_shape(self.encoder, queries)  # a query's vector: the same in any batch
+        qv = self.query_vectors.take(queries)  # a query's vector: the same in any batch
         _, d_idx = self.index.search(qv, kd)
         cand = np.concatenate([s_idx, d_idx], axis=1)
         # duplicates (in both lists) and faiss' -1 fillers are dropped
@@ -278,6 +295,7 @@ class BioSynModel(torch.nn.Module):
             raise KgnormError("link expects a sequence of query strings, not one string")
         queries = list(queries)
         uniq = list(dict.fromkeys(queries))  # a corpus repeats mentions: link each text once
+        self.prefetch(uniq[:self.query_vectors.max_ready])  # full encoder calls across retrieval batches
         batches = (uniq[s:s + batch_size] for s in range(0, len(uniq), batch_size))
         out: list[list[Candidate]] = []
         for part in self.link_iter(batches, top_k, k_sparse, k_dense, progress=progress,
