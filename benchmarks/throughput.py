@@ -1,9 +1,9 @@
 """`kgnorm link` and `kgnorm annotate` throughput on one machine, start-up included: distinct
 mentions per second (link) and abstracts per second (annotate, dictionary tagger + linking), for
-the previous code paths (the query cache off: KGNORM_LINK_CACHE=0; link's former batch of 256),
-the current one, and `--engine ray` at 1 and 2 workers, all in the same run and against the same
-model; peak RSS per process (driver and largest Ray worker), and whether each output is
-byte-identical to the first row's.
+the previous query-encoder path (fp32, 8-row fixed-shape calls, no lookahead), fp32 with 32-row
+calls filled by the lookahead, the current defaults (bf16 where the CPU declares it), and `--engine ray` at 1 and 2 workers, all
+in the same run and against the same model; peak RSS per process (driver and largest Ray worker),
+and whether each output is byte-identical to the first row of its query precision.
 
     python benchmarks/throughput.py --model DIR [--mentions N] [--workers 1,2] [--out DIR]
                                     [--annotate-store URI]
@@ -27,6 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import SHARED, append  # noqa: E402
+
+from kgnorm.linking.cpu_features import bf16_native  # noqa: E402
 
 CORPORA = ["ncbi-disease/NCBItrainset_corpus.txt", "ncbi-disease/NCBIdevelopset_corpus.txt",
            "bc5cdr/CDR_TrainingSet.PubTator.txt", "bc5cdr/CDR_DevelopmentSet.PubTator.txt"]
@@ -89,12 +91,12 @@ def measure(runs: list[tuple[str, list[str], dict[str, str]]], base: list[str], 
             count: int, distinct: int | None) -> list[str]:
     """One table row per run: wall s, items/s (and distinct/s), peak RSS, output = first row's."""
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    rows, ref = [], None
+    rows, refs = [], {}
     for label, extra, more in runs:
         result = out / f"{name}-{len(rows)}.out"
         wall, rss, worker_rss = timed(base + ["--output", str(result)] + extra, {**env, **more}, "ray" in extra)
         data = result.read_bytes()
-        ref = data if ref is None else ref
+        ref = refs.setdefault(more.get("KGNORM_QUERY_PRECISION", "auto"), data)  # bf16 and fp32 differ
         rate = f"{count / wall:,.1f}" + (f" | {distinct / wall:,.0f}" if distinct is not None else "")
         rows.append(f"| {label} | {wall:.1f} | {rate} | {rss:,.0f} | "
                     f"{f'{worker_rss:,.0f}' if worker_rss else '-'} | {'yes' if data == ref else 'NO'} |")
@@ -120,19 +122,22 @@ def main() -> None:
     workers = [int(x) for x in args.workers.split(",") if x]
     ray = [(f"--engine ray --workers {w}", ["--engine", "ray", "--workers", str(w)], {}) for w in workers]
     machine_note = ("**The 2 CPU cores are shared with other engineers' jobs: figures are noisy; compare rows of "
-                    "one table only.**")
+                    "one table only.** The rows that differ in query precision write different scores (bf16 vs fp32 "
+                    "query vectors): each output is compared with the first row of its own precision.")
     body = ""
     if not args.skip_link:
         base = [kgnorm, "link", "--model", args.model, "--input", str(mentions), "--no-write", "-q"]
-        rows = measure([("in-process, previous path (KGNORM_LINK_CACHE=0, --batch-size 256)", ["--batch-size", "256"],
-                         {"KGNORM_LINK_CACHE": "0"}),
-                        ("in-process, previous path (--batch-size 256)", ["--batch-size", "256"], {}),
-                        ("in-process, current defaults", [], {})] + ray, base, out, "link", n, distinct)
+        before = {"KGNORM_QUERY_PRECISION": "fp32", "KGNORM_QUERY_ROWS": "8", "KGNORM_LINK_LOOKAHEAD": "0"}
+        rows = measure([("in-process, previous path (fp32, 8-row calls, no lookahead)", [], before),
+                        ("in-process, fp32, 32-row calls, lookahead 8,192 mentions", [], {"KGNORM_QUERY_PRECISION": "fp32"}),
+                        ("in-process, current defaults (query precision auto: "
+                         f"{'bf16' if bf16_native() else 'fp32'}, 32-row calls, lookahead)", [], {})] + ray,
+                       base, out, "link", n, distinct)
         body += (f"`kgnorm link --no-write` on {n:,} mentions ({distinct:,} distinct texts) of NCBI-disease + BC5CDR "
                  f"train/dev, model {args.model} (BioSyn, sparse + dense). Wall time of the whole process, start-up "
                  "(imports, model load; for Ray its start and the actors' model loads) included. " + machine_note +
                  "\n\n| run | wall s | mentions/s | distinct/s | driver peak RSS MB | worker peak RSS MB | TSV = first "
-                 "row |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+                 "row of its query precision |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     if args.annotate_store:
         import json
 

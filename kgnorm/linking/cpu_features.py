@@ -27,7 +27,7 @@ def bf16_native(flags: frozenset[str] | None = None) -> bool:
 
 
 QUERY_PRECISION_ENV = "KGNORM_QUERY_PRECISION"  # auto, fp32 or bf16
-DEFAULT_QUERY_PRECISION = "fp32"
+DEFAULT_QUERY_PRECISION = "auto"  # bf16 adopted: dev Acc@1 unchanged on NCBI-disease and BC5CDR (BENCHMARKS.md)
 QUERY_ROWS_ENV = "KGNORM_QUERY_ROWS"  # rows per call instead of QUERY_ROWS (benchmarks)
 # rows per fixed-shape query call on each path (kgnorm.encoders.fixed_shape; BENCHMARKS.md, issue 29)
 QUERY_ROWS = {"fp32": 32, "bf16": 32}
