@@ -127,11 +127,17 @@ def main() -> None:
     body = ""
     if not args.skip_link:
         base = [kgnorm, "link", "--model", args.model, "--input", str(mentions), "--no-write", "-q"]
-        before = {"KGNORM_QUERY_PRECISION": "fp32", "KGNORM_QUERY_ROWS": "8", "KGNORM_LINK_LOOKAHEAD": "0"}
-        rows = measure([("in-process, previous path (fp32, 8-row calls, no lookahead)", [], before),
-                        ("in-process, fp32, 32-row calls, lookahead 8,192 mentions", [], {"KGNORM_QUERY_PRECISION": "fp32"}),
+        before = {"KGNORM_QUERY_PRECISION": "fp32", "KGNORM_QUERY_ROWS": "8", "KGNORM_LINK_LOOKAHEAD": "0",
+                  "KGNORM_DENSE_PRECISION": "fp32"}
+        rows = measure([("in-process, previous path (fp32 queries in 8-row calls, no lookahead; fp32 dense search)",
+                         [], before),
+                        ("in-process, fp32 queries in 32-row calls, lookahead 8,192 mentions; fp32 dense search", [],
+                         {"KGNORM_QUERY_PRECISION": "fp32", "KGNORM_DENSE_PRECISION": "fp32"}),
+                        ("in-process, as above + bf16 pre-filter of the dense search (exact)", [],
+                         {"KGNORM_QUERY_PRECISION": "fp32"}),
                         ("in-process, current defaults (query precision auto: "
-                         f"{'bf16' if bf16_native() else 'fp32'}, 32-row calls, lookahead)", [], {})] + ray,
+                         f"{'bf16' if bf16_native() else 'fp32'}, 32-row calls, lookahead; dense pre-filter)", [], {})]
+                       + ray,
                        base, out, "link", n, distinct)
         body += (f"`kgnorm link --no-write` on {n:,} mentions ({distinct:,} distinct texts) of NCBI-disease + BC5CDR "
                  f"train/dev, model {args.model} (BioSyn, sparse + dense). Wall time of the whole process, start-up "

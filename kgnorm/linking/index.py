@@ -24,6 +24,7 @@ import faiss
 import numpy as np
 
 from kgnorm.errors import KgnormError
+from kgnorm.linking.dense_topk import Bf16Names, dense_uses_bf16
 
 KINDS = ("flat", "hnsw", "ivf")
 INDEX_FILE = "names.faiss"
@@ -68,6 +69,7 @@ class NameIndex:
         self.index: faiss.Index | None = None  # CPU index
         self._gpu_index = None
         self._gpu_res = None
+        self._bf16_names = None
         self.mapped = False  # the vectors are a read-only memory map of names.faiss
 
     # ------------------------------------------------------------------ building
@@ -121,6 +123,7 @@ class NameIndex:
         if self.kind == "ivf":
             self.index.make_direct_map()
         self._gpu_index = None  # re-clone lazily
+        self._bf16_names = None
 
     @property
     def ntotal(self) -> int:
@@ -159,6 +162,10 @@ class NameIndex:
             return np.zeros((len(q), max(k, 0)), np.float32), np.zeros((len(q), max(k, 0)), np.int64)
         searcher = self._searcher()
         if searcher is self.index and self.kind == "flat" and not self.fp16:
+            if dense_uses_bf16():  # exact, through a bf16 pre-filter (kgnorm.linking.dense_topk)
+                if self._bf16_names is None:
+                    self._bf16_names = Bf16Names(self._flat_vectors())
+                return self._bf16_names.topk(q, k)
             return self._search_flat_cpu(q, k)
         scores, idx = searcher.search(q, k)
         return scores.astype(np.float32, copy=False), idx.astype(np.int64, copy=False)
