@@ -4,7 +4,7 @@ model directory holds on disk.
     python benchmarks/cold_start.py --model DIR [--runs 5] [--threads 1]
 
 Each run is a new `kgnorm link --no-write` process (imports, model load, one mention, TSV
-out); the figures are the wall time of the whole process, best and median of --runs, and the
+out), with the previous query path (PREVIOUS) and the current defaults back to back; the figures are the wall time of the whole process, best and median of --runs, and the
 import time of the CLI alone (`python -c "import kgnorm.cli.app"`), plus the time to import
 torch + transformers + faiss (what a model load needs) in a fresh interpreter. The model
 directory is listed per top-level entry. Figures are appended to BENCHMARKS.md.
@@ -20,6 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import append, run_child  # noqa: E402
+
+
+# the query path before issue 29's changes: fp32 queries in 8-row calls, fp32 dense search
+PREVIOUS = {"KGNORM_QUERY_PRECISION": "fp32", "KGNORM_QUERY_ROWS": "8", "KGNORM_DENSE_PRECISION": "fp32"}
 
 
 def dir_size(path: Path) -> int:
@@ -57,12 +61,15 @@ def main() -> None:
         link = [*kgnorm, "link", "--model", str(args.model), "--input", str(mentions), "--no-write",
                 "--output", str(out), "--quiet"]
         timed(link, 1, env)  # warm the page cache: "cold" is a fresh process, not a cold disk
+        prev_walls, _ = timed(link, args.runs, {**env, **PREVIOUS})
         link_walls, link_rss = timed(link, args.runs, env)
         top = " · ".join(out.read_text(encoding="utf-8").splitlines()[1].split("\t"))
     cli_walls, _ = timed([sys.executable, "-c", "import kgnorm.cli.app"], args.runs, env)
     libs_walls, _ = timed([sys.executable, "-c", "import torch, transformers, faiss"], args.runs, env)
 
-    rows = [f"| `kgnorm link` on one mention, whole process (best / median of {args.runs}) | "
+    rows = [f"| `kgnorm link` on one mention, previous query path ({' '.join(f'{k}={v}' for k, v in PREVIOUS.items())}; "
+            f"best / median of {args.runs}) | {min(prev_walls):.2f} s / {statistics.median(prev_walls):.2f} s |",
+            f"| `kgnorm link` on one mention, whole process, current defaults (best / median of {args.runs}) | "
             f"{min(link_walls):.2f} s / {statistics.median(link_walls):.2f} s |",
             f"| peak RSS of that process | {link_rss:,.0f} MB |",
             f"| `import kgnorm.cli.app` (best / median) | {min(cli_walls):.2f} s / {statistics.median(cli_walls):.2f} s |",

@@ -26,11 +26,10 @@ from kgnorm.mentions.types import Mention
 # store grows. Bounded here; the rest of LadybugDB's memory is returned by reopening the
 # database after each batch (kgnorm.stores.ladybug_staging; BENCHMARKS.md, "link memory").
 LINK_BUFFER_POOL_MB = 512
-# Mentions linked per batch. The query encoder runs same-length groups in calls of exactly 8 rows,
-# the last call of each group filled with copies (kgnorm.encoders.fixed_shape): at 256 mentions a
-# batch, 20k mentions with 5,380 distinct texts took 1,048 calls (8,384 rows; cProfile). A bigger
-# batch leaves fewer part-filled calls; the output is the same (a query's vector does not depend on its
-# batch) and memory still follows the batch (BioSyn retrieves 512 distinct queries at a time).
+# Mentions linked per batch. The query encoder runs same-length groups in fixed-shape calls of 32 rows
+# (kgnorm.encoders.fixed_shape), filled from the mentions link_stream reads ahead (kgnorm.linking.linker
+# LOOKAHEAD), so the batch no longer decides how full the calls are; the output is the same in any batch
+# (a query's vector does not depend on it) and memory follows batch + lookahead.
 LINK_BATCH = 1024
 
 
