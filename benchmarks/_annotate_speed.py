@@ -8,7 +8,7 @@ Per path and corpus, one child process: the detector's tagging of every abstract
 model loading excluded); its peak RSS (VmHWM); NER strict-span F1 of the PubTator it wrote
 (`kgnorm eval annotate`'s scorer); PubTator lines that differ from the baseline's. The baseline's
 child also reports the padding of the detector's batches and a cProfile of the tagging. A last row
-times the fp32 detector cut to its first 3 encoder layers (tagging only, speed of a distilled
+times the detector cut to its first 3 encoder layers (tagging only, speed of a distilled
 detector, no F1: such a detector is not trained)."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from _report import append, f4, run_child
 # (label, precision, threads, encoder layers kept (0: all))
 PATHS = {"fp32-1t": ("fp32", 1, 0), "bf16-1t": ("bf16", 1, 0), "int8-1t": ("int8", 1, 0),
          "fp32-2t": ("fp32", 2, 0), "bf16-2t": ("bf16", 2, 0), "int8-2t": ("int8", 2, 0),
-         "fp32-1t-3layers": ("fp32", 1, 3)}
+         "fp32-1t-3layers": ("fp32", 1, 3), "bf16-1t-3layers": ("bf16", 1, 3)}
 DEFAULT_PATHS = "fp32-1t,bf16-1t,int8-1t,fp32-2t,bf16-2t,int8-2t,fp32-1t-3layers"
 
 
@@ -148,7 +148,7 @@ def speed(args: Any, store: str) -> None:
             "loading excluded); NER F1: strict span by `kgnorm eval annotate`, Δ against the corpus's first row "
             "(the current path, fp32 1 thread, run first); `lines`: PubTator lines that differ from that row's "
             "(both ways). Each row its own child process, rows back to back; `load`: 1-min load average when the "
-            "row started. `3layers`: the fp32 detector cut to its first 3 of 6 encoder layers, tagging speed only "
+            "row started. `3layers`: the detector cut to its first 3 of 6 encoder layers, tagging speed only "
             "(what a distilled detector would cost; it is not trained, so no F1).\n\n"
             "| corpus | path | detector abstracts/s | annotate abstracts/s | NER F1 | Δ F1 | lines | wall | "
             "peak RSS | load |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n\n"

@@ -32,8 +32,9 @@ ONNX_FILE = "emissions.int8-per-channel.onnx"   # the name says how it was quant
 def resolve_precision(requested: str | None = None, flags: frozenset[str] | None = None) -> str:
     """The concrete path (fp32, bf16 or int8) for `requested` (None: ``KGNORM_NER_PRECISION``, else
     ``KGNORM_NER_BF16=1`` as bf16, else auto). ``auto`` is bf16 where the CPU declares native bf16
-    (AMX-BF16 / AVX512-BF16: what won on both dev sets, BENCHMARKS.md "annotate speed paths"),
-    else fp32; int8 is never chosen by auto (it moved NER F1 by more than 0.002 on dev)."""
+    (AMX-BF16 / AVX512-BF16), else fp32: bf16 tagged 2.3-3.8x as fast and moved NER F1 by +0.0012
+    (NCBI dev) and +0.0008 (BC5CDR dev), under the 0.002 allowed; int8 is never chosen by auto
+    (no faster than fp32 there, and -0.0035 on BC5CDR dev). BENCHMARKS.md, "annotate speed paths"."""
     from kgnorm.linking.cpu_features import bf16_native
 
     value = requested or os.environ.get(PRECISION_ENV) or ("bf16" if os.environ.get(BF16_ENV) == "1" else "auto")
