@@ -256,3 +256,19 @@ def test_an_ensemble_has_no_encoder_of_its_own(world):
 
     with pytest.raises(KgnormError, match="ensemble of linkers"):
         load_encoder(world["ens"])
+
+
+def test_known_ids_are_the_members_union(world):
+    """A concept only one member's dictionary holds (another corpus's training mention) is one the ensemble
+    links to: `eval link` must not count its gold as unknown."""
+    from kgnorm.jobs.models import open_linker
+    from kgnorm.linking.dictionary import NameDictionary
+
+    linker, _ = open_linker(world["ens"])
+    b = linker.members[1].model
+    b.set_dictionary(b.dictionary.with_mentions([("only in b", "MESH:D999999")]))
+    d = linker.model.dictionary
+    first = linker.members[0].model.dictionary
+    assert isinstance(d, NameDictionary) and "MESH:D999999" in {u for us in d.uids for u in us}
+    assert d.names[:len(first)] == first.names and d.index_of("only in b") is not None
+    assert "MESH:D999999" not in {u for us in first.uids for u in us}  # the members are unchanged

@@ -26,18 +26,36 @@ SHARED_KEYS = ("ontology", "ontology_version", "text_pipeline")
 
 class MemberDictionaries:
     """What a caller that needs "the model's dictionary" sees (`eval link`'s known ids, the nil
-    evaluation): the first member's dictionary; replacing it (``set_dictionary``, the constructed
-    nil set) removes the same concepts from every member's dictionary."""
+    evaluation): the union of the members' dictionaries (the first member's rows, then the names and
+    uids only another member has, e.g. the training mentions of another corpus, and every alt id);
+    replacing it (``set_dictionary``, the constructed nil set) removes the concepts it lacks from every
+    member's dictionary."""
 
     def __init__(self, members: Sequence[PartLinker]) -> None:
         self.members = list(members)
+        self._union: Any = None
 
     @property
     def dictionary(self) -> Any:
         models = [getattr(m, "model", None) for m in self.members]
         if any(getattr(x, "dictionary", None) is None or not hasattr(x, "set_dictionary") for x in models):
             return None
-        return models[0].dictionary
+        if self._union is None:
+            first = models[0].dictionary
+            extra = []
+            for d in (x.dictionary for x in models[1:]):
+                for name, uids in zip(d.names, d.uids):
+                    row = first.index_of(name)
+                    if row is None or not set(uids) <= set(first.uids[row]):
+                        extra.append((name, uids))
+            union = first.with_mentions(extra) if extra else first
+            alt: dict[str, list[str]] = {}
+            for x in models:
+                for u, ids in x.dictionary.alt_ids.items():
+                    alt[u] = list(dict.fromkeys([*alt.get(u, []), *ids]))
+            union.alt_ids = alt if union is not first else first.alt_ids
+            self._union = union
+        return self._union
 
     def set_dictionary(self, dictionary: Any) -> None:
         from kgnorm.linking.query_cache import CachedLinker
@@ -49,6 +67,7 @@ class MemberDictionaries:
             m.model.set_dictionary(without_concepts(m.model.dictionary, gone))
             if isinstance(m, CachedLinker):
                 m.cache.clear()  # its answers came from the former dictionary
+        self._union = None
 
 
 class EnsembleLinker:
