@@ -272,3 +272,18 @@ def test_known_ids_are_the_members_union(world):
     assert isinstance(d, NameDictionary) and "MESH:D999999" in {u for us in d.uids for u in us}
     assert d.names[:len(first)] == first.names and d.index_of("only in b") is not None
     assert "MESH:D999999" not in {u for us in first.uids for u in us}  # the members are unchanged
+
+
+def test_annotate_links_through_the_ensemble(capsys, world):
+    """`annotate` takes an ensemble directory as it takes any linker; its Run records the method."""
+    src = world["tmp"] / "docs.jsonl"
+    src.write_text(json.dumps({"id": "d1", "text": "A fictional syndrome of the toe, then fts2."}) + "\n")
+    out = world["tmp"] / "annotated.pubtator"
+    code, _, err = run(capsys, "annotate", "--ner", "dictionary:ctd", "--model", str(world["ens"]), "--input",
+                       str(src), "--input-format", "jsonl", "--output", str(out), "--store", world["store"], "-q")
+    assert code == 0, err
+    assert "fts2" in out.read_text().lower()
+    code, printed, err = run(capsys, "query", "MATCH (r:Run) WHERE r.kind = 'annotate' RETURN r.method AS m",
+                             "--format", "json", "--store", world["store"])
+    assert code == 0, err
+    assert {r["m"] for r in json.loads(printed)} == {"ensemble"}
