@@ -1,11 +1,15 @@
-"""benchmarks/annotate.py --speed: where a trained detector's annotate time goes, and what 1 vs 2
-torch threads and bfloat16 autocast (KGNORM_NER_BF16=1) give, on a dev corpus.
+"""benchmarks/annotate.py --speed: a trained detector's inference paths (kgnorm.methods.ner.runtime:
+fp32, bf16 autocast, ONNX Runtime int8; 1 or 2 intra-op threads) on NCBI-disease and BC5CDR
+(disease) dev, back to back in one run, the current path (fp32, 1 thread) first as the baseline.
 
-Each configuration runs in a child process: the detector's tagging of every abstract (windows of
-all documents batched together, shortest first) timed alone, then `annotate --no-write` end to end
-(detection + abbreviations + linking + writing the PubTator; model loading excluded), then a
-cProfile of the tagging's top functions by own time (first configuration only). The PubTator each
-configuration writes is compared with the float32, 1-thread one."""
+Per path and corpus, one child process: the detector's tagging of every abstract timed alone
+(windows of all documents batched together, shortest first; model loaded and warmed up), then
+`annotate --no-write` end to end with the trained linker (detection + levers + linking + PubTator;
+model loading excluded); its peak RSS (VmHWM); NER strict-span F1 of the PubTator it wrote
+(`kgnorm eval annotate`'s scorer); PubTator lines that differ from the baseline's. The baseline's
+child also reports the padding of the detector's batches and a cProfile of the tagging. A last row
+times the detector cut to its first 3 encoder layers (tagging only, speed of a distilled
+detector, no F1: such a detector is not trained)."""
 from __future__ import annotations
 
 import json
@@ -15,9 +19,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _report import append, run_child
+from _report import append, f4, run_child
 
-CONFIGS = (("1", "0"), ("2", "0"), ("1", "1"), ("2", "1"))  # (torch threads, bf16)
+# (label, precision, threads, encoder layers kept (0: all))
+PATHS = {"fp32-1t": ("fp32", 1, 0), "bf16-1t": ("bf16", 1, 0), "int8-1t": ("int8", 1, 0),
+         "fp32-2t": ("fp32", 2, 0), "bf16-2t": ("bf16", 2, 0), "int8-2t": ("int8", 2, 0),
+         "fp32-1t-3layers": ("fp32", 1, 3), "bf16-1t-3layers": ("bf16", 1, 3)}
+DEFAULT_PATHS = "fp32-1t,bf16-1t,int8-1t,fp32-2t,bf16-2t,int8-2t,fp32-1t-3layers"
+
+
+def padding(det: Any, texts: list[str]) -> dict[str, int]:
+    """Tokens of the texts (one window each, specials included), tokens in the detector's windows
+    (overlaps read twice), and tokens it computes once batches are padded."""
+    windows = det.windows(texts)
+    lengths = sorted(len(w.input_ids) for w in windows)
+    padded = sum(len(lengths[k:k + det.batch_size]) * max(lengths[k:k + det.batch_size])
+                 for k in range(0, len(lengths), det.batch_size))
+    text_tokens = sum(len(ids) for ids in det.tokenizer(texts)["input_ids"])
+    return {"windows": len(windows), "text_tokens": text_tokens, "tokens": sum(lengths), "padded": padded}
 
 
 def speed_child(args: Any) -> None:
@@ -27,62 +46,111 @@ def speed_child(args: Any) -> None:
 
     import torch
 
-    torch.set_num_threads(int(os.environ["BENCH_THREADS"]))
+    precision, threads, layers = os.environ["BENCH_PRECISION"], int(os.environ["BENCH_THREADS"]), \
+        int(os.environ["BENCH_LAYERS"])
+    torch.set_num_threads(threads)
     from kgnorm.documents.readers import read_documents
     from kgnorm.jobs.annotate import annotate_documents
     from kgnorm.methods.ner.model import load_ner
 
     texts = [d.text for d in read_documents(args.input, "pubtator") if d.text.strip()]
-    det = load_ner(args.ner)
+    det = load_ner(args.ner, precision=precision, threads=threads)
+    if layers:
+        det.net.encoder.encoder.layer = det.net.encoder.encoder.layer[:layers]
     det.tag(texts[:2])  # warm-up
-    started = time.perf_counter()
     prof = cProfile.Profile() if os.environ.get("BENCH_PROFILE") else None
+    started = time.perf_counter()
     if prof:
         prof.enable()
     det.tag(texts)
     if prof:
         prof.disable()
-    tag_s = time.perf_counter() - started
-    rep = annotate_documents(args.ner, args.model, args.input, input_format="pubtator", output=args.output,
-                             output_format="pubtator", store=args.store, write=False, progress=False)
-    top = ""
+    out: dict[str, Any] = {"docs": len(texts), "tag_s": time.perf_counter() - started}
     if prof:
         buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(8)
-        top = buf.getvalue()
-    Path(args.result).write_text(json.dumps({"docs": len(texts), "tag_s": tag_s, "annotate_s": rep.seconds,
-                                             "mentions": rep.n_mentions, "profile": top}))
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(10)
+        out["profile"] = buf.getvalue()
+        out["padding"] = padding(det, texts)
+    if not layers:
+        rep = annotate_documents(args.ner, args.model, args.input, input_format="pubtator", output=args.output,
+                                 output_format="pubtator", store=args.store, write=False, progress=False,
+                                 ner_precision=precision, threads=threads)
+        out.update(annotate_s=rep.seconds, mentions=rep.n_mentions)
+    Path(args.result).write_text(json.dumps(out))
 
 
-def speed(args: Any, store: str, model: Path) -> None:
+def _spec(value: Any, corpora: list[str], what: str) -> dict[str, Path]:
+    from _annotate_levers import _models
+
+    if value is None:
+        raise SystemExit(f"--speed needs {what} ncbi=DIR,bc5cdr=DIR (or one DIR for one corpus)")
+    return _models(value, corpora)
+
+
+def _changed(text: str, reference: str) -> int:
+    """Lines in one PubTator and not the other (both ways), as a multiset difference."""
+    from collections import Counter
+
+    a, b = Counter(text.splitlines()), Counter(reference.splitlines())
+    return sum(((a - b) + (b - a)).values())
+
+
+def speed(args: Any, store: str) -> None:
     from annotate import CORPORA, ENV
 
-    key = args.corpora.split(",")[0]
-    name, gold, _ = CORPORA[key]
-    rows, profile, reference = [], "", None
-    for threads, bf16 in CONFIGS:
-        out, result = args.work / f"speed-{threads}-{bf16}.pubtator", args.work / "speed.json"
-        env = {**ENV, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "BENCH_THREADS": threads,
-               "KGNORM_NER_BF16": bf16, "BENCH_PROFILE": "1" if not rows else ""}
-        wall, rss = run_child([sys.executable, __file__.replace("_annotate_speed", "annotate"), "--child-speed",
-                               "--ner", str(args.ner_model), "--model", str(model), "--input", str(gold),
-                               "--output", str(out), "--store", store, "--result", str(result)], env=env)
-        r = json.loads(result.read_text())
-        text = out.read_text(encoding="utf-8")
-        reference = reference if reference is not None else text
-        profile = profile or r["profile"]
-        rows.append(f"| {threads} | {'bf16' if bf16 == '1' else 'fp32'} | {r['docs'] / r['tag_s']:.1f} | "
-                    f"{r['docs'] / r['annotate_s']:.1f} | {r['annotate_s'] - r['tag_s']:.1f} s | "
-                    f"{'yes' if text == reference else 'no'} | {wall:.0f} s | {rss:,.0f} MB |")
-        print(rows[-1], flush=True)
-    lines = [ln for ln in profile.splitlines() if ln.strip()][-10:]
-    body = (f"{name}, trained detector {args.ner_model}, linker {model}. `tagging`: the detector's "
-            "windows over every abstract (tokenize, encoder, decode, merge windows), model loaded and warmed up; "
-            "`annotate`: `annotate --no-write` end to end (detection + abbreviations + linking + PubTator; model "
-            "loading excluded); `rest`: annotate minus tagging (linking, spans, levers, output). `same`: the "
-            "PubTator equals the float32 1-thread one byte for byte. Each row its own process.\n\n"
-            "| torch threads | encoder precision | tagging abstracts/s | annotate abstracts/s | rest | same | wall | "
-            "peak RSS |\n|---:|---|---:|---:|---:|---|---:|---:|\n" + "\n".join(rows)
-            + "\n\nTagging profile (float32, 1 thread; cProfile, top functions by own time):\n\n```\n"
-            + "\n".join(lines) + "\n```\n")
-    append("annotate speed, trained detector (issue 26)", body)
+    from kgnorm.jobs.eval_annotate import evaluate_annotations
+
+    corpora = args.corpora.split(",")
+    ners, linkers = _spec(args.ner_model, corpora, "--ner-model"), _spec(args.linker, corpora, "--linker")
+    paths = (args.paths or DEFAULT_PATHS).split(",")
+    rows, notes = [], []
+    for key in corpora:
+        name, gold, types = CORPORA[key]
+        reference, base = None, None
+        for label in paths:
+            precision, threads, layers = PATHS[label]
+            out, result = args.work / f"speed-{key}-{label}.pubtator", args.work / "speed.json"
+            env = {**ENV, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+                   "BENCH_THREADS": str(threads), "BENCH_PRECISION": precision, "BENCH_LAYERS": str(layers),
+                   "BENCH_PROFILE": "1" if reference is None else ""}
+            load = os.getloadavg()[0]
+            wall, rss = run_child([sys.executable, __file__.replace("_annotate_speed", "annotate"), "--child-speed",
+                                   "--ner", str(ners[key]), "--model", str(linkers[key]), "--input", str(gold),
+                                   "--output", str(out), "--store", store, "--result", str(result)], env=env)
+            r = json.loads(result.read_text())
+            tag_rate = r["docs"] / r["tag_s"]
+            if "profile" in r:
+                pad = r["padding"]
+                notes.append(f"{name}: {r['docs']} abstracts, {pad['text_tokens']:,} tokens; {pad['windows']} windows "
+                             f"of {pad['tokens']:,} tokens (window overlaps: +{100 * (pad['tokens'] / pad['text_tokens'] - 1):.1f}%), "
+                             f"{pad['padded']:,} computed once padded (padding: +{100 * (pad['padded'] / pad['tokens'] - 1):.1f}%). "
+                             "Tagging profile (fp32, 1 thread; cProfile, top functions by own time):\n\n```\n"
+                             + "\n".join(ln for ln in r["profile"].splitlines()[-12:] if ln.strip()) + "\n```")
+            if layers:
+                rows.append(f"| {name} | {label} | {tag_rate:.1f} | n/a | n/a | n/a | n/a | {wall:.0f} s | "
+                            f"{rss:,.0f} MB | {load:.1f} |")
+                print(rows[-1], flush=True)
+                continue
+            text = out.read_text(encoding="utf-8")
+            ner = evaluate_annotations(gold, out, model=linkers[key], types=types, store=store)["ner"]
+            if reference is None:
+                reference, base = text, ner["f1"]
+            rows.append(f"| {name} | {label} | {tag_rate:.1f} | {r['docs'] / r['annotate_s']:.1f} | "
+                        f"{f4(ner['f1'])} | {ner['f1'] - base:+.4f} | {_changed(text, reference)} | {wall:.0f} s | "
+                        f"{rss:,.0f} MB | {load:.1f} |")
+            print(rows[-1], flush=True)
+    body = (f"Trained detectors {', '.join(f'{k}={v}' for k, v in ners.items())}; trained linkers "
+            f"{', '.join(f'{k}={v}' for k, v in linkers.items())}; default levers on, consistency off (annotate's "
+            "defaults). Path: precision (kgnorm.methods.ner.runtime: fp32 torch, bf16 autocast, int8 ONNX Runtime "
+            "dynamic quantization, export cached) and intra-op threads (torch and ONNX Runtime; OMP/MKL alike). "
+            "`detector`: tagging every abstract alone (tokenize, encoder, decode, merge windows), model loaded and "
+            "warmed up; `annotate`: `annotate --no-write` end to end (detection + levers + linking + PubTator; model "
+            "loading excluded); NER F1: strict span by `kgnorm eval annotate`, Δ against the corpus's first row "
+            "(the current path, fp32 1 thread, run first); `lines`: PubTator lines that differ from that row's "
+            "(both ways). Each row its own child process, rows back to back; `load`: 1-min load average when the "
+            "row started. `3layers`: the detector cut to its first 3 of 6 encoder layers, tagging speed only "
+            "(what a distilled detector would cost; it is not trained, so no F1).\n\n"
+            "| corpus | path | detector abstracts/s | annotate abstracts/s | NER F1 | Δ F1 | lines | wall | "
+            "peak RSS | load |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n\n"
+            + "\n\n".join(notes) + "\n")
+    append("annotate speed paths: precision and threads (issue 26)", body)

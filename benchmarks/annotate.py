@@ -5,13 +5,14 @@ consistency; the dictionary tagger over MEDIC, and a trained detector when --ner
 
     python benchmarks/annotate.py [--work DIR] [--ner-model DIR] [--corpora ncbi,bc5cdr]
     python benchmarks/annotate.py --levers --ner-model ncbi=DIR,bc5cdr=DIR [--work DIR]
-    python benchmarks/annotate.py --speed --ner-model DIR [--linker DIR] [--corpora ncbi]
+    python benchmarks/annotate.py --speed --ner-model ncbi=DIR,bc5cdr=DIR --linker ncbi=DIR,bc5cdr=DIR
+        [--store URI] [--paths fp32-1t,bf16-1t,...]
 
 --levers: the trained detectors' inference-time levers (kgnorm.ner.refine: BIO repair, span
 propagation, abbreviation propagation, union with the MEDIC dictionary's multi-word matches),
 each alone and every combination, NER strict-span P/R/F1 by `kgnorm eval annotate`'s scorer on
 the PubTator of the spans (no linking); the detector runs once per corpus (its tags cached in
---work). --speed: benchmarks/_annotate_speed.py.
+--work). --speed: the detector's inference paths (precision, threads), benchmarks/_annotate_speed.py.
 
 Linker: the untrained BioSyn model over MEDIC 2012 (../shared/data/medic), built as
 scripts/main_job.sh builds it (`kgnorm train biosyn --ontology medic`, no training data) into
@@ -79,8 +80,10 @@ def main() -> None:
     for opt in ("--ner", "--model", "--input", "--output", "--store", "--result", "--consistency"):
         ap.add_argument(opt, help=argparse.SUPPRESS)
     ap.add_argument("--levers", action="store_true", help="the trained detectors' inference-time levers")
-    ap.add_argument("--speed", action="store_true", help="where a trained detector's time goes; threads, bf16")
-    ap.add_argument("--linker", type=Path, default=None, help="the linking model (default: the untrained BioSyn built in --work)")
+    ap.add_argument("--speed", action="store_true", help="a trained detector's inference paths: precision, threads")
+    ap.add_argument("--paths", default=None, help="with --speed: which paths (benchmarks/_annotate_speed.py PATHS)")
+    ap.add_argument("--linker", type=Path, default=None, help="the linking model (default: the untrained BioSyn "
+                    "built in --work); with --speed ncbi=DIR,bc5cdr=DIR")
     ap.add_argument("--child-speed", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -97,7 +100,7 @@ def main() -> None:
     if args.speed:
         from _annotate_speed import speed
 
-        return speed(args, *((prepare_store(args.work), args.linker) if args.linker else prepare(args.work)))
+        return speed(args, args.store or prepare_store(args.work))
     store, model = (prepare_store(args.work), args.linker) if args.linker else prepare(args.work)
     from kgnorm.jobs.eval_annotate import evaluate_annotations
 

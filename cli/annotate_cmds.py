@@ -32,6 +32,13 @@ def annotate_cmd(
         "--nil-threshold", help="As in `link`: a top-1 score below it is nil, or 'auto' with --nil-dev.")] = None,
     nil_dev: Annotated[Optional[Path], typer.Option("--nil-dev", help="As in `link`.")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Documents per batch.")] = 32,
+    ner_precision: Annotated[Optional[str], typer.Option(
+        "--ner-precision", help="A trained detector's network: auto (bf16 where the CPU declares native bf16, "
+                                "else fp32), fp32, bf16, or int8 (ONNX Runtime, the onnx extra; exported once, "
+                                "cached). Default: $KGNORM_NER_PRECISION, else auto.", show_default=False)] = None,
+    threads: Annotated[Optional[int], typer.Option(
+        "--threads", help="Intra-op threads of the detector and linker in-process (default: torch's, all "
+                          "cores).", show_default=False)] = None,
     store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
     engine: EngineOpt = "local", workers: WorkersOpt = 2, ray_address: RayAddressOpt = None,
 ) -> None:
@@ -44,7 +51,8 @@ def annotate_cmd(
                                 output=output if output else sys.stdout, output_format=output_format, store=store,
                                 write=write, top_k=top_k, consistency=consistency, nil_threshold=nil_threshold,
                                 nil_dev=nil_dev, batch_docs=batch_size, lock_timeout=lock_timeout,
-                                progress=not quiet, engine=engine, ray=RayOptions(workers=workers, address=ray_address))
+                                progress=not quiet, engine=engine, ray=RayOptions(workers=workers, address=ray_address),
+                                ner_precision=ner_precision, threads=threads)
     print_report(report, quiet)
 
 

@@ -286,16 +286,39 @@ def test_trained_detector_output_does_not_depend_on_batching(capsys, tmp_path, w
     assert outs[0].count("\tDisease\t") >= 9  # the random head tags something in every document
 
 
-def test_bf16_autocast_is_opt_in(monkeypatch, tmp_path, tiny_bert_dir):
-    """KGNORM_NER_BF16=1 runs the encoder under bfloat16 autocast (off by default); spans still
-    index their text."""
+def test_bf16_follows_the_declared_cpu_and_the_older_switch(monkeypatch, tmp_path, tiny_bert_dir):
+    """By default the detector takes the path the CPU declares (kgnorm.methods.ner.runtime:
+    bf16 where it has native bf16, else fp32); KGNORM_NER_BF16=1 still forces bfloat16
+    autocast; spans still index their text."""
     from kgnorm.methods.ner.model import load_ner
+    from kgnorm.methods.ner.runtime import PRECISION_ENV, resolve_precision
 
+    monkeypatch.delenv(PRECISION_ENV, raising=False)
+    monkeypatch.delenv("KGNORM_NER_BF16", raising=False)
     path = _tiny_detector(tiny_bert_dir, tmp_path / "random", silent=False)
     texts = ["Renal failure and the heart attack were seen with chronic pain. " * 3]
-    assert load_ner(path).bf16 is False
+    assert load_ner(path).run.precision == resolve_precision("auto")
     monkeypatch.setenv("KGNORM_NER_BF16", "1")
     det = load_ner(path)
-    assert det.bf16 is True
+    assert det.run.precision == "bf16"
     spans = det.detect(texts)[0]
     assert spans and all(texts[0][s.start:s.end] == s.text for s in spans)
+
+
+def test_annotate_takes_a_forced_detector_path_and_threads(capsys, monkeypatch, tmp_path, world, tiny_bert_dir):
+    """`--ner-precision` and `--threads` reach the detector: the int8 path (ONNX Runtime, export
+    cached under KGNORM_CACHE_DIR) annotates with offsets that index the text, like fp32."""
+    monkeypatch.setenv("KGNORM_CACHE_DIR", str(tmp_path / "cache"))
+    det = _tiny_detector(tiny_bert_dir, tmp_path / "random", silent=False)
+    src = write_jsonl(tmp_path / "in.jsonl")
+    store, model = world
+    texts = {d.doc_id: d.text for d in read_documents(src, "jsonl")}
+    for precision in ("fp32", "int8"):
+        out = tmp_path / f"{precision}.pubtator"
+        code, _, err = run(capsys, "annotate", "--ner", str(det), "--model", str(model), "--input", str(src),
+                           "--input-format", "jsonl", "--output", str(out), "--store", store, "--no-write", "-q",
+                           "--ner-precision", precision, "--threads", "1")
+        assert code == 0, err
+        rows = [ln.split("\t") for ln in out.read_text(encoding="utf-8").splitlines() if ln.count("\t") >= 4]
+        assert rows and all(texts[r[0]][int(r[1]):int(r[2])] == r[3] for r in rows)
+    assert list((tmp_path / "cache").glob("ner-onnx/*/*.onnx"))

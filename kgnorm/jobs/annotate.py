@@ -11,7 +11,7 @@ same TextPipeline."""
 from __future__ import annotations
 
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TextIO
@@ -54,9 +54,11 @@ class AnnotateReport:
         return lines
 
 
-def build_detector(ner: str | Path | MentionDetector, store: str | None) -> tuple[MentionDetector, str]:
-    """``dictionary:ONT`` (the ontology's names in the store), a trained detector's directory, or a
-    detector object; with a label for the Run."""
+def build_detector(ner: str | Path | MentionDetector, store: str | None, precision: str | None = None,
+                   threads: int | None = None) -> tuple[MentionDetector, str]:
+    """``dictionary:ONT`` (the ontology's names in the store), a trained detector's directory (its
+    network on the path `precision` names: kgnorm.methods.ner.runtime), or a detector object; with
+    a label for the Run."""
     if not isinstance(ner, (str, Path)):
         return ner, type(ner).__name__
     spec = str(ner)
@@ -78,7 +80,7 @@ def build_detector(ner: str | Path | MentionDetector, store: str | None) -> tupl
         from kgnorm.methods.ner.model import load_ner  # the trained detector (kgnorm train ner)
     except ImportError:
         raise KgnormError("this build has no trained mention detector: use --ner dictionary:ONTOLOGY") from None
-    return load_ner(path), str(path.resolve())
+    return load_ner(path, precision=precision, threads=threads), str(path.resolve())
 
 
 def lever_dictionary(detector: MentionDetector | str, store: str | None, ontology: str | None,
@@ -112,13 +114,30 @@ def lever_dictionary(detector: MentionDetector | str, store: str | None, ontolog
     return levers, DictionaryDetector.from_snapshot(snap, type=types[0])
 
 
-def _detector(ner: str | Path | MentionDetector, store: str | None, engine: str) -> tuple[Any, str]:
+def _detector(ner: str | Path | MentionDetector, store: str | None, engine: str, precision: str | None,
+              threads: int | None) -> tuple[Any, str]:
     """With Ray a trained detector's directory is loaded by each worker, not by the driver (the
     dictionary tagger is built here: it reads the store)."""
     if engine == "ray" and isinstance(ner, (str, Path)) and Path(ner).is_dir():
         path = str(Path(ner).resolve())
         return path, path
-    return build_detector(ner, store)
+    return build_detector(ner, store, precision, threads)
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to `threads` for the block (None: left as they are)."""
+    if not threads:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _batches(docs: Iterable[TextDocument], size: int, report: AnnotateReport) -> Iterator[list[TextDocument]]:
@@ -140,10 +159,14 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                        top_k: int = 1, consistency: bool | None = None, nil_threshold: float | str | None = None,
                        nil_dev: str | Path | None = None, batch_docs: int = DOCUMENT_BATCH,
                        write_batch: int = 20_000, lock_timeout: float = 30.0, progress: bool = True,
-                       collect: bool = False, engine: str = "local", ray: Any = None) -> AnnotateReport:
+                       collect: bool = False, engine: str = "local", ray: Any = None,
+                       ner_precision: str | None = None, threads: int | None = None) -> AnnotateReport:
     """Annotate the documents of `input`; see the module docstring. `top_k`: ranks stored as
     LINKED_TO edges (outputs carry rank 1). `engine="ray"`: each batch is detected and linked by
-    a pool of Ray actors (`ray`: a kgnorm.jobs.ray_engine.RayOptions), the output the same."""
+    a pool of Ray actors (`ray`: a kgnorm.jobs.ray_engine.RayOptions), the output the same.
+    `ner_precision`: a trained detector's path (auto, fp32, bf16, int8; None: the
+    ``KGNORM_NER_PRECISION`` environment variable, else auto); `threads`: torch's (and ONNX
+    Runtime's) intra-op threads in-process (None: torch's default)."""
     from kgnorm.documents.readers import input_digest, read_documents
     from kgnorm.documents.writers import document_writer
     from kgnorm.jobs.blocks import AnnotateBlocks
@@ -164,11 +187,14 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     from kgnorm.documents.writers import FORMATS as OUT_FORMATS
     if output is not None and output_format not in OUT_FORMATS:
         raise KgnormError(f"unknown output format {output_format!r}; use one of {', '.join(OUT_FORMATS)}")
+    from kgnorm.methods.ner.runtime import resolve_precision
+
+    precision = resolve_precision(ner_precision)   # a bad value fails before anything is read
     auto_nil = parse_nil_option(nil_threshold, nil_dev, "auto")
     check_engine(engine, ray)
     docs = read_documents(input, input_format)
     digest, label = input_digest(input), str(input)
-    detector, ner_label = _detector(ner, store, engine)
+    detector, ner_label = _detector(ner, store, engine, precision, threads)
     if consistency is None:  # what won on dev for this kind of detector (BENCHMARKS.md, "annotate")
         consistency = bool(getattr(detector, "consistency_by_default", False))
     model = Path(model)
@@ -186,13 +212,14 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                   model=str(model.resolve()), input=digest, top_k=top_k, consistency=consistency, nil=nil.threshold)
     run = RunRecord(uid, "annotate", linker_method(meta), str(model.resolve()),
                     params={"input": label, "ner": ner_label, "write_top_k": top_k, "consistency": consistency,
-                            **({"ner_levers": levers.label()} if levers is not None else {}),
+                            **({"ner_levers": levers.label(), "ner_precision": precision} if levers is not None else {}),
                             "nil_threshold": nil.threshold, **nil.params})
     started = time.perf_counter()
     work = AnnotateBlocks(detector, str(model.resolve()), pipeline, consistency,
                           dict(top_k=top_k, batch_size=256, nil_threshold=nil.threshold, nil_classifier=nil.classifier),
-                          union=union)
+                          union=union, ner_precision=precision)
     with ExitStack() as stack:
+        stack.enter_context(torch_threads(threads if engine == "local" else None))
         fh = open_output(stack, output)
         if isinstance(output, (str, Path)):
             report.output = str(output)

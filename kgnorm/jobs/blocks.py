@@ -114,6 +114,7 @@ class AnnotateBlocks:
     consistency: bool
     link_kw: dict[str, Any] = field(default_factory=dict)
     union: Any = None  # the dictionary tagger of a trained detector's dictionary lever (built by the driver)
+    ner_precision: str | None = None  # a trained detector's path (kgnorm.methods.ner.runtime), loaded by a worker
 
     def bind(self, detector: MentionDetector, linker: PartLinker) -> Any:
         if self.union is not None:  # the dictionary lever, in-process and in each Ray worker alike
@@ -125,7 +126,7 @@ class AnnotateBlocks:
 
         detector = self.detector
         if isinstance(detector, str):
-            detector = build_detector(Path(detector), None)[0]
+            detector = build_detector(Path(detector), None, self.ner_precision)[0]
         return self.bind(detector, _linker(self.model_dir))
 
 

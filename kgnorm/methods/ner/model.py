@@ -8,7 +8,6 @@ annotated and a mention at a window edge is read from the window where it sits i
 :func:`load_ner` loads one from its model directory."""
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import torch
 from torch import nn
 
 from kgnorm.errors import KgnormError
+from kgnorm.methods.ner.runtime import Emissions, make_emissions, resolve_precision
 from kgnorm.ner.bio import LabelSet, Window, make_windows, merge_windows, tags_to_spans, token_tags
 from kgnorm.ner.refine import Levers, levers_from_meta, refine_spans
 from kgnorm.ner.spans import Span
@@ -25,7 +25,6 @@ __all__ = ["NerNet", "NerDetector", "load_ner", "METHOD", "MATCH_TAGS"]
 
 METHOD = "ner"
 HEAD_FILE = "head.pt"
-BF16_ENV = "KGNORM_NER_BF16"
 NAMES_FILE = "dictionary-names.txt"
 MATCH_TAGS = LabelSet(("match",))     # O / B-match / I-match: 3 values
 
@@ -93,7 +92,7 @@ class NerDetector:
 
     def __init__(self, net: NerNet, tokenizer: Any, labels: LabelSet, max_length: int = 256,
                  stride: int = 64, names: Sequence[str] | None = None, batch_size: int = 16,
-                 device: str | None = None) -> None:
+                 device: str | None = None, emissions: Emissions | None = None) -> None:
         if net.match is not None and not names:
             raise KgnormError("a detector trained with dictionary features needs the dictionary's names")
         self.net, self.tokenizer, self.labels = net, tokenizer, labels
@@ -106,9 +105,10 @@ class NerDetector:
         # multi-word matches the ``dictionary`` lever adds (set by whoever knows the ontology)
         self.levers = Levers()
         self.union: Any = None
-        self.bf16 = os.environ.get(BF16_ENV, "") == "1"
         self.device = torch.device(device or "cpu")
         self.net.to(self.device)
+        # how the network runs (kgnorm.methods.ner.runtime): load_ner picks it; float32 torch here
+        self.run = emissions or Emissions(net, "fp32")
 
     # ------------------------------------------------------------------ inputs
     def windows(self, texts: Sequence[str]) -> list[Window]:
@@ -144,9 +144,8 @@ class NerDetector:
     @torch.inference_mode()
     def tag(self, texts: Sequence[str]) -> list[tuple[list[tuple[int, int]], list[int], list[float]]]:
         """Per text: its content tokens' offsets, tags and confidences (windows merged). The
-        windows of all `texts` are read together, shortest first, `batch_size` at a time; with
-        ``KGNORM_NER_BF16=1`` the encoder runs under bfloat16 autocast (CPUs with AMX / AVX512-BF16:
-        faster, tags may differ from float32's; off by default)."""
+        windows of all `texts` are read together, shortest first, `batch_size` at a time, on the
+        path of ``self.run`` (float32, bfloat16 autocast or ONNX Runtime int8)."""
         windows = self.windows(texts)
         match = self.match_tags(texts, windows)
         tags: list[list[int]] = [[] for _ in windows]
@@ -158,9 +157,8 @@ class NerDetector:
             for k in range(0, len(order), self.batch_size):
                 rows = order[k:k + self.batch_size]
                 batch = self.tensors(windows, match, rows)
-                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-                    em = self.net.emissions(batch["input_ids"], batch["attention_mask"], batch["match_tags"])
-                best, conf = self.net.decode(em.float(), batch["attention_mask"])
+                em = self.run(batch["input_ids"], batch["attention_mask"], batch["match_tags"])
+                best, conf = self.net.decode(em, batch["attention_mask"])
                 for j, i in enumerate(rows):
                     n = len(windows[i].input_ids)
                     tags[i], scores[i] = best[j][:n], conf[j, :n].tolist()
@@ -196,8 +194,11 @@ def dictionary_detector(names: Sequence[str]) -> Any:
     return DictionaryDetector(names, type="match")
 
 
-def load_ner(model_dir: str | Path, device: str | None = None) -> NerDetector:
-    """The detector saved in ``model_dir`` by ``kgnorm train ner``."""
+def load_ner(model_dir: str | Path, device: str | None = None, precision: str | None = None,
+             threads: int | None = None) -> NerDetector:
+    """The detector saved in ``model_dir`` by ``kgnorm train ner``, its network on the path
+    `precision` names (auto, fp32, bf16, int8; None: ``KGNORM_NER_PRECISION``, else auto; see
+    kgnorm.methods.ner.runtime); `threads`: ONNX Runtime's intra-op threads on the int8 path."""
     from transformers import AutoModel, AutoTokenizer
 
     from kgnorm.encoders.dense import _quiet_hf_bars
@@ -215,8 +216,8 @@ def load_ner(model_dir: str | Path, device: str | None = None) -> NerDetector:
     net = NerNet(encoder, len(labels), bool(meta.get("crf")), bool(meta.get("dictionary_features")))
     net.load_state_dict(torch.load(d / HEAD_FILE, map_location="cpu", weights_only=True), strict=False)
     names = (d / NAMES_FILE).read_text(encoding="utf-8").splitlines() if net.match is not None else None
-    det = NerDetector(net, tokenizer, labels, meta.get("max_length", 256), meta.get("stride", 64),
-                      names, device=device)
-    det.levers = levers_from_meta(meta)
     net.eval()
+    det = NerDetector(net, tokenizer, labels, meta.get("max_length", 256), meta.get("stride", 64),
+                      names, device=device, emissions=make_emissions(net, resolve_precision(precision), d, threads))
+    det.levers = levers_from_meta(meta)
     return det

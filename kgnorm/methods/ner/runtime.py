@@ -1,0 +1,149 @@
+"""How a trained detector's network runs at inference: float32 torch, bfloat16 autocast, or ONNX
+Runtime with int8 dynamic quantization, on how many threads.
+
+The path is chosen from declared facts only (the caller's option, ``KGNORM_NER_PRECISION``, the
+CPU flags the kernel reports, whether onnxruntime is installed), never from a timing run, so a
+machine's path is known before anything is loaded and a test can force each one. The int8 export
+is made once per model content and cached (``<cache>/ner-onnx/<digest>/``: the model
+directory may be read-only), never re-exported per run."""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kgnorm.errors import KgnormError
+
+__all__ = ["PRECISIONS", "PRECISION_ENV", "BF16_ENV", "resolve_precision", "Emissions", "make_emissions",
+           "onnx_cache_dir", "model_digest"]
+
+PRECISIONS = ("auto", "fp32", "bf16", "int8")
+PRECISION_ENV = "KGNORM_NER_PRECISION"
+BF16_ENV = "KGNORM_NER_BF16"          # the older opt-in: "1" means bf16 (kept; PRECISION_ENV wins)
+CACHE_ENV = "KGNORM_CACHE_DIR"
+ONNX_FILE = "emissions.int8-per-channel.onnx"   # the name says how it was quantized
+
+
+def resolve_precision(requested: str | None = None, flags: frozenset[str] | None = None) -> str:
+    """The concrete path (fp32, bf16 or int8) for `requested` (None: ``KGNORM_NER_PRECISION``, else
+    ``KGNORM_NER_BF16=1`` as bf16, else auto). ``auto`` is bf16 where the CPU declares native bf16
+    (AMX-BF16 / AVX512-BF16), else fp32: bf16 tagged 2.3-3.8x as fast and moved NER F1 by +0.0012
+    (NCBI dev) and +0.0008 (BC5CDR dev), under the 0.002 allowed; int8 is never chosen by auto
+    (no faster than fp32 there, and -0.0035 on BC5CDR dev). BENCHMARKS.md, "annotate speed paths"."""
+    from kgnorm.linking.cpu_features import bf16_native
+
+    value = requested or os.environ.get(PRECISION_ENV) or ("bf16" if os.environ.get(BF16_ENV) == "1" else "auto")
+    value = value.strip().lower()
+    if value not in PRECISIONS:
+        raise KgnormError(f"unknown detector precision {value!r}; use one of {', '.join(PRECISIONS)}")
+    if value == "auto":
+        return "bf16" if bf16_native(flags) else "fp32"
+    return value
+
+
+@dataclass
+class Emissions:
+    """The network's emissions for a padded batch, on the chosen path. `__call__` returns float32
+    emissions (batch, tokens, tags)."""
+
+    net: Any
+    precision: str = "fp32"
+    session: Any = None          # the ONNX Runtime session (int8)
+
+    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                 match_tags: torch.Tensor | None) -> torch.Tensor:
+        if self.session is not None:
+            feed = {"input_ids": input_ids.numpy(), "attention_mask": attention_mask.numpy()}
+            if self.net.match is not None:
+                feed["match_tags"] = (match_tags if match_tags is not None else torch.zeros_like(input_ids)).numpy()
+            return torch.from_numpy(self.session.run(None, feed)[0]).float()
+        with torch.autocast(input_ids.device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16"):
+            em = self.net.emissions(input_ids, attention_mask, match_tags)
+        return em.float()
+
+
+def make_emissions(net: Any, precision: str, model_dir: str | Path | None = None,
+                   threads: int | None = None) -> Emissions:
+    """The emissions callable of `net` for a concrete `precision` (resolve_precision's result).
+    int8 needs onnxruntime and onnx (the ``onnx`` extra) and the model directory (its digest keys
+    the cached export); `threads`: ONNX Runtime's intra-op threads (default: torch's)."""
+    if precision in ("fp32", "bf16"):
+        return Emissions(net, precision)
+    if precision != "int8":
+        raise KgnormError(f"unknown detector precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise KgnormError("--ner-precision int8 needs onnxruntime and onnx (pip install 'kgnorm[onnx]')") from None
+    if model_dir is None:
+        raise KgnormError("the int8 detector path needs the model directory (its export is cached by content)")
+    path = int8_export(net, model_dir)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = int(threads or torch.get_num_threads())
+    so.inter_op_num_threads = 1
+    return Emissions(net, "int8", ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]))
+
+
+def onnx_cache_dir() -> Path:
+    """``$KGNORM_CACHE_DIR``, else ``$XDG_CACHE_HOME/kgnorm``, else ``~/.cache/kgnorm``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kgnorm"
+
+
+def model_digest(model_dir: str | Path) -> str:
+    """sha1 of every file of the model directory (names and bytes): a retrained or edited model
+    gets a new export, an unchanged one finds its cached export."""
+    d = Path(model_dir)
+    h = hashlib.sha1()
+    for f in sorted(p for p in d.rglob("*") if p.is_file()):
+        h.update(str(f.relative_to(d)).encode("utf-8") + b"\0")
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:20]
+
+
+class _Traced(torch.nn.Module):
+    """NerNet.emissions with positional tensors (what the ONNX exporter traces)."""
+
+    def __init__(self, net: Any) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                match_tags: torch.Tensor | None = None) -> torch.Tensor:
+        return self.net.emissions(input_ids, attention_mask, match_tags)
+
+
+def int8_export(net: Any, model_dir: str | Path) -> Path:
+    """The cached int8 ONNX export of `net` (exported, quantized and renamed into place once)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target = onnx_cache_dir() / "ner-onnx" / model_digest(model_dir) / ONNX_FILE
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    names = ["input_ids", "attention_mask"] + (["match_tags"] if net.match is not None else [])
+    ids = torch.ones((2, 8), dtype=torch.long)
+    args = tuple([ids, torch.ones_like(ids)] + ([torch.zeros_like(ids)] if net.match is not None else []))
+    was_training = net.training
+    net.eval()
+    try:
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            fp32 = Path(tmp) / "emissions.onnx"
+            torch.onnx.export(_Traced(net), args, str(fp32), dynamo=False, input_names=names,
+                              output_names=["emissions"], opset_version=17,
+                              dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "emissions"]})
+            part = Path(tmp) / ONNX_FILE
+            quantize_dynamic(str(fp32), str(part), weight_type=QuantType.QInt8, per_channel=True)
+            os.replace(part, target)   # atomic: a concurrent run sees the whole file or none
+    finally:
+        net.train(was_training)
+    return target
