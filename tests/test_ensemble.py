@@ -17,17 +17,10 @@ import pytest
 from cli_runner import ctd_mentions, exit_code, link_then_eval, run
 from kgnorm.linking.candidates import Hit
 from kgnorm.methods.ensemble.fusion import fuse
+from test_rerank import DEV as RERANK_DEV, TRAIN  # the reranker's mentions of the CTD fixture
 
-TRAIN = ("1||0|18||Disease||fictional syndrome||D900001\n"
-         "1||20|31||Disease||toe disease||D900002\n"
-         "2||0|4||Disease||fts2||999002\n"
-         "2||5|24||Disease||made-up syndromes||D900001\n"
-         "3||0|20||Disease||fictional toe illness||D900002\n")
-DEV = ("7||0|19||Disease||fictional syndromes||D900001\n"
-       "7||20|28||Disease||toe pain||D900002\n"
-       "8||0|22||Disease||toe syndrome fictional||999002\n"
-       "9||0|12||Disease||invented toe||D900002\n"
-       "9||13|30||Disease||syndrome fts2 toe||999002\n")
+DEV = RERANK_DEV + ("9||0|12||Disease||invented toe||D900002\n"
+                   "9||13|30||Disease||syndrome fts2 toe||999002\n")
 QUERIES = ["fictional syndromes", "toe pain", "toe syndrome fictional", "invented toe", "syndrome fts2 toe",
            "made up", "fictional", "toe", "invented slim"]
 
