@@ -105,11 +105,13 @@ def _cli_link(model_dir: str, dev: Path, threads: int, output: str = os.devnull,
 
 
 def _model_datasets(specs: list[str]):
-    """(label, model dir, dataset, train path, dev path) for each LABEL=DIR and the datasets it is scored on."""
+    """(label, model dir, dataset, train path, dev path) for each LABEL=DIR and the datasets it is scored on
+    (a LABEL that is a dataset's name, or ends in @DATASET: that one only)."""
     for spec in specs:
         label, _, path = spec.partition("=")
+        only = label.rpartition("@")[2] if "@" in label else label
         for ds, (train_rel, dev_rel) in DATASETS.items():
-            if label in DATASETS and label != ds:
+            if only in DATASETS and only != ds:
                 continue
             yield label, path, ds, SHARED / "data" / train_rel, SHARED / "data" / dev_rel
 
@@ -127,6 +129,19 @@ def cli_only(args) -> None:
         [f"torch threads {args.threads}; peak RSS is the child's own VmHWM.", "", *rows]))
 
 
+def _alt_ids(model_dir: str) -> dict:
+    """The alt ids of the BioSyn dictionary behind a model directory: its own, a reranker's linker's, an
+    ensemble's first member's (members share the ontology)."""
+    import json
+
+    from kgnorm.linking.dictionary import NameDictionary
+
+    meta = json.loads((Path(model_dir) / "kgnorm-model.json").read_text())
+    if meta["method"] in ("rerank", "ensemble"):
+        return _alt_ids(meta["linker"] if meta["method"] == "rerank" else meta["members"][0])
+    return NameDictionary.load(Path(model_dir) / "names").alt_ids
+
+
 def independent_acc1(tsv: Path, dev: Path, model_dir: str) -> float:
     """Acc@1 of a link TSV read with the csv module, without kgnorm's scorer: the rank-1 row of each
     mention (nil = no link); a composite (kgnorm.evaluation.composites' rule) needs each gold part matched
@@ -137,14 +152,9 @@ def independent_acc1(tsv: Path, dev: Path, model_dir: str) -> float:
     from kgnorm.evaluation.composites import is_composite
     import csv
 
-    import json
-
-    from kgnorm.linking.dictionary import NameDictionary
     from kgnorm.mentions.readers import read_mentions
 
-    meta = json.loads((Path(model_dir) / "kgnorm-model.json").read_text())
-    base = Path(meta["linker"]) if meta["method"] == "rerank" else Path(model_dir)  # a reranker's linker
-    alt = NameDictionary.load(base / "names").alt_ids  # a BioSyn model directory's dictionary
+    alt = _alt_ids(model_dir)
     top: dict[str, list[str] | None] = {}
     with open(tsv, encoding="utf-8", newline="") as fh:
         for r in csv.DictReader(fh, delimiter="\t"):
@@ -177,15 +187,11 @@ def independent_acc1(tsv: Path, dev: Path, model_dir: str) -> float:
 def old_rule_acc1(tsv: Path, dev: Path, model_dir: str) -> float:
     """Acc@1 of the same TSV under the rule before issue 28: a gold with several ids scored part by part when
     the prediction has as many parts, else right when each predicted concept is one of the gold ids."""
-    import json
-
     from kgnorm.evaluation.link_tsv import align, read_link_tsv
     from kgnorm.evaluation.linking import GoldMention, MentionPrediction, mention_rank
-    from kgnorm.linking.dictionary import NameDictionary
     from kgnorm.mentions.readers import read_mentions
 
-    meta = json.loads((Path(model_dir) / "kgnorm-model.json").read_text())
-    alt = NameDictionary.load(Path(meta["linker"] if meta["method"] == "rerank" else model_dir) / "names").alt_ids
+    alt = _alt_ids(model_dir)
     mentions = list(read_mentions(dev))
     predicted = align(read_link_tsv(tsv), [m.mention_id for m in mentions])
     ranks = [mention_rank(MentionPrediction(p.ranked()), GoldMention(tuple(m.gold)), 1, alt,

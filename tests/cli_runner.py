@@ -31,3 +31,22 @@ def ctd_mentions(tmp, train: str, dev: str) -> dict:
     (tmp / "train.concept").write_text(train)
     (tmp / "dev.concept").write_text(dev)
     return {"tmp": tmp, "store": store, "train": tmp / "train.concept", "dev": tmp / "dev.concept"}
+
+
+def link_then_eval(capsys, model, dev, store: str, tsv, ontology: str = "ctd", top_k: int = 3) -> tuple[list, list]:
+    """`kgnorm link --no-write --output TSV` of ``dev`` with ``model``: the TSV's rows, and the `eval link
+    --format json` reports of it from the TSV (``--predictions``) and in-process (``--model``)."""
+    import csv
+    import json
+
+    code, _, err = run(capsys, "link", "--model", str(model), "--input", str(dev), "--top-k", str(top_k),
+                       "--no-write", "--output", str(tsv), "-q")
+    assert code == 0, err
+    with open(tsv, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    reps = []
+    for how in (["--predictions", str(tsv), "--ontology", ontology], ["--model", str(model)]):
+        code, out, err = run(capsys, "eval", "link", *how, "--gold", str(dev), "--format", "json", "--store", store)
+        assert code == 0, err
+        reps.append(json.loads(out))
+    return rows, reps

@@ -3,12 +3,11 @@
 is one line."""
 from __future__ import annotations
 
-import csv
 import json
 
 import pytest
 
-from cli_runner import ctd_mentions, exit_code, run
+from cli_runner import ctd_mentions, exit_code, link_then_eval, run
 
 TRAIN = ("1||0|18||Disease||fictional syndrome||D900001\n"
          "1||20|31||Disease||toe disease||D900002\n"
@@ -44,23 +43,13 @@ def test_directory_references_the_linker(world):
 
 
 def test_link_and_eval_link_agree(capsys, world):
-    tsv = world["tmp"] / "reranked.tsv"
-    dev = world["tmp"] / "dev.concept"
-    code, _, err = run(capsys, "link", "--model", str(world["out"]), "--input", str(dev), "--top-k", "3",
-                       "--no-write", "--output", str(tsv), "-q")
-    assert code == 0, err
-    rows = list(csv.DictReader(tsv.open(), delimiter="\t"))
+    rows, reps = link_then_eval(capsys, world["out"], world["tmp"] / "dev.concept", world["store"],
+                                world["tmp"] / "reranked.tsv")
     for mid in {r["mention_id"] for r in rows}:
         uids = [r["concept_uids"] for r in rows if r["mention_id"] == mid]
         assert len(uids) == len(set(uids)) and 1 <= len(uids) <= 3  # one concept per rank
         scores = [float(r["score"]) for r in rows if r["mention_id"] == mid]
         assert scores == sorted(scores, reverse=True)  # the cross-encoder's order
-    reps = []
-    for how in (["--predictions", str(tsv), "--ontology", "ctd"], ["--model", str(world["out"])]):
-        code, out, err = run(capsys, "eval", "link", *how, "--gold", str(dev), "--format", "json",
-                             "--store", world["store"])
-        assert code == 0, err
-        reps.append(json.loads(out))
     assert reps[0]["full"] == reps[1]["full"] and reps[0]["full"]["n"] == 3
 
 

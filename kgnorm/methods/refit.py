@@ -181,7 +181,12 @@ def _drop_selection(sel_dir: Path, keep_marker: bool) -> None:
 
 
 def gold_in_training(meta: dict[str, Any], gold: str | Path) -> str | None:
-    """The line `eval` prints when ``gold`` is a file the (refit) model was trained on, else None."""
+    """The line `eval` prints when ``gold`` is a file the (refit) model was trained on, else None (an
+    ensemble: when one of its members was)."""
+    for member in meta.get("member_meta") or ():
+        line = gold_in_training(member, gold)
+        if line:
+            return line
     block = meta.get("refit") or {}
     if not block.get("refit") or gold is None or not Path(gold).is_file():
         return None

@@ -1,5 +1,6 @@
 """The methods by name: which function loads a trained model directory, which trains one, and
-the recipe that trains one from the store (what `kgnorm train METHOD` and `Workbench.train` run).
+the recipe that trains one from the store (what `kgnorm train METHOD` and `Workbench.train` run);
+and :func:`open_linker`, a model directory as the linker `link`, `annotate` and `eval link` rank with.
 
 Entries are import paths, resolved on use, so that naming a method never imports torch or
 another method. A new method is a folder beside the others and one line here (or a
@@ -73,7 +74,8 @@ for _entry in (Method("biosyn", "kgnorm.methods.biosyn.model:load_biosyn"),
                Method("biocom", "kgnorm.methods.biocom.linker:load_biocom"),
                Method("bne", "kgnorm.methods.bne.model:load_bne"),
                Method("dilbert", "kgnorm.methods.dilbert.model:load_dilbert"),
-               Method("ner", "kgnorm.methods.ner.model:load_ner")):
+               Method("ner", "kgnorm.methods.ner.model:load_ner"),
+               Method("ensemble", "kgnorm.methods.ensemble.linker:load_ensemble")):
     register(_entry)
 
 
@@ -97,3 +99,53 @@ def load_encoder(model_dir: str | Path) -> Any:
     if name == "ner":
         raise KgnormError(f"{model_dir} is a mention detector (`annotate --ner`), not a linking model")
     return METHODS[name].load()(model_dir)
+
+
+def _reranked(inner: Any, scorer_dir: Path, top_k: int, max_length: int) -> Any:
+    from kgnorm.methods.rerank.linker import RerankLinker
+    from kgnorm.methods.rerank.model import CrossScorer
+
+    return RerankLinker(inner, CrossScorer.load(scorer_dir, max_length), top_k)
+
+
+def model_meta(model_dir: str | Path) -> dict[str, Any]:
+    """The meta :func:`open_linker` returns, without loading any weights (what a Ray driver needs:
+    the text pipeline, the ontology, the method)."""
+    meta = read_model_meta(model_dir)
+    if meta["method"] == "rerank":
+        inner_meta = {k: v for k, v in model_meta(meta["linker"]).items() if k != "reranker"}
+        return {**inner_meta, **meta}
+    if meta["method"] == "ensemble":
+        return {**meta, "member_meta": [model_meta(m) for m in meta["members"]]}
+    return meta
+
+
+def open_linker(model_dir: str | Path) -> tuple[Any, dict[str, Any]]:
+    """The linker (a :class:`kgnorm.linking.candidates.PartLinker`) of a model directory and the meta
+    the job needs: the method's model behind its adapter (kgnorm.linking.linker), wrapped by its
+    cross-encoder when the directory is a reranker (``method: rerank``, naming its linker) or holds one
+    (a ``reranker`` block: `train biosyn --rerank`); an ensemble (``method: ensemble``) opens each of
+    its members this way and fuses them (its meta then carries the members' metas, ``member_meta``)."""
+    from kgnorm.linking.linker import ContextLinker, DictionaryLinker
+
+    meta = read_model_meta(model_dir)
+    if meta["method"] == "rerank":  # a cross-encoder over the linker its directory names
+        inner, inner_meta = open_linker(meta["linker"])
+        if "reranker" in inner_meta:  # a directory that holds its own reranker: rerank its linker only
+            inner = inner.inner
+        return _reranked(inner, Path(model_dir), meta["top_k"], meta.get("max_length", 64)), model_meta(model_dir)
+    if meta["method"] == "ensemble":
+        from kgnorm.methods.ensemble.linker import open_ensemble
+
+        linker, metas = open_ensemble(meta)
+        return linker, {**meta, "member_meta": metas}
+    model = load_encoder(model_dir)
+    if meta["method"] == "biocom":
+        return ContextLinker(model), meta
+    if not hasattr(model, "link"):
+        raise KgnormError(f"{model_dir}: a {meta['method']} model has no name index to link with")
+    linker: Any = DictionaryLinker(model, meta["method"])
+    block = meta.get("reranker")
+    if block:
+        linker = _reranked(linker, Path(model_dir) / block["path"], block["top_k"], block.get("max_length", 64))
+    return linker, meta

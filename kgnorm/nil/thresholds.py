@@ -50,7 +50,7 @@ from kgnorm.linking.dictionary import NameDictionary
 
 __all__ = ["NilExample", "NilDevSet", "STRATEGIES", "from_scores", "choose_threshold",
            "threshold_candidates", "nil_metrics", "decision_metrics", "nil_dev_set", "is_nil",
-           "evaluate_nil"]
+           "evaluate_nil", "without_concepts"]
 
 STRATEGIES = ("min_fp", "max_tp", "weighted", "dev_accuracy", "auto")
 
@@ -261,6 +261,13 @@ def nil_dev_set(dictionary: NameDictionary,
     rng = np.random.default_rng(seed)
     removed = sorted(concepts[i] for i in rng.choice(len(concepts), n_remove, replace=False))
     gone = set(removed)
+    in_kb = [bool(r - gone) for r in resolved]
+    return NilDevSet(without_concepts(dictionary, gone), queries, golds, in_kb, removed, source)
+
+
+def without_concepts(dictionary: NameDictionary, gone: set[str]) -> NameDictionary:
+    """``dictionary`` with the (primary) uids ``gone`` removed: the uid leaves every row, a row left
+    without uids is dropped, and so are the concept's alt ids."""
     names, uids, flags, counts = [], [], [], []
     for n, us, m, cs in zip(dictionary.names, dictionary.uids, dictionary.is_mention,
                             dictionary.counts):
@@ -270,12 +277,9 @@ def nil_dev_set(dictionary: NameDictionary,
             uids.append(tuple(u for u, _ in keep))
             counts.append(tuple(c for _, c in keep))
             flags.append(m)
-    reduced = NameDictionary(names=names, uids=uids,
-                             alt_ids={u: list(v) for u, v in dictionary.alt_ids.items()
-                                      if u not in gone},
-                             is_mention=flags, counts=counts)
-    in_kb = [bool(r - gone) for r in resolved]
-    return NilDevSet(reduced, queries, golds, in_kb, removed, source)
+    return NameDictionary(names=names, uids=uids,
+                          alt_ids={u: list(v) for u, v in dictionary.alt_ids.items() if u not in gone},
+                          is_mention=flags, counts=counts)
 
 
 def evaluate_nil(model, nil_set: NilDevSet, top_k: int = 1, batch_size: int = 512,
