@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kgnorm.encoders.dense import DenseEncoder
-from kgnorm.encoders.fixed_shape import PRECISIONS, QueryVectors, encode_fixed_shape
+from kgnorm.encoders.fixed_shape import PRECISIONS, WORKERS_ENV, QueryVectors, default_workers, encode_fixed_shape
 from kgnorm.errors import KgnormError
 from kgnorm.jobs.link import link_mentions
 from kgnorm.linking.cpu_features import QUERY_PRECISION_ENV, query_path
@@ -58,6 +58,32 @@ def test_a_vector_does_not_depend_on_its_batch_or_when_it_was_submitted(encoder,
                 take, left = left[:k], left[k:]
                 assert np.array_equal(q.take([texts[i] for i in take]), alone[take])
             assert not q.pending
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_calls_on_several_threads_give_the_same_bits(encoder, precision):
+    texts = list(dict.fromkeys(_texts(random.Random(11), 60)))
+    one = encode_fixed_shape(encoder, texts, 4, precision, workers=1)
+    q = QueryVectors(encoder, 4, precision, workers=3)
+    q.submit(texts)
+    assert q._pool is not None and q.calls > 1  # the calls really ran on the pool
+    assert np.array_equal(q.take(texts), one)
+    assert np.array_equal(encode_fixed_shape(encoder, texts[::-1], 4, precision, workers=2), one[::-1])
+
+
+def test_the_worker_count_is_declared(monkeypatch):
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
+    n = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert default_workers() == 2  # torch's threads: what --threads sets
+    finally:
+        torch.set_num_threads(n)
+    monkeypatch.setenv(WORKERS_ENV, "3")
+    assert default_workers() == 3
+    monkeypatch.setenv(WORKERS_ENV, "two")
+    with pytest.raises(KgnormError, match=WORKERS_ENV):
+        default_workers()
 
 
 def test_the_two_precisions_differ_but_stay_close(encoder):

@@ -11,8 +11,8 @@ when a text is needed before its length group has `rows` members): every product
 through has one shape, whatever else is in the batch. The products run on one torch thread (a
 split over threads rounds differently too; a Ray worker has one): scale out with processes.
 
-Bigger calls are faster per row (BioBERT, 1 thread: 8 rows 416 q/s, 32 rows 536; bf16 32 rows
-946), but a link batch's length groups rarely fill 32 rows. :class:`QueryVectors` therefore
+Bigger calls are faster per row (the trained MiniLM BioSyn encoder, 1 thread: 8 rows 416 q/s,
+32 rows 536; bf16 32 rows 946), but a link batch's length groups rarely fill 32 rows. :class:`QueryVectors` therefore
 takes texts ahead of need (`submit`, from the mentions a link stream has read ahead), encodes
 each length group as soon as it fills a call, and hands the vectors out when the batch that
 needs them is linked (`take`); only a group still short when its texts are needed (in practice
@@ -20,12 +20,20 @@ the stream's end) is filled with copies. Memory: the texts submitted and not yet
 
 `precision="bf16"` runs the calls under CPU bf16 autocast (native on AMX / AVX512-BF16 CPUs,
 emulated and slow elsewhere); the vectors are float32 either way and batch-independent on each
-path, but the two paths give different vectors: every process of one job must use one path."""
+path, but the two paths give different vectors: every process of one job must use one path.
+
+`workers` > 1 runs the full calls of one encoding step on that many Python threads at once, each
+call still on one torch thread (torch releases the GIL inside its kernels): the same calls, so the
+same bits, on more cores. The default is torch's thread count (`--threads`, or torch's own
+default: the cores it was given), a declared fact, not a timing; ``KGNORM_QUERY_WORKERS`` forces
+a number."""
 from __future__ import annotations
 
 import contextlib
+import os
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -33,6 +41,20 @@ import torch
 ROWS = 8  # rows of a call when nothing else is said (encode_fixed_shape's former fixed value)
 PRECISIONS = ("fp32", "bf16")
 MAX_READY = 32_768  # vectors encoded ahead and not taken yet: beyond this the oldest are dropped
+WORKERS_ENV = "KGNORM_QUERY_WORKERS"  # threads running fixed-shape calls at once (default: torch's)
+
+
+def default_workers() -> int:
+    """``$KGNORM_QUERY_WORKERS``, else torch's intra-op thread count (what `--threads` sets)."""
+    value = os.environ.get(WORKERS_ENV, "").strip()
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            from kgnorm.errors import KgnormError
+
+            raise KgnormError(f"{WORKERS_ENV}={value!r}: expected a whole number of threads") from None
+    return max(1, torch.get_num_threads())
 
 
 class QueryVectors:
@@ -40,13 +62,15 @@ class QueryVectors:
     encoded in full calls of `rows` same-length texts where the texts come early enough."""
 
     def __init__(self, encoder, rows: int = ROWS, precision: str = "fp32",
-                 max_ready: int = MAX_READY) -> None:
+                 max_ready: int = MAX_READY, workers: int = 1) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
         self.encoder = encoder
         self.rows = max(1, int(rows))
         self.precision = precision
         self.max_ready = max(1, int(max_ready))
+        self.workers = max(1, int(workers))
+        self._pool: ThreadPoolExecutor | None = None
         self.pending: dict[int, dict[str, list[int]]] = {}  # token length -> text -> token ids
         self.length: dict[str, int] = {}                     # pending text -> its token length
         self.ready: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -92,35 +116,49 @@ class QueryVectors:
 
     def _encode(self, counts: dict[int, int]) -> None:
         """Encode the first ``counts[n]`` pending texts of each length ``n``, `rows` at a time."""
+        calls: list[tuple[list[str], list[list[int]]]] = []
+        for n, count in counts.items():
+            group = self.pending[n]
+            texts = list(group)[:count]
+            for s in range(0, len(texts), self.rows):
+                sel = texts[s:s + self.rows]
+                batch = [group[t] for t in sel]
+                self.padded_rows += self.rows - len(batch)
+                calls.append((sel, batch + [batch[0]] * (self.rows - len(batch))))
         encoder = self.encoder
         was_training = encoder.model.training
         encoder.model.eval()
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
-        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16"
-                    else contextlib.nullcontext())
         try:
-            with torch.inference_mode(), autocast:
-                for n, count in counts.items():
-                    group = self.pending[n]
-                    texts = list(group)[:count]
-                    for s in range(0, len(texts), self.rows):
-                        sel = texts[s:s + self.rows]
-                        batch = [group[t] for t in sel]
-                        self.padded_rows += self.rows - len(batch)
-                        batch += [batch[0]] * (self.rows - len(batch))
-                        vecs = self._call(batch)
-                        for t, v in zip(sel, vecs):
-                            self.ready[t] = v
-                            del group[t], self.length[t]
-                    if not group:
-                        del self.pending[n]
+            if self.workers > 1 and len(calls) > 1:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="kgnorm-query")
+                results = list(self._pool.map(self._guarded_call, [b for _, b in calls]))
+            else:
+                results = [self._guarded_call(b) for _, b in calls]
         finally:
             torch.set_num_threads(threads)
             if was_training:
                 encoder.model.train()
+        self.calls += len(calls)
+        for (sel, _), vecs in zip(calls, results):
+            for t, v in zip(sel, vecs):
+                n = self.length.pop(t)
+                self.ready[t] = v
+                group = self.pending[n]
+                del group[t]
+                if not group:
+                    del self.pending[n]
         while len(self.ready) > self.max_ready:  # texts submitted but never taken
             self.ready.popitem(last=False)
+
+    def _guarded_call(self, batch: list[list[int]]) -> np.ndarray:
+        """One call under this thread's own inference mode and autocast (both are thread-local)."""
+        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16"
+                    else contextlib.nullcontext())
+        with torch.inference_mode(), autocast:
+            return self._call(batch)
 
     def _call(self, batch: list[list[int]]) -> np.ndarray:
         encoder = self.encoder
@@ -128,12 +166,11 @@ class QueryVectors:
         mask = torch.ones_like(t)
         extra = {"token_type_ids": torch.zeros_like(t)} if self._typed else {}
         hidden = encoder.model(input_ids=t, attention_mask=mask, **extra).last_hidden_state
-        self.calls += 1
         return encoder.pool(hidden.float(), mask).float().cpu().numpy()
 
 
 def encode_fixed_shape(encoder, texts: Sequence[str], rows: int = ROWS,
-                       precision: str = "fp32") -> np.ndarray:
+                       precision: str = "fp32", workers: int = 1) -> np.ndarray:
     """float32 ``[len(texts), dim]`` pooled vectors of a :class:`~kgnorm.encoders.dense.DenseEncoder`,
     each independent of the other texts of the call (bit for bit)."""
-    return QueryVectors(encoder, rows, precision).take(texts)
+    return QueryVectors(encoder, rows, precision, workers=workers).take(texts)

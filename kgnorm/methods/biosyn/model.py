@@ -24,7 +24,7 @@ import torch
 
 from kgnorm.errors import KgnormError
 from kgnorm.encoders.dense import DenseEncoder
-from kgnorm.encoders.fixed_shape import QueryVectors
+from kgnorm.encoders.fixed_shape import QueryVectors, default_workers
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.cpu_features import query_path
@@ -135,10 +135,12 @@ class BioSynModel(torch.nn.Module):
 
     @property
     def query_vectors(self) -> QueryVectors:
-        """The query encoder's batch-independent path (precision and rows: ``query_path``)."""
+        """The query encoder's batch-independent path (precision and rows: ``query_path``; calls
+        on ``default_workers()`` threads at once)."""
         if self._query_vectors is None:
             precision, rows = query_path()
-            self._query_vectors = QueryVectors(self.encoder, rows=rows, precision=precision)
+            self._query_vectors = QueryVectors(self.encoder, rows=rows, precision=precision,
+                                               workers=default_workers())
         return self._query_vectors
 
     def prefetch(self, queries: Sequence[str]) -> None:
