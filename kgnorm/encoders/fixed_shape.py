@@ -24,9 +24,11 @@ path, but the two paths give different vectors: every process of one job must us
 
 `workers` > 1 runs the full calls of one encoding step on that many Python threads at once, each
 call still on one torch thread (torch releases the GIL inside its kernels): the same calls, so the
-same bits, on more cores. The default is torch's thread count (`--threads`, or torch's own
-default: the cores it was given), a declared fact, not a timing; ``KGNORM_QUERY_WORKERS`` forces
-a number."""
+same bits, on more cores. Opt-in (``KGNORM_QUERY_WORKERS``, default 1): with the MiniLM encoder on
+this 2-core machine two workers gained nothing measurable (16.9 vs 17.1 s for 20k mentions,
+BENCHMARKS.md "throughput", 17:48): a call of 32 short texts spends much of its time in Python
+between kernels, under the GIL. A larger encoder, whose calls are mostly kernel time, is where it
+can pay."""
 from __future__ import annotations
 
 import contextlib
@@ -41,11 +43,11 @@ import torch
 ROWS = 8  # rows of a call when nothing else is said (encode_fixed_shape's former fixed value)
 PRECISIONS = ("fp32", "bf16")
 MAX_READY = 32_768  # vectors encoded ahead and not taken yet: beyond this the oldest are dropped
-WORKERS_ENV = "KGNORM_QUERY_WORKERS"  # threads running fixed-shape calls at once (default: torch's)
+WORKERS_ENV = "KGNORM_QUERY_WORKERS"  # threads running fixed-shape calls at once (default 1)
 
 
 def default_workers() -> int:
-    """``$KGNORM_QUERY_WORKERS``, else torch's intra-op thread count (what `--threads` sets)."""
+    """``$KGNORM_QUERY_WORKERS``, else 1 (two gained nothing measurable here: module docstring)."""
     value = os.environ.get(WORKERS_ENV, "").strip()
     if value:
         try:
@@ -54,7 +56,7 @@ def default_workers() -> int:
             from kgnorm.errors import KgnormError
 
             raise KgnormError(f"{WORKERS_ENV}={value!r}: expected a whole number of threads") from None
-    return max(1, torch.get_num_threads())
+    return 1
 
 
 class QueryVectors:

@@ -136,7 +136,7 @@ class BioSynModel(torch.nn.Module):
     @property
     def query_vectors(self) -> QueryVectors:
         """The query encoder's batch-independent path (precision and rows: ``query_path``; calls
-        on ``default_workers()`` threads at once)."""
+        on ``default_workers()`` threads at once, 1 unless asked)."""
         if self._query_vectors is None:
             precision, rows = query_path()
             self._query_vectors = QueryVectors(self.encoder, rows=rows, precision=precision,
