@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from kgnorm.digests import update_with_file
 from kgnorm.documents.types import Annotation, TextDocument
 from kgnorm.errors import InputError
 
@@ -36,9 +37,7 @@ def input_digest(path: str | Path) -> str:
     h = hashlib.sha1()
     for f in (sorted(p.glob("*.txt")) if p.is_dir() else [p]):
         h.update(f.name.encode("utf-8") + b"\0" if p.is_dir() else b"")
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
+        update_with_file(h, f)
     return h.hexdigest()
 
 

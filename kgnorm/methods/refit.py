@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kgnorm.digests import update_with_file
 from kgnorm.errors import KgnormError
 from kgnorm.progress import note
 
@@ -50,11 +51,7 @@ class Phase:
 
 
 def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return update_with_file(hashlib.sha256(), path).hexdigest()
 
 
 def _file_record(path: Path) -> dict[str, str]:

@@ -7,15 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kgnorm.digests import update_with_file
+
 
 def file_digest(path: str | Path | None) -> str:
     if path is None:
         return ""
-    h = hashlib.sha1()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return update_with_file(hashlib.sha1(), path).hexdigest()
 
 
 def run_uid(kind: str, **parts: Any) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from kgnorm.digests import update_with_file
 from kgnorm.errors import KgnormError
 
 __all__ = ["PRECISIONS", "PRECISION_ENV", "BF16_ENV", "resolve_precision", "Emissions", "make_emissions",
@@ -104,9 +105,7 @@ def model_digest(model_dir: str | Path) -> str:
     h = hashlib.sha1()
     for f in sorted(p for p in d.rglob("*") if p.is_file()):
         h.update(str(f.relative_to(d)).encode("utf-8") + b"\0")
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
+        update_with_file(h, f)
     return h.hexdigest()[:20]
 
 
