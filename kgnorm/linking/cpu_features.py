@@ -2,12 +2,19 @@
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")  # CPU features with native bf16 dot products
 
 
 def cpu_flags() -> frozenset[str]:
     """The CPU feature flags the kernel reports (Linux ``/proc/cpuinfo``); empty elsewhere."""
+    return _proc_flags()
+
+
+@lru_cache(maxsize=1)
+def _proc_flags() -> frozenset[str]:
+    """Read once per process: the search paths ask on every call."""
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
             for line in f:
@@ -24,6 +31,19 @@ def bf16_native(flags: frozenset[str] | None = None) -> bool:
     run, so the path a machine takes is known before anything is loaded."""
     flags = cpu_flags() if flags is None else flags
     return any(f in flags for f in BF16_CPU_FLAGS)
+
+
+def declared_bf16(env: str) -> bool:
+    """Whether a search path runs its bf16 pre-filter: ``$env`` = fp32 or bf16 forces one path (a
+    test run, a mixed cluster); unset or ``auto``, the CPU's declared bf16 support decides."""
+    from kgnorm.errors import KgnormError
+
+    forced = os.environ.get(env, "").strip().lower()
+    if forced in ("fp32", "bf16"):
+        return forced == "bf16"
+    if forced not in ("", "auto"):
+        raise KgnormError(f"{env} must be fp32, bf16 or auto, not {forced!r}")
+    return bf16_native()
 
 
 QUERY_PRECISION_ENV = "KGNORM_QUERY_PRECISION"  # auto, fp32 or bf16

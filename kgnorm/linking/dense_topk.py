@@ -10,12 +10,9 @@ depend on the other queries of the call); names left out provably score below th
 broken by the lower name index. ``KGNORM_DENSE_PRECISION=fp32`` forces the float32 product."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-from kgnorm.errors import KgnormError
-from kgnorm.linking.cpu_features import bf16_native
+from kgnorm.linking.cpu_features import declared_bf16
 
 DENSE_PRECISION_ENV = "KGNORM_DENSE_PRECISION"  # auto (default), fp32 or bf16
 REL_ERR = 2.0 ** -8 + 2.0 ** -9 + 2.0 ** -12
@@ -24,12 +21,7 @@ CHUNK = 256  # queries per product: memory ~ CHUNK x names floats (+ kept names 
 
 def dense_uses_bf16() -> bool:
     """``$KGNORM_DENSE_PRECISION`` when set, else the CPU's declared bf16 support."""
-    forced = os.environ.get(DENSE_PRECISION_ENV, "").strip().lower()
-    if forced in ("fp32", "bf16"):
-        return forced == "bf16"
-    if forced not in ("", "auto"):
-        raise KgnormError(f"{DENSE_PRECISION_ENV} must be fp32, bf16 or auto, not {forced!r}")
-    return bf16_native()
+    return declared_bf16(DENSE_PRECISION_ENV)
 
 
 class Bf16Names:

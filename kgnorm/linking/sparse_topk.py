@@ -30,14 +30,11 @@ threads (BLAS, torch and scipy release the GIL).
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import sgemm
 
-from kgnorm.errors import KgnormError
-from kgnorm.linking.cpu_features import bf16_native
+from kgnorm.linking.cpu_features import declared_bf16
 
 try:  # accumulating CSR -> dense kernel (B += A); stable for years, private name
     from scipy.sparse._sparsetools import csr_todense as _csr_todense
@@ -54,12 +51,7 @@ BF16_ERR = 0.0125
 def auto_uses_bf16() -> bool:
     """What ``precision="auto"`` resolves to: ``KGNORM_SPARSE_PRECISION=fp32|bf16`` when set
     (to force one path everywhere, e.g. a test run), else the CPU flags."""
-    forced = os.environ.get("KGNORM_SPARSE_PRECISION", "").strip().lower()
-    if forced in ("fp32", "bf16"):
-        return forced == "bf16"
-    if forced not in ("", "auto"):
-        raise KgnormError(f"KGNORM_SPARSE_PRECISION must be fp32, bf16 or auto, not {forced!r}")
-    return bf16_native()
+    return declared_bf16("KGNORM_SPARSE_PRECISION")
 
 
 
