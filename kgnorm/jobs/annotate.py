@@ -126,14 +126,17 @@ def _detector(ner: str | Path | MentionDetector, store: str | None, engine: str,
 
 @contextmanager
 def torch_threads(threads: int | None) -> Iterator[None]:
-    """torch's intra-op threads set to `threads` for the block (None: left as they are)."""
+    """torch's intra-op threads set to `threads` (kgnorm.methods.recipes.set_threads) for the
+    block, restored after it (None: left as they are)."""
     if not threads:
         yield
         return
     import torch
 
+    from kgnorm.methods.recipes import set_threads
+
     before = torch.get_num_threads()
-    torch.set_num_threads(int(threads))
+    set_threads(threads)
     try:
         yield
     finally:
