@@ -352,3 +352,32 @@ def test_train_ner_does_not_refit_unless_asked(tmp_path, capsys, corpus, minilm_
     assert code == 0, err
     meta = json.loads((out / "kgnorm-model.json").read_text())
     assert meta["refit"]["refit"] is False and meta["refit"]["dev_held_out"] is True
+
+
+def test_layers_keeps_the_first_layers_and_loading_rebuilds_that_shape(tmp_path, capsys, corpus, minilm_tiny_dir):
+    """`--layers 1` trains on the encoder's first layer only; the directory records it (config and
+    metadata) and loads into the same 1-layer network, tagging as the trained one did."""
+    from transformers import AutoModel
+
+    from kgnorm.methods.ner.model import load_ner
+
+    train, dev = corpus
+    out = tmp_path / "one-layer"
+    code, _, err = run(capsys, *_train_args(train, dev, out, minilm_tiny_dir, "--epochs", "2", "--layers", "1"))
+    assert code == 0, err
+    meta = json.loads((out / "kgnorm-model.json").read_text())
+    assert meta["layers"] == 1 and meta["hyper_parameters"]["layers"] == 1
+    det = load_ner(out, precision="fp32")
+    assert len(det.net.encoder.encoder.layer) == 1 and det.net.encoder.config.num_hidden_layers == 1
+    full = AutoModel.from_pretrained(str(minilm_tiny_dir))
+    assert len(full.encoder.layer) == 2
+    # the kept layer started from the pretrained first layer: same shapes, weights moved by training
+    kept, first = det.net.encoder.encoder.layer[0].state_dict(), full.encoder.layer[0].state_dict()
+    assert kept.keys() == first.keys() and all(kept[k].shape == first[k].shape for k in kept)
+    texts = [f"{t} {a}" for t, a in _ABSTRACTS]
+    assert det.tag(texts) == load_ner(out, precision="fp32").tag(texts)
+    bad = tmp_path / "three"
+    capsys.readouterr()
+    code, _, err = run(capsys, *_train_args(train, dev, bad, minilm_tiny_dir, "--epochs", "1", "--layers", "3"))
+    assert code != 0 and len(err.strip().splitlines()) == 1 and "--layers" in err and "2 layers" in err
+    assert not (bad / "kgnorm-model.json").exists()

@@ -31,6 +31,8 @@ class Options:
     dictionary_features: bool = option(False, "--dictionary-features/--no-dictionary-features", help=(
         "Add the B/I/O tag of --ontology's name matches to the token embeddings (off by default: it scored below "
         "the plain detector at equal steps, BENCHMARKS.md)."))
+    layers: int | None = option(None, help="Keep only the encoder's first N transformer layers (a smaller, faster "
+                                "detector; recorded in the model's config, so loading rebuilds it).")
     epochs: int = option(20)
     batch_size: int = option(8, help="Windows per batch.")
     lr: float = option(1e-4)
@@ -66,6 +68,8 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
         note(f"--ontology {ontology} is used only with --dictionary-features; training without it", quiet)
     if dictionary_features and ontology is None:
         raise KgnormError("--dictionary-features needs --ontology (the names to match)")
+    if opts.layers is not None and opts.layers < 1:
+        raise KgnormError("--layers must be >= 1")
     if min(epochs, batch_size) < 1 or not 0 <= stride < max_length - 2:
         raise KgnormError("--epochs and --batch-size must be >= 1, and 0 <= --stride < --max-length - 2")
     type_map = parse_types(types)
@@ -98,7 +102,8 @@ def _train_phase(opts: Options, train_docs, dev_docs, labels, names, type_map, o
 
     if phase.refit:
         train_docs, dev_docs = list(train_docs) + list(dev_docs or []), None
-    cfg = NerConfig(crf=opts.crf, dictionary_features=opts.dictionary_features, max_length=opts.max_length,
+    cfg = NerConfig(crf=opts.crf, dictionary_features=opts.dictionary_features, layers=opts.layers,
+                    max_length=opts.max_length,
                     stride=opts.stride, batch_size=opts.batch_size, learning_rate=opts.lr, epochs=phase.epochs,
                     seed=opts.seed, max_steps_per_epoch=opts.max_steps,
                     max_seconds=None if phase.max_minutes is None else phase.max_minutes * 60)

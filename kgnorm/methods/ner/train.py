@@ -22,7 +22,7 @@ import torch
 
 from kgnorm.errors import KgnormError
 from kgnorm.evaluation.annotate_eval import strict_span_prf
-from kgnorm.methods.ner.model import NerDetector, NerNet
+from kgnorm.methods.ner.model import NerDetector, NerNet, keep_layers
 from kgnorm.ner.bio import LabelSet, token_tags
 from kgnorm.ner.corpus import AnnotatedText
 from kgnorm.training.checkpoints import ResumableConfig, digest
@@ -36,6 +36,7 @@ __all__ = ["NerConfig", "build_detector", "train_ner"]
 class NerConfig(ResumableConfig):
     crf: bool = False
     dictionary_features: bool = False
+    layers: int | None = None         # keep the encoder's first N transformer layers (None: all)
     max_length: int = 256             # window in tokens, specials included
     stride: int = 64                  # tokens shared by consecutive windows
     batch_size: int = 8
@@ -159,6 +160,8 @@ def build_detector(encoder_dir: str | Path | None, types: Sequence[str], cfg: Ne
     from kgnorm.encoders.dense import DenseEncoder
 
     base = DenseEncoder(encoder_dir, max_length=cfg.max_length)
+    if cfg.layers is not None:
+        keep_layers(base.model, cfg.layers)
     labels = LabelSet(tuple(types))
     net = NerNet(base.model, len(labels), cfg.crf, cfg.dictionary_features, cfg.dropout)
     det = NerDetector(net, base.tokenizer, labels, cfg.max_length, cfg.stride,
