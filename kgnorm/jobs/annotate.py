@@ -36,6 +36,7 @@ class AnnotateReport:
     n_propagated: int = 0
     n_harmonized: int = 0
     seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # in-process: detect, link (wall, summed)
     output: str | None = None
     notes: list[str] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -250,12 +251,13 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
         if engine == "ray":  # the batches come back in input order: everything below is as in-process
             from kgnorm.jobs.ray_engine import RayOptions, ray_map
             done_batches = ray_map(work, batches, ray or RayOptions())
-        elif plan.overlap:  # detection of batch k+1 beside the linking of batch k, the same bytes
-            detect, link = work.stages(detector, with_cache(linker))
-            done_batches = stack.enter_context(closing(overlapped(batches, detect, link, threads)))
         else:  # a mention text repeated across the corpus is linked once (the query cache)
-            one = work.bind(detector, with_cache(linker))
-            done_batches = ((b, one(b)) for b in batches)
+            detect, link = (_timed(f, report.stage_seconds, k)
+                            for f, k in zip(work.stages(detector, with_cache(linker)), ("detect", "link")))
+            if plan.overlap:  # detection of batch k+1 beside the linking of batch k: the same bytes
+                done_batches = stack.enter_context(closing(overlapped(batches, detect, link, threads)))
+            else:
+                done_batches = ((b, link(detect(b))) for b in batches)
         for batch, done in done_batches:
             report.n_propagated += done.propagated
             report.n_harmonized += done.harmonized
@@ -291,6 +293,17 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     if report.n_documents == 0:
         report.notes.append(f"{label}: no document with text" + (f" ({report.n_empty} empty)" if report.n_empty else ""))
     return report
+
+
+def _timed(fn: Any, seconds: dict[str, float], key: str) -> Any:
+    """`fn`, its wall time added to ``seconds[key]`` (where annotate's time goes, per stage)."""
+    def timed(arg: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return fn(arg)
+        finally:
+            seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - start
+    return timed
 
 
 def _annotation(lm: Any) -> Annotation:
