@@ -381,3 +381,44 @@ def test_layers_keeps_the_first_layers_and_loading_rebuilds_that_shape(tmp_path,
     code, _, err = run(capsys, *_train_args(train, dev, bad, minilm_tiny_dir, "--epochs", "1", "--layers", "3"))
     assert code != 0 and len(err.strip().splitlines()) == 1 and "--layers" in err and "2 layers" in err
     assert not (bad / "kgnorm-model.json").exists()
+
+
+def test_distillation_starts_from_the_teacher_and_learns_its_tags(tmp_path, capsys, corpus, minilm_tiny_dir):
+    """`--teacher DIR --layers 1`: the student starts from the teacher's encoder (its first layer),
+    trains on gold + soft tags, records its teacher, and loads as a 1-layer detector; the soft loss
+    is zero where the student's emissions are the teacher's; a teacher of other types is refused."""
+    import torch
+
+    from kgnorm.methods.ner.distill import distill_loss, load_teacher, teacher_emissions
+    from kgnorm.methods.ner.model import load_ner
+
+    train, dev = corpus
+    teacher = tmp_path / "teacher"
+    code, _, err = run(capsys, *_train_args(train, dev, teacher, minilm_tiny_dir, "--epochs", "6", "--no-refit"))
+    assert code == 0, err
+    student = tmp_path / "student"
+    code, _, err = run(capsys, "train", "ner", "--train", str(train), "--dev", str(dev), "--out", str(student),
+                       "--teacher", str(teacher), "--layers", "1", "--types", TYPES, "--max-length", "32",
+                       "--stride", "8", "--batch-size", "4", "--lr", "3e-3", "--epochs", "3", "--threads", "1",
+                       "--quiet", "--no-refit")
+    assert code == 0, err
+    meta = json.loads((student / "kgnorm-model.json").read_text())
+    assert meta["layers"] == 1 and meta["hyper_parameters"]["teacher"] == str(teacher.resolve())
+    assert meta["base_encoder"] == str(teacher / "encoder")
+    det = load_ner(student, precision="fp32")
+    assert len(det.net.encoder.encoder.layer) == 1
+    assert meta["metrics"]["dev"]["f1"] > 0.3
+    # the loss: the teacher's own emissions as the student's give a KL term of zero
+    t = load_teacher(teacher, ["Disease"])
+    windows = t.windows([f"{a} {b}" for a, b in _ABSTRACTS[:2]])
+    soft = teacher_emissions(t, windows)
+    width = max(len(w.input_ids) for w in windows)
+    em = torch.zeros(len(windows), width, 3)
+    tags = torch.full((len(windows), width), -100)
+    for i, s in enumerate(soft):
+        em[i, :s.shape[0]] = s
+        tags[i, 1:s.shape[0] - 1] = s[1:-1].argmax(-1)
+    assert distill_loss(em, soft, tags, 0.0, 2.0).item() == pytest.approx(0.0, abs=1e-5)
+    assert distill_loss(torch.zeros_like(em), soft, tags, 0.0, 2.0).item() > 0.0
+    with pytest.raises(KgnormError, match="detects Disease, not Chemical"):
+        load_teacher(teacher, ["Chemical"])

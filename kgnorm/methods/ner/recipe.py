@@ -33,6 +33,9 @@ class Options:
         "the plain detector at equal steps, BENCHMARKS.md)."))
     layers: int | None = option(None, help="Keep only the encoder's first N transformer layers (a smaller, faster "
                                 "detector; recorded in the model's config, so loading rebuilds it).")
+    teacher: Path | None = option(None, help="Distil this trained detector (same types) into the one trained here: "
+                                  "the student starts from the teacher's encoder (its first --layers layers) and "
+                                  "head, and learns from the gold tags and the teacher's tag distribution.")
     epochs: int = option(20)
     batch_size: int = option(8, help="Windows per batch.")
     lr: float = option(1e-4)
@@ -64,6 +67,7 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     check_file(train, "training file")
     check_file(dev, "dev file")
     check_file(encoder, "encoder directory")
+    check_file(opts.teacher, "teacher detector directory")
     if ontology is not None and not dictionary_features:
         note(f"--ontology {ontology} is used only with --dictionary-features; training without it", quiet)
     if dictionary_features and ontology is None:
@@ -103,6 +107,7 @@ def _train_phase(opts: Options, train_docs, dev_docs, labels, names, type_map, o
     if phase.refit:
         train_docs, dev_docs = list(train_docs) + list(dev_docs or []), None
     cfg = NerConfig(crf=opts.crf, dictionary_features=opts.dictionary_features, layers=opts.layers,
+                    teacher=None if opts.teacher is None else str(Path(opts.teacher).resolve()),
                     max_length=opts.max_length,
                     stride=opts.stride, batch_size=opts.batch_size, learning_rate=opts.lr, epochs=phase.epochs,
                     seed=opts.seed, max_steps_per_epoch=opts.max_steps,
