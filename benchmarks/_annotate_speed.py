@@ -143,7 +143,7 @@ def speed(args: Any, store: str) -> None:
                 notes.append(f"{name}: {r['docs']} abstracts, {pad['text_tokens']:,} tokens; {pad['windows']} windows "
                              f"of {pad['tokens']:,} tokens (window overlaps: +{100 * (pad['tokens'] / pad['text_tokens'] - 1):.1f}%), "
                              f"{pad['padded']:,} computed once padded (padding: +{100 * (pad['padded'] / pad['tokens'] - 1):.1f}%). "
-                             "Tagging profile (fp32, 1 thread; cProfile, top functions by own time):\n\n```\n"
+                             f"Tagging profile ({label}, the baseline path; cProfile, top functions by own time):\n\n```\n"
                              + "\n".join(ln for ln in r["profile"].splitlines()[-12:] if ln.strip()) + "\n```")
             if layers:
                 rows.append(f"| {name} | {label} | {tag_rate:.1f} | n/a | n/a | n/a | n/a | n/a | n/a | {wall:.0f} s | "
