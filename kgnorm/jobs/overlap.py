@@ -9,13 +9,20 @@ process may run on), never from a timing at run time."""
 from __future__ import annotations
 
 import os
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["OverlapPlan", "available_cores", "overlap_plan", "overlapped"]
+__all__ = ["OverlapPlan", "available_cores", "overlap_plan", "overlapped", "SWITCH_INTERVAL"]
+
+# The GIL's switch interval while the stages overlap. Every torch op releases the GIL and takes it
+# back; while the other thread runs Python it gives the GIL up only after the switch interval
+# (5 ms by default), so a stage of many short ops waits up to 5 ms per op (the "convoy"): the
+# overlapped run measured slower than one core (BENCHMARKS.md, 19:5x). 0.1 ms bounds that wait.
+SWITCH_INTERVAL = 1e-4
 
 B = TypeVar("B")
 
@@ -66,6 +73,8 @@ def overlapped(blocks: Iterable[B], first: Callable[[B], Any], second: Callable[
     source = iter(blocks)
     queue: deque[tuple[B, Future]] = deque()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgnorm-detect", initializer=init)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, SWITCH_INTERVAL))
 
     def submit() -> None:
         for block in source:
@@ -83,3 +92,4 @@ def overlapped(blocks: Iterable[B], first: Callable[[B], Any], second: Callable[
         for _, future in queue:
             future.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
+        sys.setswitchinterval(interval)
