@@ -21,7 +21,7 @@ __all__ = ["OverlapPlan", "available_cores", "overlap_plan", "overlapped", "SWIT
 # The GIL's switch interval while the stages overlap. Every torch op releases the GIL and takes it
 # back; while the other thread runs Python it gives the GIL up only after the switch interval
 # (5 ms by default), so a stage of many short ops waits up to 5 ms per op (the "convoy"): the
-# overlapped run measured slower than one core (BENCHMARKS.md, 19:5x). 0.1 ms bounds that wait.
+# overlapped run measured slower than one core (BENCHMARKS.md, 19:55). 0.1 ms bounds that wait.
 SWITCH_INTERVAL = 1e-4
 
 B = TypeVar("B")
