@@ -26,6 +26,20 @@ def _make_tokenizer(cls, vocab_path, vocab):
     return tok
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _export_cache(tmp_path_factory):
+    """Exports made from model directories (the onnx query engine's, the int8 detector's) go to a
+    folder of this test session, never to the user's ~/.cache (a test may still point elsewhere)."""
+    if os.environ.get("KGNORM_CACHE_DIR"):
+        yield
+        return
+    os.environ["KGNORM_CACHE_DIR"] = str(tmp_path_factory.mktemp("kgnorm-cache"))
+    try:
+        yield
+    finally:
+        os.environ.pop("KGNORM_CACHE_DIR", None)
+
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory):
     """A tiny random BERT (hidden 32, 2 layers, 2 heads) + fast WordPiece tokenizer saved

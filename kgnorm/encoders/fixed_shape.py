@@ -28,7 +28,13 @@ same bits, on more cores. Opt-in (``KGNORM_QUERY_WORKERS``, default 1): with the
 this 2-core machine two workers gained nothing measurable (16.9 vs 17.1 s for 20k mentions,
 BENCHMARKS.md "throughput", 17:48): a call of 32 short texts spends much of its time in Python
 between kernels, under the GIL. A larger encoder, whose calls are mostly kernel time, is where it
-can pay."""
+can pay.
+
+The calls themselves are a backend's: :class:`TorchCalls` runs the torch model of a
+:class:`~kgnorm.encoders.dense.DenseEncoder` (what ``QueryVectors(encoder)`` wraps by itself), and
+:class:`kgnorm.encoders.onnx_query.OnnxQueryEncoder` runs an ONNX Runtime export of it (no torch
+imported). A backend has ``dim``, ``token_ids(texts)`` (truncated ids, no padding), ``call(batch)``
+(float32 pooled vectors of one call) and ``calls_context()`` (what one encoding step runs under)."""
 from __future__ import annotations
 
 import contextlib
@@ -38,7 +44,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import torch
 
 ROWS = 8  # rows of a call when nothing else is said (encode_fixed_shape's former fixed value)
 PRECISIONS = ("fp32", "bf16")
@@ -59,14 +64,67 @@ def default_workers() -> int:
     return 1
 
 
+class TorchCalls:
+    """The fixed-shape calls of a torch :class:`~kgnorm.encoders.dense.DenseEncoder`, fp32 or under
+    CPU bf16 autocast, each call on one torch thread in eval mode."""
+
+    def __init__(self, encoder, precision: str = "fp32") -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+        self.encoder = encoder
+        self.precision = precision
+        self.typed = False
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        enc = self.encoder.tokenizer(texts, max_length=self.encoder.max_length, truncation=True,
+                                     padding=False)
+        self.typed = "token_type_ids" in enc
+        return enc["input_ids"]
+
+    @contextlib.contextmanager
+    def calls_context(self):
+        """One torch thread and eval mode for the calls of one step (restored afterwards)."""
+        import torch
+
+        model = self.encoder.model
+        was_training = model.training
+        model.eval()
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
+            if was_training:
+                model.train()
+
+    def call(self, batch: list[list[int]]) -> np.ndarray:
+        """One call under this thread's own inference mode and autocast (both are thread-local)."""
+        import torch
+
+        encoder = self.encoder
+        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16"
+                    else contextlib.nullcontext())
+        with torch.inference_mode(), autocast:
+            t = torch.tensor(batch, dtype=torch.long, device=encoder.device)
+            mask = torch.ones_like(t)
+            extra = {"token_type_ids": torch.zeros_like(t)} if self.typed else {}
+            hidden = encoder.model(input_ids=t, attention_mask=mask, **extra).last_hidden_state
+            return encoder.pool(hidden.float(), mask).float().cpu().numpy()
+
+
 class QueryVectors:
-    """Batch-independent float32 vectors of a :class:`~kgnorm.encoders.dense.DenseEncoder`,
-    encoded in full calls of `rows` same-length texts where the texts come early enough."""
+    """Batch-independent float32 vectors of a query encoder, encoded in full calls of `rows`
+    same-length texts where the texts come early enough. `encoder`: a backend (it has ``call``) or
+    a :class:`~kgnorm.encoders.dense.DenseEncoder`, run by :class:`TorchCalls` at `precision`."""
 
     def __init__(self, encoder, rows: int = ROWS, precision: str = "fp32",
                  max_ready: int = MAX_READY, workers: int = 1) -> None:
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+        self.backend = encoder if hasattr(encoder, "call") else TorchCalls(encoder, precision)
         self.encoder = encoder
         self.rows = max(1, int(rows))
         self.precision = precision
@@ -84,7 +142,7 @@ class QueryVectors:
         if not new:
             return
         full = set()
-        for text, ids in zip(new, self._tokenize(new)):
+        for text, ids in zip(new, self.backend.token_ids(new)):
             group = self.pending.setdefault(len(ids), {})
             group[text] = ids
             self.length[text] = len(ids)
@@ -97,7 +155,7 @@ class QueryVectors:
         """float32 ``[len(texts), dim]``; a text not encoded yet is encoded now with its length
         group (the last call filled with copies). Taken vectors are forgotten."""
         texts = list(texts)
-        out = np.empty((len(texts), self.encoder.dim), dtype=np.float32)
+        out = np.empty((len(texts), self.backend.dim), dtype=np.float32)
         if not texts:
             return out
         self.submit(texts)
@@ -110,12 +168,6 @@ class QueryVectors:
             del self.ready[t]
         return out
 
-    def _tokenize(self, texts: list[str]) -> list[list[int]]:
-        enc = self.encoder.tokenizer(texts, max_length=self.encoder.max_length, truncation=True,
-                                     padding=False)
-        self._typed = "token_type_ids" in enc
-        return enc["input_ids"]
-
     def _encode(self, counts: dict[int, int]) -> None:
         """Encode the first ``counts[n]`` pending texts of each length ``n``, `rows` at a time."""
         calls: list[tuple[list[str], list[list[int]]]] = []
@@ -127,22 +179,14 @@ class QueryVectors:
                 batch = [group[t] for t in sel]
                 self.padded_rows += self.rows - len(batch)
                 calls.append((sel, batch + [batch[0]] * (self.rows - len(batch))))
-        encoder = self.encoder
-        was_training = encoder.model.training
-        encoder.model.eval()
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        call = self.backend.call
+        with self.backend.calls_context():
             if self.workers > 1 and len(calls) > 1:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="kgnorm-query")
-                results = list(self._pool.map(self._guarded_call, [b for _, b in calls]))
+                results = list(self._pool.map(call, [b for _, b in calls]))
             else:
-                results = [self._guarded_call(b) for _, b in calls]
-        finally:
-            torch.set_num_threads(threads)
-            if was_training:
-                encoder.model.train()
+                results = [call(b) for _, b in calls]
         self.calls += len(calls)
         for (sel, _), vecs in zip(calls, results):
             for t, v in zip(sel, vecs):
@@ -155,24 +199,9 @@ class QueryVectors:
         while len(self.ready) > self.max_ready:  # texts submitted but never taken
             self.ready.popitem(last=False)
 
-    def _guarded_call(self, batch: list[list[int]]) -> np.ndarray:
-        """One call under this thread's own inference mode and autocast (both are thread-local)."""
-        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16"
-                    else contextlib.nullcontext())
-        with torch.inference_mode(), autocast:
-            return self._call(batch)
-
-    def _call(self, batch: list[list[int]]) -> np.ndarray:
-        encoder = self.encoder
-        t = torch.tensor(batch, dtype=torch.long, device=encoder.device)
-        mask = torch.ones_like(t)
-        extra = {"token_type_ids": torch.zeros_like(t)} if self._typed else {}
-        hidden = encoder.model(input_ids=t, attention_mask=mask, **extra).last_hidden_state
-        return encoder.pool(hidden.float(), mask).float().cpu().numpy()
-
 
 def encode_fixed_shape(encoder, texts: Sequence[str], rows: int = ROWS,
                        precision: str = "fp32", workers: int = 1) -> np.ndarray:
-    """float32 ``[len(texts), dim]`` pooled vectors of a :class:`~kgnorm.encoders.dense.DenseEncoder`,
-    each independent of the other texts of the call (bit for bit)."""
+    """float32 ``[len(texts), dim]`` pooled vectors of a :class:`~kgnorm.encoders.dense.DenseEncoder`
+    (or a backend, see :class:`QueryVectors`), each independent of the other texts of the call (bit for bit)."""
     return QueryVectors(encoder, rows, precision, workers=workers).take(texts)
