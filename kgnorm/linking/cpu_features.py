@@ -58,11 +58,12 @@ QUERY_ENGINES = ("torch", "onnx")
 DEFAULT_QUERY_ENGINE = "auto"
 
 
+@lru_cache(maxsize=1)
 def onnx_runtime_installed() -> bool:
-    """Whether onnxruntime and tokenizers can be imported (looked up, not imported)."""
+    """Whether onnxruntime, onnx and tokenizers can be imported (looked up, not imported)."""
     from importlib.util import find_spec
 
-    return all(find_spec(m) is not None for m in ("onnxruntime", "tokenizers"))
+    return all(find_spec(m) is not None for m in ("onnxruntime", "onnx", "tokenizers"))
 
 
 def query_engine(engine: str | None = None, flags: frozenset[str] | None = None) -> str:
