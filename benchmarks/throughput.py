@@ -147,7 +147,11 @@ def main() -> None:
                         (f"in-process, current defaults (query engine {query_engine()}: ONNX Runtime fp32 queries in "
                          "32-row calls, lookahead, fp32 exact searches, no torch)", [], {}),
                         ("in-process, as the current defaults with the query calls on 2 threads "
-                         "(KGNORM_QUERY_WORKERS=2, opt-in)", [], {"KGNORM_QUERY_WORKERS": "2"})]
+                         "(KGNORM_QUERY_WORKERS=2, opt-in)", [], {"KGNORM_QUERY_WORKERS": "2"}),
+                        ("in-process, as the current defaults with the calls found ahead run beside the search "
+                         "(KGNORM_QUERY_OVERLAP=1)", [], {"KGNORM_QUERY_OVERLAP": "1"}),
+                        ("in-process, as the current defaults without overlap (KGNORM_QUERY_OVERLAP=0)", [],
+                         {"KGNORM_QUERY_OVERLAP": "0"})]
                        + ray,
                        base, out, "link", n, distinct)
         body += (f"`kgnorm link --no-write` on {n:,} mentions ({distinct:,} distinct texts) of NCBI-disease + BC5CDR "

@@ -181,3 +181,40 @@ def test_the_torch_free_flat_search_finds_the_torch_candidates():
     assert got_i.dtype == np.int64 and got_s.dtype == np.float32
     assert np.array_equal(got_i, want_i)
     np.testing.assert_allclose(got_s, want_s, rtol=1e-5, atol=1e-5)
+
+
+def test_overlapped_calls_give_the_same_bits_in_any_order(onnx_encoder):
+    from kgnorm.encoders.fixed_shape import QueryVectors
+
+    rng = random.Random(5)
+    texts = list(dict.fromkeys(_texts(rng, 80)))
+    want = encode_fixed_shape(onnx_encoder, texts, 4)
+    for _ in range(3):
+        q = QueryVectors(onnx_encoder, 4, overlap=True)
+        assert q.overlap
+        order = rng.sample(range(len(texts)), len(texts))
+        for s in range(0, len(order), 11):
+            q.submit([texts[i] for i in order[s:s + 11]])
+        assert q._jobs  # full calls went to the background thread
+        left = list(range(len(texts)))
+        rng.shuffle(left)
+        while left:
+            k = rng.randint(1, 13)
+            take, left = left[:k], left[k:]
+            assert np.array_equal(q.take([texts[i] for i in take]), want[take])
+        assert not q.pending and not q.inflight and not q.length
+
+
+def test_overlap_is_declared_and_leaves_the_tsv_unchanged(encoder, tmp_path, monkeypatch):
+    from kgnorm.encoders.fixed_shape import OVERLAP_ENV, default_overlap
+
+    monkeypatch.setenv(OVERLAP_ENV, "maybe")
+    with pytest.raises(KgnormError, match=OVERLAP_ENV):
+        default_overlap()
+    model_dir = _model_dir(encoder, tmp_path / "model")
+    monkeypatch.setenv(QUERY_ENGINE_ENV, "onnx")
+    monkeypatch.setenv("KGNORM_QUERY_ROWS", "2")
+    monkeypatch.setenv(OVERLAP_ENV, "0")
+    want = _tsv(model_dir, batch_size=3)
+    monkeypatch.setenv(OVERLAP_ENV, "1")
+    assert _tsv(model_dir, batch_size=3) == want

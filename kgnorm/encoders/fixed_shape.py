@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -49,6 +49,8 @@ ROWS = 8  # rows of a call when nothing else is said (encode_fixed_shape's forme
 PRECISIONS = ("fp32", "bf16")
 MAX_READY = 32_768  # vectors encoded ahead and not taken yet: beyond this the oldest are dropped
 WORKERS_ENV = "KGNORM_QUERY_WORKERS"  # threads running fixed-shape calls at once (default 1)
+OVERLAP_ENV = "KGNORM_QUERY_OVERLAP"  # 1: calls found ahead run beside the search (onnx engine)
+OVERLAP_DEFAULT = False
 
 
 def default_workers() -> int:
@@ -62,6 +64,18 @@ def default_workers() -> int:
 
             raise KgnormError(f"{WORKERS_ENV}={value!r}: expected a whole number of threads") from None
     return 1
+
+
+def default_overlap() -> bool:
+    """``$KGNORM_QUERY_OVERLAP`` (0 or 1), else OVERLAP_DEFAULT (BENCHMARKS.md, "throughput")."""
+    value = os.environ.get(OVERLAP_ENV, "").strip()
+    if value in ("0", "1"):
+        return value == "1"
+    if value:
+        from kgnorm.errors import KgnormError
+
+        raise KgnormError(f"{OVERLAP_ENV}={value!r}: expected 0 or 1")
+    return OVERLAP_DEFAULT
 
 
 class TorchCalls:
@@ -123,8 +137,14 @@ class QueryVectors:
     a :class:`~kgnorm.encoders.dense.DenseEncoder`, run by :class:`TorchCalls` at `precision`."""
 
     def __init__(self, encoder, rows: int = ROWS, precision: str = "fp32",
-                 max_ready: int = MAX_READY, workers: int = 1) -> None:
+                 max_ready: int = MAX_READY, workers: int = 1, overlap: bool = False) -> None:
         self.backend = encoder if hasattr(encoder, "call") else TorchCalls(encoder, precision)
+        # full calls found by `submit` run on a background thread while the caller goes on (its
+        # search); only for a backend whose calls need no process-wide state (ONNX Runtime's)
+        self.overlap = bool(overlap) and getattr(self.backend, "overlap_safe", False)
+        self._background: ThreadPoolExecutor | None = None
+        self.inflight: dict[str, Future] = {}
+        self._jobs: deque[tuple[Future, list[tuple[list[str], list[list[int]]]]]] = deque()
         self.encoder = encoder
         self.rows = max(1, int(rows))
         self.precision = precision
@@ -149,7 +169,7 @@ class QueryVectors:
             if len(group) >= self.rows:
                 full.add(len(ids))
         if full:
-            self._encode({n: self.rows * (len(self.pending[n]) // self.rows) for n in full})
+            self._encode({n: self.rows * (len(self.pending[n]) // self.rows) for n in full}, later=self.overlap)
 
     def take(self, texts: Sequence[str]) -> np.ndarray:
         """float32 ``[len(texts), dim]``; a text not encoded yet is encoded now with its length
@@ -159,6 +179,8 @@ class QueryVectors:
         if not texts:
             return out
         self.submit(texts)
+        if self.inflight:
+            self._collect(texts)
         short = {self.length[t] for t in texts if t not in self.ready}
         if short:
             self._encode({n: len(self.pending[n]) for n in short})
@@ -168,8 +190,9 @@ class QueryVectors:
             del self.ready[t]
         return out
 
-    def _encode(self, counts: dict[int, int]) -> None:
-        """Encode the first ``counts[n]`` pending texts of each length ``n``, `rows` at a time."""
+    def _encode(self, counts: dict[int, int], later: bool = False) -> None:
+        """Encode the first ``counts[n]`` pending texts of each length ``n``, `rows` at a time;
+        `later`: on the background thread (the vectors are collected by `take`)."""
         calls: list[tuple[list[str], list[list[int]]]] = []
         for n, count in counts.items():
             group = self.pending[n]
@@ -179,23 +202,46 @@ class QueryVectors:
                 batch = [group[t] for t in sel]
                 self.padded_rows += self.rows - len(batch)
                 calls.append((sel, batch + [batch[0]] * (self.rows - len(batch))))
+            for t in texts:
+                del group[t]
+            if not group:
+                del self.pending[n]
+        self.calls += len(calls)
+        if later:
+            if self._background is None:
+                self._background = ThreadPoolExecutor(1, thread_name_prefix="kgnorm-query-overlap")
+            job = self._background.submit(self._run, [b for _, b in calls])
+            self._jobs.append((job, calls))
+            self.inflight.update((t, job) for sel, _ in calls for t in sel)
+            return
+        self._store(calls, self._run([b for _, b in calls]))
+
+    def _run(self, batches: list[list[list[int]]]) -> list[np.ndarray]:
         call = self.backend.call
         with self.backend.calls_context():
-            if self.workers > 1 and len(calls) > 1:
+            if self.workers > 1 and len(batches) > 1:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="kgnorm-query")
-                results = list(self._pool.map(call, [b for _, b in calls]))
-            else:
-                results = [call(b) for _, b in calls]
-        self.calls += len(calls)
+                return list(self._pool.map(call, batches))
+            return [call(b) for b in batches]
+
+    def _collect(self, texts: Sequence[str]) -> None:
+        """Wait for the background calls that hold any of `texts` (oldest first), and store every
+        finished one."""
+        needed = {t for t in texts if t in self.inflight}
+        while self._jobs and (needed or self._jobs[0][0].done()):
+            job, calls = self._jobs.popleft()
+            self._store(calls, job.result())
+            for sel, _ in calls:
+                for t in sel:
+                    del self.inflight[t]
+                    needed.discard(t)
+
+    def _store(self, calls: list[tuple[list[str], list[list[int]]]], results: list[np.ndarray]) -> None:
         for (sel, _), vecs in zip(calls, results):
             for t, v in zip(sel, vecs):
-                n = self.length.pop(t)
+                del self.length[t]
                 self.ready[t] = v
-                group = self.pending[n]
-                del group[t]
-                if not group:
-                    del self.pending[n]
         while len(self.ready) > self.max_ready:  # texts submitted but never taken
             self.ready.popitem(last=False)
 

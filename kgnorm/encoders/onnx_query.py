@@ -96,6 +96,7 @@ class OnnxQueryEncoder:
     ``tokenizers`` package, vectors from one ONNX Runtime session on `threads` intra-op threads."""
 
     precision = "fp32"
+    overlap_safe = True  # a session's run is thread-safe and needs no process-wide setting
 
     def __init__(self, folder: str | Path, max_length: int, threads: int = 1) -> None:
         try:

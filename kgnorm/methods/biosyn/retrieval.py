@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from kgnorm.encoders.fixed_shape import QueryVectors, default_workers
+from kgnorm.encoders.fixed_shape import QueryVectors, default_overlap, default_workers
 from kgnorm.errors import KgnormError
 from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.cpu_features import query_path
@@ -87,7 +87,7 @@ class BioSynRetrieval:
         if self._query_vectors is None:
             precision, rows = query_path(engine=self.engine)
             self._query_vectors = QueryVectors(self.encoder, rows=rows, precision=precision,
-                                               workers=default_workers())
+                                               workers=default_workers(), overlap=default_overlap())
         return self._query_vectors
 
     def prefetch(self, queries: Sequence[str]) -> None:
