@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -67,8 +68,10 @@ def link_workers() -> set[int]:
     return out
 
 
-def timed(cmd: list[str], env: dict[str, str], ray: bool) -> tuple[float, float, float]:
-    """(wall s, driver peak RSS MB, largest peak RSS MB of a link worker process, with `ray`)."""
+def timed(cmd: list[str], env: dict[str, str], ray: bool) -> tuple[float, float, float, float]:
+    """(wall s, driver peak RSS MB, largest peak RSS MB of a link worker process, with `ray`; the
+    driver's CPU s, user + system: less moved than the wall time by other jobs on a shared machine)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL)
     peak: dict[int, int] = {}
@@ -85,8 +88,10 @@ def timed(cmd: list[str], env: dict[str, str], ray: bool) -> tuple[float, float,
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd!r} exited with {proc.returncode}")
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     workers = [kb for pid, kb in peak.items() if pid != proc.pid]
-    return wall, peak.get(proc.pid, 0) / 1024, max(workers, default=0) / 1024
+    return wall, peak.get(proc.pid, 0) / 1024, max(workers, default=0) / 1024, cpu
 
 
 def measure(runs: list[tuple[str, list[str], dict[str, str]]], base: list[str], out: Path, name: str,
@@ -96,14 +101,14 @@ def measure(runs: list[tuple[str, list[str], dict[str, str]]], base: list[str], 
     rows, refs = [], {}
     for label, extra, more in runs:
         result = out / f"{name}-{len(rows)}.out"
-        wall, rss, worker_rss = timed(base + ["--output", str(result)] + extra, {**env, **more}, "ray" in extra)
+        wall, rss, worker_rss, cpu = timed(base + ["--output", str(result)] + extra, {**env, **more}, "ray" in extra)
         data = result.read_bytes()
         # bf16 and fp32 queries, torch and ONNX Runtime give different score digits: compare like with like
         engine = more.get("KGNORM_QUERY_ENGINE", query_engine())
         ref = refs.setdefault((engine, more.get("KGNORM_QUERY_PRECISION", "auto") if engine == "torch" else "fp32"),
                               data)
         rate = f"{count / wall:,.1f}" + (f" | {distinct / wall:,.0f}" if distinct is not None else "")
-        rows.append(f"| {label} | {wall:.1f} | {rate} | {rss:,.0f} | "
+        rows.append(f"| {label} | {wall:.1f} | {cpu:.1f} | {rate} | {rss:,.0f} | "
                     f"{f'{worker_rss:,.0f}' if worker_rss else '-'} | {'yes' if data == ref else 'NO'} |")
         print(rows[-1], flush=True)
     return rows
@@ -156,9 +161,11 @@ def main() -> None:
                        base, out, "link", n, distinct)
         body += (f"`kgnorm link --no-write` on {n:,} mentions ({distinct:,} distinct texts) of NCBI-disease + BC5CDR "
                  f"train/dev, model {args.model} (BioSyn, sparse + dense). Wall time of the whole process, start-up "
-                 "(imports, model load; for Ray its start and the actors' model loads) included. " + machine_note +
-                 "\n\n| run | wall s | mentions/s | distinct/s | driver peak RSS MB | worker peak RSS MB | TSV = first "
-                 "row of its query precision |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+                 "(imports, model load; for Ray its start and the actors' model loads) included; the driver's CPU seconds (user + "
+                 "system) beside it, less moved by other jobs. " + machine_note +
+                 "\n\n| run | wall s | driver CPU s | mentions/s | distinct/s | driver peak RSS MB | worker peak RSS MB | "
+                 "TSV = first row of its query engine and precision |\n|---|---|---|---|---|---|---|---|\n"
+                 + "\n".join(rows) + "\n")
     if args.annotate_store:
         import json
 
@@ -169,8 +176,8 @@ def main() -> None:
                         ("in-process, current", [], {})] + ray, base, out, "annotate", docs, None)
         body += (f"\n`kgnorm annotate --ner dictionary:{onto} --no-write` (detection, document consistency, linking; "
                  f"PubTator out) on the {docs:,} abstracts of the same documents, same model, start-up included. "
-                 + machine_note + "\n\n| run | wall s | abstracts/s | driver peak RSS MB | worker peak RSS MB | "
-                 "PubTator = first row |\n|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+                 + machine_note + "\n\n| run | wall s | driver CPU s | abstracts/s | driver peak RSS MB | worker peak RSS MB | "
+                 "PubTator = first row |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     append("throughput: link and annotate, in-process and --engine ray", body)
 
 
