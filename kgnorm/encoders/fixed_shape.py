@@ -34,7 +34,12 @@ The calls themselves are a backend's: :class:`TorchCalls` runs the torch model o
 :class:`~kgnorm.encoders.dense.DenseEncoder` (what ``QueryVectors(encoder)`` wraps by itself), and
 :class:`kgnorm.encoders.onnx_query.OnnxQueryEncoder` runs an ONNX Runtime export of it (no torch
 imported). A backend has ``dim``, ``token_ids(texts)`` (truncated ids, no padding), ``call(batch)``
-(float32 pooled vectors of one call) and ``calls_context()`` (what one encoding step runs under)."""
+(float32 pooled vectors of one call) and ``calls_context()`` (what one encoding step runs under).
+
+``overlap`` (``KGNORM_QUERY_OVERLAP=1``, opt-in) sends the full calls `submit` finds to one background
+thread, so they run on the second core while the caller searches; `take` waits for the ones it needs.
+The same calls, so the same bits. Only for a backend that declares ``overlap_safe`` (ONNX Runtime: its
+session runs thread-safe and needs no process-wide setting; torch's thread count is process-wide)."""
 from __future__ import annotations
 
 import contextlib
