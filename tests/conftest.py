@@ -135,3 +135,20 @@ def bolt_server(tmp_path_factory):
         yield server.uri, server.database, "arcadedb"
     finally:
         server.stop()
+
+
+def takes_in_random_order(q, texts: list[str], want, rng, step: int, most: int) -> None:
+    """Submit `texts` to the QueryVectors `q` `step` at a time in a random order, then take them back in
+    random groups of 1..`most`: every vector must equal its row of `want` bit for bit."""
+    import numpy as np
+
+    order = rng.sample(range(len(texts)), len(texts))
+    for s in range(0, len(order), step):
+        q.submit([texts[i] for i in order[s:s + step]])
+    left = list(range(len(texts)))
+    rng.shuffle(left)
+    while left:
+        k = rng.randint(1, most)
+        take, left = left[:k], left[k:]
+        assert np.array_equal(q.take([texts[i] for i in take]), want[take])
+
