@@ -4,7 +4,9 @@ model directory holds on disk.
     python benchmarks/cold_start.py --model DIR [--runs 5] [--threads 1]
 
 Each run is a new `kgnorm link --no-write` process (imports, model load, one mention, TSV
-out), with the previous query path (PREVIOUS) and the current defaults back to back; the figures are the wall time of the whole process, best and median of --runs, and the
+out), with the previous query path (PREVIOUS), the torch query engine (KGNORM_QUERY_ENGINE=torch:
+bf16 where the CPU declares it) and the current defaults interleaved, one of each per round (the
+onnx engine's export is made by the unmeasured first run); the figures are the wall time of the whole process, best and median of --runs, and the
 import time of the CLI alone (`python -c "import kgnorm.cli.app"`), plus the time to import
 torch + transformers + faiss (what a model load needs) in a fresh interpreter. The model
 directory is listed per top-level entry. Figures are appended to BENCHMARKS.md.
@@ -21,9 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import append, run_child  # noqa: E402
 
+from kgnorm.linking.cpu_features import query_engine  # noqa: E402
+
 
 # the query path before issue 29's changes: fp32 queries in 8-row calls, fp32 dense search
-PREVIOUS = {"KGNORM_QUERY_PRECISION": "fp32", "KGNORM_QUERY_ROWS": "8", "KGNORM_DENSE_PRECISION": "fp32"}
+PREVIOUS = {"KGNORM_QUERY_ENGINE": "torch", "KGNORM_QUERY_PRECISION": "fp32", "KGNORM_QUERY_ROWS": "8",
+            "KGNORM_DENSE_PRECISION": "fp32"}
+TORCH = {"KGNORM_QUERY_ENGINE": "torch"}  # the torch query engine with its defaults (bf16 where declared)
 
 
 def dir_size(path: Path) -> int:
@@ -60,21 +66,34 @@ def main() -> None:
         out = Path(tmp) / "links.tsv"
         link = [*kgnorm, "link", "--model", str(args.model), "--input", str(mentions), "--no-write",
                 "--output", str(out), "--quiet"]
-        timed(link, 1, env)  # warm the page cache: "cold" is a fresh process, not a cold disk
-        prev_walls, _ = timed(link, args.runs, {**env, **PREVIOUS})
-        link_walls, link_rss = timed(link, args.runs, env)
+        timed(link, 1, env)  # warm the page cache (and make a cached export): "cold" is a fresh process
+        timed(link, 1, {**env, **TORCH})
+        prev_walls, torch_walls, link_walls, torch_rss, link_rss = [], [], [], 0.0, 0.0
+        for _ in range(args.runs):  # interleaved: a load change hits every path alike
+            prev_walls += timed(link, 1, {**env, **PREVIOUS})[0]
+            walls, rss = timed(link, 1, {**env, **TORCH})
+            torch_walls, torch_rss = torch_walls + walls, max(torch_rss, rss)
+            walls, rss = timed(link, 1, env)
+            link_walls, link_rss = link_walls + walls, max(link_rss, rss)
         top = " · ".join(out.read_text(encoding="utf-8").splitlines()[1].split("\t"))
     cli_walls, _ = timed([sys.executable, "-c", "import kgnorm.cli.app"], args.runs, env)
     libs_walls, _ = timed([sys.executable, "-c", "import torch, transformers, faiss"], args.runs, env)
+    ort_walls, _ = timed([sys.executable, "-c", "import onnxruntime, tokenizers, faiss"], args.runs, env)
 
     rows = [f"| `kgnorm link` on one mention, previous query path ({' '.join(f'{k}={v}' for k, v in PREVIOUS.items())}; "
             f"best / median of {args.runs}) | {min(prev_walls):.2f} s / {statistics.median(prev_walls):.2f} s |",
-            f"| `kgnorm link` on one mention, whole process, current defaults (best / median of {args.runs}) | "
+            f"| `kgnorm link` on one mention, torch query engine (KGNORM_QUERY_ENGINE=torch; best / median of "
+            f"{args.runs}) | {min(torch_walls):.2f} s / {statistics.median(torch_walls):.2f} s |",
+            f"| peak RSS of that process | {torch_rss:,.0f} MB |",
+            f"| `kgnorm link` on one mention, whole process, current defaults (query engine "
+            f"{query_engine()}; best / median of {args.runs}) | "
             f"{min(link_walls):.2f} s / {statistics.median(link_walls):.2f} s |",
             f"| peak RSS of that process | {link_rss:,.0f} MB |",
             f"| `import kgnorm.cli.app` (best / median) | {min(cli_walls):.2f} s / {statistics.median(cli_walls):.2f} s |",
             f"| `import torch, transformers, faiss` (best / median) | {min(libs_walls):.2f} s / "
-            f"{statistics.median(libs_walls):.2f} s |"]
+            f"{statistics.median(libs_walls):.2f} s |",
+            f"| `import onnxruntime, tokenizers, faiss` (best / median) | {min(ort_walls):.2f} s / "
+            f"{statistics.median(ort_walls):.2f} s |"]
     sizes = sorted(((p.name + ("/" if p.is_dir() else ""), dir_size(p)) for p in args.model.iterdir()),
                    key=lambda x: -x[1])
     size_rows = [f"| `{name}` | {mb(n)} |" for name, n in sizes]

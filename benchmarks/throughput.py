@@ -1,8 +1,9 @@
 """`kgnorm link` and `kgnorm annotate` throughput on one machine, start-up included: distinct
 mentions per second (link) and abstracts per second (annotate, dictionary tagger + linking), for
-the previous query-encoder path (fp32, 8-row fixed-shape calls, no lookahead), fp32 with 32-row
-calls filled by the lookahead, the current defaults (bf16 where the CPU declares it), the same
-with the query calls on 2 threads (opt-in), and `--engine ray` at 1 and 2 workers, all in the
+the previous query-encoder path (torch fp32, 8-row fixed-shape calls, no lookahead), torch fp32 with
+32-row calls filled by the lookahead, the torch query engine's defaults (bf16 where the CPU declares
+it), the current defaults (the onnx query engine where onnxruntime is installed), the same with the
+query calls on 2 threads (opt-in), and `--engine ray` at 1 and 2 workers, all in the
 same run and against the same model; peak RSS per process (driver and largest Ray worker),
 and whether each output is byte-identical to the first row of its query precision.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -29,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import SHARED, append  # noqa: E402
 
-from kgnorm.linking.cpu_features import bf16_native  # noqa: E402
+from kgnorm.linking.cpu_features import bf16_native, query_engine  # noqa: E402
 
 CORPORA = ["ncbi-disease/NCBItrainset_corpus.txt", "ncbi-disease/NCBIdevelopset_corpus.txt",
            "bc5cdr/CDR_TrainingSet.PubTator.txt", "bc5cdr/CDR_DevelopmentSet.PubTator.txt"]
@@ -66,8 +68,10 @@ def link_workers() -> set[int]:
     return out
 
 
-def timed(cmd: list[str], env: dict[str, str], ray: bool) -> tuple[float, float, float]:
-    """(wall s, driver peak RSS MB, largest peak RSS MB of a link worker process, with `ray`)."""
+def timed(cmd: list[str], env: dict[str, str], ray: bool) -> tuple[float, float, float, float]:
+    """(wall s, driver peak RSS MB, largest peak RSS MB of a link worker process, with `ray`; the
+    driver's CPU s, user + system: less moved than the wall time by other jobs on a shared machine)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL)
     peak: dict[int, int] = {}
@@ -84,8 +88,10 @@ def timed(cmd: list[str], env: dict[str, str], ray: bool) -> tuple[float, float,
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd!r} exited with {proc.returncode}")
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     workers = [kb for pid, kb in peak.items() if pid != proc.pid]
-    return wall, peak.get(proc.pid, 0) / 1024, max(workers, default=0) / 1024
+    return wall, peak.get(proc.pid, 0) / 1024, max(workers, default=0) / 1024, cpu
 
 
 def measure(runs: list[tuple[str, list[str], dict[str, str]]], base: list[str], out: Path, name: str,
@@ -95,11 +101,14 @@ def measure(runs: list[tuple[str, list[str], dict[str, str]]], base: list[str], 
     rows, refs = [], {}
     for label, extra, more in runs:
         result = out / f"{name}-{len(rows)}.out"
-        wall, rss, worker_rss = timed(base + ["--output", str(result)] + extra, {**env, **more}, "ray" in extra)
+        wall, rss, worker_rss, cpu = timed(base + ["--output", str(result)] + extra, {**env, **more}, "ray" in extra)
         data = result.read_bytes()
-        ref = refs.setdefault(more.get("KGNORM_QUERY_PRECISION", "auto"), data)  # bf16 and fp32 differ
+        # bf16 and fp32 queries, torch and ONNX Runtime give different score digits: compare like with like
+        engine = more.get("KGNORM_QUERY_ENGINE", query_engine())
+        ref = refs.setdefault((engine, more.get("KGNORM_QUERY_PRECISION", "auto") if engine == "torch" else "fp32"),
+                              data)
         rate = f"{count / wall:,.1f}" + (f" | {distinct / wall:,.0f}" if distinct is not None else "")
-        rows.append(f"| {label} | {wall:.1f} | {rate} | {rss:,.0f} | "
+        rows.append(f"| {label} | {wall:.1f} | {cpu:.1f} | {rate} | {rss:,.0f} | "
                     f"{f'{worker_rss:,.0f}' if worker_rss else '-'} | {'yes' if data == ref else 'NO'} |")
         print(rows[-1], flush=True)
     return rows
@@ -123,30 +132,40 @@ def main() -> None:
     workers = [int(x) for x in args.workers.split(",") if x]
     ray = [(f"--engine ray --workers {w}", ["--engine", "ray", "--workers", str(w)], {}) for w in workers]
     machine_note = ("**The 2 CPU cores are shared with other engineers' jobs: figures are noisy; compare rows of "
-                    "one table only.** The rows that differ in query precision write different scores (bf16 vs fp32 "
-                    "query vectors): each output is compared with the first row of its own precision.")
+                    "one table only.** The rows that differ in query engine or precision write different scores (bf16 vs fp32, "
+                    "torch vs ONNX Runtime query vectors): each output is compared with the first row of its own engine and "
+                    "precision.")
     body = ""
     if not args.skip_link:
         base = [kgnorm, "link", "--model", args.model, "--input", str(mentions), "--no-write", "-q"]
-        before = {"KGNORM_QUERY_PRECISION": "fp32", "KGNORM_QUERY_ROWS": "8", "KGNORM_LINK_LOOKAHEAD": "0",
-                  "KGNORM_DENSE_PRECISION": "fp32"}
-        rows = measure([("in-process, previous path (fp32 queries in 8-row calls, no lookahead; fp32 dense search)",
-                         [], before),
-                        ("in-process, fp32 queries in 32-row calls, lookahead 8,192 mentions; fp32 dense search", [],
-                         {"KGNORM_QUERY_PRECISION": "fp32", "KGNORM_DENSE_PRECISION": "fp32"}),
-                        ("in-process, as above + bf16 pre-filter of the dense search (exact)", [],
-                         {"KGNORM_QUERY_PRECISION": "fp32"}),
-                        ("in-process, current defaults (query precision auto: "
-                         f"{'bf16' if bf16_native() else 'fp32'}, 32-row calls, lookahead; dense pre-filter)", [], {}),
+        before = {"KGNORM_QUERY_ENGINE": "torch", "KGNORM_QUERY_PRECISION": "fp32", "KGNORM_QUERY_ROWS": "8",
+                  "KGNORM_LINK_LOOKAHEAD": "0", "KGNORM_DENSE_PRECISION": "fp32"}
+        torch_auto = "bf16" if bf16_native() else "fp32"
+        rows = measure([("in-process, previous path (torch, fp32 queries in 8-row calls, no lookahead; fp32 dense "
+                         "search)", [], before),
+                        ("in-process, torch, fp32 queries in 32-row calls, lookahead 8,192 mentions; fp32 dense search",
+                         [], {"KGNORM_QUERY_ENGINE": "torch", "KGNORM_QUERY_PRECISION": "fp32",
+                              "KGNORM_DENSE_PRECISION": "fp32"}),
+                        (f"in-process, torch query engine with its defaults (KGNORM_QUERY_ENGINE=torch: {torch_auto} "
+                         "queries, 32-row calls, lookahead; bf16 search pre-filters where declared)", [],
+                         {"KGNORM_QUERY_ENGINE": "torch"}),
+                        (f"in-process, current defaults (query engine {query_engine()}: ONNX Runtime fp32 queries in "
+                         "32-row calls, lookahead, fp32 exact searches, no torch)", [], {}),
                         ("in-process, as the current defaults with the query calls on 2 threads "
-                         "(KGNORM_QUERY_WORKERS=2, opt-in)", [], {"KGNORM_QUERY_WORKERS": "2"})]
+                         "(KGNORM_QUERY_WORKERS=2, opt-in)", [], {"KGNORM_QUERY_WORKERS": "2"}),
+                        ("in-process, as the current defaults with the calls found ahead run beside the search "
+                         "(KGNORM_QUERY_OVERLAP=1)", [], {"KGNORM_QUERY_OVERLAP": "1"}),
+                        ("in-process, as the current defaults without overlap (KGNORM_QUERY_OVERLAP=0)", [],
+                         {"KGNORM_QUERY_OVERLAP": "0"})]
                        + ray,
                        base, out, "link", n, distinct)
         body += (f"`kgnorm link --no-write` on {n:,} mentions ({distinct:,} distinct texts) of NCBI-disease + BC5CDR "
                  f"train/dev, model {args.model} (BioSyn, sparse + dense). Wall time of the whole process, start-up "
-                 "(imports, model load; for Ray its start and the actors' model loads) included. " + machine_note +
-                 "\n\n| run | wall s | mentions/s | distinct/s | driver peak RSS MB | worker peak RSS MB | TSV = first "
-                 "row of its query precision |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+                 "(imports, model load; for Ray its start and the actors' model loads) included; the driver's CPU seconds (user + "
+                 "system) beside it, less moved by other jobs. " + machine_note +
+                 "\n\n| run | wall s | driver CPU s | mentions/s | distinct/s | driver peak RSS MB | worker peak RSS MB | "
+                 "TSV = first row of its query engine and precision |\n|---|---|---|---|---|---|---|---|\n"
+                 + "\n".join(rows) + "\n")
     if args.annotate_store:
         import json
 
@@ -157,8 +176,8 @@ def main() -> None:
                         ("in-process, current", [], {})] + ray, base, out, "annotate", docs, None)
         body += (f"\n`kgnorm annotate --ner dictionary:{onto} --no-write` (detection, document consistency, linking; "
                  f"PubTator out) on the {docs:,} abstracts of the same documents, same model, start-up included. "
-                 + machine_note + "\n\n| run | wall s | abstracts/s | driver peak RSS MB | worker peak RSS MB | "
-                 "PubTator = first row |\n|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+                 + machine_note + "\n\n| run | wall s | driver CPU s | abstracts/s | driver peak RSS MB | worker peak RSS MB | "
+                 "PubTator = first row |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     append("throughput: link and annotate, in-process and --engine ray", body)
 
 

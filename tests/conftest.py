@@ -26,6 +26,20 @@ def _make_tokenizer(cls, vocab_path, vocab):
     return tok
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _export_cache(tmp_path_factory):
+    """Exports made from model directories (the onnx query engine's, the int8 detector's) go to a
+    folder of this test session, never to the user's ~/.cache (a test may still point elsewhere)."""
+    if os.environ.get("KGNORM_CACHE_DIR"):
+        yield
+        return
+    os.environ["KGNORM_CACHE_DIR"] = str(tmp_path_factory.mktemp("kgnorm-cache"))
+    try:
+        yield
+    finally:
+        os.environ.pop("KGNORM_CACHE_DIR", None)
+
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory):
     """A tiny random BERT (hidden 32, 2 layers, 2 heads) + fast WordPiece tokenizer saved
@@ -121,3 +135,20 @@ def bolt_server(tmp_path_factory):
         yield server.uri, server.database, "arcadedb"
     finally:
         server.stop()
+
+
+def takes_in_random_order(q, texts: list[str], want, rng, step: int, most: int) -> None:
+    """Submit `texts` to the QueryVectors `q` `step` at a time in a random order, then take them back in
+    random groups of 1..`most`: every vector must equal its row of `want` bit for bit."""
+    import numpy as np
+
+    order = rng.sample(range(len(texts)), len(texts))
+    for s in range(0, len(order), step):
+        q.submit([texts[i] for i in order[s:s + step]])
+    left = list(range(len(texts)))
+    rng.shuffle(left)
+    while left:
+        k = rng.randint(1, most)
+        take, left = left[:k], left[k:]
+        assert np.array_equal(q.take([texts[i] for i in take]), want[take])
+

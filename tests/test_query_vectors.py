@@ -17,6 +17,7 @@ from kgnorm.jobs.link import link_mentions
 from kgnorm.linking.cpu_features import QUERY_PRECISION_ENV, query_path
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.biosyn.model import BioSynModel
+from conftest import takes_in_random_order
 
 WORDS = ["heart", "attack", "renal", "kidney", "failure", "acute", "pd", "cancer", "breast", "lung", "fever",
          "type", "2", "diabetes", "toe", "pain", "hypertension", "chronic", "of", "x"]
@@ -48,15 +49,7 @@ def test_a_vector_does_not_depend_on_its_batch_or_when_it_was_submitted(encoder,
         assert np.array_equal(encode_fixed_shape(encoder, texts, rows, precision), alone)
         for _ in range(2):  # random submissions ahead of need, random takes
             q = QueryVectors(encoder, rows, precision)
-            order = rng.sample(range(len(texts)), len(texts))
-            for s in range(0, len(order), 7):
-                q.submit([texts[i] for i in order[s:s + 7]])
-            left = list(range(len(texts)))
-            rng.shuffle(left)
-            while left:
-                k = rng.randint(1, 9)
-                take, left = left[:k], left[k:]
-                assert np.array_equal(q.take([texts[i] for i in take]), alone[take])
+            takes_in_random_order(q, texts, alone, rng, step=7, most=9)
             assert not q.pending
 
 

@@ -28,22 +28,34 @@ same bits, on more cores. Opt-in (``KGNORM_QUERY_WORKERS``, default 1): with the
 this 2-core machine two workers gained nothing measurable (16.9 vs 17.1 s for 20k mentions,
 BENCHMARKS.md "throughput", 17:48): a call of 32 short texts spends much of its time in Python
 between kernels, under the GIL. A larger encoder, whose calls are mostly kernel time, is where it
-can pay."""
+can pay.
+
+The calls themselves are a backend's: :class:`TorchCalls` runs the torch model of a
+:class:`~kgnorm.encoders.dense.DenseEncoder` (what ``QueryVectors(encoder)`` wraps by itself), and
+:class:`kgnorm.encoders.onnx_query.OnnxQueryEncoder` runs an ONNX Runtime export of it (no torch
+imported). A backend has ``dim``, ``token_ids(texts)`` (truncated ids, no padding), ``call(batch)``
+(float32 pooled vectors of one call) and ``calls_context()`` (what one encoding step runs under).
+
+``overlap`` (``KGNORM_QUERY_OVERLAP=1``, opt-in) sends the full calls `submit` finds to one background
+thread, so they run on the second core while the caller searches; `take` waits for the ones it needs.
+The same calls, so the same bits. Only for a backend that declares ``overlap_safe`` (ONNX Runtime: its
+session runs thread-safe and needs no process-wide setting; torch's thread count is process-wide)."""
 from __future__ import annotations
 
 import contextlib
 import os
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
-import torch
 
 ROWS = 8  # rows of a call when nothing else is said (encode_fixed_shape's former fixed value)
 PRECISIONS = ("fp32", "bf16")
 MAX_READY = 32_768  # vectors encoded ahead and not taken yet: beyond this the oldest are dropped
 WORKERS_ENV = "KGNORM_QUERY_WORKERS"  # threads running fixed-shape calls at once (default 1)
+OVERLAP_ENV = "KGNORM_QUERY_OVERLAP"  # 1: calls found ahead run beside the search (onnx engine)
+OVERLAP_DEFAULT = False
 
 
 def default_workers() -> int:
@@ -59,14 +71,85 @@ def default_workers() -> int:
     return 1
 
 
-class QueryVectors:
-    """Batch-independent float32 vectors of a :class:`~kgnorm.encoders.dense.DenseEncoder`,
-    encoded in full calls of `rows` same-length texts where the texts come early enough."""
+def default_overlap() -> bool:
+    """``$KGNORM_QUERY_OVERLAP`` (0 or 1), else OVERLAP_DEFAULT (BENCHMARKS.md, "throughput")."""
+    value = os.environ.get(OVERLAP_ENV, "").strip()
+    if value in ("0", "1"):
+        return value == "1"
+    if value:
+        from kgnorm.errors import KgnormError
 
-    def __init__(self, encoder, rows: int = ROWS, precision: str = "fp32",
-                 max_ready: int = MAX_READY, workers: int = 1) -> None:
+        raise KgnormError(f"{OVERLAP_ENV}={value!r}: expected 0 or 1")
+    return OVERLAP_DEFAULT
+
+
+class TorchCalls:
+    """The fixed-shape calls of a torch :class:`~kgnorm.encoders.dense.DenseEncoder`, fp32 or under
+    CPU bf16 autocast, each call on one torch thread in eval mode."""
+
+    def __init__(self, encoder, precision: str = "fp32") -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+        self.encoder = encoder
+        self.precision = precision
+        self.typed = False
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        enc = self.encoder.tokenizer(texts, max_length=self.encoder.max_length, truncation=True,
+                                     padding=False)
+        self.typed = "token_type_ids" in enc
+        return enc["input_ids"]
+
+    @contextlib.contextmanager
+    def calls_context(self):
+        """One torch thread and eval mode for the calls of one step (restored afterwards)."""
+        import torch
+
+        model = self.encoder.model
+        was_training = model.training
+        model.eval()
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
+            if was_training:
+                model.train()
+
+    def call(self, batch: list[list[int]]) -> np.ndarray:
+        """One call under this thread's own inference mode and autocast (both are thread-local)."""
+        import torch
+
+        encoder = self.encoder
+        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16"
+                    else contextlib.nullcontext())
+        with torch.inference_mode(), autocast:
+            t = torch.tensor(batch, dtype=torch.long, device=encoder.device)
+            mask = torch.ones_like(t)
+            extra = {"token_type_ids": torch.zeros_like(t)} if self.typed else {}
+            hidden = encoder.model(input_ids=t, attention_mask=mask, **extra).last_hidden_state
+            return encoder.pool(hidden.float(), mask).float().cpu().numpy()
+
+
+class QueryVectors:
+    """Batch-independent float32 vectors of a query encoder, encoded in full calls of `rows`
+    same-length texts where the texts come early enough. `encoder`: a backend (it has ``call``) or
+    a :class:`~kgnorm.encoders.dense.DenseEncoder`, run by :class:`TorchCalls` at `precision`."""
+
+    def __init__(self, encoder, rows: int = ROWS, precision: str = "fp32",
+                 max_ready: int = MAX_READY, workers: int = 1, overlap: bool = False) -> None:
+        self.backend = encoder if hasattr(encoder, "call") else TorchCalls(encoder, precision)
+        # full calls found by `submit` run on a background thread while the caller goes on (its
+        # search); only for a backend whose calls need no process-wide state (ONNX Runtime's)
+        self.overlap = bool(overlap) and getattr(self.backend, "overlap_safe", False)
+        self._background: ThreadPoolExecutor | None = None
+        self.inflight: dict[str, Future] = {}
+        self._jobs: deque[tuple[Future, list[tuple[list[str], list[list[int]]]]]] = deque()
         self.encoder = encoder
         self.rows = max(1, int(rows))
         self.precision = precision
@@ -84,23 +167,25 @@ class QueryVectors:
         if not new:
             return
         full = set()
-        for text, ids in zip(new, self._tokenize(new)):
+        for text, ids in zip(new, self.backend.token_ids(new)):
             group = self.pending.setdefault(len(ids), {})
             group[text] = ids
             self.length[text] = len(ids)
             if len(group) >= self.rows:
                 full.add(len(ids))
         if full:
-            self._encode({n: self.rows * (len(self.pending[n]) // self.rows) for n in full})
+            self._encode({n: self.rows * (len(self.pending[n]) // self.rows) for n in full}, later=self.overlap)
 
     def take(self, texts: Sequence[str]) -> np.ndarray:
         """float32 ``[len(texts), dim]``; a text not encoded yet is encoded now with its length
         group (the last call filled with copies). Taken vectors are forgotten."""
         texts = list(texts)
-        out = np.empty((len(texts), self.encoder.dim), dtype=np.float32)
+        out = np.empty((len(texts), self.backend.dim), dtype=np.float32)
         if not texts:
             return out
         self.submit(texts)
+        if self.inflight:
+            self._collect(texts)
         short = {self.length[t] for t in texts if t not in self.ready}
         if short:
             self._encode({n: len(self.pending[n]) for n in short})
@@ -110,14 +195,9 @@ class QueryVectors:
             del self.ready[t]
         return out
 
-    def _tokenize(self, texts: list[str]) -> list[list[int]]:
-        enc = self.encoder.tokenizer(texts, max_length=self.encoder.max_length, truncation=True,
-                                     padding=False)
-        self._typed = "token_type_ids" in enc
-        return enc["input_ids"]
-
-    def _encode(self, counts: dict[int, int]) -> None:
-        """Encode the first ``counts[n]`` pending texts of each length ``n``, `rows` at a time."""
+    def _encode(self, counts: dict[int, int], later: bool = False) -> None:
+        """Encode the first ``counts[n]`` pending texts of each length ``n``, `rows` at a time;
+        `later`: on the background thread (the vectors are collected by `take`)."""
         calls: list[tuple[list[str], list[list[int]]]] = []
         for n, count in counts.items():
             group = self.pending[n]
@@ -127,52 +207,52 @@ class QueryVectors:
                 batch = [group[t] for t in sel]
                 self.padded_rows += self.rows - len(batch)
                 calls.append((sel, batch + [batch[0]] * (self.rows - len(batch))))
-        encoder = self.encoder
-        was_training = encoder.model.training
-        encoder.model.eval()
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            if self.workers > 1 and len(calls) > 1:
+            for t in texts:
+                del group[t]
+            if not group:
+                del self.pending[n]
+        self.calls += len(calls)
+        if later:
+            if self._background is None:
+                self._background = ThreadPoolExecutor(1, thread_name_prefix="kgnorm-query-overlap")
+            job = self._background.submit(self._run, [b for _, b in calls])
+            self._jobs.append((job, calls))
+            self.inflight.update((t, job) for sel, _ in calls for t in sel)
+            return
+        self._store(calls, self._run([b for _, b in calls]))
+
+    def _run(self, batches: list[list[list[int]]]) -> list[np.ndarray]:
+        call = self.backend.call
+        with self.backend.calls_context():
+            if self.workers > 1 and len(batches) > 1:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="kgnorm-query")
-                results = list(self._pool.map(self._guarded_call, [b for _, b in calls]))
-            else:
-                results = [self._guarded_call(b) for _, b in calls]
-        finally:
-            torch.set_num_threads(threads)
-            if was_training:
-                encoder.model.train()
-        self.calls += len(calls)
+                return list(self._pool.map(call, batches))
+            return [call(b) for b in batches]
+
+    def _collect(self, texts: Sequence[str]) -> None:
+        """Wait for the background calls that hold any of `texts` (oldest first), and store every
+        finished one."""
+        needed = {t for t in texts if t in self.inflight}
+        while self._jobs and (needed or self._jobs[0][0].done()):
+            job, calls = self._jobs.popleft()
+            self._store(calls, job.result())
+            for sel, _ in calls:
+                for t in sel:
+                    del self.inflight[t]
+                    needed.discard(t)
+
+    def _store(self, calls: list[tuple[list[str], list[list[int]]]], results: list[np.ndarray]) -> None:
         for (sel, _), vecs in zip(calls, results):
             for t, v in zip(sel, vecs):
-                n = self.length.pop(t)
+                del self.length[t]
                 self.ready[t] = v
-                group = self.pending[n]
-                del group[t]
-                if not group:
-                    del self.pending[n]
         while len(self.ready) > self.max_ready:  # texts submitted but never taken
             self.ready.popitem(last=False)
-
-    def _guarded_call(self, batch: list[list[int]]) -> np.ndarray:
-        """One call under this thread's own inference mode and autocast (both are thread-local)."""
-        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16"
-                    else contextlib.nullcontext())
-        with torch.inference_mode(), autocast:
-            return self._call(batch)
-
-    def _call(self, batch: list[list[int]]) -> np.ndarray:
-        encoder = self.encoder
-        t = torch.tensor(batch, dtype=torch.long, device=encoder.device)
-        mask = torch.ones_like(t)
-        extra = {"token_type_ids": torch.zeros_like(t)} if self._typed else {}
-        hidden = encoder.model(input_ids=t, attention_mask=mask, **extra).last_hidden_state
-        return encoder.pool(hidden.float(), mask).float().cpu().numpy()
 
 
 def encode_fixed_shape(encoder, texts: Sequence[str], rows: int = ROWS,
                        precision: str = "fp32", workers: int = 1) -> np.ndarray:
-    """float32 ``[len(texts), dim]`` pooled vectors of a :class:`~kgnorm.encoders.dense.DenseEncoder`,
-    each independent of the other texts of the call (bit for bit)."""
+    """float32 ``[len(texts), dim]`` pooled vectors of a :class:`~kgnorm.encoders.dense.DenseEncoder`
+    (or a backend, see :class:`QueryVectors`), each independent of the other texts of the call (bit for bit)."""
     return QueryVectors(encoder, rows, precision, workers=workers).take(texts)

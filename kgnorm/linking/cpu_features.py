@@ -53,13 +53,49 @@ QUERY_ROWS_ENV = "KGNORM_QUERY_ROWS"  # rows per call instead of QUERY_ROWS (ben
 QUERY_ROWS = {"fp32": 32, "bf16": 32}
 
 
-def query_path(precision: str | None = None, flags: frozenset[str] | None = None) -> tuple[str, int]:
+QUERY_ENGINE_ENV = "KGNORM_QUERY_ENGINE"  # auto, torch or onnx
+QUERY_ENGINES = ("torch", "onnx")
+DEFAULT_QUERY_ENGINE = "auto"
+
+
+@lru_cache(maxsize=1)
+def onnx_runtime_installed() -> bool:
+    """Whether onnxruntime, onnx and tokenizers can be imported (looked up, not imported)."""
+    from importlib.util import find_spec
+
+    return all(find_spec(m) is not None for m in ("onnxruntime", "onnx", "tokenizers"))
+
+
+def query_engine(engine: str | None = None, flags: frozenset[str] | None = None) -> str:
+    """Which runtime encodes `link`'s queries: `engine` or ``$KGNORM_QUERY_ENGINE``; ``auto``
+    (the default) is ``onnx`` (ONNX Runtime fp32, no torch imported) where onnxruntime and tokenizers
+    are installed, unless bf16 queries are asked for by name (``KGNORM_QUERY_PRECISION=bf16``: a
+    torch path); else ``torch``. Declared facts only (BENCHMARKS.md, "query engine")."""
+    from kgnorm.errors import KgnormError
+
+    value = (engine or os.environ.get(QUERY_ENGINE_ENV) or DEFAULT_QUERY_ENGINE).strip().lower()
+    if value == "auto":
+        forced = os.environ.get(QUERY_PRECISION_ENV, "").strip().lower()
+        value = "onnx" if onnx_runtime_installed() and forced != "bf16" else "torch"
+    if value not in QUERY_ENGINES:
+        raise KgnormError(f"{QUERY_ENGINE_ENV}={value!r}: expected auto, torch or onnx")
+    return value
+
+
+def query_path(precision: str | None = None, flags: frozenset[str] | None = None,
+               engine: str = "torch") -> tuple[str, int]:
     """(precision, rows) of the query encoder: `precision` or ``$KGNORM_QUERY_PRECISION``;
     ``auto`` is bf16 where the CPU declares native bf16, else fp32 (default: DEFAULT_QUERY_PRECISION). Every process of one job must
-    take the same path (the two give different vectors): force one on a mixed cluster."""
+    take the same path (the two give different vectors): force one on a mixed cluster. The ``onnx``
+    `engine` runs fp32 only."""
     from kgnorm.errors import KgnormError
 
     value = (precision or os.environ.get(QUERY_PRECISION_ENV) or DEFAULT_QUERY_PRECISION).strip().lower()
+    if engine == "onnx":
+        if value not in ("auto", "fp32"):
+            raise KgnormError(f"{QUERY_PRECISION_ENV}={value!r}: the onnx query engine runs fp32 only "
+                              f"(set {QUERY_ENGINE_ENV}=torch for bf16)")
+        value = "fp32"
     if value == "auto":
         value = "bf16" if bf16_native(flags) else "fp32"
     if value not in QUERY_ROWS:

@@ -64,3 +64,39 @@ class Bf16Names:
                     order = np.lexsort((c, -exact))[:k]
                     rows[s + i], scores[s + i] = c[order], exact[order]
         return scores, rows
+
+
+class OrtFlatSearch:
+    """Exact float32 top-k of a flat inner-product index without torch: one ONNX Runtime graph
+    (``Gemm(q, names, transB) -> TopK``) on one intra-op thread, the names fed from the index's own
+    storage (no copy). What the ``onnx`` query engine searches with (torch's product and top-k
+    need torch imported; FAISS's own flat search pays a heap per query)."""
+
+    def __init__(self, xb: np.ndarray, threads: int = 1) -> None:
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+
+        self.xb = xb
+        graph = helper.make_graph(
+            [helper.make_node("Gemm", ["q", "names"], ["s"], transB=1),
+             helper.make_node("TopK", ["s", "k"], ["scores", "rows"], axis=1, largest=1, sorted=1)],
+            "flat_topk",
+            [helper.make_tensor_value_info("q", TensorProto.FLOAT, ["n", xb.shape[1]]),
+             helper.make_tensor_value_info("names", TensorProto.FLOAT, ["m", xb.shape[1]]),
+             helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+            [helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["n", "k"]),
+             helper.make_tensor_value_info("rows", TensorProto.INT64, ["n", "k"])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = max(1, int(threads))
+        so.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+    def topk(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(float32 scores, int64 rows) ``[len(q), k]``, best first; `CHUNK` queries per call."""
+        kk = np.array([k], np.int64)
+        parts = [self.session.run(None, {"q": q[s:s + CHUNK], "names": self.xb, "k": kk})
+                 for s in range(0, len(q), CHUNK)]
+        return (np.concatenate([p[0] for p in parts]).astype(np.float32, copy=False),
+                np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False))

@@ -24,7 +24,7 @@ import faiss
 import numpy as np
 
 from kgnorm.errors import KgnormError
-from kgnorm.linking.dense_topk import Bf16Names, dense_uses_bf16
+from kgnorm.linking.dense_topk import Bf16Names, OrtFlatSearch, dense_uses_bf16
 
 KINDS = ("flat", "hnsw", "ivf")
 INDEX_FILE = "names.faiss"
@@ -70,6 +70,8 @@ class NameIndex:
         self._gpu_index = None
         self._gpu_res = None
         self._bf16_names = None
+        self._ort_flat = None
+        self.engine = "torch"  # "onnx": flat search through ONNX Runtime, torch never imported
         self.mapped = False  # the vectors are a read-only memory map of names.faiss
 
     # ------------------------------------------------------------------ building
@@ -124,6 +126,7 @@ class NameIndex:
             self.index.make_direct_map()
         self._gpu_index = None  # re-clone lazily
         self._bf16_names = None
+        self._ort_flat = None
 
     @property
     def ntotal(self) -> int:
@@ -162,6 +165,10 @@ class NameIndex:
             return np.zeros((len(q), max(k, 0)), np.float32), np.zeros((len(q), max(k, 0)), np.int64)
         searcher = self._searcher()
         if searcher is self.index and self.kind == "flat" and not self.fp16:
+            if self.engine == "onnx":  # exact fp32, no torch (kgnorm.linking.dense_topk.OrtFlatSearch)
+                if self._ort_flat is None:
+                    self._ort_flat = OrtFlatSearch(self._flat_vectors())
+                return self._ort_flat.topk(q, k)
             if dense_uses_bf16():  # exact, through a bf16 pre-filter (kgnorm.linking.dense_topk)
                 if self._bf16_names is None:
                     self._bf16_names = Bf16Names(self._flat_vectors())

@@ -318,7 +318,9 @@ class SparseScorer:
         sp.save_npz(d / "names.npz", self._D, compressed=True)
 
     @classmethod
-    def load(cls, directory: str | Path, n_threads: int | None = None) -> SparseScorer:
+    def load(cls, directory: str | Path, n_threads: int | None = None,
+             precision: str | None = None) -> SparseScorer:
+        """`precision`: instead of the saved one (``fp32``: never the torch bf16 pre-filter)."""
         d = Path(directory)
         try:
             cfg = json.loads((d / SPARSE_FILE).read_text(encoding="utf-8"))
@@ -333,7 +335,7 @@ class SparseScorer:
                   max_dense_terms=cfg.get("max_dense_terms", 256),
                   chunk_budget=cfg.get("chunk_budget", 1 << 24),
                   dense_budget=cfg.get("dense_budget", 1 << 27),
-                  precision=cfg.get("precision", "auto"), n_threads=n_threads)
+                  precision=precision or cfg.get("precision", "auto"), n_threads=n_threads)
         obj.vocabulary = {str(t): int(i) for t, i in vocab.items()}
         obj.idf = np.asarray(idf, dtype=np.float32)
         if D.shape[1] != len(obj.vocabulary) or len(obj.idf) != len(obj.vocabulary):

@@ -26,6 +26,7 @@ class Method:
     name: str
     loader: str
     package: str = ""
+    linker: str = ""  # ``module:function`` loading the model for linking only (default: `loader`)
 
     @property
     def module(self) -> str:
@@ -69,7 +70,8 @@ def register(entry: Method) -> Method:
     return entry
 
 
-for _entry in (Method("biosyn", "kgnorm.methods.biosyn.model:load_biosyn"),
+for _entry in (Method("biosyn", "kgnorm.methods.biosyn.model:load_biosyn",
+                      linker="kgnorm.methods.biosyn.retrieval:load_biosyn_linker"),
                Method("dan", "kgnorm.methods.dan.model:load_dan"),
                Method("biocom", "kgnorm.methods.biocom.linker:load_biocom"),
                Method("bne", "kgnorm.methods.bne.model:load_bne"),
@@ -139,7 +141,8 @@ def open_linker(model_dir: str | Path) -> tuple[Any, dict[str, Any]]:
 
         linker, metas = open_ensemble(meta)
         return linker, {**meta, "member_meta": metas}
-    model = load_encoder(model_dir)
+    entry = METHODS.get(meta["method"])
+    model = _resolve(entry.linker)(model_dir) if entry is not None and entry.linker else load_encoder(model_dir)
     if meta["method"] == "biocom":
         return ContextLinker(model), meta
     if not hasattr(model, "link"):

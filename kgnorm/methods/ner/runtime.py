@@ -8,17 +8,16 @@ is made once per model content and cached (``<cache>/ner-onnx/<digest>/``: the m
 directory may be read-only), never re-exported per run."""
 from __future__ import annotations
 
-import hashlib
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from kgnorm.digests import update_with_file
 from kgnorm.errors import KgnormError
+from kgnorm.exports import cache_dir as onnx_cache_dir
+from kgnorm.exports import cached_export, model_digest
 
 __all__ = ["PRECISIONS", "PRECISION_ENV", "BF16_ENV", "resolve_precision", "Emissions", "make_emissions",
            "onnx_cache_dir", "model_digest"]
@@ -26,7 +25,6 @@ __all__ = ["PRECISIONS", "PRECISION_ENV", "BF16_ENV", "resolve_precision", "Emis
 PRECISIONS = ("auto", "fp32", "bf16", "int8")
 PRECISION_ENV = "KGNORM_NER_PRECISION"
 BF16_ENV = "KGNORM_NER_BF16"          # the older opt-in: "1" means bf16 (kept; PRECISION_ENV wins)
-CACHE_ENV = "KGNORM_CACHE_DIR"
 ONNX_FILE = "emissions.int8-per-channel.onnx"   # the name says how it was quantized
 
 
@@ -90,25 +88,6 @@ def make_emissions(net: Any, precision: str, model_dir: str | Path | None = None
     return Emissions(net, "int8", ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]))
 
 
-def onnx_cache_dir() -> Path:
-    """``$KGNORM_CACHE_DIR``, else ``$XDG_CACHE_HOME/kgnorm``, else ``~/.cache/kgnorm``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kgnorm"
-
-
-def model_digest(model_dir: str | Path) -> str:
-    """sha1 of every file of the model directory (names and bytes): a retrained or edited model
-    gets a new export, an unchanged one finds its cached export."""
-    d = Path(model_dir)
-    h = hashlib.sha1()
-    for f in sorted(p for p in d.rglob("*") if p.is_file()):
-        h.update(str(f.relative_to(d)).encode("utf-8") + b"\0")
-        update_with_file(h, f)
-    return h.hexdigest()[:20]
-
-
 class _Traced(torch.nn.Module):
     """NerNet.emissions with positional tensors (what the ONNX exporter traces)."""
 
@@ -125,24 +104,20 @@ def int8_export(net: Any, model_dir: str | Path) -> Path:
     """The cached int8 ONNX export of `net` (exported, quantized and renamed into place once)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    target = onnx_cache_dir() / "ner-onnx" / model_digest(model_dir) / ONNX_FILE
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
     names = ["input_ids", "attention_mask"] + (["match_tags"] if net.match is not None else [])
     ids = torch.ones((2, 8), dtype=torch.long)
     args = tuple([ids, torch.ones_like(ids)] + ([torch.zeros_like(ids)] if net.match is not None else []))
-    was_training = net.training
-    net.eval()
-    try:
-        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-            fp32 = Path(tmp) / "emissions.onnx"
+
+    def make(tmp: Path) -> None:
+        was_training = net.training
+        net.eval()
+        try:
+            fp32 = tmp / "emissions.onnx"
             torch.onnx.export(_Traced(net), args, str(fp32), dynamo=False, input_names=names,
                               output_names=["emissions"], opset_version=17,
                               dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "emissions"]})
-            part = Path(tmp) / ONNX_FILE
-            quantize_dynamic(str(fp32), str(part), weight_type=QuantType.QInt8, per_channel=True)
-            os.replace(part, target)   # atomic: a concurrent run sees the whole file or none
-    finally:
-        net.train(was_training)
-    return target
+            quantize_dynamic(str(fp32), str(tmp / ONNX_FILE), weight_type=QuantType.QInt8, per_channel=True)
+        finally:
+            net.train(was_training)
+
+    return cached_export("ner-onnx", model_digest(model_dir), (ONNX_FILE,), make) / ONNX_FILE
