@@ -6,7 +6,7 @@ consistency; the dictionary tagger over MEDIC, and a trained detector when --ner
     python benchmarks/annotate.py [--work DIR] [--ner-model DIR] [--corpora ncbi,bc5cdr]
     python benchmarks/annotate.py --levers --ner-model ncbi=DIR,bc5cdr=DIR [--work DIR]
     python benchmarks/annotate.py --speed --ner-model ncbi=DIR,bc5cdr=DIR --linker ncbi=DIR,bc5cdr=DIR
-        [--store URI] [--paths fp32-1t,bf16-1t,...]
+        [--store URI] [--paths bf16-1t,bf16-overlap,...] [--small-ner ncbi=DIR]
 
 --levers: the trained detectors' inference-time levers (kgnorm.ner.refine: BIO repair, span
 propagation, abbreviation propagation, union with the MEDIC dictionary's multi-word matches),
@@ -66,7 +66,7 @@ def child(args: argparse.Namespace) -> None:
 
     rep = annotate_documents(args.ner, args.model, args.input, input_format="pubtator", output=args.output,
                              output_format="pubtator", store=args.store, write=False,
-                             consistency=args.consistency == "on", progress=False)
+                             consistency=args.consistency == "on", progress=False, overlap=False)
     Path(args.result).write_text(json.dumps({"docs": rep.n_documents, "seconds": rep.seconds,
                                              "mentions": rep.n_mentions}))
 
@@ -84,6 +84,8 @@ def main() -> None:
     ap.add_argument("--paths", default=None, help="with --speed: which paths (benchmarks/_annotate_speed.py PATHS)")
     ap.add_argument("--linker", type=Path, default=None, help="the linking model (default: the untrained BioSyn "
                     "built in --work); with --speed ncbi=DIR,bc5cdr=DIR")
+    ap.add_argument("--small-ner", type=Path, default=None, help="with --speed: a smaller detector for the "
+                    "-small paths, ncbi=DIR[,bc5cdr=DIR]")
     ap.add_argument("--child-speed", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:

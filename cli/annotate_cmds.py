@@ -37,8 +37,12 @@ def annotate_cmd(
                                 "else fp32), fp32, bf16, or int8 (ONNX Runtime, the onnx extra; exported once, "
                                 "cached). Default: $KGNORM_NER_PRECISION, else auto.", show_default=False)] = None,
     threads: Annotated[Optional[int], typer.Option(
-        "--threads", help="Intra-op threads of the detector and linker in-process (default: torch's, all "
-                          "cores).", show_default=False)] = None,
+        "--threads", help="Intra-op threads of the detector and of the linker in-process (default: half the "
+                          "cores each when they overlap, else torch's).", show_default=False)] = None,
+    overlap: Annotated[Optional[bool], typer.Option(
+        "--overlap/--no-overlap", help="Detect the next batch on a second thread while this one is linked (same "
+                                       "output). Default: on where the cores this process may use are at least "
+                                       "twice --threads (2 cores without --threads).", show_default=False)] = None,
     store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
     engine: EngineOpt = "local", workers: WorkersOpt = 2, ray_address: RayAddressOpt = None,
 ) -> None:
@@ -52,7 +56,7 @@ def annotate_cmd(
                                 write=write, top_k=top_k, consistency=consistency, nil_threshold=nil_threshold,
                                 nil_dev=nil_dev, batch_docs=batch_size, lock_timeout=lock_timeout,
                                 progress=not quiet, engine=engine, ray=RayOptions(workers=workers, address=ray_address),
-                                ner_precision=ner_precision, threads=threads)
+                                ner_precision=ner_precision, threads=threads, overlap=overlap)
     print_report(report, quiet)
 
 

@@ -352,3 +352,73 @@ def test_train_ner_does_not_refit_unless_asked(tmp_path, capsys, corpus, minilm_
     assert code == 0, err
     meta = json.loads((out / "kgnorm-model.json").read_text())
     assert meta["refit"]["refit"] is False and meta["refit"]["dev_held_out"] is True
+
+
+def test_layers_keeps_the_first_layers_and_loading_rebuilds_that_shape(tmp_path, capsys, corpus, minilm_tiny_dir):
+    """`--layers 1` trains on the encoder's first layer only; the directory records it (config and
+    metadata) and loads into the same 1-layer network, tagging as the trained one did."""
+    from transformers import AutoModel
+
+    from kgnorm.methods.ner.model import load_ner
+
+    train, dev = corpus
+    out = tmp_path / "one-layer"
+    code, _, err = run(capsys, *_train_args(train, dev, out, minilm_tiny_dir, "--epochs", "2", "--layers", "1"))
+    assert code == 0, err
+    meta = json.loads((out / "kgnorm-model.json").read_text())
+    assert meta["layers"] == 1 and meta["hyper_parameters"]["layers"] == 1
+    det = load_ner(out, precision="fp32")
+    assert len(det.net.encoder.encoder.layer) == 1 and det.net.encoder.config.num_hidden_layers == 1
+    full = AutoModel.from_pretrained(str(minilm_tiny_dir))
+    assert len(full.encoder.layer) == 2
+    # the kept layer started from the pretrained first layer: same shapes, weights moved by training
+    kept, first = det.net.encoder.encoder.layer[0].state_dict(), full.encoder.layer[0].state_dict()
+    assert kept.keys() == first.keys() and all(kept[k].shape == first[k].shape for k in kept)
+    texts = [f"{t} {a}" for t, a in _ABSTRACTS]
+    assert det.tag(texts) == load_ner(out, precision="fp32").tag(texts)
+    bad = tmp_path / "three"
+    capsys.readouterr()
+    code, _, err = run(capsys, *_train_args(train, dev, bad, minilm_tiny_dir, "--epochs", "1", "--layers", "3"))
+    assert code != 0 and len(err.strip().splitlines()) == 1 and "--layers" in err and "2 layers" in err
+    assert not (bad / "kgnorm-model.json").exists()
+
+
+def test_distillation_starts_from_the_teacher_and_learns_its_tags(tmp_path, capsys, corpus, minilm_tiny_dir):
+    """`--teacher DIR --layers 1`: the student starts from the teacher's encoder (its first layer),
+    trains on gold + soft tags, records its teacher, and loads as a 1-layer detector; the soft loss
+    is zero where the student's emissions are the teacher's; a teacher of other types is refused."""
+    import torch
+
+    from kgnorm.methods.ner.distill import distill_loss, load_teacher, teacher_emissions
+    from kgnorm.methods.ner.model import load_ner
+
+    train, dev = corpus
+    teacher = tmp_path / "teacher"
+    code, _, err = run(capsys, *_train_args(train, dev, teacher, minilm_tiny_dir, "--epochs", "6", "--no-refit"))
+    assert code == 0, err
+    student = tmp_path / "student"
+    code, _, err = run(capsys, "train", "ner", "--train", str(train), "--dev", str(dev), "--out", str(student),
+                       "--teacher", str(teacher), "--layers", "1", "--types", TYPES, "--max-length", "32",
+                       "--stride", "8", "--batch-size", "4", "--lr", "3e-3", "--epochs", "3", "--threads", "1",
+                       "--quiet", "--no-refit")
+    assert code == 0, err
+    meta = json.loads((student / "kgnorm-model.json").read_text())
+    assert meta["layers"] == 1 and meta["hyper_parameters"]["teacher"] == str(teacher.resolve())
+    assert meta["base_encoder"] == str(teacher / "encoder")
+    det = load_ner(student, precision="fp32")
+    assert len(det.net.encoder.encoder.layer) == 1
+    assert meta["metrics"]["dev"]["f1"] > 0.3
+    # the loss: the teacher's own emissions as the student's give a KL term of zero
+    t = load_teacher(teacher, ["Disease"])
+    windows = t.windows([f"{a} {b}" for a, b in _ABSTRACTS[:2]])
+    soft = teacher_emissions(t, windows)
+    width = max(len(w.input_ids) for w in windows)
+    em = torch.zeros(len(windows), width, 3)
+    tags = torch.full((len(windows), width), -100)
+    for i, s in enumerate(soft):
+        em[i, :s.shape[0]] = s
+        tags[i, 1:s.shape[0] - 1] = s[1:-1].argmax(-1)
+    assert distill_loss(em, soft, tags, 0.0, 2.0).item() == pytest.approx(0.0, abs=1e-5)
+    assert distill_loss(torch.zeros_like(em), soft, tags, 0.0, 2.0).item() > 0.0
+    with pytest.raises(KgnormError, match="detects Disease, not Chemical"):
+        load_teacher(teacher, ["Chemical"])

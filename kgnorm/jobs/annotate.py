@@ -11,7 +11,7 @@ same TextPipeline."""
 from __future__ import annotations
 
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TextIO
@@ -36,6 +36,7 @@ class AnnotateReport:
     n_propagated: int = 0
     n_harmonized: int = 0
     seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # in-process: detect, link (wall, summed)
     output: str | None = None
     notes: list[str] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -163,18 +164,22 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                        nil_dev: str | Path | None = None, batch_docs: int = DOCUMENT_BATCH,
                        write_batch: int = 20_000, lock_timeout: float = 30.0, progress: bool = True,
                        collect: bool = False, engine: str = "local", ray: Any = None,
-                       ner_precision: str | None = None, threads: int | None = None) -> AnnotateReport:
+                       ner_precision: str | None = None, threads: int | None = None,
+                       overlap: bool | None = None) -> AnnotateReport:
     """Annotate the documents of `input`; see the module docstring. `top_k`: ranks stored as
     LINKED_TO edges (outputs carry rank 1). `engine="ray"`: each batch is detected and linked by
     a pool of Ray actors (`ray`: a kgnorm.jobs.ray_engine.RayOptions), the output the same.
     `ner_precision`: a trained detector's path (auto, fp32, bf16, int8; None: the
     ``KGNORM_NER_PRECISION`` environment variable, else auto); `threads`: torch's (and ONNX
-    Runtime's) intra-op threads in-process (None: torch's default)."""
+    Runtime's) intra-op threads in-process (None: torch's default); `overlap`: detection of the next
+    batch on a second thread while this one is linked (None: where the cores cover both stages,
+    kgnorm.jobs.overlap.overlap_plan; the output is the same bytes either way)."""
     from kgnorm.documents.readers import input_digest, read_documents
     from kgnorm.documents.writers import document_writer
     from kgnorm.jobs.blocks import AnnotateBlocks
     from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, check_ontology, open_output
     from kgnorm.jobs.models import linker_method, model_meta, open_linker
+    from kgnorm.jobs.overlap import overlap_plan, overlapped
     from kgnorm.jobs.ray_engine import check_engine
     from kgnorm.linking.linker import edges_for, pipeline_from_meta
     from kgnorm.linking.query_cache import with_cache
@@ -195,6 +200,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     precision = resolve_precision(ner_precision)   # a bad value fails before anything is read
     auto_nil = parse_nil_option(nil_threshold, nil_dev, "auto")
     check_engine(engine, ray)
+    plan = overlap_plan(overlap if engine == "local" else False, threads)
+    threads = plan.threads
     docs = read_documents(input, input_format)
     digest, label = input_digest(input), str(input)
     detector, ner_label = _detector(ner, store, engine, precision, threads)
@@ -245,8 +252,12 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
             from kgnorm.jobs.ray_engine import RayOptions, ray_map
             done_batches = ray_map(work, batches, ray or RayOptions())
         else:  # a mention text repeated across the corpus is linked once (the query cache)
-            one = work.bind(detector, with_cache(linker))
-            done_batches = ((b, one(b)) for b in batches)
+            detect, link = (_timed(f, report.stage_seconds, k)
+                            for f, k in zip(work.stages(detector, with_cache(linker)), ("detect", "link")))
+            if plan.overlap:  # detection of batch k+1 beside the linking of batch k: the same bytes
+                done_batches = stack.enter_context(closing(overlapped(batches, detect, link, threads)))
+            else:
+                done_batches = ((b, link(detect(b))) for b in batches)
         for batch, done in done_batches:
             report.n_propagated += done.propagated
             report.n_harmonized += done.harmonized
@@ -282,6 +293,17 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     if report.n_documents == 0:
         report.notes.append(f"{label}: no document with text" + (f" ({report.n_empty} empty)" if report.n_empty else ""))
     return report
+
+
+def _timed(fn: Any, seconds: dict[str, float], key: str) -> Any:
+    """`fn`, its wall time added to ``seconds[key]`` (where annotate's time goes, per stage)."""
+    def timed(arg: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return fn(arg)
+        finally:
+            seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - start
+    return timed
 
 
 def _annotation(lm: Any) -> Annotation:

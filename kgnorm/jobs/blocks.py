@@ -74,32 +74,57 @@ def _contexts(doc: TextDocument, spans: list[Any]) -> list[str]:
     return [_context(doc.text, sents, starts, s.start, s.end) for s in spans]
 
 
-def annotate_batch(detector: MentionDetector, linker: PartLinker, pipeline: TextPipeline, consistency: bool,
-                   link_kw: dict[str, Any], batch: list[TextDocument]) -> DocumentsDone:
-    """Find the mentions of a batch of documents and link them (abbreviations from each
-    document's own text; with `consistency`, every occurrence tagged and one concept per string)."""
-    from kgnorm.linking.consistency import harmonize_document
-    from kgnorm.linking.linker import link_stream
+@dataclass
+class DocumentsFound:
+    """One annotate batch after detection: the mentions to link (with their document's
+    abbreviations), the index of each one's document, and the spans consistency added."""
+
+    n_docs: int
+    items: list[tuple[Mention, Any]]
+    owner: list[int]
+    propagated: int = 0
+
+
+def detect_batch(detector: MentionDetector, consistency: bool, batch: list[TextDocument]) -> DocumentsFound:
+    """Find the mentions of a batch of documents (abbreviations from each document's own text; with
+    `consistency`, every occurrence of a found string tagged). The first stage of annotate_batch."""
     from kgnorm.ner.propagate import propagate_spans
     from kgnorm.text.abbreviations import document_abbreviations
 
     found = detector.detect([d.text for d in batch])
-    items, owner, done = [], [], DocumentsDone([[] for _ in batch])
+    out = DocumentsFound(len(batch), [], [])
     for i, (doc, spans) in enumerate(zip(batch, found)):
         abbr = document_abbreviations(doc.title, doc.text, [(s.text, s.start, s.end) for s in spans])
         if consistency:
             more = propagate_spans(doc.text, spans, abbr)
-            done.propagated += len(more) - len(spans)
+            out.propagated += len(more) - len(spans)
             spans = more
         for s, ctx in zip(spans, _contexts(doc, spans)):
-            items.append((Mention(text=s.text, doc_id=doc.doc_id, start=s.start, end=s.end, type=s.type,
-                                  context=ctx), abbr))
-            owner.append(i)
-    for i, lm in zip(owner, link_stream(linker, pipeline, items, **link_kw)):
+            out.items.append((Mention(text=s.text, doc_id=doc.doc_id, start=s.start, end=s.end, type=s.type,
+                                      context=ctx), abbr))
+            out.owner.append(i)
+    return out
+
+
+def link_found(linker: PartLinker, pipeline: TextPipeline, consistency: bool, link_kw: dict[str, Any],
+               found: DocumentsFound) -> DocumentsDone:
+    """Link a detected batch (with `consistency`, one concept per string in a document). The second
+    stage of annotate_batch."""
+    from kgnorm.linking.consistency import harmonize_document
+    from kgnorm.linking.linker import link_stream
+
+    done = DocumentsDone([[] for _ in range(found.n_docs)], propagated=found.propagated)
+    for i, lm in zip(found.owner, link_stream(linker, pipeline, found.items, **link_kw)):
         done.linked[i].append(lm)
     if consistency:
         done.harmonized = sum(harmonize_document(lms) for lms in done.linked)
     return done
+
+
+def annotate_batch(detector: MentionDetector, linker: PartLinker, pipeline: TextPipeline, consistency: bool,
+                   link_kw: dict[str, Any], batch: list[TextDocument]) -> DocumentsDone:
+    """Find the mentions of a batch of documents and link them: detect_batch, then link_found."""
+    return link_found(linker, pipeline, consistency, link_kw, detect_batch(detector, consistency, batch))
 
 
 @dataclass
@@ -120,6 +145,12 @@ class AnnotateBlocks:
         if self.union is not None:  # the dictionary lever, in-process and in each Ray worker alike
             detector.union = self.union  # type: ignore[attr-defined]
         return partial(annotate_batch, detector, linker, self.pipeline, self.consistency, self.link_kw)
+
+    def stages(self, detector: MentionDetector, linker: PartLinker) -> tuple[Any, Any]:
+        """(detect, link) of one batch, the two halves of `bind`'s function (kgnorm.jobs.overlap)."""
+        self.bind(detector, linker)
+        return (partial(detect_batch, detector, self.consistency),
+                partial(link_found, linker, self.pipeline, self.consistency, self.link_kw))
 
     def open(self) -> Any:
         from kgnorm.jobs.annotate import build_detector

@@ -21,12 +21,30 @@ from kgnorm.ner.bio import LabelSet, Window, make_windows, merge_windows, tags_t
 from kgnorm.ner.refine import Levers, levers_from_meta, refine_spans
 from kgnorm.ner.spans import Span
 
-__all__ = ["NerNet", "NerDetector", "load_ner", "METHOD", "MATCH_TAGS"]
+__all__ = ["NerNet", "NerDetector", "load_ner", "keep_layers", "METHOD", "MATCH_TAGS"]
 
 METHOD = "ner"
 HEAD_FILE = "head.pt"
 NAMES_FILE = "dictionary-names.txt"
 MATCH_TAGS = LabelSet(("match",))     # O / B-match / I-match: 3 values
+
+
+def keep_layers(encoder: nn.Module, n: int) -> nn.Module:
+    """Keep the first `n` transformer layers of a Hugging Face encoder (a smaller, faster
+    detector that starts from the pretrained lower layers). ``config.num_hidden_layers`` is set
+    to `n`, so the saved ``config.json`` rebuilds the same shape on loading."""
+    total = int(getattr(encoder.config, "num_hidden_layers", 0) or 0)
+    stacks = [m for m in encoder.modules() if isinstance(m, nn.ModuleList) and len(m) == total]
+    if not stacks:
+        raise KgnormError(f"cannot find the {total} transformer layers of {type(encoder).__name__} "
+                          "to keep a prefix of (--layers)")
+    if not 1 <= n <= total:
+        raise KgnormError(f"--layers must be between 1 and the encoder's {total} layers, not {n}")
+    stack = stacks[0]
+    for _ in range(total - n):
+        del stack[n]
+    encoder.config.num_hidden_layers = n
+    return encoder
 
 
 class NerNet(nn.Module):
@@ -183,6 +201,7 @@ class NerDetector:
         write_model_meta(d, {"method": METHOD, "types": list(self.types), "tags": self.labels.tags,
                              "crf": self.net.crf is not None,
                              "dictionary_features": self.net.match is not None,
+                             "layers": int(self.net.encoder.config.num_hidden_layers),
                              "max_length": self.max_length, "stride": self.stride,
                              "encoder": {"path": "encoder"}, **meta})
 

@@ -31,6 +31,11 @@ class Options:
     dictionary_features: bool = option(False, "--dictionary-features/--no-dictionary-features", help=(
         "Add the B/I/O tag of --ontology's name matches to the token embeddings (off by default: it scored below "
         "the plain detector at equal steps, BENCHMARKS.md)."))
+    layers: int | None = option(None, help="Keep only the encoder's first N transformer layers (a smaller, faster "
+                                "detector; recorded in the model's config, so loading rebuilds it).")
+    teacher: Path | None = option(None, help="Distil this trained detector (same types) into the one trained here: "
+                                  "the student starts from the teacher's encoder (its first --layers layers) and "
+                                  "head, and learns from the gold tags and the teacher's tag distribution.")
     epochs: int = option(20)
     batch_size: int = option(8, help="Windows per batch.")
     lr: float = option(1e-4)
@@ -62,10 +67,13 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     check_file(train, "training file")
     check_file(dev, "dev file")
     check_file(encoder, "encoder directory")
+    check_file(opts.teacher, "teacher detector directory")
     if ontology is not None and not dictionary_features:
         note(f"--ontology {ontology} is used only with --dictionary-features; training without it", quiet)
     if dictionary_features and ontology is None:
         raise KgnormError("--dictionary-features needs --ontology (the names to match)")
+    if opts.layers is not None and opts.layers < 1:
+        raise KgnormError("--layers must be >= 1")
     if min(epochs, batch_size) < 1 or not 0 <= stride < max_length - 2:
         raise KgnormError("--epochs and --batch-size must be >= 1, and 0 <= --stride < --max-length - 2")
     type_map = parse_types(types)
@@ -98,7 +106,9 @@ def _train_phase(opts: Options, train_docs, dev_docs, labels, names, type_map, o
 
     if phase.refit:
         train_docs, dev_docs = list(train_docs) + list(dev_docs or []), None
-    cfg = NerConfig(crf=opts.crf, dictionary_features=opts.dictionary_features, max_length=opts.max_length,
+    cfg = NerConfig(crf=opts.crf, dictionary_features=opts.dictionary_features, layers=opts.layers,
+                    teacher=None if opts.teacher is None else str(Path(opts.teacher).resolve()),
+                    max_length=opts.max_length,
                     stride=opts.stride, batch_size=opts.batch_size, learning_rate=opts.lr, epochs=phase.epochs,
                     seed=opts.seed, max_steps_per_epoch=opts.max_steps,
                     max_seconds=None if phase.max_minutes is None else phase.max_minutes * 60)

@@ -17,12 +17,13 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from kgnorm.errors import KgnormError
 from kgnorm.evaluation.annotate_eval import strict_span_prf
-from kgnorm.methods.ner.model import NerDetector, NerNet
+from kgnorm.methods.ner.model import NerDetector, NerNet, keep_layers
 from kgnorm.ner.bio import LabelSet, token_tags
 from kgnorm.ner.corpus import AnnotatedText
 from kgnorm.training.checkpoints import ResumableConfig, digest
@@ -36,6 +37,10 @@ __all__ = ["NerConfig", "build_detector", "train_ner"]
 class NerConfig(ResumableConfig):
     crf: bool = False
     dictionary_features: bool = False
+    layers: int | None = None         # keep the encoder's first N transformer layers (None: all)
+    teacher: str | None = None        # a trained detector to distill (kgnorm.methods.ner.distill)
+    distill_alpha: float = 0.5        # weight of the gold tags' loss; the rest goes to the teacher's
+    distill_temperature: float = 2.0
     max_length: int = 256             # window in tokens, specials included
     stride: int = 64                  # tokens shared by consecutive windows
     batch_size: int = 8
@@ -58,12 +63,17 @@ class NerTask(TrainingTask):
     """Windows of the training texts, their BIO tags and dictionary-match tags; dev F1."""
 
     def __init__(self, detector: NerDetector, train: Sequence[AnnotatedText], dev: Sequence[AnnotatedText] | None,
-                 cfg: NerConfig, out: Path, meta: dict) -> None:
+                 cfg: NerConfig, out: Path, meta: dict, teacher: Any = None) -> None:
         self.det, self.cfg, self.out, self.meta = detector, cfg, out, meta
         texts = [d.text for d in train]
         self.windows = detector.windows(texts)
         self.tags = [token_tags(w.offsets, train[w.text_index].spans, detector.labels) for w in self.windows]
         self.match = detector.match_tags(texts, self.windows)
+        self.soft = None
+        if teacher is not None:  # the teacher's emissions of every training window, computed once
+            from kgnorm.methods.ner.distill import teacher_emissions
+
+            self.soft = teacher_emissions(teacher, self.windows, cfg.eval_batch_size)
         self.dev = list(dev or [])
         net = detector.net
         crf = [p for n, p in net.named_parameters() if n.startswith("crf.")]
@@ -106,6 +116,11 @@ class NerTask(TrainingTask):
         batch = self.det.tensors(self.windows, self.match, rows)
         tags = pad_batch([self.tags[i] for i in rows], -100).to(self.det.device)
         em = net.emissions(batch["input_ids"], batch["attention_mask"], batch["match_tags"])
+        if self.soft is not None:
+            from kgnorm.methods.ner.distill import distill_loss
+
+            return distill_loss(em, [self.soft[i] for i in rows], tags, self.cfg.distill_alpha,
+                                self.cfg.distill_temperature)
         return net.loss(em, tags, batch["attention_mask"])
 
     def after_step(self, step: int, loss: float) -> None:
@@ -153,14 +168,24 @@ def _fingerprint(cfg: NerConfig, train: Sequence[AnnotatedText], dev: Sequence[A
 
 
 def build_detector(encoder_dir: str | Path | None, types: Sequence[str], cfg: NerConfig,
-                   names: Sequence[str] | None = None):
+                   names: Sequence[str] | None = None, teacher: Any = None):
     """(the untrained detector ``cfg`` describes, the encoder it starts from); a checkpoint's
-    ``model`` state loads into ``detector.net``."""
+    ``model`` state loads into ``detector.net``. With a `teacher` (distillation) and no
+    `encoder_dir`, the student starts from the teacher's encoder and classification head."""
     from kgnorm.encoders.dense import DenseEncoder
 
+    if teacher is not None and encoder_dir is None:
+        encoder_dir = Path(cfg.teacher) / "encoder"
     base = DenseEncoder(encoder_dir, max_length=cfg.max_length)
+    if cfg.layers is not None:
+        keep_layers(base.model, cfg.layers)
     labels = LabelSet(tuple(types))
     net = NerNet(base.model, len(labels), cfg.crf, cfg.dictionary_features, cfg.dropout)
+    if teacher is not None:
+        if base.tokenizer.get_vocab() != teacher.tokenizer.get_vocab():
+            raise KgnormError("--teacher: the student's encoder must share the teacher's vocabulary")
+        if Path(encoder_dir).resolve() == (Path(cfg.teacher) / "encoder").resolve():
+            net.classifier.load_state_dict(teacher.net.classifier.state_dict())
     det = NerDetector(net, base.tokenizer, labels, cfg.max_length, cfg.stride,
                       names if cfg.dictionary_features else None, cfg.eval_batch_size, device="cpu")
     return det, base
@@ -183,12 +208,17 @@ def train_ner(train: Sequence[AnnotatedText], dev: Sequence[AnnotatedText] | Non
                                    checkpoint_every_seconds=cfg.checkpoint_every_seconds, epoch_seed=cfg.seed,
                                    step_seed=cfg.seed, seed=cfg.seed, progress=progress),
                         out, resume=resume, on_record=_say if progress else None)
-    det, base = build_detector(encoder_dir, types, cfg, names)
+    teacher = None
+    if cfg.teacher is not None:
+        from kgnorm.methods.ner.distill import load_teacher
+
+        teacher = load_teacher(cfg.teacher, types)
+    det, base = build_detector(encoder_dir, types, cfg, names, teacher)
     labels = det.labels
     meta = {**(meta or {}), "base_encoder": base.base,
             "hyper_parameters": cfg.to_dict(), "train_documents": len(train),
             "dev_documents": len(dev or [])}
-    task = NerTask(det, train, dev, cfg, out, meta)
+    task = NerTask(det, train, dev, cfg, out, meta, teacher)
     if not any(t >= 1 for tags in task.tags for t in tags):
         raise KgnormError("no training document has a mention of the chosen types")
     if cfg.epochs != int(cfg.epochs):  # so many epochs' worth of steps (ceil(windows / batch) per epoch)

@@ -1,0 +1,95 @@
+"""Two stages of a block stream overlapped on two cores: while the second stage (linking) works on
+block k, the first (detection) runs on block k+1 in a worker thread. torch's kernels release the
+GIL, so the detector's matrix products run beside the linker; the blocks still come out in input
+order and each stage sees them in the same order as the one-core path, so the results are the
+same bytes (a block's detection does not depend on what runs beside it).
+
+Whether to overlap is decided from declared facts only (the option, ``--threads``, the cores this
+process may run on), never from a timing at run time."""
+from __future__ import annotations
+
+import os
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+__all__ = ["OverlapPlan", "available_cores", "overlap_plan", "overlapped", "SWITCH_INTERVAL"]
+
+# The GIL's switch interval while the stages overlap. Every torch op releases the GIL and takes it
+# back; while the other thread runs Python it gives the GIL up only after the switch interval
+# (5 ms by default), so a stage of many short ops waits up to 5 ms per op (the "convoy"): the
+# overlapped run measured slower than one core (BENCHMARKS.md, 19:55). 0.1 ms bounds that wait.
+SWITCH_INTERVAL = 1e-4
+
+B = TypeVar("B")
+
+
+def available_cores() -> int:
+    """The CPUs this process may run on (its affinity mask; os.cpu_count() where there is none)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class OverlapPlan:
+    """`overlap`: detection and linking on two threads; `threads`: torch's intra-op threads of each
+    stage (None: left as they are)."""
+
+    overlap: bool
+    threads: int | None
+
+
+def overlap_plan(overlap: bool | None, threads: int | None, cores: int | None = None) -> OverlapPlan:
+    """Overlap by default when the cores cover both stages: ``--threads N`` given, at least 2N cores;
+    not given, at least 2 cores, each stage then on half of them. ``overlap`` True/False forces it
+    (forced on with no --threads: each stage on half the cores, at least 1)."""
+    cores = cores or available_cores()
+    per_stage = threads or max(1, cores // 2)
+    if overlap is None:
+        overlap = cores >= 2 * per_stage and cores >= 2
+    if not overlap:
+        return OverlapPlan(False, threads)
+    return OverlapPlan(True, per_stage)
+
+
+def overlapped(blocks: Iterable[B], first: Callable[[B], Any], second: Callable[[Any], Any],
+               threads: int | None = None) -> Iterator[tuple[B, Any]]:
+    """``(block, second(first(block)))`` in input order, ``first`` of the next block running in one
+    worker thread while ``second`` handles this one (in the calling thread). The blocks are read in
+    the calling thread; `threads`: torch's intra-op threads in the worker (OpenMP's setting is per
+    thread). On an error or when the consumer stops early, the queued block is cancelled and the
+    one in flight is waited for (so no thread outlives the call)."""
+    def init() -> None:
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+
+    source = iter(blocks)
+    queue: deque[tuple[B, Future]] = deque()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgnorm-detect", initializer=init)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, SWITCH_INTERVAL))
+
+    def submit() -> None:
+        for block in source:
+            queue.append((block, pool.submit(first, block)))
+            return
+
+    try:
+        submit()
+        while queue:
+            block, future = queue.popleft()
+            middle = future.result()
+            submit()   # the next block's first stage runs while this one's second stage does
+            yield block, second(middle)
+    finally:
+        for _, future in queue:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+        sys.setswitchinterval(interval)

@@ -1,0 +1,139 @@
+"""Detection and linking overlapped on two threads (kgnorm.jobs.overlap): the plan follows the
+declared cores and --threads; the overlapped run writes the one-thread run's bytes (PubTator, BioC,
+JSONL) and the same mentions and edges into the store; a failing detector leaves the store as it was."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+from annotate_fixtures import DOCS, build, write_jsonl
+from cli_runner import run
+
+from kgnorm.jobs.annotate import annotate_documents
+from kgnorm.jobs.overlap import OverlapPlan, overlap_plan, overlapped
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.mark.parametrize("overlap, threads, cores, plan", [
+    (None, None, 2, OverlapPlan(True, 1)),     # 2 cores: one per stage
+    (None, None, 8, OverlapPlan(True, 4)),
+    (None, 1, 2, OverlapPlan(True, 1)),
+    (None, 2, 2, OverlapPlan(False, 2)),       # --threads 2 on 2 cores: no core for a second stage
+    (None, 2, 4, OverlapPlan(True, 2)),
+    (None, None, 1, OverlapPlan(False, None)),
+    (False, None, 8, OverlapPlan(False, None)),
+    (True, None, 1, OverlapPlan(True, 1)),     # forced
+    (True, 3, 2, OverlapPlan(True, 3)),
+])
+def test_plan_from_declared_cores_and_threads(overlap, threads, cores, plan):
+    assert overlap_plan(overlap, threads, cores) == plan
+
+
+def test_overlapped_keeps_order_and_runs_the_next_first_stage_beside_this_second_stage():
+    started = [threading.Event() for _ in range(6)]
+    order: list[int] = []
+
+    def first(b: int) -> int:
+        assert threading.current_thread() is not threading.main_thread()
+        started[b].set()
+        return b * 10
+
+    def second(x: int) -> int:
+        b = x // 10
+        assert threading.current_thread() is threading.main_thread()
+        if b + 1 < 6:  # block b+1 is being detected while block b is linked (else this would time out)
+            assert started[b + 1].wait(timeout=10)
+        order.append(b)
+        return x + 1
+
+    assert list(overlapped(range(6), first, second)) == [(b, b * 10 + 1) for b in range(6)]
+    assert order == list(range(6))
+
+
+def test_overlapped_stops_cleanly_on_an_error_and_an_early_stop():
+    def boom(b: int) -> int:
+        if b == 2:
+            raise ValueError("block 2")
+        return b
+
+    with pytest.raises(ValueError, match="block 2"):
+        list(overlapped(range(5), boom, lambda x: x))
+    started: list[int] = []
+    gen = overlapped(range(100), lambda b: started.append(b) or b, lambda x: x)
+    assert next(gen) == (0, 0)
+    gen.close()
+    assert len(started) <= 3 and not [t for t in threading.enumerate() if t.name.startswith("kgnorm-detect")]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, tiny_bert_dir):
+    """(store, linker, documents, a tiny trained detector whose random head tags freely)."""
+    from test_annotate_formats import _tiny_detector
+    from test_ray_engine import _Quiet
+
+    tmp = tmp_path_factory.mktemp("overlap")
+    store = f"ladybug://{tmp}/graph"
+    model = build(tmp, _Quiet(), store, tiny_bert_dir)
+    docs = [{**d, "id": f"{d['id']}-{i}"} for i in range(5) for d in DOCS]
+    det = _tiny_detector(tiny_bert_dir, tmp / "ner", silent=False)
+    return store, model, write_jsonl(tmp / "docs.jsonl", docs), det
+
+
+@pytest.mark.parametrize("fmt", ["pubtator", "bioc", "jsonl"])
+@pytest.mark.parametrize("consistency", [False, True])
+def test_overlapped_annotate_writes_the_one_thread_bytes(world, tmp_path, fmt, consistency):
+    store, model, docs, det = world
+
+    def out(overlap: bool) -> bytes:
+        path = tmp_path / f"{overlap}.{fmt}"
+        rep = annotate_documents(str(det), model, docs, input_format="jsonl", output=path, output_format=fmt,
+                                 store=store, write=False, batch_docs=2, progress=False, consistency=consistency,
+                                 overlap=overlap, ner_precision="fp32")
+        assert rep.n_documents == 10 and rep.n_empty == 5
+        return path.read_bytes()
+
+    one = out(False)
+    assert one.count(b"Disease") >= 10   # the random head tags a good many spans
+    assert out(True) == one
+
+
+def test_overlapped_annotate_writes_the_same_run_and_a_failure_leaves_the_store(world, tmp_path, capsys,
+                                                                                 monkeypatch):
+    store, model, docs, det = world
+    query = ("MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) RETURN m.uid AS mu, m.text AS t, m.start AS s, "
+             "m.`end` AS e, m.doc_id AS d, c.uid AS cu, l.score AS score, l.rank AS r, l.run AS run "
+             "ORDER BY mu, cu, r")
+
+    def rows() -> str:
+        code, text, err = run(capsys, "query", query, "--format", "csv", "--store", store)
+        assert code == 0, err
+        return text
+
+    def write(overlap: bool):
+        return annotate_documents(str(det), model, docs, input_format="jsonl", output=tmp_path / "o.pubtator",
+                                  store=store, batch_docs=2, progress=False, overlap=overlap, ner_precision="fp32")
+
+    one = write(False)
+    before = rows()
+    assert one.n_edges > 5 and before.count("\n") == one.n_edges + 1
+    two = write(True)   # the same run key: it replaces the run with what it wrote
+    assert (two.run_uid, two.n_edges, rows()) == (one.run_uid, one.n_edges, before)
+
+    from kgnorm.methods.ner.model import NerDetector
+
+    calls = {"n": 0}
+    real = NerDetector.detect
+
+    def failing(self, texts):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("detector died on the third batch")
+        return real(self, texts)
+
+    monkeypatch.setattr(NerDetector, "detect", failing)
+    other = write_jsonl(tmp_path / "other.jsonl", [{**d, "id": f"x{d['id']}-{i}"} for i in range(4) for d in DOCS])
+    with pytest.raises(RuntimeError, match="third batch"):
+        annotate_documents(str(det), model, other, input_format="jsonl", output=tmp_path / "x.pubtator",
+                           store=store, batch_docs=2, progress=False, overlap=True, ner_precision="fp32")
+    assert rows() == before and not (tmp_path / "x.pubtator").exists()
