@@ -137,3 +137,27 @@ def test_overlapped_annotate_writes_the_same_run_and_a_failure_leaves_the_store(
         annotate_documents(str(det), model, other, input_format="jsonl", output=tmp_path / "x.pubtator",
                            store=store, batch_docs=2, progress=False, overlap=True, ner_precision="fp32")
     assert rows() == before and not (tmp_path / "x.pubtator").exists()
+
+
+@pytest.mark.parametrize("ner, overlap, expected", [
+    ("trained", None, True),          # 2 declared cores: a trained detector overlaps by default
+    ("dictionary:toyd", None, False),  # the dictionary tagger holds the GIL: not by default
+    ("dictionary:toyd", True, True),   # unless asked for
+])
+def test_default_overlap_follows_the_detector_kind(world, tmp_path, monkeypatch, ner, overlap, expected):
+    import kgnorm.jobs.overlap as overlap_module
+
+    store, model, docs, det = world
+    monkeypatch.setattr(overlap_module, "available_cores", lambda: 2)
+    used: list[bool] = []
+    real = overlap_module.overlapped
+
+    def spy(*args, **kwargs):
+        used.append(True)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(overlap_module, "overlapped", spy)
+    rep = annotate_documents(str(det) if ner == "trained" else ner, model, docs, input_format="jsonl",
+                             output=tmp_path / "o.pubtator", store=store, write=False, batch_docs=2,
+                             progress=False, overlap=overlap, ner_precision="fp32")
+    assert rep.n_documents == 10 and bool(used) is expected

@@ -201,10 +201,13 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     auto_nil = parse_nil_option(nil_threshold, nil_dev, "auto")
     check_engine(engine, ray)
     plan = overlap_plan(overlap if engine == "local" else False, threads)
-    threads = plan.threads
+    asked_threads, threads = threads, plan.threads
     docs = read_documents(input, input_format)
     digest, label = input_digest(input), str(input)
     detector, ner_label = _detector(ner, store, engine, precision, threads)
+    if overlap is None and plan.overlap and not getattr(detector, "overlap_by_default", True):
+        plan = overlap_plan(False, asked_threads)   # a detector that holds the GIL gains nothing beside the linker
+        threads = plan.threads
     if consistency is None:  # what won on dev for this kind of detector (BENCHMARKS.md, "annotate")
         consistency = bool(getattr(detector, "consistency_by_default", False))
     model = Path(model)

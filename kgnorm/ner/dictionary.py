@@ -59,6 +59,10 @@ class DictionaryDetector:
     # annotate's document consistency (tag a found string's other occurrences) raised this
     # tagger's dev NER F1 on both corpora, and lowered a trained detector's (BENCHMARKS.md, "annotate")
     consistency_by_default = True
+    # pure Python under the GIL: overlapped with the linker (kgnorm.jobs.overlap) it ran 6-11 % slower
+    # on BC5CDR dev (BENCHMARKS.md, "annotate with the dictionary tagger, overlapped or not"), so
+    # annotate overlaps only when asked to (--overlap)
+    overlap_by_default = False
 
     def __init__(self, names: Iterable[str], type: str = "Disease", *, min_length: int = 3,
                  short_length: int = 5) -> None:
