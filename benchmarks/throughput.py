@@ -105,8 +105,9 @@ def measure(runs: list[tuple[str, list[str], dict[str, str]]], base: list[str], 
         data = result.read_bytes()
         # bf16 and fp32 queries, torch and ONNX Runtime give different score digits: compare like with like
         engine = more.get("KGNORM_QUERY_ENGINE", query_engine())
-        ref = refs.setdefault((engine, more.get("KGNORM_QUERY_PRECISION", "auto") if engine == "torch" else "fp32"),
-                              data)
+        path = (more.get("KGNORM_QUERY_PRECISION", "auto") if engine == "torch"
+                else "fp32 " + more.get("KGNORM_NAME_VECTORS", "stored"))
+        ref = refs.setdefault((engine, path), data)
         rate = f"{count / wall:,.1f}" + (f" | {distinct / wall:,.0f}" if distinct is not None else "")
         rows.append(f"| {label} | {wall:.1f} | {cpu:.1f} | {rate} | {rss:,.0f} | "
                     f"{f'{worker_rss:,.0f}' if worker_rss else '-'} | {'yes' if data == ref else 'NO'} |")
@@ -141,6 +142,8 @@ def main() -> None:
         before = {"KGNORM_QUERY_ENGINE": "torch", "KGNORM_QUERY_PRECISION": "fp32", "KGNORM_QUERY_ROWS": "8",
                   "KGNORM_LINK_LOOKAHEAD": "0", "KGNORM_DENSE_PRECISION": "fp32"}
         torch_auto = "bf16" if bf16_native() else "fp32"
+        encoded = ("in-process, as the current defaults with every query encoded (KGNORM_NAME_VECTORS=encode: "
+                   "the onnx path before stored name vectors)")
         rows = measure([("in-process, previous path (torch, fp32 queries in 8-row calls, no lookahead; fp32 dense "
                          "search)", [], before),
                         ("in-process, torch, fp32 queries in 32-row calls, lookahead 8,192 mentions; fp32 dense search",
@@ -149,14 +152,17 @@ def main() -> None:
                         (f"in-process, torch query engine with its defaults (KGNORM_QUERY_ENGINE=torch: {torch_auto} "
                          "queries, 32-row calls, lookahead; bf16 search pre-filters where declared)", [],
                          {"KGNORM_QUERY_ENGINE": "torch"}),
+                        (encoded, [], {"KGNORM_NAME_VECTORS": "encode"}),
                         (f"in-process, current defaults (query engine {query_engine()}: ONNX Runtime fp32 queries in "
-                         "32-row calls, lookahead, fp32 exact searches, no torch)", [], {}),
+                         "32-row calls, lookahead, fp32 exact searches, no torch; a query that is a dictionary name "
+                         "takes the name's stored vector)", [], {}),
                         ("in-process, as the current defaults with the query calls on 2 threads "
                          "(KGNORM_QUERY_WORKERS=2, opt-in)", [], {"KGNORM_QUERY_WORKERS": "2"}),
                         ("in-process, as the current defaults with the calls found ahead run beside the search "
                          "(KGNORM_QUERY_OVERLAP=1)", [], {"KGNORM_QUERY_OVERLAP": "1"}),
                         ("in-process, as the current defaults without overlap (KGNORM_QUERY_OVERLAP=0)", [],
-                         {"KGNORM_QUERY_OVERLAP": "0"})]
+                         {"KGNORM_QUERY_OVERLAP": "0"}),
+                        (encoded + ", again", [], {"KGNORM_NAME_VECTORS": "encode"})]
                        + ray,
                        base, out, "link", n, distinct)
         body += (f"`kgnorm link --no-write` on {n:,} mentions ({distinct:,} distinct texts) of NCBI-disease + BC5CDR "

@@ -212,3 +212,44 @@ def test_overlap_is_declared_and_leaves_the_tsv_unchanged(encoder, tmp_path, mon
     want = _tsv(model_dir, batch_size=3)
     monkeypatch.setenv(OVERLAP_ENV, "1")
     assert _tsv(model_dir, batch_size=3) == want
+
+
+def test_a_query_that_is_a_dictionary_name_takes_the_names_stored_vector(encoder, tmp_path, monkeypatch):
+    from kgnorm.methods.biosyn.retrieval import BioSynLinker
+
+    model_dir = _model_dir(encoder, tmp_path / "model")
+    monkeypatch.setenv("KGNORM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KGNORM_QUERY_ROWS", "2")
+    names = ["heart attack", "pd", "type 2 diabetes"]
+    others = ["kidney failures", "toe pains", "acute renal failure"]
+    queries = [names[0], others[0], names[1], others[1], names[2], others[2], names[0]]
+
+    reusing = BioSynLinker.load(model_dir)
+    encoded: list[str] = []
+    token_ids = reusing.encoder.token_ids
+    monkeypatch.setattr(reusing.encoder, "token_ids", lambda texts: encoded.extend(texts) or token_ids(texts))
+    got = reusing.link(queries, top_k=3)
+    assert sorted(set(encoded)) == sorted(others)  # the names were never sent to the encoder
+    rows = [reusing.dictionary.names.index(n) for n in names]
+    np.testing.assert_array_equal(reusing._query_matrix(names), reusing.index.reconstruct(np.array(rows)))
+
+    monkeypatch.setenv("KGNORM_NAME_VECTORS", "encode")
+    encoding = BioSynLinker.load(model_dir)
+    assert not encoding.reuse_name_vectors
+    want = encoding.link(queries, top_k=3)
+    assert [[c.name_idx for c in r] for r in got] == [[c.name_idx for c in r] for r in want]
+    assert all(abs(a.score - b.score) < 1e-3 for r, s in zip(got, want) for a, b in zip(r, s))
+    for q, r in zip(queries, got):  # the same answer alone as among the others
+        assert [(c.name_idx, c.score) for c in reusing.link([q], top_k=3)[0]] == [(c.name_idx, c.score) for c in r]
+
+
+def test_stored_name_vectors_are_declared(monkeypatch):
+    from kgnorm.methods.biosyn.retrieval import NAME_VECTORS_ENV, stored_name_vectors
+
+    monkeypatch.delenv(NAME_VECTORS_ENV, raising=False)
+    assert stored_name_vectors()
+    monkeypatch.setenv(NAME_VECTORS_ENV, "encode")
+    assert not stored_name_vectors()
+    monkeypatch.setenv(NAME_VECTORS_ENV, "sometimes")
+    with pytest.raises(KgnormError, match=NAME_VECTORS_ENV):
+        stored_name_vectors()

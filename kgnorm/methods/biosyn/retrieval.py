@@ -6,6 +6,7 @@ the saved dictionary, index and sparse scorer. :class:`~kgnorm.methods.biosyn.mo
 two engines differ only in the query vectors."""
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,10 @@ class BioSynRetrieval:
     ``sparse``, ``index``, ``k_sparse``, ``k_dense``, ``lam`` and ``_query_vectors``."""
 
     engine = "torch"  # which query encoder runs (kgnorm.linking.cpu_features.query_engine)
+    # a query that is a dictionary name takes that name's stored vector instead of an encoder call
+    # (the link path: BioSynLinker); the trainer's model always encodes
+    reuse_name_vectors = False
+    _name_rows: dict[str, int] | None = None
 
     def set_dictionary(self, dictionary: NameDictionary, refit_sparse: bool | None = True) -> None:
         """Search ``dictionary`` from now on. ``refit_sparse=True`` refits vocabulary and idf
@@ -60,6 +65,7 @@ class BioSynRetrieval:
         self.dictionary = dictionary
         self.index = None
         self._query_vectors = None
+        self._name_rows = None
 
     def _need_dictionary(self) -> NameDictionary:
         if self.dictionary is None or self.sparse is None:
@@ -93,7 +99,38 @@ class BioSynRetrieval:
     def prefetch(self, queries: Sequence[str]) -> None:
         """Queries a later ``link`` will ask for: encoded as soon as their length group fills a
         call (:class:`~kgnorm.encoders.fixed_shape.QueryVectors`), not one part-filled call per batch."""
-        self.query_vectors.submit(queries)
+        rows = self._stored_rows()
+        self.query_vectors.submit([q for q in queries if q not in rows] if rows else queries)
+
+    def _stored_rows(self) -> dict[str, int] | None:
+        """Name -> dictionary row, where a query that is a name may take the name's stored vector:
+        the link path over an exact float32 index (whose vectors are the model's own, written with
+        it). About 45% of the distinct mentions of NCBI-disease + BC5CDR are dictionary names
+        (BENCHMARKS.md, "throughput"): that many fewer encoder calls. Deterministic per text, so
+        the output is the same in any batch, order or Ray block."""
+        if not self.reuse_name_vectors or self.dictionary is None or self.index is None:
+            return None
+        if self.index.kind != "flat" or self.index.fp16:
+            return None
+        if self._name_rows is None:
+            self._name_rows = {n: i for i, n in enumerate(self.dictionary.names)}
+        return self._name_rows
+
+    def _query_matrix(self, queries: Sequence[str]) -> np.ndarray:
+        """float32 query vectors: a dictionary name's stored vector where :meth:`_stored_rows`
+        allows it, else the query encoder's batch-independent vector."""
+        rows = self._stored_rows()
+        if not rows:
+            return self.query_vectors.take(queries)
+        row = np.fromiter((rows.get(q, -1) for q in queries), np.int64, len(queries))
+        hit = row >= 0
+        if not hit.any():
+            return self.query_vectors.take(queries)
+        out = np.empty((len(queries), self.index.dim), dtype=np.float32)
+        out[hit] = self.index.reconstruct(row[hit])
+        if not hit.all():
+            out[~hit] = self.query_vectors.take([q for q, h in zip(queries, hit) if not h])
+        return out
 
     # ------------------------------------------------------------------ scoring / linking
     def score_pairs(self, queries: Sequence[str], idx: np.ndarray,
@@ -140,7 +177,7 @@ class BioSynRetrieval:
                              e.astype(np.float32))
         qs = self.sparse.transform(queries)
         _, s_idx = self.sparse.topk(qs, ks)
-        qv = self.query_vectors.take(queries)  # a query's vector: the same in any batch
+        qv = self._query_matrix(queries)  # a query's vector: the same in any batch
         _, d_idx = self.index.search(qv, kd)
         cand = np.concatenate([s_idx, d_idx], axis=1)
         # duplicates (in both lists) and faiss' -1 fillers are dropped
@@ -264,6 +301,19 @@ def check_dim(directory: str | Path, index: NameIndex, dim: int) -> None:
         raise KgnormError(f"{directory}: index dimension {index.dim} != encoder dimension {dim}")
 
 
+NAME_VECTORS_ENV = "KGNORM_NAME_VECTORS"  # "stored" (default) or "encode": every query encoded
+
+
+def stored_name_vectors() -> bool:
+    """``$KGNORM_NAME_VECTORS``: whether the link path answers a query that is a dictionary name
+    with the name's stored vector (``stored``, the default) or encodes every query (``encode``:
+    the bytes of the path before it, for comparison)."""
+    value = os.environ.get(NAME_VECTORS_ENV, "").strip().lower() or "stored"
+    if value not in ("stored", "encode"):
+        raise KgnormError(f"{NAME_VECTORS_ENV}={value!r}: expected stored or encode")
+    return value == "stored"
+
+
 class BioSynLinker(BioSynRetrieval):
     """A saved BioSyn model for linking only: its query encoder run by ONNX Runtime
     (kgnorm.encoders.onnx_query), no torch imported once the export is cached."""
@@ -280,6 +330,7 @@ class BioSynLinker(BioSynRetrieval):
         self.lam = parts.sparse_weight
         self.k_sparse, self.k_dense = parts.k_sparse, parts.k_dense
         self._query_vectors: QueryVectors | None = None
+        self.reuse_name_vectors = stored_name_vectors()
 
     def encode(self, names: Sequence[str], batch_size: int = 256, progress: bool = False) -> np.ndarray:
         """Dense vectors of names (fixed-shape calls of the ONNX encoder)."""
