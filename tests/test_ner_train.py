@@ -244,8 +244,10 @@ def test_resume_after_budget_stop(tmp_path, corpus, minilm_tiny_dir):
     recipe = method("ner").run_recipe
 
     train, dev = corpus
+    # a constant rate: a linear one follows the budget each run is given, and these two differ
     common = dict(train=train, dev=dev, types=TYPES, encoder=minilm_tiny_dir, max_length=32, stride=8,
-                  batch_size=4, lr=3e-3, epochs=2, threads=1, quiet=True, keep_checkpoints=True, refit=False)
+                  batch_size=4, lr=3e-3, epochs=2, threads=1, quiet=True, keep_checkpoints=True, refit=False,
+                  lr_schedule="constant")
     full = recipe(tmp_path / "full", max_minutes=None, **common)
     part = tmp_path / "part"
     recipe(part, max_minutes=1e-6, **common)      # the budget stops it after its first step
@@ -394,13 +396,15 @@ def test_distillation_starts_from_the_teacher_and_learns_its_tags(tmp_path, caps
 
     train, dev = corpus
     teacher = tmp_path / "teacher"
-    code, _, err = run(capsys, *_train_args(train, dev, teacher, minilm_tiny_dir, "--epochs", "6", "--no-refit"))
+    # runs of a few steps, shorter than the warm-up: a constant rate, so they learn enough to compare
+    code, _, err = run(capsys, *_train_args(train, dev, teacher, minilm_tiny_dir, "--epochs", "6", "--no-refit",
+                                            "--lr-schedule", "constant"))
     assert code == 0, err
     student = tmp_path / "student"
     code, _, err = run(capsys, "train", "ner", "--train", str(train), "--dev", str(dev), "--out", str(student),
                        "--teacher", str(teacher), "--layers", "1", "--types", TYPES, "--max-length", "32",
                        "--stride", "8", "--batch-size", "4", "--lr", "3e-3", "--epochs", "3", "--threads", "1",
-                       "--quiet", "--no-refit")
+                       "--quiet", "--no-refit", "--lr-schedule", "constant")
     assert code == 0, err
     meta = json.loads((student / "kgnorm-model.json").read_text())
     assert meta["layers"] == 1 and meta["hyper_parameters"]["teacher"] == str(teacher.resolve())
@@ -422,3 +426,30 @@ def test_distillation_starts_from_the_teacher_and_learns_its_tags(tmp_path, caps
     assert distill_loss(torch.zeros_like(em), soft, tags, 0.0, 2.0).item() > 0.0
     with pytest.raises(KgnormError, match="detects Disease, not Chemical"):
         load_teacher(teacher, ["Chemical"])
+
+
+def test_linear_schedule_ends_at_zero_where_the_run_ends(tmp_path, corpus, minilm_tiny_dir):
+    """--lr-schedule linear falls to 0 at the run's end, whichever bound ends it (epochs here, a
+    step cap in the refit); constant keeps the rate after the warm-up."""
+    import torch
+
+    from kgnorm.methods.registry import method
+
+    recipe = method("ner").run_recipe
+    train, dev = corpus
+    common = dict(train=train, dev=dev, types=TYPES, encoder=minilm_tiny_dir, max_length=32, stride=8,
+                  batch_size=4, lr=3e-3, epochs=2, threads=1, quiet=True, keep_checkpoints=True, refit=False,
+                  max_minutes=None)
+    rates = {}
+    for schedule in ("constant", "linear"):
+        out = tmp_path / schedule
+        recipe(out, lr_schedule=schedule, **common)
+        ck = torch.load(out / "checkpoints" / "last.pt", weights_only=True)
+        steps = ck["global_step"]
+        rates[schedule] = (ck["optimizer"]["param_groups"][0]["lr"], steps)
+    lr, steps = rates["linear"]
+    assert steps == rates["constant"][1] > 2
+    assert rates["constant"][0] == pytest.approx(3e-3 * min(1.0, (steps + 1) / 50))  # the next step's: warm-up
+    assert lr == pytest.approx(0.0, abs=1e-12)  # the last step's rate is applied after it: 1 - steps/steps
+    with pytest.raises(KgnormError, match="lr-schedule"):
+        recipe(tmp_path / "bad", lr_schedule="cosine", **common)

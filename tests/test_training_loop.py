@@ -184,3 +184,24 @@ def test_the_loop_seeds_where_it_is_made_and_hashes_fingerprint_dicts(tmp_path):
     TrainingLoop(LoopConfig(epochs=1, progress=False, seed=4), tmp_path / "s")
     assert torch.rand(2).tolist() != draws[0][0]
     assert run_fingerprint({"a": 1, "b": [2]}) == run_fingerprint({"b": [2], "a": 1}) != run_fingerprint({"a": 2})
+
+
+def test_progress_is_the_tightest_bound_and_counts_the_step_in_flight(tmp_path):
+    """What a schedule ending with the run reads, inside the scheduler's step: epochs, a step cap
+    or a step-time budget, whichever ends the run first."""
+    seen: dict[str, list[float]] = {}
+    for name, kw in {"epochs": {}, "max_steps": {"max_steps": 6}, "budget": {"max_seconds": 3600.0}}.items():
+        task = Toy()
+        loop = TrainingLoop(LoopConfig(epochs=2, progress=False, budget="step", **kw), tmp_path / name)
+        seen[name] = got = []
+        task.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            task.optimizer, lambda k, got=got, loop=loop: got.append(loop.progress()) or 1.0)
+        got.clear()  # the scheduler's own call when it is made
+        loop.run(task, "fp")
+        assert loop.progress() == 1.0
+    assert seen["epochs"] == pytest.approx([k / 10 for k in range(1, 11)])  # 2 epochs of 5 steps
+    assert seen["max_steps"] == pytest.approx([k / 6 for k in range(1, 7)])
+    assert seen["budget"] == pytest.approx([k / 10 for k in range(1, 11)])  # an hour away: epochs bound it
+    loop = TrainingLoop(LoopConfig(epochs=2, progress=False, budget="step", max_seconds=10.0), tmp_path / "t")
+    loop._step_seconds = 7.5  # a run 7.5 s into a 10 s step budget, before its first epoch
+    assert loop.progress() == pytest.approx(0.75)

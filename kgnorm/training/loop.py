@@ -123,6 +123,8 @@ class TrainingLoop:
         self.stop_reason = "epochs"
         self._elapsed_before = 0.0               # budget clock of earlier calls
         self._step_seconds = 0.0                 # budget "step": optimisation time
+        self._epoch_steps = 0                    # steps of the current epoch (progress)
+        self._step_t0: float | None = None       # start of the step in flight (progress)
         self.last_epoch_seconds: float | None = None
         self.losses: list[float] = []
         self._saved_epoch: dict | None = None
@@ -180,6 +182,24 @@ class TrainingLoop:
         if self.cfg.budget == "step":
             return self._step_seconds
         return self._elapsed_before + time.perf_counter() - self._t0
+
+    def progress(self) -> float:
+        """Share of the run done, in [0, 1], by the tightest of its bounds: the epochs (once an
+        epoch's length is known), ``max_steps``, and the step-time budget (budget "step"). What a
+        schedule that ends with the run reads (kgnorm.methods.ner.train's linear decay). Read
+        inside a step (the scheduler's), it counts that step as done."""
+        c = self.cfg
+        steps, seconds = self.global_step, self._step_seconds
+        if self._step_t0 is not None:
+            steps, seconds = steps + 1, seconds + time.perf_counter() - self._step_t0
+        parts = [0.0]
+        if self._epoch_steps:
+            parts.append(steps / (c.epochs * self._epoch_steps))
+        if c.max_steps:
+            parts.append(steps / c.max_steps)
+        if c.budget == "step" and c.max_seconds:
+            parts.append(seconds / c.max_seconds)
+        return min(1.0, max(parts))
 
     def _out_of_steps(self) -> bool:
         c = self.cfg
@@ -323,6 +343,7 @@ class TrainingLoop:
         n = task.start_epoch(epoch, saved)
         if c.max_steps_per_epoch:
             n = min(n, int(c.max_steps_per_epoch))
+        self._epoch_steps = n
         losses, self.losses = self.losses, []
         ran, seconds_train, last_ck = 0, 0.0, time.perf_counter()
         sbar = progress_bar(total=n, desc=f"{c.name} epoch {epoch + 1}", unit="batch") \
@@ -337,8 +358,11 @@ class TrainingLoop:
                     break
                 if c.step_seed is not None:
                     torch.manual_seed(c.step_seed * 1_000_003 + self.global_step)
-                t0 = time.perf_counter()
-                loss = self._optimise(b)
+                t0 = self._step_t0 = time.perf_counter()
+                try:
+                    loss = self._optimise(b)
+                finally:
+                    self._step_t0 = None
                 dt = time.perf_counter() - t0
                 self._step_seconds += dt
                 seconds_train += dt
