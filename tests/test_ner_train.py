@@ -453,3 +453,8 @@ def test_linear_schedule_ends_at_zero_where_the_run_ends(tmp_path, corpus, minil
     assert lr == pytest.approx(0.0, abs=1e-12)  # the last step's rate is applied after it: 1 - steps/steps
     with pytest.raises(KgnormError, match="lr-schedule"):
         recipe(tmp_path / "bad", lr_schedule="cosine", **common)
+    with pytest.raises(KgnormError, match="--device"):
+        recipe(tmp_path / "bad", device="tpu:9", **common)
+    if not torch.cuda.is_available():
+        with pytest.raises(KgnormError, match="no CUDA device"):
+            recipe(tmp_path / "bad", device="cuda", **common)

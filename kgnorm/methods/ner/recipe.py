@@ -59,6 +59,18 @@ class Options:
     keep_checkpoints: bool = keep_checkpoints()
 
 
+def check_device(device: str) -> None:
+    """A torch device this machine has, refused in one line before anything is read."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except RuntimeError as e:
+        raise KgnormError(f"--device {device!r}: {e}") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise KgnormError(f"--device {device}: no CUDA device is available here (train on the cpu)")
+
+
 def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     """Train a mention detector into ``out``. Defaults: no CRF, no dictionary features -- at equal
     steps on NCBI-disease dev both scored below the plain token classifier (BENCHMARKS.md
@@ -79,6 +91,7 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
         raise KgnormError("--dictionary-features needs --ontology (the names to match)")
     if opts.layers is not None and opts.layers < 1:
         raise KgnormError("--layers must be >= 1")
+    check_device(opts.device)
     if opts.lr_schedule not in ("constant", "linear"):
         raise KgnormError(f"--lr-schedule must be constant or linear, not {opts.lr_schedule!r}")
     if min(epochs, batch_size) < 1 or not 0 <= stride < max_length - 2:
