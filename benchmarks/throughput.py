@@ -155,12 +155,13 @@ def main() -> None:
                         (encoded, [], {"KGNORM_NAME_VECTORS": "encode"}),
                         (f"in-process, current defaults (query engine {query_engine()}: ONNX Runtime fp32 queries in "
                          "32-row calls, lookahead, fp32 exact searches, no torch; a query that is a dictionary name "
-                         "takes the name's stored vector)", [], {}),
+                         "takes the name's stored vector; calls found ahead beside the search where 2 cores)", [], {}),
                         ("in-process, as the current defaults with the query calls on 2 threads "
                          "(KGNORM_QUERY_WORKERS=2, opt-in)", [], {"KGNORM_QUERY_WORKERS": "2"}),
-                        ("in-process, as the current defaults with the calls found ahead run beside the search "
-                         "(KGNORM_QUERY_OVERLAP=1)", [], {"KGNORM_QUERY_OVERLAP": "1"}),
-                        ("in-process, as the current defaults without overlap (KGNORM_QUERY_OVERLAP=0)", [],
+                        ("in-process, as the current defaults with the calls found ahead forced beside the search "
+                         "(KGNORM_QUERY_OVERLAP=1; the default where query encoding has 2 cores)", [],
+                         {"KGNORM_QUERY_OVERLAP": "1"}),
+                        ("in-process, as the current defaults with the overlap forced off (KGNORM_QUERY_OVERLAP=0)", [],
                          {"KGNORM_QUERY_OVERLAP": "0"}),
                         (encoded + ", again", [], {"KGNORM_NAME_VECTORS": "encode"})]
                        + ray,

@@ -161,3 +161,31 @@ def test_default_overlap_follows_the_detector_kind(world, tmp_path, monkeypatch,
                              output=tmp_path / "o.pubtator", store=store, write=False, batch_docs=2,
                              progress=False, overlap=overlap, ner_precision="fp32")
     assert rep.n_documents == 10 and bool(used) is expected
+
+
+def test_the_overlapped_linking_stage_declares_its_one_core_to_the_query_encoder(world, tmp_path, monkeypatch):
+    """Detection holds the second core: the linking stage declares 1 core, so the query encoder's
+    own overlap (kgnorm.encoders.fixed_shape.default_overlap) stays off inside it."""
+    import kgnorm.encoders.fixed_shape as fs
+
+    store, model, docs, det = world
+    monkeypatch.delenv(fs.OVERLAP_ENV, raising=False)
+    seen: list[tuple[int, bool]] = []
+    real = fs.QueryVectors.submit
+
+    def spy(self, texts):
+        seen.append((fs.cores_for_queries(), self.overlap))
+        return real(self, texts)
+
+    monkeypatch.setattr(fs.QueryVectors, "submit", spy)
+    for overlap in (True, False):
+        seen.clear()
+        annotate_documents(str(det), model, docs, input_format="jsonl", output=tmp_path / "o.pubtator",
+                           store=store, write=False, batch_docs=2, progress=False, overlap=overlap,
+                           threads=1, ner_precision="fp32")
+        if overlap:
+            assert seen and all(s == (1, False) for s in seen)
+        else:
+            import os
+
+            assert all(cores == len(os.sched_getaffinity(0)) for cores, _ in seen)  # nothing declared

@@ -253,3 +253,34 @@ def test_stored_name_vectors_are_declared(monkeypatch):
     monkeypatch.setenv(NAME_VECTORS_ENV, "sometimes")
     with pytest.raises(KgnormError, match=NAME_VECTORS_ENV):
         stored_name_vectors()
+
+
+def test_the_overlap_default_follows_the_cores_query_encoding_has(onnx_encoder, monkeypatch):
+    """Without KGNORM_QUERY_OVERLAP the calls found ahead overlap the search where query encoding has
+    two cores: the affinity mask, or what a caller declared (annotate's linking stage, a Ray actor);
+    decided at each submit, so a declaration made after the vectors object exists still counts."""
+    import kgnorm.encoders.fixed_shape as fs
+    from kgnorm.encoders.fixed_shape import OVERLAP_ENV, QueryVectors, default_overlap, query_cores
+
+    monkeypatch.delenv(OVERLAP_ENV, raising=False)
+    monkeypatch.setattr(fs.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert default_overlap()
+    texts = list(dict.fromkeys(_texts(random.Random(7), 60)))
+    q = QueryVectors(onnx_encoder, 2, overlap=None)
+    with query_cores(1):
+        assert not default_overlap() and not q.overlap
+        q.submit(texts[:30])
+        assert not q._jobs and not q.inflight  # encoded in the caller's thread
+        with query_cores(2):
+            assert q.overlap
+        monkeypatch.setenv(OVERLAP_ENV, "1")  # the variable wins over a declaration
+        assert q.overlap
+        monkeypatch.delenv(OVERLAP_ENV)
+    q.submit(texts[30:])
+    assert q._jobs  # two cores again: the full calls went to the background thread
+    assert np.array_equal(q.take(texts), encode_fixed_shape(onnx_encoder, texts, 2))
+    monkeypatch.setattr(fs.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert not default_overlap()
+    monkeypatch.setenv(OVERLAP_ENV, "0")
+    assert not QueryVectors(onnx_encoder, 2, overlap=None).overlap
+    assert QueryVectors(onnx_encoder, 2, overlap=True).overlap  # asked for by the caller

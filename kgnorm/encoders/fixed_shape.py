@@ -36,10 +36,15 @@ The calls themselves are a backend's: :class:`TorchCalls` runs the torch model o
 imported). A backend has ``dim``, ``token_ids(texts)`` (truncated ids, no padding), ``call(batch)``
 (float32 pooled vectors of one call) and ``calls_context()`` (what one encoding step runs under).
 
-``overlap`` (``KGNORM_QUERY_OVERLAP=1``, opt-in) sends the full calls `submit` finds to one background
-thread, so they run on the second core while the caller searches; `take` waits for the ones it needs.
-The same calls, so the same bits. Only for a backend that declares ``overlap_safe`` (ONNX Runtime: its
-session runs thread-safe and needs no process-wide setting; torch's thread count is process-wide)."""
+``overlap`` sends the full calls `submit` finds to one background thread, so they run on the second
+core while the caller searches; `take` waits for the ones it needs. The same calls, so the same bits.
+Only for a backend that declares ``overlap_safe`` (ONNX Runtime: its session runs thread-safe and needs
+no process-wide setting; torch's thread count is process-wide). ``overlap=None`` decides at every
+`submit` from declared facts: ``KGNORM_QUERY_OVERLAP`` (0 or 1) where set, else whether query encoding
+has two cores: the process's affinity mask, or what a caller declared with :func:`query_cores`
+(annotate's overlapped linking stage and a Ray worker declare theirs, so a default taken from the
+machine's cores does not put a third thread on two cores). Measured on a quiet 2-core machine: 16.2
+against 17.9 s for 20k mentions (BENCHMARKS.md, "The query overlap … on a quiet machine")."""
 from __future__ import annotations
 
 import contextlib
@@ -54,8 +59,8 @@ ROWS = 8  # rows of a call when nothing else is said (encode_fixed_shape's forme
 PRECISIONS = ("fp32", "bf16")
 MAX_READY = 32_768  # vectors encoded ahead and not taken yet: beyond this the oldest are dropped
 WORKERS_ENV = "KGNORM_QUERY_WORKERS"  # threads running fixed-shape calls at once (default 1)
-OVERLAP_ENV = "KGNORM_QUERY_OVERLAP"  # 1: calls found ahead run beside the search (onnx engine)
-OVERLAP_DEFAULT = False
+OVERLAP_ENV = "KGNORM_QUERY_OVERLAP"  # 0 or 1: calls found ahead run beside the search (onnx engine)
+_DECLARED_CORES: list[int] = []  # cores callers left to query encoding, innermost last (query_cores)
 
 
 def default_workers() -> int:
@@ -72,7 +77,8 @@ def default_workers() -> int:
 
 
 def default_overlap() -> bool:
-    """``$KGNORM_QUERY_OVERLAP`` (0 or 1), else OVERLAP_DEFAULT (BENCHMARKS.md, "throughput")."""
+    """``$KGNORM_QUERY_OVERLAP`` (0 or 1), else whether query encoding has at least 2 cores
+    (:func:`query_cores`; module docstring)."""
     value = os.environ.get(OVERLAP_ENV, "").strip()
     if value in ("0", "1"):
         return value == "1"
@@ -80,7 +86,28 @@ def default_overlap() -> bool:
         from kgnorm.errors import KgnormError
 
         raise KgnormError(f"{OVERLAP_ENV}={value!r}: expected 0 or 1")
-    return OVERLAP_DEFAULT
+    return cores_for_queries() >= 2
+
+
+def cores_for_queries() -> int:
+    """The innermost :func:`query_cores` declaration, else the CPUs this process may run on."""
+    if _DECLARED_CORES:
+        return _DECLARED_CORES[-1]
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@contextlib.contextmanager
+def query_cores(n: int):
+    """Declare that query encoding has `n` cores inside the block (the overlap default follows it):
+    a caller that keeps the other cores busy (annotate's detection beside linking) declares 1."""
+    _DECLARED_CORES.append(max(1, int(n)))
+    try:
+        yield
+    finally:
+        _DECLARED_CORES.pop()
 
 
 class TorchCalls:
@@ -142,11 +169,12 @@ class QueryVectors:
     a :class:`~kgnorm.encoders.dense.DenseEncoder`, run by :class:`TorchCalls` at `precision`."""
 
     def __init__(self, encoder, rows: int = ROWS, precision: str = "fp32",
-                 max_ready: int = MAX_READY, workers: int = 1, overlap: bool = False) -> None:
+                 max_ready: int = MAX_READY, workers: int = 1, overlap: bool | None = False) -> None:
         self.backend = encoder if hasattr(encoder, "call") else TorchCalls(encoder, precision)
         # full calls found by `submit` run on a background thread while the caller goes on (its
-        # search); only for a backend whose calls need no process-wide state (ONNX Runtime's)
-        self.overlap = bool(overlap) and getattr(self.backend, "overlap_safe", False)
+        # search); only for a backend whose calls need no process-wide state (ONNX Runtime's).
+        # None: default_overlap() at each submit (the cores may be declared later: query_cores)
+        self._overlap = overlap
         self._background: ThreadPoolExecutor | None = None
         self.inflight: dict[str, Future] = {}
         self._jobs: deque[tuple[Future, list[tuple[list[str], list[list[int]]]]]] = deque()
@@ -160,6 +188,12 @@ class QueryVectors:
         self.length: dict[str, int] = {}                     # pending text -> its token length
         self.ready: OrderedDict[str, np.ndarray] = OrderedDict()
         self.calls = self.padded_rows = 0                     # for benchmarks: model calls, copies
+
+    @property
+    def overlap(self) -> bool:
+        if not getattr(self.backend, "overlap_safe", False):
+            return False
+        return default_overlap() if self._overlap is None else bool(self._overlap)
 
     def submit(self, texts: Sequence[str]) -> None:
         """Texts that will be asked for soon: every length group that fills a call is encoded."""

@@ -179,6 +179,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     from kgnorm.jobs.blocks import AnnotateBlocks
     from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, check_ontology, open_output
     from kgnorm.jobs.models import linker_method, model_meta, open_linker
+    from kgnorm.encoders.fixed_shape import query_cores
     from kgnorm.jobs.overlap import overlap_plan, overlapped
     from kgnorm.jobs.ray_engine import check_engine
     from kgnorm.linking.linker import edges_for, pipeline_from_meta
@@ -258,6 +259,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
             detect, link = (_timed(f, report.stage_seconds, k)
                             for f, k in zip(work.stages(detector, with_cache(linker)), ("detect", "link")))
             if plan.overlap:  # detection of batch k+1 beside the linking of batch k: the same bytes
+                # the linking stage has its own cores only: no query overlap on the detector's core
+                stack.enter_context(query_cores(threads or 1))
                 done_batches = stack.enter_context(closing(overlapped(batches, detect, link, threads)))
             else:
                 done_batches = ((b, link(detect(b))) for b in batches)

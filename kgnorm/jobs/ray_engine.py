@@ -16,7 +16,7 @@ import os
 import socket
 from collections import deque
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -115,7 +115,13 @@ class _BlockWorker:
     def __init__(self, work: BlockWork, threads: int, exit_once: str | None) -> None:
         import torch
 
+        from kgnorm.encoders.fixed_shape import query_cores
+
         torch.set_num_threads(threads)
+        # an actor holds `threads` cores (num_cpus), whatever the machine has: the query overlap
+        # default follows that (kgnorm.encoders.fixed_shape.default_overlap)
+        self._declared = ExitStack()
+        self._declared.enter_context(query_cores(threads))
         self.fn = work.open()
         self.exit_once = exit_once
 

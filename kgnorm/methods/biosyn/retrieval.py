@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kgnorm.encoders.fixed_shape import QueryVectors, default_overlap, default_workers
+from kgnorm.encoders.fixed_shape import QueryVectors, default_workers
 from kgnorm.errors import KgnormError
 from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.cpu_features import query_path
@@ -89,11 +89,12 @@ class BioSynRetrieval:
     @property
     def query_vectors(self) -> QueryVectors:
         """The query encoder's batch-independent path (precision and rows: ``query_path``; calls
-        on ``default_workers()`` threads at once, 1 unless asked)."""
+        on ``default_workers()`` threads at once, 1 unless asked; the calls found ahead overlapped
+        with the search where two cores are free: kgnorm.encoders.fixed_shape.default_overlap)."""
         if self._query_vectors is None:
             precision, rows = query_path(engine=self.engine)
             self._query_vectors = QueryVectors(self.encoder, rows=rows, precision=precision,
-                                               workers=default_workers(), overlap=default_overlap())
+                                               workers=default_workers(), overlap=None)
         return self._query_vectors
 
     def prefetch(self, queries: Sequence[str]) -> None:
