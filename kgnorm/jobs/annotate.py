@@ -176,10 +176,10 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     kgnorm.jobs.overlap.overlap_plan; the output is the same bytes either way)."""
     from kgnorm.documents.readers import input_digest, read_documents
     from kgnorm.documents.writers import document_writer
+    from kgnorm.encoders.fixed_shape import query_cores
     from kgnorm.jobs.blocks import AnnotateBlocks
     from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, check_ontology, open_output
     from kgnorm.jobs.models import linker_method, model_meta, open_linker
-    from kgnorm.encoders.fixed_shape import query_cores
     from kgnorm.jobs.overlap import overlap_plan, overlapped
     from kgnorm.jobs.ray_engine import check_engine
     from kgnorm.linking.linker import edges_for, pipeline_from_meta

@@ -92,8 +92,10 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     if opts.layers is not None and opts.layers < 1:
         raise KgnormError("--layers must be >= 1")
     check_device(opts.device)
-    if opts.lr_schedule not in ("constant", "linear"):
-        raise KgnormError(f"--lr-schedule must be constant or linear, not {opts.lr_schedule!r}")
+    from kgnorm.methods.ner.train import LR_SCHEDULES
+
+    if opts.lr_schedule not in LR_SCHEDULES:
+        raise KgnormError(f"--lr-schedule must be one of {', '.join(LR_SCHEDULES)}, not {opts.lr_schedule!r}")
     if min(epochs, batch_size) < 1 or not 0 <= stride < max_length - 2:
         raise KgnormError("--epochs and --batch-size must be >= 1, and 0 <= --stride < --max-length - 2")
     type_map = parse_types(types)
