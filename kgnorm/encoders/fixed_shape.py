@@ -55,6 +55,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
+from kgnorm.cores import available_cores
+
 ROWS = 8  # rows of a call when nothing else is said (encode_fixed_shape's former fixed value)
 PRECISIONS = ("fp32", "bf16")
 MAX_READY = 32_768  # vectors encoded ahead and not taken yet: beyond this the oldest are dropped
@@ -93,10 +95,7 @@ def cores_for_queries() -> int:
     """The innermost :func:`query_cores` declaration, else the CPUs this process may run on."""
     if _DECLARED_CORES:
         return _DECLARED_CORES[-1]
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+    return available_cores()
 
 
 @contextlib.contextmanager

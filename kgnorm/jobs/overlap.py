@@ -8,13 +8,14 @@ Whether to overlap is decided from declared facts only (the option, ``--threads`
 process may run on), never from a timing at run time."""
 from __future__ import annotations
 
-import os
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from kgnorm.cores import available_cores
 
 __all__ = ["OverlapPlan", "available_cores", "overlap_plan", "overlapped", "SWITCH_INTERVAL"]
 
@@ -25,14 +26,6 @@ __all__ = ["OverlapPlan", "available_cores", "overlap_plan", "overlapped", "SWIT
 SWITCH_INTERVAL = 1e-4
 
 B = TypeVar("B")
-
-
-def available_cores() -> int:
-    """The CPUs this process may run on (its affinity mask; os.cpu_count() where there is none)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
