@@ -1,7 +1,7 @@
 """The onnx query engine (kgnorm.encoders.onnx_query): the same token ids and (to float rounding) the
 same vectors as the torch path, batch-independent vectors, an export made once per model content,
-a `link` that never imports torch or transformers once the export is cached, and the engine chosen
-from declared facts."""
+a `link` that never imports torch or transformers once the export is cached (BioSyn's and DILBERT's
+linkers), and the engine chosen from declared facts."""
 from __future__ import annotations
 
 import io
@@ -96,8 +96,29 @@ def test_the_export_is_made_once_per_model_content(tiny_bert_dir, tmp_path, monk
     assert not any(p.name.startswith("tmp") for p in first.iterdir())  # nothing half-written left
 
 
-def _model_dir(encoder, path):
+# the methods whose `link` runs on the onnx engine: BioSyn, and DILBERT in both its distance spaces
+METHODS = ["biosyn", "dilbert-euclidean", "dilbert-cosine"]
+
+
+def _model_dir(encoder, path, method="biosyn"):
+    if method.startswith("dilbert"):  # its link path: kgnorm.methods.dilbert.linker
+        from kgnorm.methods.dilbert.model import DilbertModel
+
+        distance = method.partition("-")[2]
+        return DilbertModel(encoder, NameDictionary.from_entries(ENTRIES), distance=distance).save(path)
     return BioSynModel(encoder, NameDictionary.from_entries(ENTRIES), k_sparse=5, k_dense=5).save(path)
+
+
+def _linker(model_dir):
+    """The onnx engine's linker of a model directory, and its query vectors of some texts."""
+    from kgnorm.methods.biosyn.retrieval import BioSynLinker
+    from kgnorm.methods.dilbert.linker import DilbertLinker
+
+    if (model_dir / "sparse").exists():
+        linker = BioSynLinker.load(model_dir)
+        return linker, linker._query_matrix, linker.index.dim
+    linker = DilbertLinker.load(model_dir)
+    return linker, linker.encode, linker.dim
 
 
 def _tsv(model_dir, **kw) -> str:
@@ -106,8 +127,9 @@ def _tsv(model_dir, **kw) -> str:
     return out.getvalue()
 
 
-def test_both_engines_rank_alike_and_onnx_is_batch_independent(encoder, tmp_path, monkeypatch):
-    model_dir = _model_dir(encoder, tmp_path / "model")
+@pytest.mark.parametrize("method", METHODS)
+def test_both_engines_rank_alike_and_onnx_is_batch_independent(encoder, tmp_path, monkeypatch, method):
+    model_dir = _model_dir(encoder, tmp_path / "model", method)
     monkeypatch.setenv(QUERY_PRECISION_ENV, "fp32")
     monkeypatch.setenv("KGNORM_QUERY_ROWS", "4")
     monkeypatch.setenv(QUERY_ENGINE_ENV, "torch")
@@ -124,8 +146,9 @@ def test_both_engines_rank_alike_and_onnx_is_batch_independent(encoder, tmp_path
         assert _tsv(model_dir, batch_size=batch) == want
 
 
-def test_link_with_a_cached_export_imports_neither_torch_nor_transformers(encoder, tmp_path):
-    model_dir = _model_dir(encoder, tmp_path / "model")
+@pytest.mark.parametrize("method", ["biosyn", "dilbert-euclidean"])
+def test_link_with_a_cached_export_imports_neither_torch_nor_transformers(encoder, tmp_path, method):
+    model_dir = _model_dir(encoder, tmp_path / "model", method)
     env = {**os.environ, QUERY_ENGINE_ENV: "onnx", "KGNORM_CACHE_DIR": str(tmp_path / "cache")}
     env.pop(QUERY_PRECISION_ENV, None)
     probe = ("import io, sys, json\n"
@@ -214,37 +237,38 @@ def test_overlap_is_declared_and_leaves_the_tsv_unchanged(encoder, tmp_path, mon
     assert _tsv(model_dir, batch_size=3) == want
 
 
-def test_a_query_that_is_a_dictionary_name_takes_the_names_stored_vector(encoder, tmp_path, monkeypatch):
-    from kgnorm.methods.biosyn.retrieval import BioSynLinker
-
-    model_dir = _model_dir(encoder, tmp_path / "model")
+@pytest.mark.parametrize("method", METHODS)
+def test_a_query_that_is_a_dictionary_name_takes_the_names_stored_vector(encoder, tmp_path, monkeypatch, method):
+    model_dir = _model_dir(encoder, tmp_path / "model", method)
     monkeypatch.setenv("KGNORM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("KGNORM_QUERY_ROWS", "2")
     names = ["heart attack", "pd", "type 2 diabetes"]
     others = ["kidney failures", "toe pains", "acute renal failure"]
     queries = [names[0], others[0], names[1], others[1], names[2], others[2], names[0]]
 
-    reusing = BioSynLinker.load(model_dir)
+    reusing, query_matrix, dim = _linker(model_dir)
     encoded: list[str] = []
     token_ids = reusing.encoder.token_ids
     monkeypatch.setattr(reusing.encoder, "token_ids", lambda texts: encoded.extend(texts) or token_ids(texts))
     got = reusing.link(queries, top_k=3)
     assert sorted(set(encoded)) == sorted(others)  # the names were never sent to the encoder
     rows = [reusing.dictionary.names.index(n) for n in names]
-    np.testing.assert_array_equal(reusing._query_matrix(names), reusing.index.reconstruct(np.array(rows)))
+    np.testing.assert_array_equal(query_matrix(names), reusing.index.reconstruct(np.array(rows))[:, :dim])
 
     monkeypatch.setenv("KGNORM_NAME_VECTORS", "encode")
-    encoding = BioSynLinker.load(model_dir)
-    assert not encoding.reuse_name_vectors
+    encoding = _linker(model_dir)[0]
     want = encoding.link(queries, top_k=3)
     assert [[c.name_idx for c in r] for r in got] == [[c.name_idx for c in r] for r in want]
     assert all(abs(a.score - b.score) < 1e-3 for r, s in zip(got, want) for a, b in zip(r, s))
     for q, r in zip(queries, got):  # the same answer alone as among the others
         assert [(c.name_idx, c.score) for c in reusing.link([q], top_k=3)[0]] == [(c.name_idx, c.score) for c in r]
+    if method == "dilbert-euclidean":  # a name is its own nearest name, at distance 0
+        assert all(r[0].name == q and abs(reusing.distance_of(r[0].score)) < 1e-3
+                   for q, r in zip(queries, got) if q in names)
 
 
 def test_stored_name_vectors_are_declared(monkeypatch):
-    from kgnorm.methods.biosyn.retrieval import NAME_VECTORS_ENV, stored_name_vectors
+    from kgnorm.linking.stored_vectors import NAME_VECTORS_ENV, stored_name_vectors
 
     monkeypatch.delenv(NAME_VECTORS_ENV, raising=False)
     assert stored_name_vectors()

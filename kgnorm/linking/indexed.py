@@ -52,6 +52,21 @@ class IndexedNamesMixin:
     def _scores(self, inner: np.ndarray, query_vectors: np.ndarray) -> np.ndarray:
         return inner
 
+    def _pair_scores(self, query_vectors: np.ndarray, indexed: np.ndarray) -> np.ndarray:
+        """Score of query i with the indexed vectors ``indexed[i, j]`` (as stored: ``_index_vectors``)."""
+        return np.einsum("nd,nmd->nm", query_vectors, indexed)
+
+    def _exact(self, query_vectors: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Scores of the retrieved rows recomputed one (query, name) pair at a time from the stored
+        vectors, best first (ties by row). A matrix product's last bits depend on how many queries
+        it holds, and a Euclidean distance near 0 magnifies them (``sqrt(|q|^2 - 2 ip)``); computed
+        pair by pair, a query's scores and order are the same in any batch, as `link` promises."""
+        safe = np.where(idx >= 0, idx, 0)
+        scores = self._pair_scores(query_vectors, self.index.reconstruct(safe)).astype(np.float32)
+        scores[idx < 0] = -np.inf
+        order = np.lexsort((np.where(idx >= 0, idx, np.iinfo(np.int64).max), -scores), axis=-1)
+        return np.take_along_axis(scores, order, 1), np.take_along_axis(idx, order, 1)
+
     def build_index(self, vectors: np.ndarray | None = None, progress: bool = False,
                     batch_size: int = 512) -> NameIndex:
         """Index the dictionary names (``vectors``: their ``encode`` output, if known)."""
@@ -75,7 +90,10 @@ class IndexedNamesMixin:
               else np.asarray(query_vectors, np.float32))
         k = max(1, int(top_k))
         inner, idx = self.index.search(self._query_vectors(qv), k)
-        scores = self._scores(inner, qv).astype(np.float32)
+        if self.index.kind == "flat":
+            scores, idx = self._exact(qv, idx)
+        else:
+            scores = self._scores(inner, qv).astype(np.float32)
         if idx.shape[1] < k:
             pad = k - idx.shape[1]
             idx = np.pad(idx, ((0, 0), (0, pad)), constant_values=-1)

@@ -75,7 +75,8 @@ for _entry in (Method("biosyn", "kgnorm.methods.biosyn.model:load_biosyn",
                Method("dan", "kgnorm.methods.dan.model:load_dan"),
                Method("biocom", "kgnorm.methods.biocom.linker:load_biocom"),
                Method("bne", "kgnorm.methods.bne.model:load_bne"),
-               Method("dilbert", "kgnorm.methods.dilbert.model:load_dilbert"),
+               Method("dilbert", "kgnorm.methods.dilbert.model:load_dilbert",
+                      linker="kgnorm.methods.dilbert.linker:load_dilbert_linker"),
                Method("ner", "kgnorm.methods.ner.model:load_ner"),
                Method("ensemble", "kgnorm.methods.ensemble.linker:load_ensemble")):
     register(_entry)

@@ -6,7 +6,6 @@ the saved dictionary, index and sparse scorer. :class:`~kgnorm.methods.biosyn.mo
 two engines differ only in the query vectors."""
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from kgnorm.linking.cpu_features import query_path
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
 from kgnorm.linking.sparse import SparseScorer
+from kgnorm.linking.stored_vectors import exact_name_rows, stored_name_vectors, stored_or_encoded
 from kgnorm.methods.indexed_names import load_names_and_index
 from kgnorm.methods.model_dir import read_model_meta
 from kgnorm.progress import progress_bar
@@ -104,34 +104,19 @@ class BioSynRetrieval:
         self.query_vectors.submit([q for q in queries if q not in rows] if rows else queries)
 
     def _stored_rows(self) -> dict[str, int] | None:
-        """Name -> dictionary row, where a query that is a name may take the name's stored vector:
-        the link path over an exact float32 index (whose vectors are the model's own, written with
-        it). About 45% of the distinct mentions of NCBI-disease + BC5CDR are dictionary names
-        (BENCHMARKS.md, "throughput"): that many fewer encoder calls. Deterministic per text, so
-        the output is the same in any batch, order or Ray block."""
-        if not self.reuse_name_vectors or self.dictionary is None or self.index is None:
-            return None
-        if self.index.kind != "flat" or self.index.fp16:
+        """Name -> dictionary row where a query that is a name may take the name's stored vector
+        (kgnorm.linking.stored_vectors): the link path (``reuse_name_vectors``) over an exact float32 index."""
+        if not self.reuse_name_vectors:
             return None
         if self._name_rows is None:
-            self._name_rows = {n: i for i, n in enumerate(self.dictionary.names)}
+            self._name_rows = exact_name_rows(self.dictionary, self.index)
         return self._name_rows
 
     def _query_matrix(self, queries: Sequence[str]) -> np.ndarray:
         """float32 query vectors: a dictionary name's stored vector where :meth:`_stored_rows`
         allows it, else the query encoder's batch-independent vector."""
-        rows = self._stored_rows()
-        if not rows:
-            return self.query_vectors.take(queries)
-        row = np.fromiter((rows.get(q, -1) for q in queries), np.int64, len(queries))
-        hit = row >= 0
-        if not hit.any():
-            return self.query_vectors.take(queries)
-        out = np.empty((len(queries), self.index.dim), dtype=np.float32)
-        out[hit] = self.index.reconstruct(row[hit])
-        if not hit.all():
-            out[~hit] = self.query_vectors.take([q for q, h in zip(queries, hit) if not h])
-        return out
+        return stored_or_encoded(queries, self._stored_rows(), self.index, self.index.dim,
+                                 self.query_vectors.take)
 
     # ------------------------------------------------------------------ scoring / linking
     def score_pairs(self, queries: Sequence[str], idx: np.ndarray,
@@ -300,19 +285,6 @@ def load_parts(directory: str | Path, use_gpu: bool | str = "auto", engine: str 
 def check_dim(directory: str | Path, index: NameIndex, dim: int) -> None:
     if index.dim != dim:
         raise KgnormError(f"{directory}: index dimension {index.dim} != encoder dimension {dim}")
-
-
-NAME_VECTORS_ENV = "KGNORM_NAME_VECTORS"  # "stored" (default) or "encode": every query encoded
-
-
-def stored_name_vectors() -> bool:
-    """``$KGNORM_NAME_VECTORS``: whether the link path answers a query that is a dictionary name
-    with the name's stored vector (``stored``, the default) or encodes every query (``encode``:
-    the bytes of the path before it, for comparison)."""
-    value = os.environ.get(NAME_VECTORS_ENV, "").strip().lower() or "stored"
-    if value not in ("stored", "encode"):
-        raise KgnormError(f"{NAME_VECTORS_ENV}={value!r}: expected stored or encode")
-    return value == "stored"
 
 
 class BioSynLinker(BioSynRetrieval):

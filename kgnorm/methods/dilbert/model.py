@@ -3,11 +3,9 @@
 distance to the query.
 
 ``distance="euclidean"`` (the paper's triplet space): names are ranked by the Euclidean
-distance of the raw pooled vectors. The FAISS index is inner-product only
-(:class:`~kgnorm.linking.index.NameIndex`), so names are indexed as ``[x, -|x|^2 / 2]``
-and queries searched as ``[q, 1]``: the inner product ``q.x - |x|^2/2`` ranks exactly like
-``-|q - x|^2``; the reported distance is ``sqrt(|q|^2 - 2 ip)``.
-``distance="cosine"``: vectors are L2-normalized and ranked by cosine similarity.
+distance of the raw pooled vectors; ``distance="cosine"``: vectors are L2-normalized and ranked by
+cosine similarity. Both through the inner-product index (:class:`~kgnorm.linking.distance_space.DistanceSpace`).
+`link` ranks with :class:`kgnorm.methods.dilbert.linker.DilbertLinker` (ONNX Runtime) where it can.
 
 ``Candidate.score`` is "higher is better" like every linker of kgnorm: ``-distance``
 (euclidean) or the cosine similarity (cosine). For out-of-KB decisions use
@@ -30,11 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-from kgnorm.methods.bne.model import IndexedNamesMixin
 from kgnorm.errors import KgnormError
 from kgnorm.losses.triplet import DISTANCES
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
+from kgnorm.linking.distance_space import DistanceSpace
+from kgnorm.linking.indexed import IndexedNamesMixin
 from kgnorm.methods.indexed_names import load_dense_encoder, load_names_and_index, save_names_and_index
 from kgnorm.methods.model_dir import read_model_meta
 
@@ -42,7 +41,7 @@ __all__ = ["DilbertModel", "load_dilbert", "DISTANCES"]
 
 
 
-class DilbertModel(IndexedNamesMixin):
+class DilbertModel(DistanceSpace, IndexedNamesMixin):
     """DenseEncoder + name dictionary + distance-ranked FAISS index."""
 
     def __init__(self, encoder: DenseEncoder, dictionary: NameDictionary | None = None,
@@ -88,30 +87,6 @@ class DilbertModel(IndexedNamesMixin):
                                    progress=progress, desc=desc)
 
     __call__ = encode
-
-    def _index_vectors(self, vectors: np.ndarray) -> np.ndarray:
-        if self.distance == "cosine":
-            return vectors
-        sq = np.einsum("nd,nd->n", vectors, vectors, dtype=np.float64)
-        return np.concatenate([vectors, (-0.5 * sq)[:, None].astype(np.float32)], axis=1)
-
-    def _query_vectors(self, vectors: np.ndarray) -> np.ndarray:
-        if self.distance == "cosine":
-            return vectors
-        return np.concatenate([vectors, np.ones((len(vectors), 1), np.float32)], axis=1)
-
-    def _scores(self, inner: np.ndarray, query_vectors: np.ndarray) -> np.ndarray:
-        if self.distance == "cosine":
-            return inner
-        qq = np.einsum("nd,nd->n", query_vectors, query_vectors, dtype=np.float64)
-        d2 = np.maximum(qq[:, None] - 2.0 * inner.astype(np.float64), 0.0)
-        return (-np.sqrt(d2)).astype(np.float32)
-
-    def distance_of(self, score: float | np.ndarray) -> float | np.ndarray:
-        """The distance behind a ``Candidate.score`` (lower = closer)."""
-        s = np.asarray(score, dtype=np.float64)
-        d = -s if self.distance == "euclidean" else 1.0 - s
-        return float(d) if d.ndim == 0 else d
 
     # ------------------------------------------------------------------ files
     def save(self, directory: str | Path, hyper_parameters: dict | None = None,
