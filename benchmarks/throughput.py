@@ -8,13 +8,16 @@ same run and against the same model; peak RSS per process (driver and largest Ra
 and whether each output is byte-identical to the first row of its query precision.
 
     python benchmarks/throughput.py --model DIR [--mentions N] [--workers 1,2] [--out DIR]
-                                    [--annotate-store URI]
+                                    [--annotate-store URI] [--ner DETECTOR_DIR] [--abstracts N]
 
 --model: a BioSyn model directory (e.g. `kgnorm train biosyn --ontology medic --out DIR`). The
 mentions are NCBI-disease train + dev and BC5CDR train + dev (PubTator, from KGNORM_SHARED/data;
 no test split), cut to the first --mentions documents' worth; annotate reads the same documents'
 text. --annotate-store: a store holding the model's ontology (annotate's `dictionary:` tagger reads
-it); without it annotate is not measured. Each run is a fresh `kgnorm … --no-write -q` process.
+it); without it annotate is not measured. --ner: a trained detector (`kgnorm train ner`) instead of
+the dictionary tagger. --abstracts N: annotate a corpus of N abstracts, the documents repeated under new
+ids (PMID-2, PMID-3, …) as often as needed (the shared data hold about 2,300 abstracts); the previous
+path's row is then left out. Each run is a fresh `kgnorm … --no-write -q` process.
 Figures are appended to BENCHMARKS.md.
 """
 from __future__ import annotations
@@ -52,6 +55,20 @@ def corpus(path: Path, max_mentions: int) -> tuple[int, int]:
             texts.update(a[3] for a in ann)
     path.write_text("".join(out), encoding="utf-8")
     return n, len(texts)
+
+
+def repeated(src: Path, dst: Path, abstracts: int) -> int:
+    """`src`'s documents repeated under new ids until `abstracts` of them; how many were written."""
+    docs = [d.strip("\n") for d in src.read_text(encoding="utf-8").split("\n\n") if d.strip()]
+    out = []
+    for i in range(abstracts):
+        doc, copy = docs[i % len(docs)], i // len(docs)
+        if copy:
+            pmid = doc.split("|", 1)[0]
+            doc = "\n".join(f"{pmid}-{copy + 1}" + line[len(pmid):] for line in doc.splitlines())
+        out.append(doc + "\n\n")
+    dst.write_text("".join(out), encoding="utf-8")
+    return len(out)
 
 
 def link_workers() -> set[int]:
@@ -123,6 +140,8 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="keep the corpus and outputs here (default: a temp dir)")
     ap.add_argument("--annotate-store", default=None, help="a store with the model's ontology (for annotate)")
     ap.add_argument("--skip-link", action="store_true")
+    ap.add_argument("--ner", default=None, help="a trained detector for annotate (default: the dictionary tagger)")
+    ap.add_argument("--abstracts", type=int, default=None, help="annotate this many abstracts (documents repeated)")
     args = ap.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="kgnorm-throughput-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -177,12 +196,19 @@ def main() -> None:
         import json
 
         onto = json.loads((Path(args.model) / "kgnorm-model.json").read_text(encoding="utf-8"))["ontology"]
-        base = [kgnorm, "annotate", "--ner", f"dictionary:{onto}", "--model", args.model, "--input", str(mentions),
+        ner = args.ner or f"dictionary:{onto}"
+        texts, what = mentions, "the same documents"
+        if args.abstracts:
+            texts = out / "abstracts.pubtator"
+            what = f"the same documents repeated under new ids ({docs:,} distinct)"
+            docs = repeated(mentions, texts, args.abstracts)
+        base = [kgnorm, "annotate", "--ner", ner, "--model", args.model, "--input", str(texts),
                 "--input-format", "pubtator", "--no-write", "-q", "--store", args.annotate_store]
-        rows = measure([("in-process, previous path (KGNORM_LINK_CACHE=0)", [], {"KGNORM_LINK_CACHE": "0"}),
-                        ("in-process, current", [], {})] + ray, base, out, "annotate", docs, None)
-        body += (f"\n`kgnorm annotate --ner dictionary:{onto} --no-write` (detection, document consistency, linking; "
-                 f"PubTator out) on the {docs:,} abstracts of the same documents, same model, start-up included. "
+        previous = [] if args.abstracts else [("in-process, previous path (KGNORM_LINK_CACHE=0)", [],
+                                               {"KGNORM_LINK_CACHE": "0"})]
+        rows = measure(previous + [("in-process, current", [], {})] + ray, base, out, "annotate", docs, None)
+        body += (f"\n`kgnorm annotate --ner {ner} --no-write` (detection, document consistency, linking; "
+                 f"PubTator out) on {docs:,} abstracts of {what}, same model, start-up included. "
                  + machine_note + "\n\n| run | wall s | driver CPU s | abstracts/s | driver peak RSS MB | worker peak RSS MB | "
                  "PubTator = first row |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     append("throughput: link and annotate, in-process and --engine ray", body)

@@ -15,7 +15,7 @@ __all__ = ["DistanceSpace"]
 
 
 class DistanceSpace:
-    """The three hooks of :class:`~kgnorm.linking.indexed.IndexedNamesMixin` for a ``distance``
+    """The metric hooks of :class:`~kgnorm.linking.indexed.IndexedNamesMixin` for a ``distance``
     (``euclidean`` or ``cosine``); ``Candidate.score`` stays "higher is better": ``-distance`` or
     the cosine similarity."""
 
@@ -52,7 +52,3 @@ class DistanceSpace:
         s = np.asarray(score, dtype=np.float64)
         d = -s if self.distance == "euclidean" else 1.0 - s
         return float(d) if d.ndim == 0 else d
-
-    def stored_dim(self, index_dim: int) -> int:
-        """How many leading columns of an indexed vector are the name's own vector."""
-        return index_dim if self.distance == "cosine" else index_dim - 1

@@ -2,7 +2,7 @@
 
 BNE (:mod:`kgnorm.methods.bne.model`) and DILBERT (:mod:`kgnorm.methods.dilbert.model`)
 share it: a subclass gives ``encode`` and, when its metric is not the inner product of the
-encoded vectors, the three hooks below.
+encoded vectors, the metric hooks below.
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ class IndexedNamesMixin:
     """Dictionary + FAISS index + ``link`` for any encoder with ``encode(names)``.
 
     Subclasses provide ``encode(names, batch_size=..., progress=...)`` and may override
-    :meth:`_index_vectors` / :meth:`_query_vectors` / :meth:`_scores` to search a metric
-    other than the inner product of the encoded vectors.
+    :meth:`_index_vectors` / :meth:`_query_vectors` / :meth:`_scores` / :meth:`_pair_scores` to
+    search a metric other than the inner product of the encoded vectors.
     """
 
     dictionary: NameDictionary | None
