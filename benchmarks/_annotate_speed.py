@@ -2,7 +2,8 @@
 fp32, bf16 autocast, ONNX Runtime int8; 1 or 2 intra-op threads) on NCBI-disease and BC5CDR
 (disease) dev, back to back in one run, the first path given as the baseline. A path is one core
 (`-1t`: detection then linking, one thread) or two (`-overlap`: the next batch detected on a second
-thread while this one is linked, kgnorm.jobs.overlap, one torch thread per stage); `-small`: the
+thread while this one is linked, kgnorm.jobs.overlap, one torch thread per stage; `-Ndet`: N blocks
+detected at once, else as many as the plan declares); `-small`: the
 detector given by --small-ner (e.g. one trained with `train ner --layers 3`) instead of --ner-model.
 
 Per path and corpus, one child process: the detector's tagging of every abstract timed alone
@@ -24,13 +25,15 @@ from typing import Any
 
 from _report import append, f4, run_child
 
-# label -> (precision, threads, encoder layers kept (0: all), overlap, detector: "main" or "small")
-PATHS = {"fp32-1t": ("fp32", 1, 0, False, "main"), "bf16-1t": ("bf16", 1, 0, False, "main"),
-         "int8-1t": ("int8", 1, 0, False, "main"), "fp32-2t": ("fp32", 2, 0, False, "main"),
-         "bf16-2t": ("bf16", 2, 0, False, "main"), "int8-2t": ("int8", 2, 0, False, "main"),
-         "fp32-1t-3layers": ("fp32", 1, 3, False, "main"), "bf16-1t-3layers": ("bf16", 1, 3, False, "main"),
-         "bf16-overlap": ("bf16", 1, 0, True, "main"), "fp32-overlap": ("fp32", 1, 0, True, "main"),
-         "bf16-1t-small": ("bf16", 1, 0, False, "small"), "bf16-overlap-small": ("bf16", 1, 0, True, "small")}
+# label -> (precision, threads, encoder layers kept (0: all), overlap, detector: "main" or "small",
+#           blocks detected at once when overlapped: 0 = the plan's default, kgnorm.jobs.overlap)
+PATHS = {"fp32-1t": ("fp32", 1, 0, False, "main", 0), "bf16-1t": ("bf16", 1, 0, False, "main", 0),
+         "int8-1t": ("int8", 1, 0, False, "main", 0), "fp32-2t": ("fp32", 2, 0, False, "main", 0),
+         "bf16-2t": ("bf16", 2, 0, False, "main", 0), "int8-2t": ("int8", 2, 0, False, "main", 0),
+         "fp32-1t-3layers": ("fp32", 1, 3, False, "main", 0), "bf16-1t-3layers": ("bf16", 1, 3, False, "main", 0),
+         "bf16-overlap": ("bf16", 1, 0, True, "main", 0), "fp32-overlap": ("fp32", 1, 0, True, "main", 0),
+         "bf16-overlap-1det": ("bf16", 1, 0, True, "main", 1), "bf16-overlap-2det": ("bf16", 1, 0, True, "main", 2),
+         "bf16-1t-small": ("bf16", 1, 0, False, "small", 0), "bf16-overlap-small": ("bf16", 1, 0, True, "small", 0)}
 DEFAULT_PATHS = "bf16-1t,bf16-overlap,bf16-1t-small,bf16-overlap-small"
 
 
@@ -124,13 +127,13 @@ def speed(args: Any, store: str) -> None:
         name, gold, types = CORPORA[key]
         reference, base = None, None
         for label in paths:
-            precision, threads, layers, overlap, which = PATHS[label]
+            precision, threads, layers, overlap, which, detectors = PATHS[label]
             if which == "small" and key not in small:
                 continue   # no smaller detector given for this corpus
             out, result = args.work / f"speed-{key}-{label}.pubtator", args.work / "speed.json"
             env = {**ENV, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
                    "BENCH_THREADS": str(threads), "BENCH_PRECISION": precision, "BENCH_LAYERS": str(layers),
-                   "BENCH_OVERLAP": "1" if overlap else "",
+                   "BENCH_OVERLAP": "1" if overlap else "", "KGNORM_DETECT_WORKERS": str(detectors or ""),
                    "BENCH_PROFILE": "1" if reference is None else ""}
             load = os.getloadavg()[0]
             wall, rss = run_child([sys.executable, __file__.replace("_annotate_speed", "annotate"), "--child-speed",
@@ -170,7 +173,8 @@ def speed(args: Any, store: str) -> None:
             "(run first); `lines`: PubTator lines that differ from that row's (both ways). `-1t`: one core "
             "(detection then linking, one thread); `-overlap`: two cores (kgnorm.jobs.overlap: the next batch "
             "detected on a second thread while this one is linked, one torch thread per stage; its PubTator must "
-            "equal the `-1t` row's of the same detector); `-small`: the --small-ner detector"
+            "equal the `-1t` row's of the same detector; `-Ndet`: N blocks detected at once, each on its own thread, "
+            "`-overlap` alone: as many as the plan declares, 2 on 2 cores); `-small`: the --small-ner detector"
             + (f" ({', '.join(f'{k}={v}' for k, v in small.items())})" if small else "") + ". `annotate s`: "
             "annotate's own timing; `detect / link s`: the wall seconds of each stage summed over the batches "
             "(overlapped, they run at the same time, so their sum exceeds annotate s). Each row its own child "

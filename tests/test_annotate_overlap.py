@@ -10,24 +10,49 @@ from annotate_fixtures import DOCS, build, write_jsonl
 from cli_runner import run
 
 from kgnorm.jobs.annotate import annotate_documents
-from kgnorm.jobs.overlap import OverlapPlan, overlap_plan, overlapped
+from kgnorm.errors import KgnormError
+from kgnorm.jobs.overlap import DETECTORS_ENV, OverlapPlan, overlap_plan, overlapped
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("overlap, threads, cores, plan", [
-    (None, None, 2, OverlapPlan(True, 1)),     # 2 cores: one per stage
-    (None, None, 8, OverlapPlan(True, 4)),
-    (None, 1, 2, OverlapPlan(True, 1)),
+    (None, None, 2, OverlapPlan(True, 1, 2)),  # 2 cores: one per stage, two blocks detected at once
+    (None, None, 8, OverlapPlan(True, 4, 2)),
+    (None, 1, 2, OverlapPlan(True, 1, 2)),
+    (None, 1, 4, OverlapPlan(True, 1, 4)),
     (None, 2, 2, OverlapPlan(False, 2)),       # --threads 2 on 2 cores: no core for a second stage
-    (None, 2, 4, OverlapPlan(True, 2)),
+    (None, 2, 4, OverlapPlan(True, 2, 2)),
     (None, None, 1, OverlapPlan(False, None)),
     (False, None, 8, OverlapPlan(False, None)),
-    (True, None, 1, OverlapPlan(True, 1)),     # forced
-    (True, 3, 2, OverlapPlan(True, 3)),
+    (True, None, 1, OverlapPlan(True, 1, 1)),  # forced
+    (True, 3, 2, OverlapPlan(True, 3, 1)),
 ])
-def test_plan_from_declared_cores_and_threads(overlap, threads, cores, plan):
+def test_plan_from_declared_cores_and_threads(overlap, threads, cores, plan, monkeypatch):
+    monkeypatch.delenv(DETECTORS_ENV, raising=False)
     assert overlap_plan(overlap, threads, cores) == plan
+
+
+def test_the_number_of_detecting_threads_is_declared(monkeypatch):
+    monkeypatch.setenv(DETECTORS_ENV, "1")
+    assert overlap_plan(None, None, 2) == OverlapPlan(True, 1, 1)
+    assert overlap_plan(None, None, 1) == OverlapPlan(False, None)  # no overlap: nothing to set
+    monkeypatch.setenv(DETECTORS_ENV, "two")
+    with pytest.raises(KgnormError, match=DETECTORS_ENV):
+        overlap_plan(None, None, 2)
+
+
+def test_two_blocks_are_detected_at_once_and_still_come_out_in_order():
+    both = threading.Barrier(2, timeout=10)   # blocks 0 and 1 must be in their first stage together
+
+    def first(b: int) -> int:
+        if b < 2:
+            both.wait()
+        return b * 10
+
+    assert list(overlapped(range(7), first, lambda x: x + 1, workers=2)) == [(b, b * 10 + 1) for b in range(7)]
+    with pytest.raises(threading.BrokenBarrierError):   # one worker: the second block never starts beside the first
+        list(overlapped(range(3), first, lambda x: x, workers=1))
 
 
 def test_overlapped_keeps_order_and_runs_the_next_first_stage_beside_this_second_stage():
@@ -82,8 +107,11 @@ def world(tmp_path_factory, tiny_bert_dir):
 
 @pytest.mark.parametrize("fmt", ["pubtator", "bioc", "jsonl"])
 @pytest.mark.parametrize("consistency", [False, True])
-def test_overlapped_annotate_writes_the_one_thread_bytes(world, tmp_path, fmt, consistency):
+@pytest.mark.parametrize("detectors", ["1", "3"])  # blocks detected at once, forced whatever the cores
+def test_overlapped_annotate_writes_the_one_thread_bytes(world, tmp_path, fmt, consistency, detectors,
+                                                         monkeypatch):
     store, model, docs, det = world
+    monkeypatch.setenv(DETECTORS_ENV, detectors)
 
     def out(overlap: bool) -> bytes:
         path = tmp_path / f"{overlap}.{fmt}"

@@ -261,7 +261,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
             if plan.overlap:  # detection of batch k+1 beside the linking of batch k: the same bytes
                 # the linking stage has its own cores only: no query overlap on the detector's core
                 stack.enter_context(query_cores(threads or 1))
-                done_batches = stack.enter_context(closing(overlapped(batches, detect, link, threads)))
+                done_batches = stack.enter_context(closing(overlapped(batches, detect, link, threads,
+                                                                      plan.detectors)))
             else:
                 done_batches = ((b, link(detect(b))) for b in batches)
         for batch, done in done_batches:

@@ -8,6 +8,7 @@ annotated and a mention at a window edge is read from the window where it sits i
 :func:`load_ner` loads one from its model directory."""
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,7 @@ class NerDetector:
         if net.match is not None and not names:
             raise KgnormError("a detector trained with dictionary features needs the dictionary's names")
         self.net, self.tokenizer, self.labels = net, tokenizer, labels
+        self._tokenizing = threading.Lock()
         self.types: tuple[str, ...] = labels.types
         self.max_length, self.stride = int(max_length), int(stride)
         self.names = list(names or []) if net.match is not None else []
@@ -128,9 +130,19 @@ class NerDetector:
         # how the network runs (kgnorm.methods.ner.runtime): load_ner picks it; float32 torch here
         self.run = emissions or Emissions(net, "fp32")
 
+    def __getstate__(self) -> dict[str, Any]:   # a lock does not pickle (a detector sent to Ray)
+        return {k: v for k, v in self.__dict__.items() if k != "_tokenizing"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._tokenizing = threading.Lock()
+
     # ------------------------------------------------------------------ inputs
     def windows(self, texts: Sequence[str]) -> list[Window]:
-        return make_windows(self.tokenizer, texts, self.max_length, self.stride)
+        # a fast tokenizer sets its truncation on each call: two threads detecting at once
+        # (kgnorm.jobs.overlap) would race on it ("Already borrowed"), so one call at a time
+        with self._tokenizing:
+            return make_windows(self.tokenizer, texts, self.max_length, self.stride)
 
     def match_tags(self, texts: Sequence[str], windows: Sequence[Window]) -> list[list[int]] | None:
         """The dictionary-match tag of every window token (None without dictionary features)."""
