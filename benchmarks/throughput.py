@@ -207,7 +207,7 @@ def main() -> None:
         previous = [] if args.abstracts else [("in-process, previous path (KGNORM_LINK_CACHE=0)", [],
                                                {"KGNORM_LINK_CACHE": "0"})]
         rows = measure(previous + [("in-process, current", [], {})] + ray, base, out, "annotate", docs, None)
-        body += (f"\n`kgnorm annotate --ner {ner} --no-write` (detection, document consistency, linking; "
+        body += (f"\n`kgnorm annotate --ner {ner} --no-write` (detection, linking, annotate's defaults otherwise; "
                  f"PubTator out) on {docs:,} abstracts of {what}, same model, start-up included. "
                  + machine_note + "\n\n| run | wall s | driver CPU s | abstracts/s | driver peak RSS MB | worker peak RSS MB | "
                  "PubTator = first row |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
