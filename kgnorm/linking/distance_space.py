@@ -11,7 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DistanceSpace"]
+from kgnorm.errors import KgnormError
+
+__all__ = ["DistanceSpace", "check_indexed_dim"]
+
+
+def check_indexed_dim(directory: object, index_dim: int, dim: int, distance: str) -> None:
+    """A saved index whose vectors are not the encoder's (plus the Euclidean column) is refused."""
+    want = dim + (1 if distance == "euclidean" else 0)
+    if index_dim != want:
+        raise KgnormError(f"{directory}: index dimension {index_dim} != expected {want}")
 
 
 class DistanceSpace:

@@ -9,13 +9,27 @@ linker (BioCoM) embeds the mention's sentence and is passed through. The cache i
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from kgnorm.linking.candidates import Hit, PartLinker
+from kgnorm.linking.candidates import Candidate, Hit, PartLinker
 from kgnorm.linking.linker import DictionaryLinker
 from kgnorm.mentions.types import Mention
 
 DEFAULT_MAX_ENTRIES = 200_000
+
+
+def link_each_text_once(queries: Sequence[str],
+                        link_distinct: Callable[[list[str]], list[list[Candidate]]]) -> list[list[Candidate]]:
+    """A model's ``link`` over repeated texts: ``link_distinct`` of the distinct ones, the rows handed
+    back per query in order (a repeat gets its own copy of the list)."""
+    queries = list(queries)
+    uniq = list(dict.fromkeys(queries))
+    out = link_distinct(uniq)
+    if len(uniq) == len(queries):
+        return out
+    row = dict(zip(uniq, out))
+    return [list(row[q]) for q in queries]
 
 
 class CachedLinker:

@@ -19,6 +19,7 @@ from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.cpu_features import query_path
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.index import NameIndex
+from kgnorm.linking.query_cache import link_each_text_once
 from kgnorm.linking.sparse import SparseScorer
 from kgnorm.linking.stored_vectors import exact_name_rows, stored_name_vectors, stored_or_encoded
 from kgnorm.methods.indexed_names import load_names_and_index
@@ -236,18 +237,14 @@ class BioSynRetrieval:
         texts are linked once (memory is bounded by the number of distinct texts)."""
         if isinstance(queries, str):
             raise KgnormError("link expects a sequence of query strings, not one string")
-        queries = list(queries)
-        uniq = list(dict.fromkeys(queries))  # a corpus repeats mentions: link each text once
-        self.prefetch(uniq[:self.query_vectors.max_ready])  # full encoder calls across retrieval batches
-        batches = (uniq[s:s + batch_size] for s in range(0, len(uniq), batch_size))
-        out: list[list[Candidate]] = []
-        for part in self.link_iter(batches, top_k, k_sparse, k_dense, progress=progress,
-                                   total=len(uniq)):
-            out.extend(part)
-        if len(uniq) == len(queries):
-            return out
-        row = dict(zip(uniq, out))
-        return [list(row[q]) for q in queries]
+
+        def link_distinct(uniq: list[str]) -> list[list[Candidate]]:  # a corpus repeats its mentions
+            self.prefetch(uniq[:self.query_vectors.max_ready])  # full encoder calls across retrieval batches
+            batches = (uniq[s:s + batch_size] for s in range(0, len(uniq), batch_size))
+            return [row for part in self.link_iter(batches, top_k, k_sparse, k_dense, progress=progress,
+                                                   total=len(uniq)) for row in part]
+
+        return link_each_text_once(queries, link_distinct)
 
 
 @dataclass

@@ -21,9 +21,10 @@ from kgnorm.errors import KgnormError
 from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.cpu_features import query_path
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.distance_space import DistanceSpace
+from kgnorm.linking.distance_space import DistanceSpace, check_indexed_dim
 from kgnorm.linking.index import NameIndex
 from kgnorm.linking.indexed import IndexedNamesMixin
+from kgnorm.linking.query_cache import link_each_text_once
 from kgnorm.linking.stored_vectors import exact_name_rows, stored_name_vectors, stored_or_encoded
 from kgnorm.methods.indexed_names import load_names_and_index
 from kgnorm.methods.model_dir import read_model_meta
@@ -68,14 +69,12 @@ class DilbertLinker(DistanceSpace, IndexedNamesMixin):
         """Ranked candidates per (normalized) query; repeated texts are linked once."""
         if isinstance(queries, str):
             raise KgnormError("link expects a sequence of query strings, not one string")
-        queries = list(queries)
-        uniq = list(dict.fromkeys(queries))
-        self.prefetch(uniq[:self.query_vectors.max_ready])
-        out = super().link(uniq, top_k=top_k, batch_size=batch_size, progress=progress)
-        if len(uniq) == len(queries):
-            return out
-        row = dict(zip(uniq, out))
-        return [list(row[q]) for q in queries]
+
+        def link_distinct(uniq: list[str]) -> list[list[Candidate]]:
+            self.prefetch(uniq[:self.query_vectors.max_ready])
+            return super(DilbertLinker, self).link(uniq, top_k=top_k, batch_size=batch_size, progress=progress)
+
+        return link_each_text_once(queries, link_distinct)
 
     @classmethod
     def load(cls, directory: str | Path, threads: int = 1) -> DilbertLinker:
@@ -89,9 +88,7 @@ class DilbertLinker(DistanceSpace, IndexedNamesMixin):
         encoder = OnnxQueryEncoder.for_encoder_dir(
             d / e.get("path", "encoder"), e.get("pooling", "mean"), e.get("max_length", 25),
             bool(e.get("normalize", False)) or distance == "cosine", threads)
-        want = encoder.dim + (1 if distance == "euclidean" else 0)
-        if index.dim != want:
-            raise KgnormError(f"{d}: index dimension {index.dim} != expected {want}")
+        check_indexed_dim(d, index.dim, encoder.dim, distance)
         return cls(encoder, dictionary, index, distance, meta)
 
 

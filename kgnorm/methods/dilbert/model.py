@@ -32,7 +32,7 @@ from kgnorm.errors import KgnormError
 from kgnorm.losses.triplet import DISTANCES
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.distance_space import DistanceSpace
+from kgnorm.linking.distance_space import DistanceSpace, check_indexed_dim
 from kgnorm.linking.indexed import IndexedNamesMixin
 from kgnorm.methods.indexed_names import load_dense_encoder, load_names_and_index, save_names_and_index
 from kgnorm.methods.model_dir import read_model_meta
@@ -113,9 +113,7 @@ def load_dilbert(directory: str | os.PathLike, device: str | None = None,
     encoder = load_dense_encoder(d, meta, device, pooling="mean")
     dictionary, index = load_names_and_index(d, meta, use_gpu)
     distance = meta.get("distance", "euclidean")
-    want = encoder.dim + (1 if distance == "euclidean" else 0)
-    if index.dim != want:
-        raise KgnormError(f"{d}: index dimension {index.dim} != expected {want}")
+    check_indexed_dim(d, index.dim, encoder.dim, distance)
     model = DilbertModel(encoder, dictionary, distance=distance, index_kind=index.kind,
                          index_fp16=index.fp16, meta=meta)
     model.index = index
