@@ -267,6 +267,27 @@ def test_a_query_that_is_a_dictionary_name_takes_the_names_stored_vector(encoder
                    for q, r in zip(queries, got) if q in names)
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_a_new_dictionary_is_searched_as_the_torch_model_searches_it(encoder, tmp_path, monkeypatch, method):
+    """`eval link --nil-fraction` swaps in a reduced dictionary: the onnx linker indexes it (its
+    names encoded, their vectors then taken for queries that are names) and ranks as torch does."""
+    from kgnorm.methods.registry import load_encoder
+
+    model_dir = _model_dir(encoder, tmp_path / "model", method)
+    monkeypatch.setenv("KGNORM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(QUERY_PRECISION_ENV, "fp32")
+    reduced = NameDictionary.from_entries([e for e in ENTRIES if e[1] not in ("MESH:D1", "MESH:D4")])
+    queries = ["heart attack", "pd", "renal failure", "kidney failures", "toe pain"]
+    linker = _linker(model_dir)[0]
+    torch_model = load_encoder(model_dir)
+    for m in (linker, torch_model):
+        m.set_dictionary(reduced)
+    got, want = linker.link(queries, top_k=3), torch_model.link(queries, top_k=3)
+    assert [[c.name_idx for c in r] for r in got] == [[c.name_idx for c in r] for r in want]
+    assert all(abs(a.score - b.score) < 2e-3 for r, s in zip(got, want) for a, b in zip(r, s))
+    assert linker.index.engine == "onnx" and len(linker.index.reconstruct(np.arange(len(reduced)))) == len(reduced)
+
+
 def test_stored_name_vectors_are_declared(monkeypatch):
     from kgnorm.linking.stored_vectors import NAME_VECTORS_ENV, stored_name_vectors
 

@@ -48,7 +48,29 @@ class DilbertLinker(DistanceSpace, IndexedNamesMixin):
         index.engine = self.engine
         _, rows = query_path(engine=self.engine)
         self.query_vectors = QueryVectors(encoder, rows=rows, workers=default_workers(), overlap=None)
-        self._rows = exact_name_rows(dictionary, index) if stored_name_vectors() else None
+        self.reuse_name_vectors = stored_name_vectors()
+        self._rows: dict[str, int] | None = None
+
+    def set_dictionary(self, dictionary: NameDictionary) -> None:
+        """Search `dictionary` from now on (`eval link --nil-fraction` swaps in a reduced one): its
+        index is built on the next link, from the query encoder's vectors of its names."""
+        super().set_dictionary(dictionary)
+        self._rows = None
+
+    def build_index(self, vectors: np.ndarray | None = None, progress: bool = False,
+                    batch_size: int = 512) -> NameIndex:
+        self._rows = None   # the names are encoded, not taken from the index being replaced
+        index = super().build_index(vectors, progress, batch_size)
+        index.engine = self.engine
+        return index
+
+    def _stored_rows(self) -> dict[str, int] | None:
+        """Name -> row of the index searched now, where its vectors are exact (kgnorm.linking.stored_vectors)."""
+        if not self.reuse_name_vectors or self.index is None:
+            return None
+        if self._rows is None:
+            self._rows = exact_name_rows(self.dictionary, self.index)
+        return self._rows
 
     @property
     def dim(self) -> int:
@@ -57,11 +79,11 @@ class DilbertLinker(DistanceSpace, IndexedNamesMixin):
     def encode(self, names: Sequence[str], batch_size: int = 256, progress: bool = False,
                desc: str = "encode") -> np.ndarray:
         """Query vectors: a name's stored vector where the index holds it exactly, else encoded."""
-        return stored_or_encoded(names, self._rows, self.index, self.dim, self.query_vectors.take)
+        return stored_or_encoded(names, self._stored_rows(), self.index, self.dim, self.query_vectors.take)
 
     def prefetch(self, queries: Sequence[str]) -> None:
         """Queries a later ``link`` will ask for: encoded as soon as their length group fills a call."""
-        rows = self._rows or {}
+        rows = self._stored_rows() or {}
         self.query_vectors.submit([q for q in queries if q not in rows])
 
     def link(self, queries: Sequence[str], top_k: int = 5, batch_size: int = 512,
