@@ -82,6 +82,17 @@ def test_the_two_precisions_differ_but_stay_close(encoder):
     assert cos.min() > 0.98
 
 
+def test_taking_more_texts_than_are_kept_ready_still_gives_every_vector(encoder):
+    """A dictionary larger than `max_ready` (32,768 by default: MEDIC has 72k names) encoded in one take,
+    as the onnx linkers do when `eval link --nil-fraction` swaps in a reduced dictionary."""
+    texts = list(dict.fromkeys(_texts(random.Random(3), 60)))
+    want = encode_fixed_shape(encoder, texts, 4)
+    q = QueryVectors(encoder, rows=4, max_ready=5)
+    q.submit(texts[:9])   # some already ready, and dropped as the take fills the store
+    assert np.array_equal(q.take(texts + texts[:3]), np.concatenate([want, want[:3]]))
+    assert not q.pending and not q.length
+
+
 def test_texts_submitted_ahead_fill_whole_calls(encoder):
     texts = [f"{w} {v}" for w in WORDS[:6] for v in WORDS[:6]]
     lengths = {len(ids) for ids in encoder.tokenizer(texts, padding=False)["input_ids"]}

@@ -52,6 +52,7 @@ import os
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import islice
 
 import numpy as np
 
@@ -186,6 +187,7 @@ class QueryVectors:
         self.pending: dict[int, dict[str, list[int]]] = {}  # token length -> text -> token ids
         self.length: dict[str, int] = {}                     # pending text -> its token length
         self.ready: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._taking: set[str] = set()   # texts of the `take` in progress: never dropped from `ready`
         self.calls = self.padded_rows = 0                     # for benchmarks: model calls, copies
 
     @property
@@ -211,19 +213,24 @@ class QueryVectors:
 
     def take(self, texts: Sequence[str]) -> np.ndarray:
         """float32 ``[len(texts), dim]``; a text not encoded yet is encoded now with its length
-        group (the last call filled with copies). Taken vectors are forgotten."""
+        group (the last call filled with copies). Taken vectors are forgotten. The texts of a take
+        are kept until it returns, however many (a whole dictionary may exceed `max_ready`)."""
         texts = list(texts)
         out = np.empty((len(texts), self.backend.dim), dtype=np.float32)
         if not texts:
             return out
-        self.submit(texts)
-        if self.inflight:
-            self._collect(texts)
-        short = {self.length[t] for t in texts if t not in self.ready}
-        if short:
-            self._encode({n: len(self.pending[n]) for n in short})
-        for i, t in enumerate(texts):
-            out[i] = self.ready[t]
+        self._taking = set(texts)
+        try:
+            self.submit(texts)
+            if self.inflight:
+                self._collect(texts)
+            short = {self.length[t] for t in texts if t not in self.ready}
+            if short:
+                self._encode({n: len(self.pending[n]) for n in short})
+            for i, t in enumerate(texts):
+                out[i] = self.ready[t]
+        finally:
+            self._taking = set()
         for t in set(texts):
             del self.ready[t]
         return out
@@ -280,8 +287,10 @@ class QueryVectors:
             for t, v in zip(sel, vecs):
                 del self.length[t]
                 self.ready[t] = v
-        while len(self.ready) > self.max_ready:  # texts submitted but never taken
-            self.ready.popitem(last=False)
+        excess = len(self.ready) - self.max_ready
+        if excess > 0:  # texts submitted but never taken, oldest first; not those being taken now
+            for t in list(islice((t for t in self.ready if t not in self._taking), excess)):
+                del self.ready[t]
 
 
 def encode_fixed_shape(encoder, texts: Sequence[str], rows: int = ROWS,
