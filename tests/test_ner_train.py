@@ -235,7 +235,7 @@ def test_crf_detector_trains(tmp_path, capsys, corpus, minilm_tiny_dir):
 
 
 def test_resume_after_budget_stop(tmp_path, corpus, minilm_tiny_dir):
-    """A run stopped by its step budget continues from its checkpoint to the same model as
+    """A run stopped by its time budget continues from its checkpoint to the same model as
     an uninterrupted run."""
     import torch
 
@@ -250,7 +250,7 @@ def test_resume_after_budget_stop(tmp_path, corpus, minilm_tiny_dir):
                   lr_schedule="constant")
     full = recipe(tmp_path / "full", max_minutes=None, **common)
     part = tmp_path / "part"
-    recipe(part, max_minutes=1e-6, **common)      # the budget stops it after its first step
+    recipe(part, max_minutes=1e-6, **common)      # the budget stops it after its first step (always taken)
     ck = torch.load(part / "checkpoints" / "last.pt", weights_only=True)
     assert ck["stop_reason"] == "max_seconds" and ck["global_step"] == 1
     recipe(part, max_minutes=None, **common)
@@ -458,3 +458,27 @@ def test_linear_schedule_ends_at_zero_where_the_run_ends(tmp_path, corpus, minil
     if not torch.cuda.is_available():
         with pytest.raises(KgnormError, match="no CUDA device"):
             recipe(tmp_path / "bad", device="cuda", **common)
+
+
+@pytest.mark.parametrize("forced, evaluated", [("fp32", "fp32"), ("bf16", "bf16"), ("int8", "fp32")])
+def test_dev_evaluations_tag_on_the_path_annotate_takes(tmp_path, monkeypatch, corpus, minilm_tiny_dir,
+                                                         forced, evaluated):
+    """The dev F1 that selects comes from the precision annotate would run (KGNORM_NER_PRECISION forces
+    it here, the CPU flags choose it otherwise); int8 needs a saved model's export, so it evaluates in
+    fp32. The model records which, and its recorded F1 is what that path gives on dev."""
+    from kgnorm.evaluation.annotate_eval import strict_span_prf
+    from kgnorm.methods.ner.model import load_ner
+    from kgnorm.methods.registry import method
+
+    monkeypatch.setenv("KGNORM_NER_PRECISION", forced)
+    train, dev = corpus
+    out = tmp_path / forced
+    method("ner").run_recipe(out, train=train, dev=dev, types=TYPES, encoder=minilm_tiny_dir, max_length=32,
+                             stride=8, batch_size=4, lr=3e-3, epochs=2, threads=1, quiet=True, refit=False,
+                             max_minutes=None)
+    meta = json.loads((out / "kgnorm-model.json").read_text())
+    assert meta["dev_precision"] == evaluated
+    docs = read_annotated(dev, parse_types(TYPES), None, require_types=False)
+    det = load_ner(out, precision=evaluated)
+    got = strict_span_prf([d.spans for d in docs], det.detect([d.text for d in docs]))
+    assert round(got["f1"], 4) == meta["metrics"]["dev"]["f1"]

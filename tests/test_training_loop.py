@@ -205,3 +205,49 @@ def test_progress_is_the_tightest_bound_and_counts_the_step_in_flight(tmp_path):
     loop = TrainingLoop(LoopConfig(epochs=2, progress=False, budget="step", max_seconds=10.0), tmp_path / "t")
     loop._step_seconds = 7.5  # a run 7.5 s into a 10 s step budget, before its first epoch
     assert loop.progress() == pytest.approx(0.75)
+
+
+class _Clock:
+    """A stand-in for the loop's ``time`` module: a step takes 1 s, a dev evaluation 3 s."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+class TimedToy(Toy):
+    def __init__(self, clock: _Clock, **kw) -> None:
+        super().__init__(**kw)
+        self.clock = clock
+
+    def loss(self, step):
+        self.clock.now += 1.0
+        return super().loss(step)
+
+    def evaluate(self):
+        self.clock.now += 3.0
+        return super().evaluate()
+
+
+def test_wall_budget_ends_the_run_its_last_evaluation_included_within_it(tmp_path, monkeypatch):
+    """budget="wall" counts evaluations too and stops inside an epoch so that the step it would
+    start and the evaluation after it still fit: epoch 1 ends at 5 s, its evaluation at 8 s, then
+    steps at 8-9 and 9-10 s, and the stopped part's evaluation ends at 13 s of a 14 s budget (a
+    step budget of 14 s would have run all 15 steps and 3 evaluations, 24 s)."""
+    import kgnorm.training.loop as loop_module
+
+    clock = _Clock()
+    monkeypatch.setattr(loop_module, "time", clock)
+    task = TimedToy(clock, dev_scores=[0.1, 0.2, 0.3])
+    loop = TrainingLoop(LoopConfig(epochs=3, progress=False, budget="wall", max_seconds=14.0), tmp_path / "w")
+    r = loop.run(task, "fp")
+    assert r.stop_reason == "max_seconds" and r.global_step == 7 and clock.now == 13.0
+    assert [h["epoch"] for h in r.history] == [1, 1.4] and r.history[-1]["partial"]
+    assert loop.progress() == 1.0
+    clock.now = 0.0  # the loop's clock starts when it is made
+    fresh = TrainingLoop(LoopConfig(epochs=3, progress=False, budget="wall", max_seconds=14.0), tmp_path / "p")
+    fresh.history, fresh._last_step_seconds = [{"seconds_dev": 3.0}], 1.0
+    clock.now = 3.0  # 3 s in, with one more step and an evaluation (4 s) still to fit: half spent
+    assert fresh.progress() == pytest.approx(0.5)

@@ -21,7 +21,12 @@ fixed) once:
   starts that the last epoch's duration says would end past it (the clock counts
   everything, set-up included). ``budget="step"``: the clock counts the optimisation steps
   only, no step starts past the budget (nor past ``max_steps`` steps in all), and the
-  stopped part of the epoch is evaluated like a finished one;
+  stopped part of the epoch is evaluated like a finished one. ``budget="wall"``: the clock
+  counts everything, as for "epoch", but the run stops inside an epoch like "step": no step
+  starts once the clock plus what must still fit after it (one step and one dev evaluation,
+  the last ones measured) reaches the budget, so the whole run, its last evaluation included,
+  ends within it (a command's promised wall time; ``max_steps`` applies too); a run's first step
+  always starts, so a budget shorter than the set-up still gives a model;
 * dev selection: ``task.evaluate()`` after every ``eval_every`` epochs (and the last), after
   every ``eval_every_steps`` steps inside epochs when set, and on the starting model as
   "epoch 0" with ``eval_initial``; the best value of ``metric`` wins (ties: the earlier), and
@@ -55,7 +60,7 @@ __all__ = ["TrainingTask", "LoopConfig", "TrainResult", "TrainingLoop", "BUDGETS
 CHECKPOINT = Path("checkpoints") / "last.pt"   # in the output directory, for every method
 
 LOOP_FORMAT = "kgnorm-training-loop-1"   # part of every fingerprint: older checkpoints are refused
-BUDGETS = ("epoch", "step")
+BUDGETS = ("epoch", "step", "wall")
 
 
 def run_fingerprint(parts: dict | str) -> str:
@@ -77,8 +82,8 @@ class LoopConfig:
     name: str = "training"                   # progress bars and messages
     metric: str = "acc@1"                    # the dev metric that selects (higher is better)
     max_seconds: float | None = None
-    budget: str = "epoch"                    # "epoch" | "step" (module doc)
-    max_steps: int | None = None             # steps in all (budget "step")
+    budget: str = "epoch"                    # "epoch" | "step" | "wall" (module doc)
+    max_steps: int | None = None             # steps in all (budgets "step" and "wall")
     max_steps_per_epoch: int | None = None
     checkpoint_every_steps: int | None = None
     checkpoint_every_seconds: float | None = None
@@ -123,6 +128,7 @@ class TrainingLoop:
         self.stop_reason = "epochs"
         self._elapsed_before = 0.0               # budget clock of earlier calls
         self._step_seconds = 0.0                 # budget "step": optimisation time
+        self._last_step_seconds = 0.0            # budget "wall": the last step's length
         self._epoch_steps = 0                    # steps of the current epoch (progress)
         self._step_t0: float | None = None       # start of the step in flight (progress)
         self.last_epoch_seconds: float | None = None
@@ -185,7 +191,8 @@ class TrainingLoop:
 
     def progress(self) -> float:
         """Share of the run done, in [0, 1], by the tightest of its bounds: the epochs (once an
-        epoch's length is known), ``max_steps``, and the step-time budget (budget "step"). What a
+        epoch's length is known), ``max_steps``, and the time budget (budgets "step" and "wall";
+        "wall" counts what must still fit after a step as spent). What a
         schedule that ends with the run reads (kgnorm.methods.ner.train's linear decay). Read
         inside a step (the scheduler's), it counts that step as done."""
         c = self.cfg
@@ -199,16 +206,27 @@ class TrainingLoop:
             parts.append(steps / c.max_steps)
         if c.budget == "step" and c.max_seconds:
             parts.append(seconds / c.max_seconds)
+        if c.budget == "wall" and c.max_seconds:
+            parts.append((self.elapsed() + self._reserve()) / c.max_seconds)
         return min(1.0, max(parts))
+
+    def _reserve(self) -> float:
+        """Budget "wall": the time one more step and the evaluation after it take (the last
+        ones measured; 0 before the first)."""
+        dev = next((r["seconds_dev"] for r in reversed(self.history) if "seconds_dev" in r), 0.0)
+        return self._last_step_seconds + float(dev)
 
     def _out_of_steps(self) -> bool:
         c = self.cfg
-        if c.budget != "step":
+        if c.budget == "epoch":
             return False
         if c.max_steps is not None and self.global_step >= c.max_steps:
             self.stop_reason = "max_steps"
             return True
-        if c.max_seconds is not None and self._step_seconds >= c.max_seconds:
+        if c.budget == "wall" and self.global_step == 0:
+            return False  # a budget shorter than the set-up still trains a model (one step)
+        spent = self._step_seconds if c.budget == "step" else self.elapsed() + self._reserve()
+        if c.max_seconds is not None and spent >= c.max_seconds:
             self.stop_reason = "max_seconds"
             return True
         return False
@@ -365,6 +383,7 @@ class TrainingLoop:
                     self._step_t0 = None
                 dt = time.perf_counter() - t0
                 self._step_seconds += dt
+                self._last_step_seconds = dt
                 seconds_train += dt
                 if loss is not None:
                     losses.append(float(loss))

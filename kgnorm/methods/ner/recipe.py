@@ -49,9 +49,10 @@ class Options:
     max_steps: int | None = option(None, "--max-steps-per-epoch", help="Time-box each epoch.")
     seed: int = option(0)
     resume: bool = option(True, "--resume/--no-resume")
-    max_minutes: float | None = option(25.0, help="Budget for the optimisation steps (dev evaluations excluded); "
-                                       "training stops inside an epoch once it is spent and the stopped model is "
-                                       "evaluated like an epoch.")
+    max_minutes: float | None = option(28.0, help="Budget of the whole training run, dev evaluations included: "
+                                       "no step starts that, with the evaluation after it, would end past it, so "
+                                       "the run ends within it; the last, stopped part of an epoch is evaluated "
+                                       "like an epoch.")
     threads: int | None = option(None)
     refit: bool | None = refit(False, "off: train ner's 30-minute target leaves no time for a second run, and "
                                "the selection's steps are what the F1 needs (BENCHMARKS.md)")

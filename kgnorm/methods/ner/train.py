@@ -9,9 +9,15 @@ tightest of epochs, step cap and time budget (:meth:`~kgnorm.training.loop.Train
 a CPU run cut by its budget still ends on a low rate. Chosen on dev (BENCHMARKS.md, "Mention detector:
 learning rate and schedule"): at the steps the CPU budget fits, +0.012 dev F1 on both NCBI-disease and
 BC5CDR over the former constant 1e-4 (mean of three seeds). ``lr_schedule="constant"`` keeps the rate
-after the warm-up. Gradient norm clipped at 1. The time budget counts optimisation steps
-(``budget="step"``): one epoch of BC5CDR is a large part of a CPU budget, so the loop stops
+after the warm-up. Gradient norm clipped at 1. The time budget is the run's wall clock, dev
+evaluations included (``budget="wall"``), so ``train ner --max-minutes M`` ends within M minutes
+whatever the dev set costs; one epoch of BC5CDR is a large part of a CPU budget, so the loop stops
 inside an epoch and evaluates what it trained rather than skipping an epoch it cannot finish.
+
+Dev evaluations tag on the path ``annotate`` takes on this machine
+(:func:`~kgnorm.methods.ner.runtime.resolve_precision`: bf16 autocast where the CPU declares native
+bf16, else fp32; int8, which needs a saved model's export, evaluates in fp32): the F1 that selects
+is the one a user of the model gets here, and bf16 evaluations take about a third of the time.
 """
 from __future__ import annotations
 
@@ -221,7 +227,7 @@ def train_ner(train: Sequence[AnnotatedText], dev: Sequence[AnnotatedText] | Non
         raise KgnormError("no entity type to train on")
     out = Path(out_dir)
     loop = TrainingLoop(LoopConfig(epochs=cfg.epochs, name="ner", metric="f1", max_seconds=cfg.max_seconds,
-                                   budget="step", max_steps_per_epoch=cfg.max_steps_per_epoch,
+                                   budget="wall", max_steps_per_epoch=cfg.max_steps_per_epoch,
                                    checkpoint_every_seconds=cfg.checkpoint_every_seconds, epoch_seed=cfg.seed,
                                    step_seed=cfg.seed, seed=cfg.seed, progress=progress),
                         out, resume=resume, on_record=_say if progress else None)
@@ -231,8 +237,14 @@ def train_ner(train: Sequence[AnnotatedText], dev: Sequence[AnnotatedText] | Non
 
         teacher = load_teacher(cfg.teacher, types)
     det, base = build_detector(encoder_dir, types, cfg, names, teacher, device)
+    dev_precision = "fp32"
+    if det.device.type == "cpu":
+        from kgnorm.methods.ner.runtime import make_emissions, resolve_precision
+
+        dev_precision = "bf16" if resolve_precision() == "bf16" else "fp32"
+        det.run = make_emissions(det.net, dev_precision)
     labels = det.labels
-    meta = {**(meta or {}), "base_encoder": base.base,
+    meta = {**(meta or {}), "base_encoder": base.base, "dev_precision": dev_precision,
             "hyper_parameters": cfg.to_dict(), "train_documents": len(train),
             "dev_documents": len(dev or [])}
     task = NerTask(det, train, dev, cfg, out, meta, teacher)
