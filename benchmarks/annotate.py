@@ -134,8 +134,8 @@ def main() -> None:
             "concept set, alt ids count) or over (document, concept) pairs (document: BioCreative V DNER). "
             "abstracts/s: detection + abbreviations + linking + consistency + writing the PubTator, timed inside "
             "annotate (model loading excluded); wall and peak RSS (VmHWM) of the whole child process, dictionary "
-            "building included. 1 torch thread. The machine is shared with seven other engineers' jobs "
-            "(load average in the header): speeds are noisy, lower bounds.\n\n"
+            "building included. 1 torch thread. Other jobs may share the machine (load average in the "
+            "header): speeds are noisy, lower bounds.\n\n"
             "| corpus | detector | consistency | ner P / R / F1 | mention P / R / F1 | document P / R / F1 | "
             "abstracts | abstracts/s | wall | peak RSS |\n|---|---|---|---|---|---|---:|---:|---:|---:|\n"
             + "\n".join(rows) + "\n")

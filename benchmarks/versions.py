@@ -162,8 +162,8 @@ def run(args: argparse.Namespace, work: Path, store: str, store_label: str) -> N
             f"{len(removed)} removed, seed {args.seed}; {sum(1 for u in merged if u in linked_set)} merged and "
             f"{sum(1 for u in removed if u in linked_set)} removed among the {n_linked} concepts dev's run links to); "
             f"NCBI-disease dev ({DEV.name}): {n_mentions:,} mentions, {len(before):,} LINKED_TO edges "
-            f"(untrained BioSyn: char tf-idf + MiniLM, write-top-k 1). {store_label}. The machine is shared with "
-            "seven other engineers' jobs: times are noisy.", "",
+            f"(untrained BioSyn: char tf-idf + MiniLM, write-top-k 1). {store_label}. Other jobs may share the "
+            "machine: times are noisy.", "",
             f"- links: {kept:,} kept, {moved:,} moved, {len(want_orphans):,} orphaned "
             f"({len({m for m, _ in want_orphans}):,} mentions)",
             "- `ingest --dry-run` said: " + " / ".join(ln.strip() for ln in dry.splitlines() if "links:" in ln),
