@@ -235,7 +235,7 @@ def test_wall_budget_ends_the_run_its_last_evaluation_included_within_it(tmp_pat
     """budget="wall" counts evaluations too and stops inside an epoch so that the step it would
     start and the evaluation after it still fit: epoch 1 ends at 5 s, its evaluation at 8 s, then
     steps at 8-9 and 9-10 s, and the stopped part's evaluation ends at 13 s of a 14 s budget (a
-    step budget of 14 s would have run all 15 steps and 3 evaluations, 24 s)."""
+    step budget of 14 s counts the steps only: 14 steps and 3 evaluations, 23 s)."""
     import kgnorm.training.loop as loop_module
 
     clock = _Clock()
