@@ -55,7 +55,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", choices=sorted(CORPORA), required=True)
     ap.add_argument("--variants", default="plain", help=f"comma-separated: {', '.join(VARIANTS)}")
-    ap.add_argument("--max-minutes", type=float, default=28.0)
+    ap.add_argument("--max-minutes", type=float, default=None, help="default: train ner's own default")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--ontology", default="medic")
     ap.add_argument("--store", default="ladybug:///tmp/nerbench/graph")
@@ -64,6 +64,10 @@ def main() -> None:
     ap.add_argument("--out-root", default="/tmp/nerbench/models")
     ap.add_argument("--no-append", action="store_true")
     args = ap.parse_args()
+    if args.max_minutes is None:  # the budget a user gets, read from the recipe rather than copied here
+        from kgnorm.methods.ner.recipe import Options
+
+        args.max_minutes = Options.__dataclass_fields__["max_minutes"].default
     name = CORPORA[args.corpus][0]
     rows = [run_variant(args.corpus, v.strip(), args) for v in args.variants.split(",") if v.strip()]
     lines = [f"Trained mention detector (MiniLM-L6 default encoder unless --encoder), {name} dev, strict-span "
