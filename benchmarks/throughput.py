@@ -9,6 +9,7 @@ and whether each output is byte-identical to the first row of its query precisio
 
     python benchmarks/throughput.py --model DIR [--mentions N] [--workers 1,2] [--out DIR]
                                     [--annotate-store URI] [--ner DETECTOR_DIR] [--abstracts N]
+                                    [--small-ner DETECTOR_DIR [--rounds R]]
 
 --model: a BioSyn model directory (e.g. `kgnorm train biosyn --ontology medic --out DIR`). The
 mentions are NCBI-disease train + dev and BC5CDR train + dev (PubTator, from KGNORM_SHARED/data;
@@ -17,7 +18,8 @@ text. --annotate-store: a store holding the model's ontology (annotate's `dictio
 it); without it annotate is not measured. --ner: a trained detector (`kgnorm train ner`) instead of
 the dictionary tagger. --abstracts N: annotate a corpus of N abstracts, the documents repeated under new
 ids (PMID-2, PMID-3, …) as often as needed (the shared data hold about 2,300 abstracts); the previous
-path's row is then left out. Each run is a fresh `kgnorm … --no-write -q` process.
+path's row is then left out. --small-ner: a second detector (a smaller or distilled one) whose rows
+alternate with --ner's, --rounds times, so the two are compared within the same minutes. Each run is a fresh `kgnorm … --no-write -q` process.
 Figures are appended to BENCHMARKS.md.
 """
 from __future__ import annotations
@@ -124,7 +126,8 @@ def measure(runs: list[tuple[str, list[str], dict[str, str]]], base: list[str], 
         engine = more.get("KGNORM_QUERY_ENGINE", query_engine())
         path = (more.get("KGNORM_QUERY_PRECISION", "auto") if engine == "torch"
                 else "fp32 " + more.get("KGNORM_NAME_VECTORS", "stored"))
-        ref = refs.setdefault((engine, path), data)
+        detector = extra[extra.index("--ner") + 1] if "--ner" in extra else None  # annotate: its own output
+        ref = refs.setdefault((engine, path, detector), data)
         rate = f"{count / wall:,.1f}" + (f" | {distinct / wall:,.0f}" if distinct is not None else "")
         rows.append(f"| {label} | {wall:.1f} | {cpu:.1f} | {rate} | {rss:,.0f} | "
                     f"{f'{worker_rss:,.0f}' if worker_rss else '-'} | {'yes' if data == ref else 'NO'} |")
@@ -142,6 +145,9 @@ def main() -> None:
     ap.add_argument("--skip-link", action="store_true")
     ap.add_argument("--ner", default=None, help="a trained detector for annotate (default: the dictionary tagger)")
     ap.add_argument("--abstracts", type=int, default=None, help="annotate this many abstracts (documents repeated)")
+    ap.add_argument("--small-ner", default=None,
+                    help="a second detector (e.g. a distilled student) timed alternately with --ner")
+    ap.add_argument("--rounds", type=int, default=1, help="with --small-ner: rounds of the two detectors")
     args = ap.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="kgnorm-throughput-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -202,15 +208,24 @@ def main() -> None:
             texts = out / "abstracts.pubtator"
             what = f"the same documents repeated under new ids ({docs:,} distinct)"
             docs = repeated(mentions, texts, args.abstracts)
-        base = [kgnorm, "annotate", "--ner", ner, "--model", args.model, "--input", str(texts),
+        base = [kgnorm, "annotate", "--model", args.model, "--input", str(texts),
                 "--input-format", "pubtator", "--no-write", "-q", "--store", args.annotate_store]
-        previous = [] if args.abstracts else [("in-process, previous path (KGNORM_LINK_CACHE=0)", [],
+        main_ner = ["--ner", ner]
+        previous = [] if args.abstracts else [("in-process, previous path (KGNORM_LINK_CACHE=0)", main_ner,
                                                {"KGNORM_LINK_CACHE": "0"})]
-        rows = measure(previous + [("in-process, current", [], {})] + ray, base, out, "annotate", docs, None)
+        current = [("in-process, current", main_ner, {})]
+        if args.small_ner:  # the two detectors alternated, so each has a baseline from the same minutes
+            current = [("in-process, current", main_ner, {}),
+                       (f"in-process, --ner {args.small_ner}", ["--ner", args.small_ner], {})] * args.rounds
+        rows = measure(previous + current + [(label, main_ner + extra, more) for label, extra, more in ray],
+                       base, out, "annotate", docs, None)
+        small = (f" Rows `--ner {args.small_ner}`: that detector instead, alternated with the first over "
+                 f"{args.rounds} round(s); each PubTator is compared with the first of its own detector."
+                 if args.small_ner else "")
         body += (f"\n`kgnorm annotate --ner {ner} --no-write` (detection, linking, annotate's defaults otherwise; "
-                 f"PubTator out) on {docs:,} abstracts of {what}, same model, start-up included. "
+                 f"PubTator out) on {docs:,} abstracts of {what}, same model, start-up included.{small} "
                  + machine_note + "\n\n| run | wall s | driver CPU s | abstracts/s | driver peak RSS MB | worker peak RSS MB | "
-                 "PubTator = first row |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+                 "PubTator = first row of its detector |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     append("throughput: link and annotate, in-process and --engine ray", body)
 
 
