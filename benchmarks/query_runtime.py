@@ -5,7 +5,7 @@ the distinct mention texts of the throughput corpus, vector drift, and NCBI-dise
     python benchmarks/query_runtime.py --model DIR [--queries N] [--paths torch,ort,...]
 
 Every path runs kgnorm's fixed-shape query encoding (kgnorm.encoders.fixed_shape: same-length
-calls of exactly 8 rows, or `-r1`: 1 row): only the network's forward call is swapped. "ranks =
+calls of exactly 8 rows, or `-rN`: N rows, e.g. `-r1`, or `-r32` as `link` calls): only the network's forward call is swapped. "ranks =
 torch" counts dev mentions whose top-5 concept list equals the torch path's. Dev only (no test
 split). Needs `pip install onnxruntime onnx` for the ORT paths. Figures go to BENCHMARKS.md.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
 import sys
 import tempfile
 import time
@@ -108,8 +109,8 @@ def main() -> None:
     dev = SHARED / "data" / DEV
     rows, ref_vecs, ref_ranks = [], None, None
     for path in args.paths.split(","):
-        rows_per_call = 1 if path.endswith("-r1") else fs.ROWS
-        name = path.removesuffix("-r1")
+        name, _, rows_tag = path.rpartition("-r") if re.search(r"-r\d+$", path) else (path, "", "")
+        rows_per_call = int(rows_tag) if rows_tag else fs.ROWS
         threads = 2 if name.endswith("-2t") else 1
         name = name.removesuffix("-2t")
         if name.startswith("ort") and fp32 is None:
