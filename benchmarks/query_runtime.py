@@ -5,9 +5,10 @@ the distinct mention texts of the throughput corpus, vector drift, and NCBI-dise
     python benchmarks/query_runtime.py --model DIR [--queries N] [--paths torch,ort,...]
 
 Every path runs kgnorm's fixed-shape query encoding (kgnorm.encoders.fixed_shape: same-length
-calls of exactly 8 rows, or `-rN`: N rows, e.g. `-r1`, or `-r32` as `link` calls): only the network's forward call is swapped. "ranks =
-torch" counts dev mentions whose top-5 concept list equals the torch path's. Dev only (no test
-split). Needs `pip install onnxruntime onnx` for the ORT paths. Figures go to BENCHMARKS.md.
+calls of exactly 8 rows, or `-rN`: N rows, e.g. `-r1`, or `-r32` as `link` calls): only the
+network's forward call is swapped. "ranks = torch" counts dev mentions whose top-5 concept list
+equals the torch path's. Dev only (no test split). Needs `pip install onnxruntime onnx` for the
+ORT paths. Figures go to BENCHMARKS.md.
 """
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ def main() -> None:
     dev = SHARED / "data" / DEV
     rows, ref_vecs, ref_ranks = [], None, None
     for path in args.paths.split(","):
-        name, _, rows_tag = path.rpartition("-r") if re.search(r"-r\d+$", path) else (path, "", "")
+        name, rows_tag = re.fullmatch(r"(.+?)(?:-r(\d+))?", path).groups()
         rows_per_call = int(rows_tag) if rows_tag else fs.ROWS
         threads = 2 if name.endswith("-2t") else 1
         name = name.removesuffix("-2t")

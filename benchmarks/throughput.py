@@ -19,7 +19,8 @@ it); without it annotate is not measured. --ner: a trained detector (`kgnorm tra
 the dictionary tagger. --abstracts N: annotate a corpus of N abstracts, the documents repeated under new
 ids (PMID-2, PMID-3, …) as often as needed (the shared data hold about 2,300 abstracts); the previous
 path's row is then left out. --small-ner: a second detector (a smaller or distilled one) whose rows
-alternate with --ner's, --rounds times, so the two are compared within the same minutes. Each run is a fresh `kgnorm … --no-write -q` process.
+alternate with --ner's, --rounds times, so the two are compared within the same minutes. Each run is
+a fresh `kgnorm … --no-write -q` process.
 Figures are appended to BENCHMARKS.md.
 """
 from __future__ import annotations
@@ -215,8 +216,7 @@ def main() -> None:
                                                {"KGNORM_LINK_CACHE": "0"})]
         current = [("in-process, current", main_ner, {})]
         if args.small_ner:  # the two detectors alternated, so each has a baseline from the same minutes
-            current = [("in-process, current", main_ner, {}),
-                       (f"in-process, --ner {args.small_ner}", ["--ner", args.small_ner], {})] * args.rounds
+            current = (current + [(f"in-process, --ner {args.small_ner}", ["--ner", args.small_ner], {})]) * args.rounds
         rows = measure(previous + current + [(label, main_ner + extra, more) for label, extra, more in ray],
                        base, out, "annotate", docs, None)
         small = (f" Rows `--ner {args.small_ner}`: that detector instead, alternated with the first over "
