@@ -30,3 +30,13 @@ CREATE REL TABLE IF NOT EXISTS `IN`(FROM Mention TO Document);
 // One IN edge per mention and run that found it, carrying the run (as LINKED_TO does): re-annotating a
 // document replaces that run's mentions of it, nil mentions (no LINKED_TO) included.
 ALTER TABLE `IN` ADD IF NOT EXISTS run STRING DEFAULT '';
+// Issue 40 (kgnorm serve): documents keep their text (offsets index `text`; `title` is its first
+// part, empty when the input had none); stores made before get both empty.
+ALTER TABLE Document ADD IF NOT EXISTS title STRING DEFAULT '';
+ALTER TABLE Document ADD IF NOT EXISTS text STRING DEFAULT '';
+// A person's decision on a mention: (:Mention)-[:REVIEWED]->(:Review). Never edited, only added:
+// the newest review of a mention has current = true, the ones before it false. decision is one of
+// accept | concept | nil | not_a_mention; concept_uid/ontology name the concept chosen (accept,
+// concept), previous_concept_uid the concept the mention had before (machine or earlier review).
+CREATE NODE TABLE IF NOT EXISTS Review(uid STRING PRIMARY KEY, mention_uid STRING, doc_id STRING, decision STRING, concept_uid STRING, ontology STRING, previous_concept_uid STRING, reviewer STRING, created_at STRING, current BOOLEAN, run STRING);
+CREATE REL TABLE IF NOT EXISTS REVIEWED(FROM Mention TO Review);

@@ -20,3 +20,7 @@ CREATE INDEX kgnorm_mention_doc IF NOT EXISTS FOR (m:Mention) ON (m.doc_id);
 CREATE CONSTRAINT kgnorm_retired_key IF NOT EXISTS FOR (r:RetiredId) REQUIRE r.key IS UNIQUE;
 CREATE INDEX kgnorm_retired_ontology IF NOT EXISTS FOR (r:RetiredId) ON (r.ontology);
 CREATE CONSTRAINT kgnorm_document_uid IF NOT EXISTS FOR (d:Document) REQUIRE d.uid IS UNIQUE;
+// Issue 40 (kgnorm serve): Document.title/text need no DDL; documents are opened by doc_id,
+// reviews by uid and (:Mention)-[:REVIEWED]->(:Review) from an indexed mention.
+CREATE INDEX kgnorm_document_doc_id IF NOT EXISTS FOR (d:Document) ON (d.doc_id);
+CREATE CONSTRAINT kgnorm_review_uid IF NOT EXISTS FOR (r:Review) REQUIRE r.uid IS UNIQUE;

@@ -277,7 +277,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                 report.n_mentions += len(lms)
                 if staged is not None:
                     duid = f"{digest[:12]}:{doc.doc_id}"
-                    pending_docs.append(DocumentRow(duid, doc.doc_id, label))
+                    pending_docs.append(DocumentRow(duid, doc.doc_id, label, doc.title, doc.text))
                     for lm in lms:
                         m = lm.mention
                         muid = mention_uid(digest, m.mention_id)

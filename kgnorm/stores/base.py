@@ -73,15 +73,19 @@ class MentionRow:
 STALE_MENTIONS = ("MATCH (m:Mention)-[i:`IN`]->(:Document) WHERE i.run = $r "
                   "AND NOT EXISTS { MATCH (m)-[j:`IN`]->(:Document) WHERE coalesce(j.run, '') <> $r } "
                   "AND NOT EXISTS { MATCH (m)-[:LINKED_TO]->() } AND NOT EXISTS { MATCH (m)-[:PREDICTED_IS_A]->() } "
-                  "AND NOT EXISTS { MATCH (m)-[:ORPHAN_OF]->() } WITH DISTINCT m DETACH DELETE m")
+                  "AND NOT EXISTS { MATCH (m)-[:ORPHAN_OF]->() } AND NOT EXISTS { MATCH (m)-[:REVIEWED]->() } "
+                  "WITH DISTINCT m DETACH DELETE m")
 
 @dataclass
 class DocumentRow:
     """A `Document` node (annotate): uid = input digest + doc id; `(:Mention)-[:IN {run}]->(:Document)`,
-    one IN edge per mention and run that found it."""
+    one IN edge per mention and run that found it. `text` is what mention offsets index (title
+    included), `title` its first part ("" when the input had none): what `kgnorm serve` shows."""
     uid: str
     doc_id: str
     source: str = ""
+    title: str = ""
+    text: str = ""
 
 
 @dataclass
@@ -198,6 +202,11 @@ class GraphStore(ReingestReads, ABC):
         """Those of `uids` that are Document nodes already (index lookups)."""
         q = "UNWIND $u AS x MATCH (d:Document {uid: x}) RETURN d.uid"
         return {r[0] for i in range(0, len(uids), 5000) for r in self.query(q, {"u": uids[i:i + 5000]}).rows}
+
+    @abstractmethod
+    def write_statements(self, statements: Sequence[tuple[str, dict[str, Any]]], what: str) -> None:
+        """Run small write statements (a review) in one transaction: all of them or none; `what`
+        names the write in the error."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -27,7 +27,7 @@ from kgnorm.stores.base import STALE_MENTIONS, DocumentRow, LinkEdge, MentionRow
 from kgnorm.stores.stages import PUBLISHED, STAGING, stage_owner
 
 MENTION_COLUMNS = ["uid", "text", "doc_id", "start", "end", "context", "mention_id", "source", "type"]
-DOCUMENT_COLUMNS = ["uid", "doc_id", "source"]
+DOCUMENT_COLUMNS = ["uid", "doc_id", "source", "title", "text"]
 
 
 def one_line(exc: BaseException) -> str:

@@ -12,7 +12,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import ladybug as lb
 import pandas as pd
@@ -116,6 +116,14 @@ class LadybugStore(LadybugStaging, GraphStore):
             raise
         self._conn.execute("COMMIT")
         return out
+
+    def write_statements(self, statements: Sequence[tuple[str, dict[str, Any]]], what: str) -> None:
+        if self.read_only:
+            raise refused_read_only(f"{what} writes")
+        try:
+            self._transaction(lambda: [self._conn.execute(q, p) for q, p in statements])
+        except RuntimeError as exc:
+            raise StoreError(f"{what} failed, store unchanged: {_one_line(exc)}") from None
 
     def _copy(self, table: str, frame: pd.DataFrame | pa.Table, options: str = "") -> None:
         if frame.shape[0] == 0:

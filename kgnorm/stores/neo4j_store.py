@@ -106,6 +106,11 @@ class Neo4jStore(GraphStore):
         except StoreError as exc:
             raise StoreError(f"{what} failed, store unchanged: {exc}") from None
 
+    def write_statements(self, statements: Sequence[tuple[str, dict[str, Any]]], what: str) -> None:
+        if self.read_only:
+            raise refused_read_only(f"{what} writes")
+        self._write(lambda tx: [tx.run(q, p).consume() for q, p in statements], what)
+
     def load_ontology(self, graph: OntologyGraph) -> LoadSummary:
         """Update the ontology in place by uid: concepts still there keep their node and every
         link into it; links into a concept merged into a single successor move there; concepts

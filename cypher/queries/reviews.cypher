@@ -1,0 +1,7 @@
+// Every review people made (kgnorm serve, Workbench.review), newest first: the mention, its
+// decision, the concept chosen and the one it had before.  Params: none
+MATCH (m:Mention)-[:REVIEWED]->(r:Review)
+RETURN r.uid AS review, m.uid AS mention_uid, m.doc_id AS doc_id, m.text AS mention, r.decision AS decision,
+       r.concept_uid AS concept, r.ontology AS ontology, r.previous_concept_uid AS previous_concept,
+       r.reviewer AS reviewer, r.created_at AS created_at, r.current AS current
+ORDER BY created_at DESC, review;

@@ -1,0 +1,178 @@
+"""What `kgnorm serve` (and `Workbench.review`) work through: a store to read while other kgnorm
+processes write it, and reviews recorded so that none is lost.
+
+Reads: LadybugDB opened read-only (which other processes' writes do not block), reopened when the
+store's files changed so a page shows what was committed last; Neo4j: one read-only driver.
+Writes (reviews): on LadybugDB, journaled first (kgnorm.review.journal), then written when the
+store's write lock can be had within `lock_timeout`; while another process holds it, they stay
+pending, are shown as such, and a background thread writes them once it is free. On Neo4j the
+server takes concurrent writes: a review is written at once (an error is the caller's)."""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from kgnorm.errors import StoreError
+from kgnorm.review.journal import ReviewJournal
+from kgnorm.review.records import AddedMention, Review, applied, apply_review, make_review
+from kgnorm.stores import NEO4J_SCHEMES, GraphStore, check_store_uri, open_store
+
+RETRY_S = 2.0
+
+
+def embedded_path(uri: str) -> Path | None:
+    """The store's path when it is embedded (LadybugDB), None for a Neo4j URI."""
+    if uri.startswith(NEO4J_SCHEMES):
+        return None
+    return Path(uri[len("ladybug://"):] if uri.startswith("ladybug://") else uri)
+
+
+class ReviewDesk:
+    def __init__(self, store: str | None, *, read_only: bool = False, model: str | Path | None = None,
+                 lock_timeout: float = 2.0, retry_s: float = RETRY_S) -> None:
+        self.uri = check_store_uri(store)
+        self.read_only = read_only
+        self.lock_timeout = lock_timeout
+        self.path = embedded_path(self.uri)
+        self.journal = ReviewJournal(f"{self.path}.reviews.jsonl") if self.path is not None else None
+        self._reader: GraphStore | None = None
+        self._reader_stamp: tuple[Any, ...] = ()
+        self._read_lock = threading.RLock()
+        self._write_lock = threading.Lock()
+        self._applied: set[str] = set()
+        self._linker = _ModelCandidates(model) if model else None
+        self._stop = threading.Event()
+        self._retry: threading.Thread | None = None
+        with self.reading() as st:  # a missing store is an error now, not at the first page
+            if self.journal is not None:
+                journaled = [r.uid for r in self.journal.reviews()]
+                self._applied = applied(st, journaled)
+        if self.journal is not None and not read_only:
+            self._retry = threading.Thread(target=self._retry_pending, args=(retry_s,), daemon=True)
+            self._retry.start()
+
+    # -- reads ---------------------------------------------------------------------
+    def _stamp(self) -> tuple[Any, ...]:
+        if self.path is None:
+            return ()
+        out = []
+        for p in (self.path, Path(f"{self.path}.wal")):
+            try:
+                s = p.stat()
+                out.append((s.st_mtime_ns, s.st_size))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    @contextmanager
+    def reading(self) -> Iterator[GraphStore]:
+        """A read-only store showing the latest committed data (one reader at a time: the
+        embedded store's connection is not shared across threads)."""
+        with self._read_lock:
+            stamp = self._stamp()
+            if self._reader is not None and stamp != self._reader_stamp:
+                self._reader.close()
+                self._reader = None
+            if self._reader is None:
+                self._reader = open_store(self.uri, read_only=True)
+                self._reader_stamp = stamp
+            yield self._reader
+
+    # -- writes --------------------------------------------------------------------
+    def record(self, mention_uid: str, decision: str, concept_uid: str = "", *, reviewer: str = "",
+               ontology: str = "", added: AddedMention | None = None) -> Review:
+        """Check a decision, keep it, and write it to the store now or as soon as the store is free."""
+        if self.read_only:
+            raise StoreError("this review desk is read-only")
+        with self.reading() as st:
+            review = make_review(st, mention_uid, decision, concept_uid, reviewer=reviewer, ontology=ontology,
+                                 added=added)
+        if self.journal is None:
+            with open_store(self.uri) as st:
+                apply_review(st, review)
+            return review
+        self.journal.append(review)
+        self.flush()
+        return review
+
+    def pending(self) -> list[Review]:
+        """Reviews kept in the journal and not yet in the store, oldest first."""
+        if self.journal is None:
+            return []
+        return [r for r in self.journal.reviews() if r.uid not in self._applied]
+
+    def flush(self) -> int:
+        """Write the pending reviews when the store's write lock can be had; how many were written."""
+        todo = self.pending()
+        if not todo:
+            return 0
+        with self._write_lock:
+            try:
+                st = open_store(self.uri, lock_timeout=self.lock_timeout)
+            except StoreError as exc:
+                if "locked" in str(exc):
+                    return 0  # another process writes the store: they stay pending
+                raise
+            with st:
+                done = applied(st, [r.uid for r in todo])
+                for r in todo:
+                    if r.uid not in done:
+                        apply_review(st, r)
+                    self._applied.add(r.uid)
+        return len(todo)
+
+    def _retry_pending(self, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                self.flush()
+            except Exception:  # a store error now is retried later; the journal keeps the reviews
+                continue
+
+    # -- candidates ----------------------------------------------------------------
+    def candidates(self, mention_uid: str, k: int = 10) -> list[dict[str, Any]] | None:
+        """The model's top-k concepts for a mention's text ([{uid, name, score}]); None without --model."""
+        if self._linker is None:
+            return None
+        with self.reading() as st:
+            rows = st.query("MATCH (m:Mention {uid: $m}) RETURN m.text, m.context", {"m": mention_uid}).rows
+        if not rows:
+            return []
+        return self._linker.top(rows[0][0], rows[0][1] or "", k)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._retry is not None:
+            self._retry.join(timeout=5)
+        try:
+            self.flush()
+        except StoreError:
+            pass
+        with self._read_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+
+
+class _ModelCandidates:
+    """A model directory's linker, loaded once, asked for one mention at a time."""
+
+    def __init__(self, model: str | Path) -> None:
+        from kgnorm.methods.registry import open_linker
+        from kgnorm.linking.linker import pipeline_from_meta
+
+        self.linker, meta = open_linker(model)
+        self.pipeline = pipeline_from_meta(meta)
+        self._lock = threading.Lock()
+
+    def top(self, text: str, context: str, k: int) -> list[dict[str, Any]]:
+        from kgnorm.linking.linker import link_stream
+        from kgnorm.mentions.types import Mention
+        from kgnorm.text.abbreviations import find_abbreviations
+
+        item = (Mention(text=text, context=context, id="q"), find_abbreviations(context) if context else {})
+        with self._lock:
+            linked = next(iter(link_stream(self.linker, self.pipeline, [item], top_k=k, batch_size=1, lookahead=0)))
+        return [{"uid": "|".join(h.uid for h in hits), "name": " + ".join(h.name for h in hits),
+                 "score": float(sum(h.score for h in hits) / len(hits))} for _, hits in linked.ranks(k)]

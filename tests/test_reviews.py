@@ -1,0 +1,146 @@
+"""Reviews (issue 40): a person's decision is graph data beside the machine's link, "the current
+link" (reviewed wins) is one saved query on both stores, a later annotate of the same documents
+keeps the review and its mention, and a review made while another process writes an embedded
+store waits in the journal and is written once the store is free."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from annotate_fixtures import build, write_jsonl
+from cli_runner import run
+from kgnorm.errors import InputError
+from kgnorm.review.desk import ReviewDesk
+from kgnorm.review.records import AddedMention
+from test_cli_journey import journey_store as store  # noqa: F401  (a fresh store of each kind)
+
+
+def _json(capsys, store: str, *args: str) -> list[dict]:
+    code, out, err = run(capsys, "query", *args, "--format", "json", "--store", store)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _annotate(capsys, tmp_path, store, model) -> None:
+    src = tmp_path / "docs.jsonl"
+    if not src.exists():
+        write_jsonl(src)
+    code, _, err = run(capsys, "annotate", "--ner", "dictionary:toyd", "--model", str(model), "--input", str(src),
+                       "--input-format", "jsonl", "--output", str(tmp_path / "out.pubtator"), "--store", store, "-q")
+    assert code == 0, err
+
+
+def _mention(capsys, store, text: str) -> dict:
+    rows = [r for r in _json(capsys, store, "--saved", "current_links") if r["mention"] == text]
+    assert rows, text
+    return rows[0]
+
+
+def test_review_wins_over_the_machine_and_survives_a_second_annotate(capsys, tmp_path, store, tiny_bert_dir):
+    model = build(tmp_path, capsys, store, tiny_bert_dir)
+    _annotate(capsys, tmp_path, store, model)
+    docs = _json(capsys, store, "MATCH (d:Document) RETURN d.doc_id AS doc, d.title AS title, d.text AS text "
+                 "ORDER BY doc")
+    assert docs[0]["doc"] == "d1" and docs[0]["title"] == "Ataxia telangiectasia and breast cancer."
+    assert docs[0]["text"].startswith(docs[0]["title"] + " Carriers of ataxia")  # what offsets index
+    bc = _mention(capsys, store, "breast cancer")
+    assert bc["source"] == "machine"
+    other = "TOYD:0003" if bc["concept"] != "TOYD:0003" else "TOYD:0004"
+    ov = _mention(capsys, store, "Ovarian cancer")
+    desk = ReviewDesk(store)
+    try:
+        r1 = desk.record(bc["mention_uid"], "concept", other, reviewer="ann")
+        r2 = desk.record(ov["mention_uid"], "not_a_mention", reviewer="ann")
+        assert r1.previous_concept_uid == bc["concept"] and r1.ontology == "toyd"
+        assert desk.pending() == []  # nobody else holds the store: written at once
+    finally:
+        desk.close()
+    for _ in range(2):  # before and after annotating the same documents again
+        now = _mention(capsys, store, "breast cancer")
+        assert (now["concept"], now["source"], now["decision"], now["reviewer"]) == (other, "review", "concept", "ann")
+        gone = _mention(capsys, store, "Ovarian cancer")
+        assert (gone["concept"], gone["decision"]) == (None, "not_a_mention")
+        # the machine's own link is still there, and both mentions are still in their documents
+        machine = _json(capsys, store, "MATCH (m:Mention {uid: $m})-[l:LINKED_TO]->(c:Concept) WHERE l.rank = 1 "
+                        "RETURN c.uid AS c", "--param", f"m={bc['mention_uid']}")
+        assert [r["c"] for r in machine] == [bc["concept"]]
+        placed = _json(capsys, store, "MATCH (m:Mention)-[:`IN`]->(d:Document) WHERE m.uid = $a OR m.uid = $b "
+                       "RETURN DISTINCT d.doc_id AS doc ORDER BY doc",
+                       "--param", f"a={bc['mention_uid']}", "--param", f"b={ov['mention_uid']}")
+        assert [r["doc"] for r in placed] == ["d1", "d2"]
+        _annotate(capsys, tmp_path, store, model)
+    reviews = _json(capsys, store, "--saved", "reviews")
+    assert sorted(r["decision"] for r in reviews) == ["concept", "not_a_mention"]
+
+
+def test_newest_review_is_current_and_an_added_mention_is_kept(capsys, tmp_path, store, tiny_bert_dir):
+    model = build(tmp_path, capsys, store, tiny_bert_dir)
+    _annotate(capsys, tmp_path, store, model)
+    bc = _mention(capsys, store, "breast cancer")
+    desk = ReviewDesk(store)
+    try:
+        desk.record(bc["mention_uid"], "nil", reviewer="a")
+        second = desk.record(bc["mention_uid"], "accept", reviewer="b")
+        # accepting after a nil accepts nothing the mention has now: it needs a concept
+        assert second.concept_uid == bc["concept"] and second.previous_concept_uid == ""
+        doc = _json(capsys, store, "MATCH (d:Document) WHERE d.doc_id = 'd2' RETURN d.uid AS uid, d.text AS text")[0]
+        start = doc["text"].index("link")
+        added = desk.record("", "concept", "TOYD:0002", reviewer="a",
+                            added=AddedMention(doc["uid"], start, start + 4, "link", "Disease"))
+        with pytest.raises(InputError, match="unknown decision"):
+            desk.record(bc["mention_uid"], "maybe")
+        with pytest.raises(InputError, match="no mention"):
+            desk.record("nope", "nil")
+        with pytest.raises(InputError, match="is not 'lnk'"):
+            desk.record("", "nil", added=AddedMention(doc["uid"], start, start + 4, "lnk"))
+        with pytest.raises(InputError, match="no concept"):
+            desk.record(bc["mention_uid"], "concept", "TOYD:9999")
+    finally:
+        desk.close()
+    states = _json(capsys, store, "MATCH (m:Mention)-[:REVIEWED]->(r:Review) WHERE m.uid = $m "
+                   "RETURN r.decision AS d, r.current AS cur ORDER BY r.created_at", "--param", f"m={bc['mention_uid']}")
+    assert [(s["d"], s["cur"]) for s in states] == [("nil", False), ("accept", True)]
+    _annotate(capsys, tmp_path, store, model)
+    row = _mention(capsys, store, "link")
+    assert (row["mention_uid"], row["concept"], row["doc_id"]) == (added.mention_uid, "TOYD:0002", "d2")
+
+
+HOLD = """
+import sys, time
+from kgnorm.stores import open_store
+st = open_store(sys.argv[1])
+print("held", flush=True)
+sys.stdin.readline()
+st.close()
+"""
+
+
+def test_a_review_made_while_another_process_writes_is_kept_then_written(capsys, tmp_path, tiny_bert_dir):
+    store = f"ladybug://{tmp_path}/graph"
+    model = build(tmp_path, capsys, store, tiny_bert_dir)
+    _annotate(capsys, tmp_path, store, model)
+    bc = _mention(capsys, store, "breast cancer")
+    writer = subprocess.Popen([sys.executable, "-c", HOLD, store], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    desk = ReviewDesk(store, lock_timeout=0.2, retry_s=0.2)
+    try:
+        assert writer.stdout.readline().strip() == "held"
+        review = desk.record(bc["mention_uid"], "nil", reviewer="ann")  # read while the other process writes
+        assert [r.uid for r in desk.pending()] == [review.uid]
+        assert (tmp_path / "graph.reviews.jsonl").read_text().count(review.uid) == 1
+        writer.stdin.write("\n")
+        writer.stdin.flush()
+        assert writer.wait(timeout=60) == 0
+        deadline = time.monotonic() + 30
+        while desk.pending() and time.monotonic() < deadline:  # the desk's retry thread writes it
+            time.sleep(0.2)
+        assert desk.pending() == []
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        desk.close()
+    assert _mention(capsys, store, "breast cancer")["decision"] == "nil"
