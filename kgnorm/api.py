@@ -203,3 +203,25 @@ class Workbench:
         files = [texts] if isinstance(texts, (str, Path)) else list(texts)
         return Path(build_corpus(ontology, files, out, store=self.store, **options).out_dir)
 
+    # ------------------------------------------------------------------ reviews
+    def review(self, mention: str, decision: str, concept: str = "", *, reviewer: str = "",
+               ontology: str = "") -> dict[str, Any]:
+        """Record a person's decision on a mention, as `kgnorm serve` does (decision: accept, concept,
+        nil or not_a_mention; ``concept``: the uid chosen). It is written beside the machine's link,
+        which stays; returns the review's record. An embedded store another process is writing keeps
+        the review in its journal (``<store>.reviews.jsonl``) until the store is free."""
+        from kgnorm.review.desk import ReviewDesk
+
+        desk = ReviewDesk(self.store, lock_timeout=self.lock_timeout)
+        try:
+            return desk.record(mention, decision, concept, reviewer=reviewer, ontology=ontology).record()
+        finally:
+            desk.close()
+
+    def reviews(self) -> pd.DataFrame:
+        """Every review in the store, newest first (the saved query ``reviews``): review, mention_uid,
+        doc_id, mention, decision, concept, ontology, previous_concept, reviewer, created_at, current."""
+        from kgnorm.stores import open_store
+
+        with open_store(self.store, read_only=True) as st:
+            return _frame(st.run_saved("reviews"))

@@ -144,3 +144,19 @@ def test_a_review_made_while_another_process_writes_is_kept_then_written(capsys,
             writer.kill()
         desk.close()
     assert _mention(capsys, store, "breast cancer")["decision"] == "nil"
+
+
+def test_workbench_review_and_reviews(capsys, tmp_path, tiny_bert_dir):
+    from kgnorm import Workbench
+
+    store = f"ladybug://{tmp_path}/graph"
+    model = build(tmp_path, capsys, store, tiny_bert_dir)
+    _annotate(capsys, tmp_path, store, model)
+    bc = _mention(capsys, store, "breast cancer")
+    wb = Workbench(store)
+    rec = wb.review(bc["mention_uid"], "concept", "TOYD:0004", reviewer="nb")
+    frame = wb.reviews()
+    assert frame[["review", "mention_uid", "decision", "concept", "reviewer", "current"]].values.tolist() == [
+        [rec["uid"], bc["mention_uid"], "concept", "TOYD:0004", "nb", True]]
+    with pytest.raises(InputError):
+        wb.review(bc["mention_uid"], "concept", "")
