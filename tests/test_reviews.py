@@ -160,3 +160,50 @@ def test_workbench_review_and_reviews(capsys, tmp_path, tiny_bert_dir):
         [rec["uid"], bc["mention_uid"], "concept", "TOYD:0004", "nb", True]]
     with pytest.raises(InputError):
         wb.review(bc["mention_uid"], "concept", "")
+
+
+PUBTATOR = """101|t|Ataxia telangiectasia and breast cancer.
+101|a|Carriers have breast cancer more often.
+101\t0\t21\tAtaxia telangiectasia\tDisease\tTOYD:0001
+101\t26\t39\tbreast cancer\tDisease\tTOYD:0002
+
+102|t|Ovarian cancer
+102|a|No link with colorectal cancer.
+102\t0\t14\tOvarian cancer\tDisease\tTOYD:0003
+"""
+
+
+def test_link_keeps_document_text_and_a_relink_or_reingest_keeps_the_review(capsys, tmp_path, store,
+                                                                              tiny_bert_dir):
+    from annotate_fixtures import OBO
+
+    model = build(tmp_path, capsys, store, tiny_bert_dir)
+    src = tmp_path / "m.pubtator"
+    src.write_text(PUBTATOR, encoding="utf-8")
+    link = ["link", "--model", str(model), "--input", str(src), "--output", str(tmp_path / "l.tsv"), "--store", store, "-q"]
+    code, _, err = run(capsys, *link)
+    assert code == 0, err
+    docs = _json(capsys, store, "MATCH (m:Mention)-[:`IN`]->(d:Document) RETURN DISTINCT d.doc_id AS doc, "
+                 "d.title AS title, d.text AS text, m.start AS s, m.`end` AS e, m.text AS m ORDER BY doc, s")
+    assert [(r["doc"], r["text"][r["s"]:r["e"]]) for r in docs] == [
+        ("101", "Ataxia telangiectasia"), ("101", "breast cancer"), ("102", "Ovarian cancer")]
+    assert all(r["text"][r["s"]:r["e"]] == r["m"] for r in docs) and docs[0]["title"].startswith("Ataxia")
+    bc = _mention(capsys, store, "breast cancer")
+    desk = ReviewDesk(store)
+    try:
+        desk.record(bc["mention_uid"], "concept", "TOYD:0004", reviewer="ann")
+    finally:
+        desk.close()
+    code, _, err = run(capsys, *link)  # the same link again replaces its run, not the review
+    assert code == 0, err
+    assert (_mention(capsys, store, "breast cancer")["concept"], _mention(capsys, store, "breast cancer")["source"]) == (
+        "TOYD:0004", "review")
+    # a new version drops the reviewed concept: the review stays and the mention is a reviewed orphan
+    newer = tmp_path / "toyd2.obo"
+    newer.write_text(OBO.replace("data-version: toyd/2099-01-01", "data-version: toyd/2100-01-01").replace(
+        "[Term]\nid: TOYD:0004\nname: colorectal cancer\nis_a: TOYD:0000\n", ""), encoding="utf-8")
+    code, _, err = run(capsys, "ingest", "obo", str(newer), "--ontology", "toyd", "--store", store, "-q")
+    assert code == 0, err
+    assert [r["decision"] for r in _json(capsys, store, "--saved", "reviews")] == ["concept"]
+    orphans = _json(capsys, store, "--saved", "reviewed_orphans")
+    assert [(o["mention_uid"], o["was_reviewed_as"]) for o in orphans] == [(bc["mention_uid"], "TOYD:0004")]

@@ -90,6 +90,31 @@ class _Input:
     digest: str
     label: str  # the Run's "input" and each Mention's source
     path: Path | None
+    format: str = ""  # the file's layout (sniffed when not given); "" for mentions given in memory
+
+
+class DocumentsAlongside:
+    """The documents of a PubTator input, read alongside its mentions (which come in document
+    order), so that a `link` run stores each document's title and text as `annotate` does and the
+    review pages can show mentions in place; memory holds one document, not the corpus."""
+
+    def __init__(self, path: Path, digest: str, label: str) -> None:
+        from kgnorm.documents.readers import read_documents
+
+        self._docs = read_documents(path, "pubtator")
+        self.prefix, self.label = digest[:12], label
+        self._current: Any = None
+
+    def row(self, doc_id: str) -> Any:
+        """The DocumentRow of `doc_id` (None when the file has no such document after the last one)."""
+        from kgnorm.stores import DocumentRow
+
+        while self._current is None or self._current.doc_id != doc_id:
+            self._current = next(self._docs, None)
+            if self._current is None:
+                return None
+        d = self._current
+        return DocumentRow(f"{self.prefix}:{d.doc_id}", d.doc_id, self.label, d.title, d.text)
 
 
 def _input(mentions: str | Path | Sequence[str] | Sequence[Mention], input_format: str | None) -> _Input:
@@ -99,8 +124,11 @@ def _input(mentions: str | Path | Sequence[str] | Sequence[Mention], input_forma
     from kgnorm.text.abbreviations import find_abbreviations
 
     if isinstance(mentions, (str, Path)):
+        from kgnorm.mentions.readers import sniff_format
+
+        fmt = (input_format or "").strip().lower() or sniff_format(mentions)
         return _Input(read_mentions_with_abbreviations(mentions, input_format), file_digest(mentions),
-                      str(mentions), Path(mentions))
+                      str(mentions), Path(mentions), fmt)
     given = [Mention(text=m, id=str(i)) if isinstance(m, str) else m for i, m in enumerate(mentions, 1)]
     if not all(isinstance(m, Mention) for m in given):
         raise KgnormError("mentions must be a file, a list of strings or a list of Mention")
@@ -176,9 +204,13 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
             fh.write("\t".join(TSV_HEADER) + "\n")
         bar = stack.enter_context(progress_bar(desc="link", unit="mention") if progress else tqdm(disable=True))
         pending: list[StagedMention] = []
+        pending_docs: dict[str, Any] = {}
+        alongside = (DocumentsAlongside(source.path, source.digest, source.label)
+                     if staged is not None and source.format == "pubtator" else None)
 
         def flush() -> None:
-            result = staged.add(pending)
+            result = staged.add(pending, list(pending_docs.values()))
+            pending_docs.clear()
             report.repeats += result.repeats
             for it in result.accepted:
                 counts.add(it.links)
@@ -203,9 +235,14 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
             if staged is not None:
                 m = lm.mention
                 muid = mention_uid(source.digest, m.mention_id)
+                doc = alongside.row(m.doc_id) if alongside is not None and m.doc_id else None
+                if doc is not None:
+                    pending_docs[doc.uid] = doc
                 pending.append(StagedMention(
-                    MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id, source.label),
-                    [LinkEdge(muid, c, score, rank) for c, rank, score in edges_for(lm, write_top_k)]))
+                    MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id, source.label,
+                               m.type if doc is not None else ""),
+                    [LinkEdge(muid, c, score, rank) for c, rank, score in edges_for(lm, write_top_k)],
+                    doc.uid if doc is not None else ""))
                 if len(pending) >= write_batch:
                     flush()
         if staged is not None:
