@@ -207,3 +207,20 @@ def test_link_keeps_document_text_and_a_relink_or_reingest_keeps_the_review(caps
     assert [r["decision"] for r in _json(capsys, store, "--saved", "reviews")] == ["concept"]
     orphans = _json(capsys, store, "--saved", "reviewed_orphans")
     assert [(o["mention_uid"], o["was_reviewed_as"]) for o in orphans] == [(bc["mention_uid"], "TOYD:0004")]
+
+
+def test_a_one_megabyte_document_is_annotated_and_kept_whole(capsys, tmp_path, tiny_bert_dir):
+    store = f"ladybug://{tmp_path}/graph"
+    model = build(tmp_path, capsys, store, tiny_bert_dir)
+    filler = "Nothing to see in this sentence of filler text. " * 21000  # ~1 MB
+    text = "Breast cancer at the start. " + filler + "Ovarian cancer at the end."
+    src = write_jsonl(tmp_path / "big.jsonl", [{"id": "big", "text": text}])
+    code, _, err = run(capsys, "annotate", "--ner", "dictionary:toyd", "--model", str(model), "--input", str(src),
+                       "--input-format", "jsonl", "--output", str(tmp_path / "o.pubtator"), "--store", store, "-q")
+    assert code == 0, err
+    assert len(text.encode()) > 1_000_000
+    doc = _json(capsys, store, "MATCH (d:Document) RETURN d.text AS text")[0]
+    assert doc["text"] == text
+    rows = _json(capsys, store, "--saved", "current_links")
+    assert {(r["mention"], text[r["start"]:r["end"]]) for r in rows} >= {("Breast cancer", "Breast cancer"),
+                                                                        ("Ovarian cancer", "Ovarian cancer")}
