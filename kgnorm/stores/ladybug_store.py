@@ -65,7 +65,10 @@ class LadybugStore(LadybugStaging, GraphStore):
                                  buffer_pool_size=self.pool_mb() * 2**20)
                 return db, lb.Connection(db)
             except RuntimeError as exc:
-                if "lock" not in str(exc).lower():
+                # a read-only open just as another process commits finds its checkpoint under way:
+                # transient, retried within the same wait as a lock
+                pending = self.read_only and "recovery is pending" in str(exc).lower()
+                if "lock" not in str(exc).lower() and not pending:
                     raise StoreError(f"cannot open LadybugDB store at {redact(str(self.path))}: "
                                      f"{redact(_one_line(exc))}") from None
                 if time.monotonic() >= deadline:
@@ -231,9 +234,11 @@ class LadybugStore(LadybugStaging, GraphStore):
         run = write.run
         self._require_keys()
         key = self.run_keys(write)
+        self.mapping_keys(write)
 
         def body() -> None:
             self._conn.execute("MATCH ()-[l:LINKED_TO]->() WHERE l.run = $r DELETE l", {"r": run.uid})
+            self._conn.execute("MATCH ()-[p:MAPS_TO]->() WHERE p.run = $r DELETE p", {"r": run.uid})
             self._conn.execute("MATCH ()-[p:PREDICTED_IS_A]->() WHERE p.run = $r DELETE p", {"r": run.uid})
             self._conn.execute("MATCH (r:Run) WHERE r.uid = $r DELETE r", {"r": run.uid})
             self._copy("Run", pd.DataFrame([run.row()]))
@@ -258,6 +263,9 @@ class LadybugStore(LadybugStaging, GraphStore):
                 self._copy("PREDICTED_IS_A", pd.DataFrame(
                     rows, columns=["from", "to", "score", "rank", "level", "method", "run"]),
                     f' (from="{label}", to="Concept")')
+            self._copy("MAPS_TO", pd.DataFrame(
+                [(*e.keys(), e.predicate, float(e.confidence), e.justification, run.uid) for e in write.mappings],
+                columns=["from", "to", "predicate", "confidence", "justification", "run"]))
 
         try:
             self._transaction(body)

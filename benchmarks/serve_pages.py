@@ -1,0 +1,145 @@
+"""How fast `kgnorm serve` answers on a big store (issue 40: a document page for an abstract with 30
+mentions in <= 200 ms on 100,000 documents and 1 million mentions, 2 cores).
+
+The store is built through the product's own write path (a StagedRun, as `annotate` writes): a
+synthetic ontology of `--concepts` concepts (ingested with `kgnorm ingest obo`), `--documents`
+documents of abstract length, one in ten with 30 mentions and the rest with enough to reach
+`--mentions` in all, each mention LINKED_TO one concept (rank 1, as annotate writes by default).
+Then the pages are asked for through the app itself (Starlette's test client: routing, the store
+reads, the template, no network), each `--repeat` times on distinct documents, after one warm-up
+request; the figure is the median and the 95th percentile per route. `--store DIR` keeps (and
+reuses) the built store; without it the store lives in a temporary directory.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import append  # noqa: E402
+
+WORDS = ["heart", "attack", "kidney", "renal", "failure", "acute", "chronic", "disease", "syndrome",
+         "infarction", "myocardial", "parkinson", "cancer", "tumor", "breast", "lung", "liver", "pain",
+         "fever", "diabetes", "hyper", "tension", "neuro", "cardio", "gastro", "nephro", "hepato", "onco"]
+
+
+def synthetic_obo(path: Path, n: int, rng: random.Random) -> None:
+    lines = ["format-version: 1.2", "data-version: syn/1", "ontology: syn", ""]
+    for i in range(n):
+        name = " ".join(rng.sample(WORDS, rng.randint(1, 3)))
+        lines += ["[Term]", f"id: SYN:{i:06d}", f"name: {name} {i}", f'synonym: "{name} variant {i}" EXACT []']
+        lines += ([f"is_a: SYN:{(i - 1) // 8:06d}"] if i else []) + [""]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def build_store(uri: str, work: Path, n_docs: int, n_mentions: int, n_concepts: int, seed: int) -> None:
+    from kgnorm.jobs.ingest import ingest
+    from kgnorm.stores import DocumentRow, LinkEdge, MentionRow, RunRecord, open_store
+    from kgnorm.stores.staged_run import StagedMention, StagedRun
+
+    rng = random.Random(seed)
+    obo = work / "syn.obo"
+    synthetic_obo(obo, n_concepts, rng)
+    ingest("obo", obo, "syn", False, uri, 30.0, True)
+    big = n_docs // 10
+    per_rest = max(1, (n_mentions - big * 30) // max(1, n_docs - big))
+    run = RunRecord("bench-serve-annotate", "annotate", "synthetic", params={"documents": n_docs})
+    with open_store(uri) as st, StagedRun(st, run, ontology="syn") as staged:
+        pending: list[StagedMention] = []
+        docs: list[DocumentRow] = []
+        for d in range(n_docs):
+            k = 30 if d % 10 == 0 else per_rest
+            words = [rng.choice(WORDS) for _ in range(220)]
+            text = " ".join(words)
+            starts = [0]
+            for w in words[:-1]:
+                starts.append(starts[-1] + len(w) + 1)
+            duid, doc_id = f"bench:{d:07d}", f"{d:07d}"
+            docs.append(DocumentRow(duid, doc_id, "synthetic", text[:starts[12] - 1], text))
+            for j, w in enumerate(sorted(rng.sample(range(220), k))):
+                muid = f"bench:{d:07d}:{j}"
+                c = f"SYN:{rng.randrange(n_concepts):06d}"
+                row = MentionRow(muid, words[w], doc_id, starts[w], starts[w] + len(words[w]), "", str(j), "synthetic",
+                                 rng.choice(["Disease", "Chemical"]))
+                pending.append(StagedMention(row, [LinkEdge(muid, c, rng.random(), 1)], duid))
+            if len(pending) >= 50_000:
+                staged.add(pending, docs)
+                pending, docs = [], []
+                print(f"  {d + 1:,} documents written", file=sys.stderr, flush=True)
+        staged.add(pending, docs)
+        staged.publish()
+
+
+def timed(client, path: str, repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        r = client.get(path)
+        out.append((time.perf_counter() - t0) * 1000)
+        assert r.status_code == 200, (path, r.status_code, r.text[:200])
+    return out
+
+
+def measure(uri: str, repeat: int, n_docs: int, seed: int) -> dict[str, list[float]]:
+    from starlette.testclient import TestClient
+
+    from kgnorm.review.desk import ReviewDesk
+    from kgnorm.serve.app import create_app
+
+    rng = random.Random(seed + 1)
+    big_docs = [f"{d:07d}" for d in rng.sample(range(0, n_docs, 10), repeat + 1)]
+    desk = ReviewDesk(uri)
+    results: dict[str, list[float]] = {}
+    try:
+        with TestClient(create_app(desk, "benchmark-token-0123456789")) as client:
+            for label, paths in (("document page (HTML), 30 mentions", [f"/documents/{d}" for d in big_docs]),
+                                 ("document JSON (/api/documents/ID), 30 mentions",
+                                  [f"/api/documents/{d}" for d in big_docs]),
+                                 ("documents list, first page (/api/documents?limit=50)",
+                                  ["/api/documents?limit=50"] * (repeat + 1)),
+                                 ("concept page (HTML)", [f"/concepts/SYN:{rng.randrange(1000):06d}"
+                                                          for _ in range(repeat + 1)])):
+                timed(client, paths[0], 1)  # warm-up
+                results[label] = [t for p in paths[1:] for t in timed(client, p, 1)]
+    finally:
+        desk.close()
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--documents", type=int, default=100_000)
+    ap.add_argument("--mentions", type=int, default=1_000_000)
+    ap.add_argument("--concepts", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--store", type=Path, help="keep the built store here (reused when it exists)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-report", action="store_true", help="print, do not append to BENCHMARKS.md")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kgnorm-serve-bench-") as tmp:
+        path = args.store or Path(tmp) / "graph"
+        t0 = time.perf_counter()
+        if not path.exists():
+            build_store(f"ladybug://{path}", Path(tmp), args.documents, args.mentions, args.concepts, args.seed)
+        built = time.perf_counter() - t0
+        results = measure(f"ladybug://{path}", args.repeat, args.documents, args.seed)
+    lines = [f"Store: {args.documents:,} documents, about {args.mentions:,} mentions (one document in ten with 30), "
+             f"{args.concepts:,} concepts; built (or found) in {built:.0f} s through a StagedRun.", "",
+             "| request | median ms | p95 ms | n |", "|---|---|---|---|"]
+    for label, ms in results.items():
+        p95 = sorted(ms)[max(0, int(round(0.95 * len(ms))) - 1)]
+        lines.append(f"| {label} | {statistics.median(ms):.1f} | {p95:.1f} | {len(ms)} |")
+    body = "\n".join(lines)
+    if args.no_report:
+        print(body)
+    else:
+        append("kgnorm serve: page times on a big store", body)
+
+
+if __name__ == "__main__":
+    main()

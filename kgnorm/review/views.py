@@ -1,0 +1,474 @@
+"""What the review pages and the JSON API show: plain functions from a store (and the reviews still
+pending in the desk's journal) to JSON-able dicts, so the HTML and /api/ can never disagree.
+
+Every query runs on LadybugDB and on Neo4j/ArcadeDB alike (plain MATCH/OPTIONAL MATCH/WHERE), and
+starts from a primary key where it can (Document.uid, Mention.uid, ConceptId.uid, Concept.key):
+LadybugDB indexes nothing else. Pending reviews overlay the stored ones, newest first, so a curator
+sees a decision at once even while another process holds the store."""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Iterable, Sequence
+
+from kgnorm.errors import KgnormError
+from kgnorm.review.records import WITH_CONCEPT, Review
+from kgnorm.stores import GraphStore, redact
+from kgnorm.stores.stages import PUBLISHED, STAGING
+
+MAX_LIMIT = 200  # documents per page, search hits
+MAX_LISTED = 500  # children, linked mentions, orphans shown on one page
+MAX_QUERY = 200  # characters of a search string
+
+
+class NotFound(KgnormError):
+    """No document, mention or concept by that id (a 404, not a 400)."""
+
+
+def bounded(limit: Any, most: int = MAX_LIMIT, default: int = 50) -> int:
+    """A page size from user input: an int in 1..most (bad input gives the default)."""
+    try:
+        n = int(limit)
+    except (TypeError, ValueError):
+        return default
+    return max(1, min(n, most))
+
+
+def _review(r: Review | None, pending: bool) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    return {"decision": r.decision, "concept_uid": r.concept_uid, "ontology": r.ontology, "reviewer": r.reviewer,
+            "created_at": r.created_at, "pending": pending}
+
+
+def _stored_review(row: Sequence[Any]) -> dict[str, Any]:
+    decision, concept, onto, reviewer, at = row
+    return {"decision": decision, "concept_uid": concept or "", "ontology": onto or "", "reviewer": reviewer or "",
+            "created_at": at or "", "pending": False}
+
+
+def latest_pending(pending: Iterable[Review]) -> dict[str, Review]:
+    """mention uid -> its newest pending review."""
+    out: dict[str, Review] = {}
+    for r in pending:
+        if r.mention_uid not in out or r.created_at >= out[r.mention_uid].created_at:
+            out[r.mention_uid] = r
+    return out
+
+
+def _overlay(stored: dict[str, Any] | None, pend: Review | None) -> dict[str, Any] | None:
+    """The review that counts: a pending one newer than the stored one wins."""
+    if pend is not None and (stored is None or pend.created_at >= stored["created_at"]):
+        return _review(pend, True)
+    return stored
+
+
+def _state(review: dict[str, Any] | None, machine: str | None) -> str | None:
+    """The current concept uid: the review's (None for nil / not_a_mention), else the machine's."""
+    if review is None:
+        return machine
+    return (review["concept_uid"] or None) if review["decision"] in WITH_CONCEPT else None
+
+
+# -- documents -----------------------------------------------------------------------
+def list_documents(store: GraphStore, limit: Any = 50, after: str = "", q: str = "", concept: str = "",
+                   pending: Sequence[Review] = ()) -> dict[str, Any]:
+    """A page of documents in uid order (keyset paging: `next` is the `after` of the next page),
+    optionally those whose doc id, title or text has `q`, or with a mention linked to `concept`."""
+    n = bounded(limit)
+    after, q, concept = (after or "")[:1000], (q or "").strip()[:MAX_QUERY], (concept or "").strip()[:MAX_QUERY]
+    if concept:
+        rows = _documents_of_concept(store, concept, after, n + 1)
+        mentions = store.query(f"MATCH (d:Document) WHERE d.uid IN $u {_COUNTS}",
+                               {"u": [r[0] for r in rows[:n]]}).rows if rows else []
+    else:
+        rows, mentions = _documents_page(store, after, q, n + 1)
+    page = rows[:n]
+    counts = _document_counts([r[0] for r in page], mentions, pending)
+    docs = [{"doc_id": doc_id, "uid": uid, "title": title or "", **counts[uid]} for uid, doc_id, title in page]
+    return {"documents": docs, "next": page[-1][0] if len(rows) > n else None}
+
+
+# per document of the page: each mention, its number of links and its current review
+_COUNTS = ("OPTIONAL MATCH (d)<-[:`IN`]-(m:Mention) WITH DISTINCT d, m "
+           "OPTIONAL MATCH (m)-[l:LINKED_TO]->(:Concept) WITH d, m, count(l) AS links "
+           "OPTIONAL MATCH (m)-[:REVIEWED]->(r:Review) WHERE r.current = true "
+           "RETURN d.uid, m.uid, links, r.decision, r.concept_uid, r.created_at, d.doc_id, d.title")
+
+
+def _documents_page(store: GraphStore, after: str, q: str, n: int) -> tuple[list[list[Any]], list[list[Any]]]:
+    """(uid, doc_id, title) of a page and its mention rows, in one query: the page first (ORDER BY
+    uid LIMIT n), then its mentions (LadybugDB plans an UNWIND of uids into a scan of every IN edge).
+    `q`: the documents with that doc id (or uid) when there are any, else those whose title or
+    text has it (a scan of every text, so only when no id matched)."""
+    where = "d.uid > $after"
+    if q and store.query("MATCH (d:Document) WHERE d.doc_id = $q OR d.uid = $q RETURN d.uid LIMIT 1", {"q": q}).rows:
+        where += " AND (d.doc_id = $q OR d.uid = $q)"
+    elif q:
+        where += " AND (toLower(coalesce(d.title, '')) CONTAINS $lq OR toLower(coalesce(d.text, '')) CONTAINS $lq)"
+    mentions = store.query(f"MATCH (d:Document) WHERE {where} WITH d ORDER BY d.uid LIMIT {n} {_COUNTS}",
+                           {"after": after, "q": q, "lq": q.lower()}).rows
+    docs = {r[0]: [r[0], r[6], r[7]] for r in mentions}
+    return [docs[u] for u in sorted(docs)], mentions
+
+
+def _documents_of_concept(store: GraphStore, concept: str, after: str, n: int) -> list[list[Any]]:
+    """Documents with a mention the machine linked to `concept` or a person reviewed to it."""
+    p = {"c": concept, "after": after}
+    linked = store.query("MATCH (:ConceptId {uid: $c})-[:IDENTIFIES]->(:Concept)<-[:LINKED_TO]-(:Mention)"
+                         "-[:`IN`]->(d:Document) WHERE d.uid > $after "
+                         f"RETURN DISTINCT d.uid, d.doc_id, d.title ORDER BY d.uid LIMIT {n}", p).rows
+    reviewed = store.query("MATCH (m:Mention)-[:REVIEWED]->(r:Review) WHERE r.current = true AND r.concept_uid = $c "
+                           "MATCH (m)-[:`IN`]->(d:Document) WHERE d.uid > $after "
+                           f"RETURN DISTINCT d.uid, d.doc_id, d.title ORDER BY d.uid LIMIT {n}", p).rows
+    merged = {r[0]: r for r in [*linked, *reviewed]}
+    return [merged[u] for u in sorted(merged)][:n]
+
+
+def _no_counts() -> dict[str, int]:
+    return {"n_mentions": 0, "n_nil": 0, "n_reviewed": 0}
+
+
+def _document_counts(uids: list[str], rows: list[list[Any]], pending: Sequence[Review]) -> dict[str, dict[str, int]]:
+    """Per document: its mentions, those with no concept now (nil), those a person reviewed."""
+    pend = latest_pending(pending)
+    out = {u: _no_counts() for u in uids}
+    mentions: list[tuple[str, str, int, dict[str, Any] | None]] = []
+    for doc, muid, links, decision, concept, at, *_ in rows:
+        if muid is None or doc not in out:
+            continue
+        stored = {"decision": decision, "concept_uid": concept or "", "created_at": at or ""} if decision else None
+        mentions.append((doc, muid, links, _overlay(stored, pend.get(muid))))
+    seen = {m[1] for m in mentions}
+    for r in pend.values():  # mentions a person added, not in the store yet
+        if r.added is not None and r.added.document_uid in out and r.added.uid not in seen:
+            mentions.append((r.added.document_uid, r.added.uid, 0, _review(r, True)))
+    for doc, _, links, review in mentions:
+        c = out[doc]
+        c["n_mentions"] += 1
+        c["n_reviewed"] += review is not None
+        c["n_nil"] += _state(review, "linked" if links else None) is None
+    return out
+
+
+def find_document(store: GraphStore, doc_id: str) -> list[Any]:
+    """(uid, doc_id, title, text, others) of a Document uid or a plain doc id; when several
+    documents share a doc id, the one with the most mentions (`others`: the rest's uids)."""
+    rows = store.query("MATCH (d:Document {uid: $d}) RETURN d.uid, d.doc_id, d.title, d.text", {"d": doc_id}).rows
+    if rows:
+        return [*rows[0], []]
+    found = store.query("MATCH (d:Document) WHERE d.doc_id = $d OPTIONAL MATCH (m:Mention)-[:`IN`]->(d) "
+                        "RETURN d.uid, count(DISTINCT m) AS n ORDER BY n DESC, d.uid LIMIT 50", {"d": doc_id}).rows
+    if not found:
+        raise NotFound(f"no document {doc_id!r}")
+    rows = store.query("MATCH (d:Document {uid: $d}) RETURN d.uid, d.doc_id, d.title, d.text", {"d": found[0][0]}).rows
+    return [*rows[0], [u for u, _ in found[1:]]]
+
+
+def document_view(store: GraphStore, doc_id: str, pending: Sequence[Review] = ()) -> dict[str, Any]:
+    """A document, its text and every mention in it with its machine link and current review."""
+    uid, did, title, text, others = find_document(store, doc_id)
+    mentions = _document_mentions(store, uid)
+    reviews = {r[0]: _stored_review(r[1:]) for r in store.query(
+        "MATCH (d:Document {uid: $d})<-[:`IN`]-(m:Mention)-[:REVIEWED]->(r:Review) WHERE r.current = true "
+        "RETURN DISTINCT m.uid, r.decision, r.concept_uid, r.ontology, r.reviewer, r.created_at", {"d": uid}).rows}
+    pend = latest_pending(pending)
+    for r in pend.values():
+        if r.added is not None and r.added.document_uid == uid and r.added.uid not in mentions:
+            a = r.added
+            mentions[a.uid] = _mention(a.uid, a.start, a.end, a.type, a.text, None)
+    names: dict[str, str] = {}
+    for m in mentions.values():
+        m["review"] = _overlay(reviews.get(m["uid"]), pend.get(m["uid"]))
+        m["concept"] = _state(m["review"], m["machine_concept"])
+        if m["concept"] and m["concept"] == m["machine_concept"]:
+            names[m["concept"]] = m["machine_concept_name"]
+    names.update(concept_names(store, sorted({m["concept"] for m in mentions.values() if m["concept"]} - set(names))))
+    for m in mentions.values():
+        m["concept_name"] = names.get(m["concept"] or "", "") if m["concept"] else ""
+    listed = sorted(mentions.values(), key=lambda m: (m["start"] if m["start"] is not None else -1, m["end"] or 0,
+                                                      m["uid"]))
+    return {"doc_id": did or "", "uid": uid, "title": title or "", "text": text or "", "text_missing": not text,
+            "others": others, "mentions": listed}
+
+
+def _mention(uid: str, start: Any, end: Any, typ: Any, text: Any, link: Sequence[Any] | None) -> dict[str, Any]:
+    concept, name, score = (link or (None, "", None))[:3]
+    return {"uid": uid, "start": start, "end": end, "type": typ or "", "text": text or "", "concept": None,
+            "concept_name": "", "machine_concept": concept, "machine_concept_name": name or "", "score": score,
+            "review": None}
+
+
+def _document_mentions(store: GraphStore, doc_uid: str) -> dict[str, dict[str, Any]]:
+    """uid -> mention of a document, with its best machine link (rank 1, highest score)."""
+    rows = store.query("MATCH (d:Document {uid: $d})<-[:`IN`]-(m:Mention) WITH DISTINCT m "
+                       "OPTIONAL MATCH (m)-[l:LINKED_TO]->(c:Concept) "
+                       "RETURN m.uid, m.start, m.`end`, m.type, m.text, c.uid, c.name, l.score, l.rank",
+                       {"d": doc_uid}).rows
+    best: dict[str, tuple[Any, ...]] = {}
+    out: dict[str, dict[str, Any]] = {}
+    for uid, start, end, typ, text, cuid, cname, score, rank in rows:
+        key = (rank if rank is not None else 1 << 30, -(score or 0.0))
+        if uid not in out or (cuid is not None and (best.get(uid) is None or key < best[uid])):
+            out[uid] = _mention(uid, start, end, typ, text, (cuid, cname, score) if cuid is not None else None)
+            best[uid] = key if cuid is not None else None
+    return out
+
+
+def concept_names(store: GraphStore, uids: Sequence[str]) -> dict[str, str]:
+    """uid -> name (index lookups through ConceptId; a uid of several ontologies: the first)."""
+    if not uids:
+        return {}
+    rows = store.query("UNWIND $u AS x MATCH (:ConceptId {uid: x})-[:IDENTIFIES]->(c:Concept) "
+                       "RETURN c.uid, c.name, c.ontology ORDER BY c.ontology DESC", {"u": list(uids)}).rows
+    return {uid: name or "" for uid, name, _ in rows}
+
+
+# -- mentions and concepts -------------------------------------------------------------
+def mention_view(store: GraphStore, uid: str, pending: Sequence[Review] = (),
+                 model_candidates: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A mention, its reviews (newest first) and the concepts to choose from: the model's top k when
+    one is loaded, else the stored LINKED_TO ranks, each with its synonyms, definition, parents."""
+    rows = store.query("MATCH (m:Mention {uid: $m}) OPTIONAL MATCH (m)-[:`IN`]->(d:Document) "
+                       "RETURN m.uid, m.start, m.`end`, m.type, m.text, m.doc_id, d.uid LIMIT 1", {"m": uid}).rows
+    mine = [r for r in pending if r.mention_uid == uid]
+    if rows:
+        _, start, end, typ, text, doc_id, doc_uid = rows[0]
+    elif any(r.added is not None for r in mine):
+        a = next(r.added for r in mine if r.added is not None)
+        start, end, typ, text, doc_id, doc_uid = a.start, a.end, a.type, a.text, mine[0].doc_id, a.document_uid
+    else:
+        raise NotFound(f"no mention {uid!r}")
+    links = _mention_links(store, uid)
+    out = _mention(uid, start, end, typ, text, links[0][:3] if links else None)
+    history = [_stored_review(r[:5]) | {"uid": r[5]} for r in store.query(
+        "MATCH (m:Mention {uid: $m})-[:REVIEWED]->(r:Review) "
+        "RETURN r.decision, r.concept_uid, r.ontology, r.reviewer, r.created_at, r.uid ORDER BY r.created_at DESC",
+        {"m": uid}).rows]
+    history = sorted([_review(r, True) | {"uid": r.uid} for r in mine] + history, key=lambda r: r["created_at"],
+                     reverse=True)
+    out["review"] = history[0] if history else None
+    out["concept"] = _state(out["review"], out["machine_concept"])
+    if model_candidates is not None:
+        cands = [{"uid": c["uid"], "name": c.get("name", ""), "score": c.get("score"), "rank": i + 1}
+                 for i, c in enumerate(model_candidates)]
+    else:
+        cands = [{"uid": u, "name": n or "", "score": s, "rank": rank} for u, n, s, rank, _ in links]
+    details = concept_details(store, [c["uid"] for c in cands] + ([out["concept"]] if out["concept"] else []))
+    out["concept_name"] = details.get(out["concept"] or "", {}).get("name", "")
+    out.update(doc_id=doc_id or "", document_uid=doc_uid or "", reviews=history,
+               candidates_from="model" if model_candidates is not None else "store",
+               candidates=[_with_details(c, details.get(c["uid"])) for c in cands])
+    return out
+
+
+def _with_details(candidate: dict[str, Any], details: dict[str, Any] | None) -> dict[str, Any]:
+    """A candidate with its concept's name, synonyms, definition, parents; `matched`: the name the
+    model matched when it is not the concept's own."""
+    if not details:
+        return candidate
+    out = candidate | details
+    if candidate["name"] and candidate["name"].lower() != details["name"].lower():
+        out["matched"] = candidate["name"]
+    return out
+
+
+def _mention_links(store: GraphStore, uid: str) -> list[tuple[Any, ...]]:
+    """(concept uid, name, score, rank, run) of a mention's LINKED_TO edges, best first, one per concept."""
+    rows = store.query("MATCH (m:Mention {uid: $m})-[l:LINKED_TO]->(c:Concept) "
+                       "RETURN c.uid, c.name, l.score, l.rank, l.run", {"m": uid}).rows
+    rows.sort(key=lambda r: (r[3] if r[3] is not None else 1 << 30, -(r[2] or 0.0), r[0]))
+    seen: set[str] = set()
+    return [tuple(r) for r in rows if not (r[0] in seen or seen.add(r[0]))]
+
+
+def concept_details(store: GraphStore, uids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """uid -> {name, ontology, synonyms, definition, parents: [{uid, name}]} (index lookups)."""
+    wanted = list(dict.fromkeys(u for u in uids if u))
+    if not wanted:
+        return {}
+    rows = store.query("UNWIND $u AS x MATCH (:ConceptId {uid: x})-[:IDENTIFIES]->(c:Concept) "
+                       "OPTIONAL MATCH (c)-[:IS_A]->(p:Concept) "
+                       "RETURN c.uid, c.ontology, c.name, c.synonyms, c.definition, p.uid, p.name", {"u": wanted}).rows
+    out: dict[str, dict[str, Any]] = {}
+    for uid, onto, name, syns, definition, puid, pname in sorted(rows, key=lambda r: (r[0], r[1], r[5] or "")):
+        d = out.setdefault(uid, {"name": name or "", "ontology": onto or "", "synonyms": list(syns or []),
+                                 "definition": definition or "", "parents": []})
+        if puid is not None and onto == d["ontology"] and puid not in {p["uid"] for p in d["parents"]}:
+            d["parents"].append({"uid": puid, "name": pname or ""})
+    return out
+
+
+def concept_view(store: GraphStore, uid: str, ontology: str = "") -> dict[str, Any]:
+    """A concept (of `ontology` when the uid is in several), its hierarchy, predicted hypernyms and
+    the mentions linked or reviewed to it (bounded)."""
+    rows = store.query("MATCH (:ConceptId {uid: $u})-[:IDENTIFIES]->(c:Concept) RETURN c.key, c.uid, c.ontology, "
+                       "c.name, c.synonyms, c.definition, c.xrefs, c.alt_ids, c.obsolete ORDER BY c.ontology",
+                       {"u": uid}).rows
+    if not rows:
+        raise NotFound(f"no concept {uid!r}")
+    key, cuid, onto, name, syns, definition, xrefs, alt_ids, obsolete = next(
+        (r for r in rows if r[2] == ontology), rows[0])
+    p = {"k": key}
+    out: dict[str, Any] = {"uid": cuid, "ontology": onto, "ontologies": [r[2] for r in rows], "name": name or "",
+                           "synonyms": list(syns or []), "definition": definition or "", "xrefs": list(xrefs or []),
+                           "alt_ids": list(alt_ids or []), "obsolete": bool(obsolete)}
+    out["parents"] = _uid_names(store.query("MATCH (c:Concept {key: $k})-[:IS_A]->(x:Concept) RETURN x.uid, x.name "
+                                            f"ORDER BY x.uid LIMIT {MAX_LISTED}", p).rows)
+    out["children"] = _uid_names(store.query("MATCH (x:Concept)-[:IS_A]->(c:Concept {key: $k}) RETURN x.uid, x.name "
+                                             f"ORDER BY x.uid LIMIT {MAX_LISTED}", p).rows)
+    out.update(_predicted(store, key))
+    out["mentions"] = _concept_mentions(store, key, cuid, onto)
+    return out
+
+
+def _uid_names(rows: list[list[Any]]) -> list[dict[str, Any]]:
+    return [{"uid": u, "name": n or ""} for u, n in rows]
+
+
+def _predicted(store: GraphStore, key: str) -> dict[str, list[dict[str, Any]]]:
+    """PREDICTED_IS_A out of the concept (its predicted hypernyms) and into it (from concepts and mentions)."""
+    p, tail = {"k": key}, f"e.score, e.rank, e.run ORDER BY e.rank, e.score DESC LIMIT {MAX_LISTED}"
+    up = store.query(f"MATCH (c:Concept {{key: $k}})-[e:PREDICTED_IS_A]->(x:Concept) RETURN x.uid, x.name, {tail}",
+                     p).rows
+    down = [(*r, "concept") for r in store.query(
+        f"MATCH (x:Concept)-[e:PREDICTED_IS_A]->(c:Concept {{key: $k}}) RETURN x.uid, x.name, {tail}", p).rows]
+    down += [(*r, "mention") for r in store.query(
+        f"MATCH (x:Mention)-[e:PREDICTED_IS_A]->(c:Concept {{key: $k}}) RETURN x.uid, x.text, {tail}", p).rows]
+
+    def rec(r: Sequence[Any]) -> dict[str, Any]:
+        return {"uid": r[0], "name": r[1] or "", "score": r[2], "rank": r[3], "run": r[4] or ""}
+    return {"predicted_parents": [rec(r) for r in up],
+            "predicted_children": [rec(r) | {"kind": r[5]} for r in down]}
+
+
+def _concept_mentions(store: GraphStore, key: str, uid: str, onto: str) -> dict[str, Any]:
+    """Mentions the machine linked to the concept and those a person reviewed to it, bounded."""
+    linked = store.query("MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept {key: $k}) "
+                         "RETURN m.uid, m.text, m.doc_id, l.score, l.rank "
+                         f"ORDER BY m.doc_id, m.uid LIMIT {MAX_LISTED + 1}", {"k": key}).rows
+    reviewed = store.query("MATCH (m:Mention)-[:REVIEWED]->(r:Review) WHERE r.current = true AND r.concept_uid = $u "
+                           "AND r.ontology = $o RETURN m.uid, m.text, m.doc_id, r.decision, r.reviewer "
+                           f"ORDER BY m.doc_id, m.uid LIMIT {MAX_LISTED + 1}", {"u": uid, "o": onto}).rows
+    seen: set[str] = set()
+    items = [{"uid": u, "text": t or "", "doc_id": d or "", "score": s, "rank": rk}
+             for u, t, d, s, rk in linked if not (u in seen or seen.add(u))]
+    return {"linked": items[:MAX_LISTED], "reviewed": [{"uid": u, "text": t or "", "doc_id": d or "",
+                                                        "decision": dec, "reviewer": who or ""}
+                                                       for u, t, d, dec, who in reviewed[:MAX_LISTED]],
+            "more": len(linked) > MAX_LISTED or len(reviewed) > MAX_LISTED}
+
+
+def search_concepts(store: GraphStore, prefix: str, limit: Any = 20) -> list[dict[str, Any]]:
+    """Type-ahead: an exact uid first, then names starting with `prefix`, then names and synonyms
+    containing it (case-insensitive; each step bounded by `limit`)."""
+    n, q = bounded(limit, 100, 20), (prefix or "").strip()[:MAX_QUERY]
+    if not q:
+        return []
+    p, ret = {"q": q, "lq": q.lower()}, f"RETURN c.uid, c.name, c.ontology ORDER BY size(c.name), c.uid LIMIT {n}"
+    rows = store.query("MATCH (:ConceptId {uid: $q})-[:IDENTIFIES]->(c:Concept) RETURN c.uid, c.name, c.ontology",
+                       p).rows
+    rows += store.query(f"MATCH (c:Concept) WHERE toLower(c.name) STARTS WITH $lq {ret}", p).rows
+    if len(rows) < n:
+        # a parameter inside any() trips LadybugDB's parser: bind it first (as search.cypher does)
+        rows += store.query("WITH $lq AS needle MATCH (c:Concept) WHERE toLower(c.name) CONTAINS needle "
+                            f"OR any(s IN c.synonyms WHERE toLower(s) CONTAINS needle) {ret}", p).rows
+    seen: set[tuple[str, str]] = set()
+    hits = [{"uid": u, "name": name or "", "ontology": onto or ""} for u, name, onto in rows
+            if not ((u, onto) in seen or seen.add((u, onto)))]
+    return hits[:n]
+
+
+# -- runs, orphans, reviews ------------------------------------------------------------
+def runs_view(store: GraphStore, pending: Sequence[Review] = ()) -> dict[str, Any]:
+    """Every run, newest first, with the share of its rank-1 links people accepted once reviewed."""
+    rows = store.query("MATCH (r:Run) WHERE r.kind <> $s AND r.kind <> $p RETURN r.uid, r.kind, r.method, "
+                       "r.model_path, r.params_json, r.metrics_json, r.created_at ORDER BY r.created_at DESC, r.uid",
+                       {"s": STAGING, "p": PUBLISHED}).rows
+    tally = _review_tally(store, pending)
+    runs = []
+    for uid, kind, method, model, params, metrics, at in rows:
+        reviewed, accepted = tally.get(uid, (0, 0))
+        runs.append({"uid": uid, "kind": kind or "", "method": method or "", "model_path": redact(model or ""),
+                     "params": _json(params), "metrics": _json(metrics), "created_at": at or "",
+                     "reviewed": reviewed, "accepted": accepted,
+                     "accepted_share": accepted / reviewed if reviewed else None})
+    return {"runs": runs}
+
+
+def _json(text: str | None) -> Any:
+    try:
+        return json.loads(redact(text or "{}"))
+    except ValueError:
+        return {}
+
+
+def _review_tally(store: GraphStore, pending: Sequence[Review]) -> dict[str, tuple[int, int]]:
+    """run uid -> (mentions it linked at rank 1 that have a current review, those accepted: the
+    review's concept is the run's)."""
+    decided: dict[str, tuple[str, str]] = {}
+    links: dict[str, set[tuple[str, str]]] = {}
+    for muid, run, cuid, decision, concept in store.query(
+            "MATCH (m:Mention)-[:REVIEWED]->(rv:Review) WHERE rv.current = true "
+            "MATCH (m)-[l:LINKED_TO]->(c:Concept) WHERE l.rank = 1 "
+            "RETURN m.uid, l.run, c.uid, rv.decision, rv.concept_uid", {}).rows:
+        decided[muid] = (decision, concept or "")
+        links.setdefault(muid, set()).add((run, cuid))
+    pend = {u: r for u, r in latest_pending(pending).items() if r.added is None}
+    for u, r in pend.items():
+        decided[u] = (r.decision, r.concept_uid)
+    todo = [u for u in pend if u not in links]
+    if todo:
+        for muid, run, cuid in store.query("UNWIND $u AS x MATCH (m:Mention {uid: x})-[l:LINKED_TO]->(c:Concept) "
+                                           "WHERE l.rank = 1 RETURN m.uid, l.run, c.uid", {"u": todo}).rows:
+            links.setdefault(muid, set()).add((run, cuid))
+    out: dict[str, list[int]] = {}
+    for muid, pairs in links.items():
+        decision, concept = decided[muid]
+        for run, cuid in pairs:
+            t = out.setdefault(run, [0, 0])
+            t[0] += 1
+            t[1] += decision in WITH_CONCEPT and (concept == cuid or (decision == "accept" and not concept))
+    return {run: (a, b) for run, (a, b) in out.items()}
+
+
+def orphans_view(store: GraphStore, limit: int = MAX_LISTED) -> dict[str, Any]:
+    """Mentions a re-ingest left without a concept (ORPHAN_OF), with the concept they had."""
+    rows = store.query("MATCH (m:Mention)-[r:ORPHAN_OF]->(o:Ontology) RETURN m.uid, m.text, m.doc_id, r.concept_uid, "
+                       f"o.name, r.version, r.run, r.rank ORDER BY m.doc_id, m.uid, r.rank LIMIT {limit + 1}", {}).rows
+    items = [{"uid": u, "text": t or "", "doc_id": d or "", "was": was or "", "ontology": onto or "",
+              "version": ver or "", "run": run or "", "rank": rank, "candidates": None}
+             for u, t, d, was, onto, ver, run, rank in rows[:limit]]
+    return {"orphans": items, "more": len(rows) > limit}
+
+
+def with_candidates(view: dict[str, Any], candidates: Callable[[str], list[dict[str, Any]] | None],
+                    most: int = 50) -> dict[str, Any]:
+    """Fill the first `most` orphans' candidates from the loaded model (each is a model call;
+    `candidates` answers None when no model is loaded: then none are asked)."""
+    done: dict[str, list[dict[str, Any]] | None] = {}
+    for o in view["orphans"]:
+        if o["uid"] not in done:
+            if len(done) >= most:
+                break
+            done[o["uid"]] = candidates(o["uid"])
+            if done[o["uid"]] is None:
+                break
+        o["candidates"] = done[o["uid"]]
+    return view
+
+
+def reviews_view(store: GraphStore, pending: Sequence[Review] = ()) -> dict[str, Any]:
+    """Every review, oldest first, the pending ones (not in the store yet) last and marked so."""
+    rows = store.query("MATCH (:Mention)-[:REVIEWED]->(r:Review) RETURN r.uid, r.mention_uid, r.doc_id, r.decision, "
+                       "r.concept_uid, r.ontology, r.previous_concept_uid, r.reviewer, r.created_at, r.current "
+                       "ORDER BY r.created_at, r.uid", {}).rows
+    cols = ("uid", "mention_uid", "doc_id", "decision", "concept_uid", "ontology", "previous_concept_uid",
+            "reviewer", "created_at", "current")
+    stored = [dict(zip(cols, r)) | {"pending": False} for r in rows]
+    newest = latest_pending(pending)
+    for r in stored:
+        if r["current"] and r["mention_uid"] in newest:
+            r["current"] = False
+    extra = [{k: v for k, v in r.record().items() if k != "added"} | {
+        "current": newest[r.mention_uid] is r, "pending": True, "added": r.added is not None} for r in pending]
+    return {"reviews": stored + extra}

@@ -1,0 +1,70 @@
+"""What keeps the review app's writes to the person at the keyboard: a per-run token every write
+must carry in a header (a cross-site page can neither read it nor send the header without CORS,
+which the app never grants), bounded request bodies, and headers that forbid framing and any script
+or style not served by the app itself."""
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+MAX_BODY = 64 * 1024
+TOKEN_HEADER = "x-kgnorm-token"
+SECURITY_HEADERS = [
+    (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                                 b"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+                                 b"frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+]
+
+
+def check_token(request: Request, token: str) -> None:
+    """403 unless the request carries the app's token (compared in constant time)."""
+    given = request.headers.get(TOKEN_HEADER, "")
+    if not secrets.compare_digest(given.encode("utf-8", "replace"), token.encode("utf-8")):
+        raise HTTPException(403, "missing or wrong X-Kgnorm-Token header")
+
+
+async def read_json(request: Request) -> dict[str, Any]:
+    """The request's JSON object; 413 past MAX_BODY bytes (declared or streamed), 400 if not an object."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
+        raise HTTPException(413, f"request body over {MAX_BODY} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise HTTPException(413, f"request body over {MAX_BODY} bytes")
+    try:
+        data = json.loads(bytes(body) or b"{}")
+    except ValueError:
+        raise HTTPException(400, "the request body is not JSON") from None
+    if not isinstance(data, dict):
+        raise HTTPException(400, "the request body is not a JSON object")
+    return data
+
+
+class SecurityHeaders:
+    """Adds SECURITY_HEADERS to every HTTP response (a plain ASGI middleware: no body buffering)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

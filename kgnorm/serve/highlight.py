@@ -1,0 +1,83 @@
+"""A document's text cut into plain and highlighted pieces on the server: the template writes each
+piece escaped, so text and names can never become markup. Overlapping mentions split the text at
+every boundary; a piece covered by several mentions belongs to the shortest (the most specific) and
+names the others in `also`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+LOW_SCORE = 0.5  # a machine link scored below this is marked as doubtful
+PALETTE = 8  # entity types cycle through this many colours (t0 .. t7 in app.css)
+
+
+@dataclass
+class Piece:
+    start: int
+    text: str
+    mention: str = ""
+    classes: str = ""
+    title: str = ""
+    also: list[str] = field(default_factory=list)
+
+
+def type_class(typ: str, types: list[str]) -> str:
+    """A stable colour per entity type within one page (the order types first appear in)."""
+    if typ not in types:
+        types.append(typ)
+    return f"t{types.index(typ) % PALETTE}"
+
+
+def mark_classes(m: dict[str, Any]) -> list[str]:
+    """State classes of a mention: reviewed (and pending while not in the store yet), nil (no concept
+    now), low (a machine link scored below LOW_SCORE)."""
+    out = []
+    review = m.get("review")
+    if review:
+        out += ["reviewed", "pending"] if review.get("pending") else ["reviewed"]
+    if not m.get("concept"):
+        out.append("nil")
+    elif not review and m.get("score") is not None and m["score"] < LOW_SCORE:
+        out.append("low")
+    return out
+
+
+def mark_title(m: dict[str, Any]) -> str:
+    concept = f"{m['concept_name']} ({m['concept']})" if m.get("concept") else "no concept (nil)"
+    review = m.get("review")
+    if review:
+        concept += f" - {review['decision']}" + (f" by {review['reviewer']}" if review.get("reviewer") else "")
+        concept += " (pending)" if review.get("pending") else ""
+    return f"{m.get('type') or 'mention'}: {concept}"
+
+
+def placed(text: str, mentions: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(mentions whose offsets fit the text, the rest): the rest are listed under the text."""
+    ok, bad = [], []
+    for m in mentions:
+        s, e = m.get("start"), m.get("end")
+        fits = isinstance(s, int) and isinstance(e, int) and 0 <= s < e <= len(text)
+        (ok if fits else bad).append(m)
+    return ok, bad
+
+
+def segments(text: str, mentions: Sequence[dict[str, Any]]) -> list[Piece]:
+    """The text as consecutive pieces, each plain or one mention's highlight."""
+    types: list[str] = []
+    cls = {m["uid"]: " ".join([type_class(m.get("type") or "", types), *mark_classes(m)]) for m in mentions}
+    cuts = sorted({0, len(text), *(m["start"] for m in mentions), *(m["end"] for m in mentions)})
+    out: list[Piece] = []
+    for a, b in zip(cuts, cuts[1:]):
+        covering = sorted((m for m in mentions if m["start"] <= a and m["end"] >= b),
+                          key=lambda m: (m["end"] - m["start"], m["start"], m["uid"]))
+        if not covering:
+            piece = Piece(a, text[a:b])
+        else:
+            top = covering[0]
+            piece = Piece(a, text[a:b], top["uid"], cls[top["uid"]], mark_title(top), [m["uid"] for m in covering[1:]])
+        last = out[-1] if out else None
+        if last is not None and (last.mention, last.also) == (piece.mention, piece.also):
+            last.text += piece.text
+        else:
+            out.append(piece)
+    return out

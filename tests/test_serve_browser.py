@@ -1,0 +1,166 @@
+"""`kgnorm serve` as a person uses it (issue 40): the real command on a real port, Debian's chromium
+driven by Selenium through Debian's chromedriver (no browser download). The person opens the
+document list, opens a document, clicks a mention, picks another candidate in the panel, and the
+graph says so (the saved query current_links); a document whose text holds a <script> and a
+concept whose name holds an <img onerror> render as text. Ctrl-C stops the server cleanly.
+
+Skipped where chromium or chromedriver is missing, unless KGNORM_REQUIRE_BROWSER is set (CI)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from annotate_fixtures import DOCS, OBO, write_jsonl
+from cli_runner import run
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+EVIL_NAME = '"><img src=x onerror=alert(1)> syndrome'
+EVIL_TEXT = "<script>alert(1)</script> A note on breast cancer."
+
+if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+    if os.environ.get("KGNORM_REQUIRE_BROWSER"):
+        raise RuntimeError("KGNORM_REQUIRE_BROWSER is set but chromium / chromedriver are not installed")
+    pytest.skip("Debian's chromium and chromium-driver are not installed", allow_module_level=True)
+
+
+def _json(capsys, store: str, *args: str) -> list[dict]:
+    code, out, err = run(capsys, "query", *args, "--format", "json", "--store", store)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture()
+def served(capsys, tmp_path, tiny_bert_dir):
+    """A store with the toy documents annotated (plus the hostile ones), and `kgnorm serve` on it."""
+    store = f"ladybug://{tmp_path}/graph"
+    obo = tmp_path / "toyd.obo"
+    obo.write_text(OBO + f"\n[Term]\nid: TOYD:0666\nname: {EVIL_NAME}\nis_a: TOYD:0000\n", encoding="utf-8")
+    code, _, err = run(capsys, "ingest", "obo", str(obo), "--ontology", "toyd", "--store", store, "-q")
+    assert code == 0, err
+    model = tmp_path / "biosyn"
+    code, _, err = run(capsys, "train", "biosyn", "--ontology", "toyd", "--out", str(model), "--encoder",
+                       str(tiny_bert_dir), "--store", store, "-q")
+    assert code == 0, err
+    src = write_jsonl(tmp_path / "docs.jsonl", [*DOCS, {"id": "x1", "text": EVIL_TEXT}])
+    code, _, err = run(capsys, "annotate", "--ner", "dictionary:toyd", "--model", str(model), "--input", str(src),
+                       "--input-format", "jsonl", "--output", str(tmp_path / "o.pubtator"), "--store", store, "-q")
+    assert code == 0, err
+    proc = subprocess.Popen([sys.executable, "-m", "kgnorm.cli.app", "serve", "--store", store, "--model", str(model),
+                             "--port", "0",
+                             "--reviewer", "browser-test"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = token = ""
+    deadline = time.monotonic() + 60
+    while not (url and token) and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if line.startswith("token: "):
+            token = line.split(":", 1)[1].strip()
+        elif "http://" in line:
+            url = line[line.index("http://"):].split()[0].rstrip("/")
+    if not (url and token):
+        proc.kill()
+        pytest.fail(f"kgnorm serve printed no URL and token: {proc.stderr.read()}")
+    yield store, url, token, proc
+    if proc.poll() is None:
+        proc.kill()
+
+
+@pytest.fixture()
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1280,900"):
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.implicitly_wait(5)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _no_alert(driver) -> None:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    with pytest.raises(NoAlertPresentException):
+        driver.switch_to.alert.text
+
+
+def _screenshot(driver, name: str) -> None:
+    """KGNORM_SCREENSHOTS=DIR keeps the pages as PNGs (how docs/ got its pictures)."""
+    where = os.environ.get("KGNORM_SCREENSHOTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(Path(where) / name))
+
+
+def test_a_curator_picks_another_candidate_and_the_graph_says_so(capsys, served, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    store, url, _, proc = served
+    browser.get(f"{url}/documents")
+    browser.find_element(By.LINK_TEXT, "d1").click()
+    WebDriverWait(browser, 10).until(ec.url_contains("d1"))
+    marks = browser.find_elements(By.CSS_SELECTOR, "[data-mention]")
+    texts = {m.text: m for m in marks}
+    assert "breast cancer" in texts, sorted(texts)
+    target = texts["breast cancer"]
+    uid = target.get_attribute("data-mention")
+    before = [r for r in _json(capsys, store, "--saved", "current_links") if r["mention_uid"] == uid][0]
+    _screenshot(browser, "serve-document.png")
+    target.click()
+    WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "[data-candidate]"))
+    candidates = browser.find_elements(By.CSS_SELECTOR, "[data-candidate]")
+    other = next(c for c in candidates if c.get_attribute("data-candidate") not in (before["concept"], "TOYD:0666"))
+    chosen = other.get_attribute("data-candidate")
+    other.click()
+    deadline = time.monotonic() + 20
+    now = before
+    while time.monotonic() < deadline:
+        now = [r for r in _json(capsys, store, "--saved", "current_links") if r["mention_uid"] == uid][0]
+        if now["source"] == "review":
+            break
+        time.sleep(0.3)
+    assert (now["concept"], now["source"], now["decision"]) == (chosen, "review", "concept")
+    assert now["reviewer"] == "browser-test"
+    # the page shows the mention as reviewed after the decision
+    WebDriverWait(browser, 10).until(lambda d: "review" in (d.find_element(
+        By.CSS_SELECTOR, f"[data-mention='{uid}']").get_attribute("class") or ""))
+    _no_alert(browser)
+    # Ctrl-C stops the server cleanly
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 0
+
+
+def test_hostile_text_and_names_render_as_text(capsys, served, browser):
+    from selenium.webdriver.common.by import By
+
+    store, url, _, _ = served
+    browser.get(f"{url}/documents/x1")
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert "<script>alert(1)</script>" in body
+    _no_alert(browser)
+    assert not browser.find_elements(By.XPATH, "//script[contains(text(), 'alert(1)')]")
+    browser.get(f"{url}/concepts/TOYD:0666")
+    assert EVIL_NAME in browser.find_element(By.TAG_NAME, "body").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "img[src='x']")
+    _no_alert(browser)
+    _screenshot(browser, "serve-concept-escaped.png")
