@@ -121,11 +121,12 @@ def finish(out: Path, keep_checkpoints: bool, quiet: bool, **meta: Any) -> Path:
 
 
 def names_and_mentions(snap, train: Path | None, dev: Path | None, fmt: str | None, merge_train: bool = False,
-                       require_dev: bool = False, refit: bool = False):
+                       require_dev: bool = False, refit: bool = False, reviewed: Path | None = None):
     """(dictionary, the dictionary searched while training, train pairs, dev pairs or None): the
     ontology's names under the text pipeline `link` uses, with the training mentions merged in
     when asked; a mention file without one gold concept is refused. ``refit`` (kgnorm.methods.refit):
-    the dev mentions are training mentions too, and there is no dev."""
+    the dev mentions are training mentions too, and there is no dev. ``reviewed``: a second file of
+    training mentions, the links people reviewed (`kgnorm export reviewed`; its layout sniffed)."""
     from kgnorm.linking.dictionary import ontology_dictionary
     from kgnorm.text.pipeline import TextPipeline
 
@@ -134,6 +135,11 @@ def names_and_mentions(snap, train: Path | None, dev: Path | None, fmt: str | No
     train_pairs = mention_pairs(pipeline, train, fmt) if train else []
     if train is not None and not train_pairs:
         raise InputError("no training mention has a gold concept", path=train)
+    if reviewed is not None:
+        extra = mention_pairs(pipeline, reviewed, None)
+        if not extra:
+            raise InputError("no reviewed mention has a concept", path=reviewed)
+        train_pairs = train_pairs + extra
     dev_pairs = mention_pairs(pipeline, dev, fmt) if dev else None
     if require_dev and dev is not None and not dev_pairs:
         raise InputError("no dev mention has a gold concept", path=dev)

