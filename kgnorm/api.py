@@ -225,3 +225,37 @@ class Workbench:
 
         with open_store(self.store, read_only=True) as st:
             return _frame(st.run_saved("reviews"))
+
+    # ------------------------------------------------------------------ ontology matching (issue 42)
+    def match(self, source: str, target: str, model: str | Path, *, write: bool = True,
+              output: str | Path | None = None, threshold: str | float = "auto", xrefs: str = "use",
+              top_k: int = 10) -> pd.DataFrame:
+        """`kgnorm match`: every concept of ``source`` mapped to ``target`` (exact, broad, narrow), one row
+        per mapping: subject_id, subject_label, predicate_id, object_id, object_label,
+        mapping_justification, confidence, score, comment. ``output``: also an SSSOM file; ``write``:
+        also MAPS_TO edges of one Run."""
+        import pandas as pd
+
+        from kgnorm.jobs.match import FRAME_COLUMNS, match_ontologies, write_mappings, write_sssom_file
+
+        result = match_ontologies(source, target, model, threshold=threshold, xrefs=xrefs, top_k=top_k,
+                                  store=self.store)
+        if output is not None:
+            write_sssom_file(result, output)
+        if write:
+            write_mappings(result, self.store, self.lock_timeout)
+        return pd.DataFrame(result.rows(), columns=FRAME_COLUMNS)
+
+    def place(self, source: str, target: str, model: str | Path, *, top_k: int = 5, unmatched_only: bool = False,
+              xrefs: str = "use", write: bool = True, write_top_k: int = 1) -> pd.DataFrame:
+        """`kgnorm place`: ranked parents in ``target`` for concepts of ``source``: source_uid, source_name,
+        rank, target_uid, target_name, score; ``write``: the top ``write_top_k`` as PREDICTED_IS_A edges."""
+        import pandas as pd
+
+        from kgnorm.jobs.place import COLUMNS, place_concepts, write_placement
+
+        placement = place_concepts(source, target, model, top_k=top_k, unmatched_only=unmatched_only, xrefs=xrefs,
+                                   store=self.store)
+        if write:
+            write_placement(placement, write_top_k, self.store, self.lock_timeout)
+        return pd.DataFrame(placement.rows(), columns=list(COLUMNS))

@@ -40,3 +40,6 @@ ALTER TABLE Document ADD IF NOT EXISTS text STRING DEFAULT '';
 // concept), previous_concept_uid the concept the mention had before (machine or earlier review).
 CREATE NODE TABLE IF NOT EXISTS Review(uid STRING PRIMARY KEY, mention_uid STRING, doc_id STRING, decision STRING, concept_uid STRING, ontology STRING, previous_concept_uid STRING, reviewer STRING, created_at STRING, current BOOLEAN, run STRING);
 CREATE REL TABLE IF NOT EXISTS REVIEWED(FROM Mention TO Review);
+// Issue 42 (kgnorm match): a concept of one ontology mapped to a concept of another, as one Run;
+// predicate is a SKOS CURIE (skos:exactMatch, skos:broadMatch, skos:narrowMatch), justification a semapv CURIE.
+CREATE REL TABLE IF NOT EXISTS MAPS_TO(FROM Concept TO Concept, predicate STRING, confidence DOUBLE, justification STRING, run STRING);

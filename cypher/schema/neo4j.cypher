@@ -24,3 +24,5 @@ CREATE CONSTRAINT kgnorm_document_uid IF NOT EXISTS FOR (d:Document) REQUIRE d.u
 // reviews by uid and (:Mention)-[:REVIEWED]->(:Review) from an indexed mention.
 CREATE INDEX kgnorm_document_doc_id IF NOT EXISTS FOR (d:Document) ON (d.doc_id);
 CREATE CONSTRAINT kgnorm_review_uid IF NOT EXISTS FOR (r:Review) REQUIRE r.uid IS UNIQUE;
+// Issue 42 (kgnorm match): (:Concept)-[:MAPS_TO {predicate, confidence, justification, run}]->(:Concept)
+// between two ontologies needs no DDL here; its ends are matched by the concept key constraint.

@@ -109,6 +109,23 @@ class PredictionEdge:
 
 
 @dataclass
+class MappingEdge:
+    """MAPS_TO from a concept of `source_ontology` to one of `target_ontology` (`kgnorm match`): the
+    two ends name their own ontologies, since a mapping run spans two."""
+
+    source_uid: str
+    target_uid: str
+    predicate: str
+    confidence: float
+    justification: str
+    source_ontology: str
+    target_ontology: str
+
+    def keys(self) -> tuple[str, str]:
+        return concept_key(self.source_ontology, self.source_uid), concept_key(self.target_ontology, self.target_uid)
+
+
+@dataclass
 class RunWrite:
     """Everything one run writes, applied atomically and idempotently (same run uid twice = one copy).
 
@@ -122,6 +139,7 @@ class RunWrite:
     predictions: list[PredictionEdge] = field(default_factory=list)
     ontology: str = ""
     relinked: list[str] = field(default_factory=list)  # mentions no longer ORPHAN_OF `ontology` once written
+    mappings: list[MappingEdge] = field(default_factory=list)  # MAPS_TO edges, keyed by their own ontologies
 
     def concept_uids(self) -> list[str]:
         uids = {e.concept_uid for e in self.links} | {e.hypernym_uid for e in self.predictions}
@@ -264,6 +282,18 @@ class GraphStore(ReingestReads, ABC):
             raise StoreError(f"writing run {write.run.uid} failed, store unchanged: {len(missing)} concept(s)"
                              f"{where} not in the store (first: {missing[0]})")
         return keys
+
+    def mapping_keys(self, write: RunWrite) -> None:
+        """Every MAPS_TO end must be a stored concept of its ontology; a missing one fails the whole write."""
+        keys = sorted({k for e in write.mappings for k in e.keys()})
+        have: set[str] = set()
+        for i in range(0, len(keys), 5000):
+            have.update(r[0] for r in self.query("UNWIND $k AS x MATCH (c:Concept {key: x}) RETURN c.key",
+                                                 {"k": keys[i:i + 5000]}).rows)
+        missing = [k for k in keys if k not in have]
+        if missing:
+            raise StoreError(f"writing run {write.run.uid} failed, store unchanged: {len(missing)} mapped "
+                             f"concept(s) not in the store (first: {missing[0].replace('|', ' ', 1)})")
 
     def xref_edges_for(self, graph: OntologyGraph) -> list[tuple[str, str, str]]:
         """XREF (from key, to key, source) between `graph` and concepts already in the store.

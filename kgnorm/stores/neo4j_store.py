@@ -179,6 +179,8 @@ class Neo4jStore(GraphStore):
         Neo4j, so every batch counts what it wrote and a shortfall rolls the run back."""
         run = write.run
         key = self.run_keys(write)
+        maps = [{"s": s, "t": t, "p": e.predicate, "c": float(e.confidence), "j": e.justification}
+                for e in write.mappings for s, t in [e.keys()]]
         mentions = [vars(m) for m in write.mentions]
         links = [{"m": e.mention_uid, "c": key[e.concept_uid], "score": float(e.score), "rank": int(e.rank)}
                  for e in write.links]
@@ -190,6 +192,7 @@ class Neo4jStore(GraphStore):
         def work(tx: Any) -> None:
             tx.run("MATCH ()-[l:LINKED_TO {run: $r}]->() DELETE l", r=run.uid).consume()
             tx.run("MATCH ()-[p:PREDICTED_IS_A {run: $r}]->() DELETE p", r=run.uid).consume()
+            tx.run("MATCH ()-[p:MAPS_TO {run: $r}]->() DELETE p", r=run.uid).consume()
             tx.run("MERGE (r:Run {uid: $uid}) SET r = $row", uid=run.uid, row=run.row()).consume()
             for batch in _batches(write.relinked):
                 tx.run("MATCH (o:Ontology {name: $o}) UNWIND $u AS x MATCH (m:Mention {uid: x})-[r:ORPHAN_OF]->(o) "
@@ -211,6 +214,12 @@ class Neo4jStore(GraphStore):
                         "method: $method, run: $run}]->(h) RETURN count(*) AS n",
                         rows=batch, method=run.method, run=run.uid), batch, "PREDICTED_IS_A",
                         (("s", label), ("h", "Concept")))
+            for batch in _batches(maps):
+                _all_written(tx, tx.run(
+                    "UNWIND $rows AS r MATCH (s:Concept {key: r.s}) MATCH (t:Concept {key: r.t}) "
+                    "CREATE (s)-[:MAPS_TO {predicate: r.p, confidence: r.c, justification: r.j, run: $run}]->(t) "
+                    "RETURN count(*) AS n", rows=batch, run=run.uid), batch, "MAPS_TO",
+                    (("s", "Concept"), ("t", "Concept")))
 
         self._write(work, f"writing run {run.uid}")
 
