@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from kgnorm.cli import (annotate_cmds, biocom_cmds, encoder_cmds, hierarchy_cmds, ingest, link_cmds, pretrain_cmds,
-                        query, rerank_cmds, train_cmds)
+from kgnorm.cli import (annotate_cmds, biocom_cmds, encoder_cmds, export_cmds, hierarchy_cmds, ingest, link_cmds,
+                        match_cmds, pretrain_cmds, query, rerank_cmds, serve_cmds, train_cmds)
 from kgnorm.errors import KgnormError
 from kgnorm.stores.base import redact
 
@@ -71,6 +71,8 @@ eval_app.command("link")(link_cmds.eval_link_cmd)
 eval_app.command("hierarchy")(hierarchy_cmds.eval_hierarchy_cmd)
 eval_app.command("relatedness")(encoder_cmds.eval_relatedness_cmd)
 eval_app.command("annotate")(annotate_cmds.eval_annotate_cmd)
+eval_app.command("match")(match_cmds.eval_match_cmd)
+eval_app.command("place")(match_cmds.eval_place_cmd)
 app.add_typer(eval_app, name="eval")
 
 corpus_app = typer.Typer(help="Entity-linked sentence corpora for BioCoM.", no_args_is_help=True)
@@ -82,6 +84,10 @@ app.command("annotate")(annotate_cmds.annotate_cmd)
 app.command("hypernyms")(hierarchy_cmds.hypernyms_cmd)
 app.command("embed")(link_cmds.embed_cmd)
 app.command("pretrain")(pretrain_cmds.pretrain_cmd)
+app.command("match")(match_cmds.match_cmd)
+app.command("place")(match_cmds.place_cmd)
+app.command("serve")(serve_cmds.serve_cmd)
+app.add_typer(export_cmds.export_app, name="export")
 
 
 def main(argv: list[str] | None = None) -> None:
