@@ -134,8 +134,11 @@ def test_review_with_token_changes_the_document_and_the_store(served):
     assert panel["concept"] == "TOYD:0003" and panel["reviews"][0]["decision"] == "concept"
     assert panel["candidates"][0]["uid"] == m["machine_concept"] and "parents" in panel["candidates"][0]
     assert any(x["mention_uid"] == m["uid"] for x in c.get("/api/reviews").json()["reviews"])
-    run = c.get("/api/runs").json()["runs"][0]
+    runs = c.get("/api/runs").json()["runs"]
+    run = next(r for r in runs if r["kind"] == "annotate")
     assert run["reviewed"] >= 1 and run["accepted_share"] is not None
+    ingest = next(r for r in runs if r["kind"] == "ingest")  # from the Ontology node an ingest writes
+    assert ingest["params"]["ontology"] == "toyd" and ingest["metrics"]["concepts"] == 6
 
 
 def test_every_page_and_read_route_answers(served):

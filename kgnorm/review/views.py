@@ -392,7 +392,19 @@ def runs_view(store: GraphStore, pending: Sequence[Review] = ()) -> dict[str, An
                      "params": _json(params), "metrics": _json(metrics), "created_at": at or "",
                      "reviewed": reviewed, "accepted": accepted,
                      "accepted_share": accepted / reviewed if reviewed else None})
+    runs += _ingest_runs(store)
+    runs.sort(key=lambda r: r["created_at"], reverse=True)
     return {"runs": runs}
+
+
+def _ingest_runs(store: GraphStore) -> list[dict[str, Any]]:
+    """An ingest writes no Run node: its Ontology node says what was loaded, from where and when."""
+    rows = store.query("MATCH (o:Ontology) RETURN o.name, o.format, o.source_path, o.version, o.concept_count, "
+                       "o.loaded_at").rows
+    return [{"uid": f"ingest:{name}", "kind": "ingest", "method": fmt or "", "model_path": "",
+             "params": {"ontology": name, "source": redact(src or ""), "version": version or ""},
+             "metrics": {"concepts": n}, "created_at": at or "", "reviewed": 0, "accepted": 0, "accepted_share": None}
+            for name, fmt, src, version, n, at in rows]
 
 
 def _json(text: str | None) -> Any:
