@@ -122,6 +122,12 @@ def test_match_writes_sssom_and_one_run_on_both_stores(capsys, tmp_path, journey
     code, _, err = run(capsys, *args)  # the same match again replaces its run
     assert code == 0, err
     assert _maps(capsys, store) == edges
+    # a new version of either ontology keeps the mappings whose two ends it keeps
+    (tmp_path / "tgtd2.obo").write_text(TGT.replace("name: Colorectal Neoplasms", "name: Colorectal Tumors"),
+                                        encoding="utf-8")
+    code, _, err = run(capsys, "ingest", "obo", str(tmp_path / "tgtd2.obo"), "--ontology", "tgtd", "--store", store, "-q")
+    assert code == 0, err
+    assert _maps(capsys, store) == edges
     code, txt, err = run(capsys, "query", "--saved", "concept_mappings", "--param", "uid=TGTD:1", "--format", "json",
                          "--store", store)
     assert code == 0, err

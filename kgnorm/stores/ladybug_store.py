@@ -216,6 +216,12 @@ class LadybugStore(LadybugStaging, GraphStore):
             "RETURN s.key, c.key, p.score, p.rank, p.level, p.method, p.run, s.ontology, c.ontology, s.uid, c.uid",
             o).rows if (r[7] != ontology or r[9] in keep) and (r[8] != ontology or r[10] in keep)]
         out.append(("PREDICTED_IS_A", pd.DataFrame(from_concepts, columns=cols), ' (from="Concept", to="Concept")'))
+        maps = [r[:6] for r in self.query(  # `kgnorm match` edges: kept while both ends stay
+            "MATCH (s:Concept)-[p:MAPS_TO]->(c:Concept) WHERE s.ontology = $o OR c.ontology = $o "
+            "RETURN s.key, c.key, p.predicate, p.confidence, p.justification, p.run, s.ontology, c.ontology, s.uid, c.uid",
+            o).rows if (r[6] != ontology or r[8] in keep) and (r[7] != ontology or r[9] in keep)]
+        out.append(("MAPS_TO", pd.DataFrame(maps, columns=["from", "to", "predicate", "confidence", "justification",
+                                                           "run"]), ""))
         return out
 
     def _orphan_rows(self, ontology: str, keep: set[str], moved: dict[str, str]) -> pd.DataFrame:
