@@ -224,3 +224,32 @@ def test_a_one_megabyte_document_is_annotated_and_kept_whole(capsys, tmp_path, t
     rows = _json(capsys, store, "--saved", "current_links")
     assert {(r["mention"], text[r["start"]:r["end"]]) for r in rows} >= {("Breast cancer", "Breast cancer"),
                                                                         ("Ovarian cancer", "Ovarian cancer")}
+
+
+def test_a_store_made_before_reviews_is_upgraded_when_the_desk_opens_it(capsys, tmp_path, tiny_bert_dir):
+    from kgnorm.review.views import document_view
+    from kgnorm.stores import open_store
+
+    store = f"ladybug://{tmp_path}/graph"
+    model = build(tmp_path, capsys, store, tiny_bert_dir)
+    _annotate(capsys, tmp_path, store, model)
+    bc = _mention(capsys, store, "breast cancer")
+    import ladybug as lb  # undo what this version's schema added: the store as an older kgnorm left it
+
+    db = lb.Database(str(tmp_path / "graph"))
+    conn = lb.Connection(db)
+    for stmt in ("DROP TABLE REVIEWED", "DROP TABLE Review", "ALTER TABLE Document DROP title",
+                 "ALTER TABLE Document DROP text"):
+        conn.execute(stmt)
+    conn.close()
+    db.close()
+    desk = ReviewDesk(store)
+    try:
+        with desk.reading() as st:
+            view = document_view(st, "d1")
+        assert view["text"] == "" and view["text_missing"] and view["mentions"]
+        desk.record(bc["mention_uid"], "nil", reviewer="old")
+    finally:
+        desk.close()
+    with open_store(store, read_only=True) as st:
+        assert st.run_saved("reviews").rows[0][4] == "nil"

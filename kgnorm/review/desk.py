@@ -45,6 +45,8 @@ class ReviewDesk:
         self._linker = _ModelCandidates(model) if model else None
         self._stop = threading.Event()
         self._retry: threading.Thread | None = None
+        if self.path is not None and not read_only:
+            self._upgrade_schema()
         with self.reading() as st:  # a missing store is an error now, not at the first page
             if self.journal is not None:
                 journaled = [r.uid for r in self.journal.reviews()]
@@ -52,6 +54,16 @@ class ReviewDesk:
         if self.journal is not None and not read_only:
             self._retry = threading.Thread(target=self._retry_pending, args=(retry_s,), daemon=True)
             self._retry.start()
+
+    def _upgrade_schema(self) -> None:
+        """A store made before reviews (or documents' text) existed gets their tables now, as any
+        writer's open gives them: read-only opens cannot add them. Skipped while another process
+        writes the store (that writer's open added them)."""
+        try:
+            open_store(self.uri, lock_timeout=self.lock_timeout).close()
+        except StoreError as exc:
+            if "locked" not in str(exc):
+                raise
 
     # -- reads ---------------------------------------------------------------------
     def _stamp(self) -> tuple[Any, ...]:
