@@ -17,16 +17,9 @@ from typing import Any, Iterator
 from kgnorm.errors import StoreError
 from kgnorm.review.journal import ReviewJournal
 from kgnorm.review.records import AddedMention, Review, applied, apply_review, make_review
-from kgnorm.stores import NEO4J_SCHEMES, GraphStore, check_store_uri, open_store
+from kgnorm.stores import GraphStore, check_store_uri, embedded_path, open_store
 
 RETRY_S = 2.0
-
-
-def embedded_path(uri: str) -> Path | None:
-    """The store's path when it is embedded (LadybugDB), None for a Neo4j URI."""
-    if uri.startswith(NEO4J_SCHEMES):
-        return None
-    return Path(uri[len("ladybug://"):] if uri.startswith("ladybug://") else uri)
 
 
 class ReviewDesk:
@@ -36,7 +29,7 @@ class ReviewDesk:
         self.read_only = read_only
         self.lock_timeout = lock_timeout
         self.path = embedded_path(self.uri)
-        self.journal = ReviewJournal(f"{self.path}.reviews.jsonl") if self.path is not None else None
+        self.journal = ReviewJournal.beside(self.path) if self.path is not None else None
         self._reader: GraphStore | None = None
         self._reader_stamp: tuple[Any, ...] = ()
         self._read_lock = threading.RLock()

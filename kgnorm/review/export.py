@@ -95,14 +95,14 @@ def reviewed_mentions(store: Any, ontology: str | None = None, with_nil: bool = 
 def pending_reviews(uri: str, store: Any) -> int:
     """Reviews an embedded store's journal holds that are not in the store yet (another process held
     it when they were made): they cannot be exported until written."""
-    from kgnorm.review.desk import embedded_path
+    from kgnorm.stores import embedded_path
     from kgnorm.review.journal import ReviewJournal
     from kgnorm.review.records import applied
 
     path = embedded_path(uri)
     if path is None:
         return 0
-    uids = [r.uid for r in ReviewJournal(f"{path}.reviews.jsonl").reviews()]
+    uids = [r.uid for r in ReviewJournal.beside(path).reviews()]
     return len(uids) - len(applied(store, uids)) if uids else 0
 
 

@@ -16,6 +16,12 @@ class ReviewJournal:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._read: tuple[tuple[int, int] | None, list[Review]] = (None, [])  # (file stamp, its reviews)
+
+    @classmethod
+    def beside(cls, store_path: Path) -> "ReviewJournal":
+        """The journal of an embedded store: ``<store>.reviews.jsonl``."""
+        return cls(f"{store_path}.reviews.jsonl")
 
     def append(self, review: Review) -> None:
         line = json.dumps(review.record(), sort_keys=True, ensure_ascii=False) + "\n"
@@ -25,14 +31,21 @@ class ReviewJournal:
             os.fsync(fh.fileno())
 
     def reviews(self) -> list[Review]:
-        """Every review journaled, oldest first (a torn last line from a crash is skipped)."""
-        if not self.path.exists():
-            return []
-        out: list[Review] = []
-        with self._lock, open(self.path, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    out.append(Review.from_record(json.loads(line)))
-                except (ValueError, TypeError):
-                    continue
-        return out
+        """Every review journaled, oldest first (a torn last line from a crash is skipped). Read
+        again only when the file changed (any process may append): pages ask on every request."""
+        with self._lock:
+            try:
+                st = self.path.stat()
+            except FileNotFoundError:
+                return []
+            stamp = (st.st_mtime_ns, st.st_size)
+            if stamp != self._read[0]:
+                out: list[Review] = []
+                with open(self.path, encoding="utf-8") as fh:
+                    for line in fh:
+                        try:
+                            out.append(Review.from_record(json.loads(line)))
+                        except (ValueError, TypeError):
+                            continue
+                self._read = (stamp, out)
+            return list(self._read[1])

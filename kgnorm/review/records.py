@@ -176,5 +176,4 @@ def apply_review(store: GraphStore, review: Review) -> None:
 
 def applied(store: GraphStore, uids: list[str]) -> set[str]:
     """Those of `uids` that are Review nodes in the store (index lookups)."""
-    q = "UNWIND $u AS x MATCH (r:Review {uid: x}) RETURN r.uid"
-    return {row[0] for i in range(0, len(uids), 5000) for row in store.query(q, {"u": uids[i:i + 5000]}).rows}
+    return {row[0] for row in store.rows_for("UNWIND $u AS x MATCH (r:Review {uid: x}) RETURN r.uid", uids)}

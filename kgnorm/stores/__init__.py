@@ -35,12 +35,18 @@ def check_store_uri(uri: str | None) -> str:
     return uri
 
 
-def store_exists(uri: str) -> bool:
-    """A Neo4j URI names a server (always there to try); an embedded store is a path."""
+def embedded_path(uri: str | None) -> Path | None:
+    """The path of an embedded (LadybugDB) store, None for a Neo4j URI."""
     uri = check_store_uri(uri)
     if uri.startswith(NEO4J_SCHEMES):
-        return True
-    return Path(uri[len("ladybug://"):] if uri.startswith("ladybug://") else uri).exists()
+        return None
+    return Path(uri[len("ladybug://"):] if uri.startswith("ladybug://") else uri)
+
+
+def store_exists(uri: str) -> bool:
+    """A Neo4j URI names a server (always there to try); an embedded store is a path."""
+    path = embedded_path(uri)
+    return path is None or path.exists()
 
 
 def open_store(uri: str | None = None, read_only: bool = False, create: bool = False,
@@ -52,14 +58,14 @@ def open_store(uri: str | None = None, read_only: bool = False, create: bool = F
     `buffer_pool_mb` bounds LadybugDB's page cache (by default most of the RAM, and it grows
     with writes); a Neo4j server manages its own memory."""
     uri = check_store_uri(uri)
-    if uri.startswith(NEO4J_SCHEMES):
+    path = embedded_path(uri)
+    if path is None:
         from kgnorm.stores.neo4j_store import Neo4jStore
         return Neo4jStore(uri, read_only=read_only)
-    path = uri[len("ladybug://"):] if uri.startswith("ladybug://") else uri
     from kgnorm.stores.ladybug_store import LadybugStore
-    return LadybugStore(Path(path), read_only=read_only, create=create, lock_timeout=lock_timeout,
+    return LadybugStore(path, read_only=read_only, create=create, lock_timeout=lock_timeout,
                         buffer_pool_mb=buffer_pool_mb)
 
 
 __all__ = ["DocumentRow", "GraphStore", "LinkEdge", "LoadSummary", "MentionRow", "PredictionEdge", "QueryResult",
-           "RunRecord", "RunWrite", "check_store_uri", "open_store", "store_exists", "redact", "resolve_store_uri", "DEFAULT_STORE"]
+           "RunRecord", "RunWrite", "check_store_uri", "embedded_path", "open_store", "store_exists", "redact", "resolve_store_uri", "DEFAULT_STORE"]

@@ -22,6 +22,7 @@ from kgnorm.stores.stages import STAGING, owner_is_gone
 
 _CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/*|^|/)([^/@:\s]+):([^@/\s]*)@")
 
+LOOKUP_CHUNK = 5000  # keys per statement in a lookup of many (GraphStore.rows_for)
 CONCEPT_COLUMNS = ["key", "uid", "ontology", "code", "name", "synonyms", "synonym_scopes", "alt_ids",
                    "xrefs", "definition", "depth", "level_label", "obsolete"]
 @dataclass
@@ -207,19 +208,22 @@ class GraphStore(ReingestReads, ABC):
         now, not only when the next link run starts."""
         self.abandoned = self.clear_abandoned_stages()
 
+    def rows_for(self, cypher: str, values: Sequence[Any], chunk: int = LOOKUP_CHUNK) -> list[list[Any]]:
+        """The rows of `cypher` (which UNWINDs `$u`) for every value, asked `chunk` values at a time:
+        the one way index lookups of many keys are made, so no statement carries a huge list."""
+        rows: list[list[Any]] = []
+        for i in range(0, len(values), chunk):
+            rows.extend(self.query(cypher, {"u": list(values[i:i + chunk])}).rows)
+        return rows
+
     def mention_texts(self, uids: list[str]) -> dict[str, tuple[str, str]]:
         """uid -> (text, doc_id) of those of `uids` that are Mention nodes (index lookups)."""
-        out: dict[str, tuple[str, str]] = {}
-        for i in range(0, len(uids), 5000):
-            for uid, text, doc in self.query("UNWIND $u AS x MATCH (m:Mention {uid: x}) RETURN m.uid, m.text, m.doc_id",
-                                             {"u": uids[i:i + 5000]}).rows:
-                out[uid] = (text, doc or "")
-        return out
+        return {uid: (text, doc or "") for uid, text, doc in self.rows_for(
+            "UNWIND $u AS x MATCH (m:Mention {uid: x}) RETURN m.uid, m.text, m.doc_id", uids)}
 
     def document_uids(self, uids: list[str]) -> set[str]:
         """Those of `uids` that are Document nodes already (index lookups)."""
-        q = "UNWIND $u AS x MATCH (d:Document {uid: x}) RETURN d.uid"
-        return {r[0] for i in range(0, len(uids), 5000) for r in self.query(q, {"u": uids[i:i + 5000]}).rows}
+        return {r[0] for r in self.rows_for("UNWIND $u AS x MATCH (d:Document {uid: x}) RETURN d.uid", uids)}
 
     @abstractmethod
     def write_statements(self, statements: Sequence[tuple[str, dict[str, Any]]], what: str) -> None:
@@ -265,12 +269,8 @@ class GraphStore(ReingestReads, ABC):
 
     def uid_lookup(self, uids: list[str]) -> list[tuple[str, str, str]]:
         """(uid, key, ontology) of every concept that has one of `uids` (index lookups by uid)."""
-        out: list[tuple[str, str, str]] = []
-        for i in range(0, len(uids), 5000):
-            out.extend(tuple(r) for r in self.query(
-                "UNWIND $u AS x MATCH (i:ConceptId {uid: x})-[:IDENTIFIES]->(c:Concept) "
-                "RETURN c.uid, c.key, c.ontology", {"u": uids[i:i + 5000]}).rows)
-        return out
+        return [tuple(r) for r in self.rows_for(
+            "UNWIND $u AS x MATCH (i:ConceptId {uid: x})-[:IDENTIFIES]->(c:Concept) RETURN c.uid, c.key, c.ontology", uids)]
 
     def run_keys(self, write: RunWrite) -> dict[str, str]:
         """Concept keys for every concept a run writes to; a missing one fails the whole write."""
@@ -286,10 +286,7 @@ class GraphStore(ReingestReads, ABC):
     def mapping_keys(self, write: RunWrite) -> None:
         """Every MAPS_TO end must be a stored concept of its ontology; a missing one fails the whole write."""
         keys = sorted({k for e in write.mappings for k in e.keys()})
-        have: set[str] = set()
-        for i in range(0, len(keys), 5000):
-            have.update(r[0] for r in self.query("UNWIND $k AS x MATCH (c:Concept {key: x}) RETURN c.key",
-                                                 {"k": keys[i:i + 5000]}).rows)
+        have = {r[0] for r in self.rows_for("UNWIND $u AS x MATCH (c:Concept {key: x}) RETURN c.key", keys)}
         missing = [k for k in keys if k not in have]
         if missing:
             raise StoreError(f"writing run {write.run.uid} failed, store unchanged: {len(missing)} mapped "
