@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kgnorm.cli import (annotate_cmds, biocom_cmds, encoder_cmds, export_cmds, hierarchy_cmds, ingest, link_cmds,
-                        match_cmds, pretrain_cmds, query, rerank_cmds, serve_cmds, train_cmds)
+                        match_cmds, pretrain_cmds, query, serve_cmds, train_cmds)
 from kgnorm.errors import KgnormError
 from kgnorm.stores.base import redact
 
@@ -64,7 +64,7 @@ app.command("query")(query.query)
 app.command("ontologies")(query.ontologies)
 app.command("compact")(ingest.compact_cmd)
 
-app.add_typer(rerank_cmds.with_rerank(train_cmds.train_app), name="train")  # one command per registered method
+app.add_typer(train_cmds.train_app, name="train")  # one command per registered method
 
 eval_app = typer.Typer(help="Evaluate models (linking, hierarchy, relatedness).", no_args_is_help=True)
 eval_app.command("link")(link_cmds.eval_link_cmd)

@@ -138,3 +138,91 @@ def test_a_registered_method_trains_through_kgnorm_train(toy_method, tmp_path, c
     assert vecs.shape == (2, 8) and np.isfinite(vecs).all()
     code, _, err = run(capsys, "train", "toy", "--out", str(tmp_path / "x"), "--store", store)
     assert code != 0 and "--ontology" in err
+
+
+LOOKUP_RECIPE = '''
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgnorm.linking.dictionary import ontology_dictionary
+from kgnorm.methods.model_dir import write_model_meta
+from kgnorm.methods.options import option, out_option
+from kgnorm.methods.recipes import PIPELINE, read_snapshot
+from kgnorm.text.pipeline import TextPipeline
+
+
+@dataclass(kw_only=True)
+class Options:
+    """Train the lookup: a concept is found by one of its names, lowercased, exactly."""
+
+    ontology: str = option(help="Ontology name in the store.")
+    out: Path = out_option()
+
+
+def train(opts, store=None, quiet=False):
+    _, snap, _ = read_snapshot(store, opts.ontology, hierarchy=False)
+    ontology_dictionary(snap, TextPipeline().normalize_name).save(Path(opts.out) / "names")
+    write_model_meta(opts.out, {"method": "lookup", "ontology": opts.ontology, "ontology_version": snap.version,
+                                "text_pipeline": PIPELINE})
+    return Path(opts.out)
+'''
+
+LOOKUP_MODEL = '''
+from pathlib import Path
+
+from kgnorm.linking.candidates import Candidate
+from kgnorm.linking.dictionary import NameDictionary
+
+
+class Lookup:
+    """An ``index`` kind model: a dictionary, and ``link`` -> Candidate rows per query."""
+
+    def __init__(self, model_dir):
+        self.dictionary = NameDictionary.load(Path(model_dir) / "names")
+
+    def link(self, queries, top_k=5, batch_size=512):
+        d = self.dictionary
+        rows = [d.index_of(q.lower()) for q in queries]
+        return [[] if r is None else [Candidate(r, tuple(d.uids[r]), d.names[r], 1.0)] for r in rows]
+
+
+def load_lookup(model_dir):
+    return Lookup(model_dir)
+'''
+
+
+def test_a_registered_linker_links_through_kgnorm_link(tmp_path, monkeypatch, capsys):
+    """The README's "Adding a method": a folder with recipe.py and model.py and one `register` call make
+    `kgnorm train lookup` and let `kgnorm link` use its directory, no CLI file or job touched."""
+    from kgnorm.methods import registry
+
+    pkg = tmp_path / "plugins" / "lookplug"
+    (pkg / "lookup").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "lookup" / "__init__.py").write_text("")
+    (pkg / "lookup" / "recipe.py").write_text(textwrap.dedent(LOOKUP_RECIPE))
+    (pkg / "lookup" / "model.py").write_text(textwrap.dedent(LOOKUP_MODEL))
+    monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
+    monkeypatch.setattr(registry, "METHODS", dict(registry.METHODS))
+    registry.register(registry.Method("lookup", "lookplug.lookup.model:load_lookup", package="lookplug.lookup"))
+    try:
+        store = f"ladybug://{tmp_path}/graph"
+        assert run(capsys, "ingest", "obo", str(FIX / "obo/hp_mini.obo"), "--ontology", "hp", "--store", store,
+                   "-q")[0] == 0
+        model = tmp_path / "lookup"
+        code, _, err = run(capsys, "train", "lookup", "--ontology", "hp", "--out", str(model), "--store", store, "-q")
+        assert code == 0, err
+        mentions = tmp_path / "m.tsv"
+        mentions.write_text("id\ttext\nq1\tCurly Finger\nq2\tfictional nail ridge\nq3\tno such thing\n")
+        code, out, err = run(capsys, "link", "--model", str(model), "--input", str(mentions), "--store", store, "-q")
+        assert code == 0, err
+        rows = [line.split("\t") for line in out.strip().splitlines()]
+        assert rows[0] == ["mention_id", "mention", "rank", "concept_uids", "score", "nil"]
+        assert [(r[0], r[2], r[3], r[4]) for r in rows[1:]] == [("q1", "1", "HP:9990001", "1.0000"),
+                                                               ("q2", "1", "HP:9990003", "1.0000")]
+        code, out, err = run(capsys, "query", "MATCH (r:Run) RETURN r.method AS m", "--format", "json",
+                             "--store", store)
+        assert code == 0 and json.loads(out) == [{"m": "lookup"}], err
+    finally:
+        for mod in [m for m in sys.modules if m.startswith("lookplug")]:
+            del sys.modules[mod]

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgnorm.methods.registry import model_meta, open_linker
+from kgnorm.methods.registry import model_meta, open_linker, run_method
 
 __all__ = ["open_linker", "model_meta", "linker_method"]
 
 
 def linker_method(meta: dict[str, Any]) -> str:
-    """The method a Run records: what :func:`open_linker`'s linker calls itself."""
-    if meta["method"] in ("rerank", "ensemble"):
-        return meta["method"]
-    return "rerank" if meta.get("reranker") else meta["method"]
+    """The method a Run records: what :func:`open_linker`'s linker calls itself (the registry decides
+    by the method's kind, kgnorm.methods.registry.run_method)."""
+    return run_method(meta)

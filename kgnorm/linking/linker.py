@@ -1,7 +1,7 @@
 """The linker: mentions → text pipeline → model → ranked candidates per part.
 
 Streams: mentions are read, prepared and linked in batches, so memory follows the batch
-size, not the corpus. Output rows (DESIGN §5) and store edges are derived from the same
+size, not the corpus. Output rows (docs/formats.md, "What link writes") and store edges are derived from the same
 `LinkedMention` objects, so the TSV and the graph never disagree.
 """
 from __future__ import annotations
@@ -43,11 +43,12 @@ class DictionaryLinker:
 
 
 class ContextLinker:
-    """Adapter for BioCoM: each part is embedded inside its mention's sentence."""
+    """Adapter for context models (BioCoM): each part is embedded inside its mention's sentence; the
+    model's ``link([(text, context), ...], top_k=)`` answers ``(uid, score)`` pairs per item."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, method: str = "biocom") -> None:
         self.model = model
-        self.method = "biocom"
+        self.method = method
 
     def link_parts(self, queries: list[str], mentions: list[Mention], whole: list[bool],
                    top_k: int) -> list[list[Hit]]:
@@ -122,7 +123,7 @@ def link_stream(linker: PartLinker, pipeline: TextPipeline,
 
 
 def tsv_rows(linked: LinkedMention, top_k: int) -> list[list[str]]:
-    """The TSV rows of one mention (DESIGN §5): one per rank, one concept per part, parts
+    """The TSV rows of one mention (docs/formats.md, "What link writes"): one per rank, one concept per part, parts
     joined by ``|``. `eval link` scores exactly these rows (kgnorm.evaluation.link_tsv)."""
     rows = []
     for rank, hits in linked.ranks(top_k):

@@ -1,4 +1,4 @@
-"""Model directories (DESIGN.md section 6): every trained model is a directory with a
+"""Model directories (docs/architecture.md, "Model directories"): every trained model is a directory with a
 ``kgnorm-model.json`` naming its ``method``; reading and writing that file is shared by all
 methods, so ``link``, ``embed`` and ``hypernyms`` need nothing but the directory."""
 from __future__ import annotations

@@ -1,10 +1,39 @@
-"""The methods by name: which function loads a trained model directory, which trains one, and
-the recipe that trains one from the store (what `kgnorm train METHOD` and `Workbench.train` run);
-and :func:`open_linker`, a model directory as the linker `link`, `annotate` and `eval link` rank with.
+"""The methods by name: which function loads a trained model directory, which trains one, the
+recipe that trains one from the store (what `kgnorm train METHOD` and `Workbench.train` run), and
+the *kind* that says how a directory becomes the linker `link`, `annotate` and `eval link` rank with
+(:func:`open_linker`; :func:`model_meta` is its meta without any weights loaded).
 
 Entries are import paths, resolved on use, so that naming a method never imports torch or
 another method. A new method is a folder beside the others and one line here (or a
-:func:`register` call from its own package).
+:func:`register` call from its own package); no CLI file, job or branch on its name.
+
+What a method provides (``kgnorm/methods/<name>/``, or ``package``):
+
+* ``recipe.py``: ``Options``, a ``kw_only`` dataclass whose fields (``kgnorm.methods.options.option``)
+  carry each flag, default and help -- `kgnorm train <name>` is generated from it, ``out`` is
+  ``--out`` -- and ``train(opts, store=None, quiet=False) -> Path``, which writes the model
+  directory with a ``kgnorm-model.json`` whose ``method`` is ``<name>`` (and ``ontology``,
+  ``ontology_version``, ``text_pipeline`` when it links: `link` checks and reads them).
+* ``loader`` (``module:function``): ``load(model_dir)`` → the model; an encoder has
+  ``encode(names) -> np.ndarray`` (`embed`, `hypernyms`, `eval hierarchy`).
+* ``kind``, one of :data:`KINDS`, with what it asks of the loaded model:
+
+  - ``index`` (the default; BioSyn, BNE, DILBERT): ``model.dictionary`` (a
+    :class:`~kgnorm.linking.dictionary.NameDictionary`) and ``model.link(queries, top_k=, batch_size=)``
+    → per query its :class:`~kgnorm.linking.candidates.Candidate` rows, best first; optional
+    ``prefetch(queries)``. Linked through :class:`~kgnorm.linking.linker.DictionaryLinker` (one concept
+    per rank, :func:`~kgnorm.linking.concepts.link_concepts`), reranked when the meta has a
+    ``reranker`` block (`train biosyn --rerank`). ``linker`` (``module:function``) may load a lighter
+    model for linking only. A model without ``link`` is refused ("has no name index").
+  - ``context`` (BioCoM): ``model.link([(text, sentence), ...], top_k=)`` → per item ``(uid, score)``
+    pairs; linked through :class:`~kgnorm.linking.linker.ContextLinker`.
+  - ``wrapper`` (rerank, ensemble): a directory over other model directories. ``opener``
+    (``module:function``, ``(model_dir, meta) -> (linker, meta)``) returns a
+    :class:`~kgnorm.linking.candidates.PartLinker` -- ``method`` and ``link_parts(queries, mentions,
+    whole, top_k) -> list[list[Hit]]``, one list per query part -- and ``meta_reader``
+    (``(model_dir, meta) -> meta``, no weights) the meta a job needs; both open the wrapped
+    directories through :func:`open_linker` / :func:`model_meta`.
+  - ``encoder`` (DAN): encodes names, does not link; ``detector`` (NER): `annotate --ner` only.
 """
 from __future__ import annotations
 
@@ -16,17 +45,34 @@ from typing import Any, Callable
 from kgnorm.errors import KgnormError
 from kgnorm.methods.model_dir import read_model_meta
 
+# the kinds of model directory (the module docstring says what each asks of a method)
+INDEX, CONTEXT, WRAPPER, ENCODER, DETECTOR = "index", "context", "wrapper", "encoder", "detector"
+KINDS = (INDEX, CONTEXT, WRAPPER, ENCODER, DETECTOR)
+RERANKED = "rerank"  # the method a Run records for an index linker with its own ``reranker`` block
+
+
 @dataclass(frozen=True)
 class Method:
     """A method's folder, by convention: ``kgnorm/methods/<name>/recipe.py`` holds ``Options`` (its
     options, each field with its default and help: the `kgnorm train <name>` command is generated
     from them) and ``train(options, store=None, quiet=False)``; ``loader`` (``module:function``)
-    reads a model directory it wrote. ``package`` overrides ``kgnorm.methods.<name>``."""
+    reads a model directory it wrote. ``package`` overrides ``kgnorm.methods.<name>``. ``kind``
+    (one of :data:`KINDS`) says how :func:`open_linker` links with it; a ``wrapper`` names its
+    ``opener`` and ``meta_reader``."""
 
     name: str
     loader: str
     package: str = ""
     linker: str = ""  # ``module:function`` loading the model for linking only (default: `loader`)
+    kind: str = INDEX
+    opener: str = ""  # wrapper: ``module:function``, (model_dir, meta) -> (PartLinker, meta)
+    meta_reader: str = ""  # wrapper: ``module:function``, (model_dir, meta) -> meta, no weights loaded
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise KgnormError(f"method {self.name!r}: unknown kind {self.kind!r} (kinds: {', '.join(KINDS)})")
+        if self.kind == WRAPPER and not self.opener:
+            raise KgnormError(f"method {self.name!r}: a wrapper names its opener (module:function)")
 
     @property
     def module(self) -> str:
@@ -72,13 +118,18 @@ def register(entry: Method) -> Method:
 
 for _entry in (Method("biosyn", "kgnorm.methods.biosyn.model:load_biosyn",
                       linker="kgnorm.methods.biosyn.retrieval:load_biosyn_linker"),
-               Method("dan", "kgnorm.methods.dan.model:load_dan"),
-               Method("biocom", "kgnorm.methods.biocom.linker:load_biocom"),
+               Method("dan", "kgnorm.methods.dan.model:load_dan", kind=ENCODER),
+               Method("biocom", "kgnorm.methods.biocom.linker:load_biocom", kind=CONTEXT),
                Method("bne", "kgnorm.methods.bne.model:load_bne"),
                Method("dilbert", "kgnorm.methods.dilbert.model:load_dilbert",
                       linker="kgnorm.methods.dilbert.linker:load_dilbert_linker"),
-               Method("ner", "kgnorm.methods.ner.model:load_ner"),
-               Method("ensemble", "kgnorm.methods.ensemble.linker:load_ensemble")):
+               Method("ner", "kgnorm.methods.ner.model:load_ner", kind=DETECTOR),
+               Method("ensemble", "kgnorm.methods.ensemble.linker:load_ensemble", kind=WRAPPER,
+                      opener="kgnorm.methods.ensemble.linker:open_ensemble_dir",
+                      meta_reader="kgnorm.methods.ensemble.linker:ensemble_meta"),
+               Method("rerank", "kgnorm.methods.rerank.wrapper:load_rerank", kind=WRAPPER,
+                      opener="kgnorm.methods.rerank.wrapper:open_rerank",
+                      meta_reader="kgnorm.methods.rerank.wrapper:rerank_meta")):
     register(_entry)
 
 
@@ -94,62 +145,65 @@ def method(name: str) -> Method:
         raise KgnormError(f"unknown model method {name!r} (known: {', '.join(METHODS)})") from None
 
 
+def entry_for(meta: dict[str, Any], model_dir: str | Path) -> Method:
+    """The registered method of a model directory's ``meta``; an unknown one is one line."""
+    entry = METHODS.get(meta["method"])
+    if entry is None:
+        raise KgnormError(f"{model_dir}: unknown model method {meta['method']!r}")
+    return entry
+
+
 def load_encoder(model_dir: str | Path) -> Any:
     """The trained model behind `model_dir`; every one has `.encode(names) -> np.ndarray`."""
-    name = read_model_meta(model_dir)["method"]
-    if name not in METHODS:
-        raise KgnormError(f"{model_dir}: unknown model method {name!r}")
-    if name == "ner":
+    entry = entry_for(read_model_meta(model_dir), model_dir)
+    if entry.kind == DETECTOR:
         raise KgnormError(f"{model_dir} is a mention detector (`annotate --ner`), not a linking model")
-    return METHODS[name].load()(model_dir)
-
-
-def _reranked(inner: Any, scorer_dir: Path, top_k: int, max_length: int) -> Any:
-    from kgnorm.methods.rerank.linker import RerankLinker
-    from kgnorm.methods.rerank.model import CrossScorer
-
-    return RerankLinker(inner, CrossScorer.load(scorer_dir, max_length), top_k)
+    return entry.load()(model_dir)
 
 
 def model_meta(model_dir: str | Path) -> dict[str, Any]:
     """The meta :func:`open_linker` returns, without loading any weights (what a Ray driver needs:
-    the text pipeline, the ontology, the method)."""
+    the text pipeline, the ontology, the method): a wrapper's ``meta_reader``, else the directory's."""
     meta = read_model_meta(model_dir)
-    if meta["method"] == "rerank":
-        inner_meta = {k: v for k, v in model_meta(meta["linker"]).items() if k != "reranker"}
-        return {**inner_meta, **meta}
-    if meta["method"] == "ensemble":
-        return {**meta, "member_meta": [model_meta(m) for m in meta["members"]]}
+    entry = METHODS.get(meta["method"])
+    if entry is not None and entry.kind == WRAPPER and entry.meta_reader:
+        return _resolve(entry.meta_reader)(model_dir, meta)
     return meta
+
+
+def run_method(meta: dict[str, Any]) -> str:
+    """The method a Run records (what :func:`open_linker`'s linker calls itself): an index linker with
+    its own ``reranker`` block is ``rerank``."""
+    entry = METHODS.get(meta["method"])
+    if entry is not None and entry.kind == WRAPPER:
+        return meta["method"]
+    return RERANKED if meta.get("reranker") else meta["method"]
 
 
 def open_linker(model_dir: str | Path) -> tuple[Any, dict[str, Any]]:
     """The linker (a :class:`kgnorm.linking.candidates.PartLinker`) of a model directory and the meta
-    the job needs: the method's model behind its adapter (kgnorm.linking.linker), wrapped by its
-    cross-encoder when the directory is a reranker (``method: rerank``, naming its linker) or holds one
-    (a ``reranker`` block: `train biosyn --rerank`); an ensemble (``method: ensemble``) opens each of
-    its members this way and fuses them (its meta then carries the members' metas, ``member_meta``)."""
+    the job needs, by the method's kind: an ``index`` model behind
+    :class:`~kgnorm.linking.linker.DictionaryLinker`, wrapped by its cross-encoder when the directory
+    holds one (a ``reranker`` block: `train biosyn --rerank`); a ``context`` model behind
+    :class:`~kgnorm.linking.linker.ContextLinker`; a ``wrapper`` (a reranker directory naming its
+    linker, an ensemble of members, each opened this way) by its ``opener``."""
     from kgnorm.linking.linker import ContextLinker, DictionaryLinker
 
     meta = read_model_meta(model_dir)
-    if meta["method"] == "rerank":  # a cross-encoder over the linker its directory names
-        inner, inner_meta = open_linker(meta["linker"])
-        if "reranker" in inner_meta:  # a directory that holds its own reranker: rerank its linker only
-            inner = inner.inner
-        return _reranked(inner, Path(model_dir), meta["top_k"], meta.get("max_length", 64)), model_meta(model_dir)
-    if meta["method"] == "ensemble":
-        from kgnorm.methods.ensemble.linker import open_ensemble
-
-        linker, metas = open_ensemble(meta)
-        return linker, {**meta, "member_meta": metas}
-    entry = METHODS.get(meta["method"])
-    model = _resolve(entry.linker)(model_dir) if entry is not None and entry.linker else load_encoder(model_dir)
-    if meta["method"] == "biocom":
-        return ContextLinker(model), meta
+    entry = entry_for(meta, model_dir)
+    if entry.kind == WRAPPER:
+        return _resolve(entry.opener)(model_dir, meta)
+    if entry.kind == ENCODER:
+        raise KgnormError(f"{model_dir}: a {meta['method']} model has no name index to link with")
+    model = _resolve(entry.linker)(model_dir) if entry.linker else load_encoder(model_dir)
+    if entry.kind == CONTEXT:
+        return ContextLinker(model, meta["method"]), meta
     if not hasattr(model, "link"):
         raise KgnormError(f"{model_dir}: a {meta['method']} model has no name index to link with")
     linker: Any = DictionaryLinker(model, meta["method"])
     block = meta.get("reranker")
     if block:
-        linker = _reranked(linker, Path(model_dir) / block["path"], block["top_k"], block.get("max_length", 64))
+        from kgnorm.methods.rerank.wrapper import reranked
+
+        linker = reranked(linker, Path(model_dir) / block["path"], block["top_k"], block.get("max_length", 64))
     return linker, meta

@@ -14,7 +14,7 @@ from kgnorm.methods.refit import Phase, run_phases
 from kgnorm.progress import note
 
 # What `train biosyn` runs without tuning flags, and BioSyn's own recipe (README: which
-# BENCHMARKS.md figure chose the default).
+# benchmarks/LOG.md figure chose the default).
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {"sparse_weight": 30.0, "exclude_query_name": True, "max_minutes": 45.0},
     "paper": {"sparse_weight": 0.0, "exclude_query_name": False, "max_minutes": None},

@@ -22,7 +22,7 @@ class Options:
     ontology: str = option(MISSING, help='Ontology name in the store.')
     out: Path = out_option()
     word_vectors: Path | None = option(None, help="fastText .bin / word2vec .vec file; default: made from the ontology's names and definitions (--word-source).")
-    word_source: str = option('fasttext', help="Without --word-vectors: fasttext (trained on the ontology's text) or encoder (each word of that text encoded alone by --encoder: static transformer vectors, far better synonym retrieval on MEDIC, see BENCHMARKS.md).")
+    word_source: str = option('fasttext', help="Without --word-vectors: fasttext (trained on the ontology's text) or encoder (each word of that text encoded alone by --encoder: static transformer vectors, far better synonym retrieval on MEDIC, see benchmarks/LOG.md).")
     encoder: Path | None = option(None, help='Local Hugging Face encoder directory for --word-source encoder (default: the offline MiniLM).')
     dev: Path | None = option(None, help="Dev mentions for early stopping (Acc@1); default: a seeded held-out slice of the ontology's synonyms.")
     input_format: str | None = input_format()
@@ -43,7 +43,7 @@ class Options:
 
 
 def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
-    """Train BNE (Phan et al. 2019) into ``out``; 55 minutes is the budget of the BENCHMARKS.md runs."""
+    """Train BNE (Phan et al. 2019) into ``out``; 55 minutes is the budget of the benchmarks/LOG.md runs."""
     from kgnorm.methods.bne.train import BneConfig, train_bne
 
     opts = replace(opts, out=Path(opts.out))

@@ -47,7 +47,7 @@ class Options:
     level: int = option(MISSING, help='Hierarchy level K (1 = just below the root … 4).')
     out: Path = out_option()
     word_vectors: Path | None = option(None, help="fastText .bin / word2vec .vec file; default: train fastText on the ontology's names and definitions.")
-    input_kind: str | None = option(None, '--input', help="The DAN's input per name. encoder (default with --preset cpu-fast): the mean-pooled vector of a frozen encoder (--encoder), computed once for the split's names and kept with the model (stronger on HPO, see BENCHMARKS.md); word-vectors (default with --preset paper or --word-vectors): the mean of its word vectors (the paper).")
+    input_kind: str | None = option(None, '--input', help="The DAN's input per name. encoder (default with --preset cpu-fast): the mean-pooled vector of a frozen encoder (--encoder), computed once for the split's names and kept with the model (stronger on HPO, see benchmarks/LOG.md); word-vectors (default with --preset paper or --word-vectors): the mean of its word vectors (the paper).")
     encoder: Path | None = option(None, help='Local Hugging Face encoder directory for --input encoder (default: the offline MiniLM).')
     preset: str = option('cpu-fast', help="paper: DAN's settings (hidden 2048, lr 1e-3, loss weights 1/1/1); cpu-fast: hidden 1024, lr 2e-3, context/grounding weights 0.3, 30% class-name positives, 14-min budget (the default: what reached the HPO figures on a 2-core CPU). Options given explicitly override it.")
     hidden: int | None = option(None, help='Width of the hidden layer.')

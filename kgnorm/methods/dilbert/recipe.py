@@ -50,7 +50,7 @@ class Options:
     siblings_k: int = option(1, help='Sibling names added as negatives (resampling+siblings).')
     negatives: int = option(5, help='Negatives per mention.')
     max_positives: int = option(10, help='Gold names per mention (at most; the paper: 30).')
-    pairing: str = option('cycle', help='product: every positive with every negative (the paper); cycle: one triplet per positive (default: measured better on CPU budgets, BENCHMARKS.md).')
+    pairing: str = option('cycle', help='product: every positive with every negative (the paper); cycle: one triplet per positive (default: measured better on CPU budgets, benchmarks/LOG.md).')
     batching: str = option('shuffled', help="shuffled: all triplets shuffled (the paper); mention: a mention's triplets stay in consecutive batches, several times fewer texts to encode per step.")
     mining: str = option('semi-hard', help='all: every triplet counts (the paper); semi-hard: only triplets whose negative is farther than the positive (FaceNet), so hard negatives cannot shrink the space (default).')
     synonym_anchors: int = option(0, help='Also train on N dictionary names as queries, one each of N seeded concepts with another name (SapBERT-like self-alignment; 0: mentions only).')
@@ -75,7 +75,7 @@ class Options:
 def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     """Train DILBERT (Miftahutdinov et al. 2021) into ``out``. Defaults: the recipe measured best
     here (cycle pairing, 10 positives, semi-hard triplets: BC5CDR dev 0.8940 against 0.8448 with the
-    paper's product / 30 / all in the same 45-min budget, BENCHMARKS.md 2026-11-25). With --train and
+    paper's product / 30 / all in the same 45-min budget, benchmarks/LOG.md 2026-11-25). With --train and
     --dev, selection then refit (kgnorm.methods.refit)."""
     opts = replace(opts, out=Path(opts.out))
     _check(opts.strategy, opts.pairing, opts.batching, opts.mining, opts.distance, opts.margin, opts.synonym_anchors,

@@ -42,20 +42,20 @@ dictionary names join the training mentions as queries, one name each of N seede
 that have another name, so the triplets also pull the ontology's own synonyms together
 (self-alignment, as SapBERT) for concepts the training mentions never reach. With MiniLM on
 BC5CDR-disease, 5,000 MEDIC anchors lowered dev refined Acc@1 from 0.736 to 0.653
-(BENCHMARKS.md), hence off by default.
+(benchmarks/LOG.md), hence off by default.
 
 Mining (:func:`triplet_loss`): ``"all"`` triplets count (the paper) or only ``"semi-hard"``
 ones (negative farther than the positive). With MiniLM and the resampled (hardest)
 negatives, ``"all"`` shrank the pooled vectors (mean norm 6.9 -> 1.3 in one BC5CDR epoch);
 ``"semi-hard"`` does not shrink them (7.4 after 300 steps). After one epoch both were still
-below the untrained encoder's dev accuracy (BENCHMARKS.md).
+below the untrained encoder's dev accuracy (benchmarks/LOG.md).
 
 Optimisation: Adam (lr 1e-5), batch 48 triplets; texts repeated within a batch are
 encoded once per step. Dev selection: Acc@1 of :meth:`DilbertModel.link` on the dev
 queries after every epoch; the best model is written to ``out_dir`` (model directory with
 names and index). Without dev the last epoch's model is written. With dev, the starting
 encoder is a candidate too (``eval_initial``, "epoch 0"): fine-tuning that makes the dev
-accuracy worse -- which happened with MiniLM (BENCHMARKS.md) -- then writes the starting
+accuracy worse -- which happened with MiniLM (benchmarks/LOG.md) -- then writes the starting
 encoder instead, and ``best_epoch == 0`` says so.
 
 Epochs, checkpoints, resume and dev selection are the shared

@@ -18,7 +18,7 @@ from kgnorm.linking.candidates import Hit, PartLinker
 from kgnorm.methods.ensemble.fusion import RRF_K, fuse
 
 __all__ = ["EnsembleLinker", "MemberDictionaries", "open_ensemble", "load_ensemble", "SHARED_KEYS",
-           "check_members"]
+           "check_members", "open_ensemble_dir", "ensemble_meta"]
 
 # what every member must agree on: the concepts it links to and how a mention becomes its queries
 SHARED_KEYS = ("ontology", "ontology_version", "text_pipeline")
@@ -135,6 +135,20 @@ def open_ensemble(meta: dict[str, Any]) -> tuple[EnsembleLinker, list[dict[str, 
     linker = EnsembleLinker(members, meta.get("fusion", "rrf"), meta.get("depth", 10), meta.get("rrf_k", RRF_K),
                             meta.get("temperature", 1.0))
     return linker, metas
+
+
+def ensemble_meta(model_dir: str | Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """The registry's meta reader (a ``wrapper`` kind): the ensemble's meta with its members' metas
+    (``member_meta``), no weights loaded."""
+    from kgnorm.methods.registry import model_meta
+
+    return {**meta, "member_meta": [model_meta(m) for m in meta["members"]]}
+
+
+def open_ensemble_dir(model_dir: str | Path, meta: dict[str, Any]) -> tuple[EnsembleLinker, dict[str, Any]]:
+    """The registry's opener (a ``wrapper`` kind): :func:`open_ensemble`, its meta carrying the members'."""
+    linker, metas = open_ensemble(meta)
+    return linker, {**meta, "member_meta": metas}
 
 
 def load_ensemble(model_dir: str | Path) -> Any:

@@ -27,10 +27,10 @@ class Options:
     encoder: Path | None = option(None, help="Any local Hugging Face encoder directory (default: the offline MiniLM).")
     ontology: str | None = option(None, help="Ontology in the store whose names give --dictionary-features.")
     crf: bool = option(False, "--crf/--no-crf", help="A CRF layer on the token classifier (off by default: it scored "
-                       "below the plain detector at equal steps, BENCHMARKS.md).")
+                       "below the plain detector at equal steps, benchmarks/LOG.md).")
     dictionary_features: bool = option(False, "--dictionary-features/--no-dictionary-features", help=(
         "Add the B/I/O tag of --ontology's name matches to the token embeddings (off by default: it scored below "
-        "the plain detector at equal steps, BENCHMARKS.md)."))
+        "the plain detector at equal steps, benchmarks/LOG.md)."))
     layers: int | None = option(None, help="Keep only the encoder's first N transformer layers (a smaller, faster "
                                 "detector; recorded in the model's config, so loading rebuilds it).")
     teacher: Path | None = option(None, help="Distil this trained detector (same types) into the one trained here: "
@@ -42,7 +42,7 @@ class Options:
     lr_schedule: str = option("linear", help="linear: the rate falls to 0 where the run ends (the epochs or the "
                               "--max-minutes budget, whichever comes first); constant: it stays at --lr (the "
                               "linear schedule at 3e-4 scored +0.012 dev F1 over constant 1e-4 on both corpora, "
-                              "BENCHMARKS.md).")
+                              "benchmarks/LOG.md).")
     device: str = option("cpu", help="Torch device to train on, e.g. cuda; the detector loads on the CPU either way.")
     max_length: int = option(256, help="Window in tokens.")
     stride: int = option(64, help="Tokens consecutive windows share.")
@@ -55,7 +55,7 @@ class Options:
                                        "like an epoch.")
     threads: int | None = option(None)
     refit: bool | None = refit(False, "off: train ner's 30-minute target leaves no time for a second run, and "
-                               "the selection's steps are what the F1 needs (BENCHMARKS.md)")
+                               "the selection's steps are what the F1 needs (benchmarks/LOG.md)")
     refit_minutes: float | None = refit_minutes(30.0)
     keep_checkpoints: bool = keep_checkpoints()
 
@@ -74,7 +74,7 @@ def check_device(device: str) -> None:
 
 def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     """Train a mention detector into ``out``. Defaults: no CRF, no dictionary features -- at equal
-    steps on NCBI-disease dev both scored below the plain token classifier (BENCHMARKS.md
+    steps on NCBI-disease dev both scored below the plain token classifier (benchmarks/LOG.md
     2026-11-26: F1 0.5250 plain, 0.5145 CRF, 0.4754 dictionary features)."""
     from kgnorm.ner.corpus import corpus_types, parse_types, read_annotated
 

@@ -33,7 +33,7 @@ def resolve_precision(requested: str | None = None, flags: frozenset[str] | None
     ``KGNORM_NER_BF16=1`` as bf16, else auto). ``auto`` is bf16 where the CPU declares native bf16
     (AMX-BF16 / AVX512-BF16), else fp32: bf16 tagged 2.3-3.8x as fast and moved NER F1 by +0.0012
     (NCBI dev) and +0.0008 (BC5CDR dev), under the 0.002 allowed; int8 is never chosen by auto
-    (no faster than fp32 there, and -0.0035 on BC5CDR dev). BENCHMARKS.md, "annotate speed paths"."""
+    (no faster than fp32 there, and -0.0035 on BC5CDR dev). benchmarks/LOG.md, "annotate speed paths"."""
     from kgnorm.linking.cpu_features import bf16_native
 
     value = requested or os.environ.get(PRECISION_ENV) or ("bf16" if os.environ.get(BF16_ENV) == "1" else "auto")

@@ -6,7 +6,7 @@ strict-span F1 and written on every improvement.
 Optimisation: AdamW (lr 3e-4, batch 8 windows, weight decay 0.01) with a linear warm-up over the first
 ``warmup_steps`` steps, then a rate falling linearly to 0 where the run ends: the loop's progress, the
 tightest of epochs, step cap and time budget (:meth:`~kgnorm.training.loop.TrainingLoop.progress`), so
-a CPU run cut by its budget still ends on a low rate. Chosen on dev (BENCHMARKS.md, "Mention detector:
+a CPU run cut by its budget still ends on a low rate. Chosen on dev (benchmarks/LOG.md, "Mention detector:
 learning rate and schedule"): at the steps the CPU budget fits, +0.012 dev F1 on both NCBI-disease and
 BC5CDR over the former constant 1e-4 (mean of three seeds). ``lr_schedule="constant"`` keeps the rate
 after the warm-up. Gradient norm clipped at 1. The time budget is the run's wall clock, dev

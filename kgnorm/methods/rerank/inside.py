@@ -22,7 +22,7 @@ def train_inside(model_dir: Path, train: Path, dev: Path | None, *, refit: bool,
     epoch; otherwise it selects its epoch on ``dev``. The ``reranker`` block written."""
     from kgnorm.methods.model_dir import read_model_meta, update_meta
     from kgnorm.methods.refit import file_sha256
-    from kgnorm.methods.rerank.recipe import train as train_rerank
+    from kgnorm.methods.rerank.recipe import train_reranker as train_rerank
 
     model_dir = Path(model_dir)
     files = [Path(train)] + ([Path(dev)] if refit and dev is not None else [])

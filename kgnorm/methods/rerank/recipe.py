@@ -1,16 +1,55 @@
 """`train rerank` as a library call: the linker's top-k for the training and dev mentions become
 groups (kgnorm.methods.rerank.train), the cross-encoder is trained on them, and the directory
-written references the linker (``linker`` in its metadata; nothing of it is copied)."""
+written references the linker (``linker`` in its metadata; nothing of it is copied). ``Options``
+declares `kgnorm train rerank` (generated, as every method's command is); ``train_reranker`` is the
+keyword call `train biosyn --rerank` (kgnorm.methods.rerank.inside) makes too."""
 from __future__ import annotations
 
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import InputError, KgnormError
+from kgnorm.methods.options import input_format, option, out_option, resume, seed, threads
 from kgnorm.methods.recipes import check_file, drop_checkpoints, set_threads
 from kgnorm.progress import note
 
-__all__ = ["train", "groups_from_linker"]
+__all__ = ["Options", "train", "train_reranker", "groups_from_linker"]
+
+
+@dataclass(kw_only=True)
+class Options:
+    """Train a cross-encoder that reranks a linker's top-k (residual: linker score + cross-encoder score; the
+    linker's own candidates are the hard negatives)."""
+
+    linker: Path = option(MISSING, "--linker", help="A trained linker's model directory (e.g. BioSyn); "
+                          "referenced by the reranker, not copied.")
+    train: Path = option(MISSING, "--train", help="Training mentions (.concept, PubTator or TSV).")
+    out: Path = out_option()
+    dev: Path | None = option(None, "--dev", help="Dev mentions: selects the epoch on Acc@1 of the reranked list.")
+    input_format: str | None = input_format()
+    top_k: int = option(20, "--top-k", help="Linker candidates the cross-encoder rescores.")
+    encoder: Path | None = option(None, "--encoder", help="Any local Hugging Face encoder directory "
+                                  "(default: the offline MiniLM).")
+    epochs: int = option(2, "--epochs")
+    batch_groups: int = option(8, "--batch-size", help="Mentions per step.")
+    train_candidates: int = option(8, "--train-candidates", help="Candidates per training mention and step: the "
+                                   "gold and the linker's highest-ranked negatives.")
+    lr: float = option(2e-5, "--lr")
+    max_length: int = option(64, "--max-length", help="Tokens of a (mention in sentence, name) pair.")
+    max_steps: int | None = option(None, "--max-steps-per-epoch", help="Time-box each epoch.")
+    max_minutes: float | None = option(30.0, "--max-minutes", help="Time budget (the best epoch is kept).")
+    seed: int = seed()
+    resume: bool = resume()
+    threads: int | None = threads()
+    keep_checkpoints: bool = option(False, "--keep-checkpoints", help="Keep the training checkpoints in --out "
+                                    "once the model is written.")
+
+
+def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
+    """`kgnorm train rerank` / ``Workbench.train("rerank", ...)``: :func:`train_reranker` with ``opts``."""
+    return train_reranker(opts.out, store=store, quiet=quiet,
+                          **{f.name: getattr(opts, f.name) for f in fields(opts) if f.name != "out"})
 
 
 def _gold_ids(gold: str) -> set[str]:
@@ -75,7 +114,7 @@ def groups_from_linker(linker: Any, pipeline: Any, path: Path, fmt: str | None, 
     return groups
 
 
-def train(out: str | Path, *, linker: Path, train: Path | list[Path], dev: Path | None = None, input_format: str | None = None,
+def train_reranker(out: str | Path, *, linker: Path, train: Path | list[Path], dev: Path | None = None, input_format: str | None = None,
           top_k: int = 20, encoder: Path | None = None, epochs: int = 2, batch_groups: int = 8,
           train_candidates: int = 8, lr: float = 2e-5, max_length: int = 64, max_steps: int | None = None,
           max_minutes: float | None = 30.0, seed: int = 0, resume: bool = True, threads: int | None = None,
@@ -86,7 +125,7 @@ def train(out: str | Path, *, linker: Path, train: Path | list[Path], dev: Path 
 
     from kgnorm.linking.linker import DictionaryLinker, pipeline_from_meta
     from kgnorm.methods.model_dir import library_versions, read_model_meta, write_model_meta
-    from kgnorm.methods.registry import load_encoder
+    from kgnorm.methods.registry import CONTEXT, WRAPPER, entry_for, load_encoder
     from kgnorm.methods.rerank.model import CrossScorer
     from kgnorm.methods.rerank.train import RerankConfig, train_rerank
     from kgnorm.training.checkpoints import digest
@@ -104,7 +143,7 @@ def train(out: str | Path, *, linker: Path, train: Path | list[Path], dev: Path 
     set_threads(threads)
     torch.manual_seed(seed)
     meta = read_model_meta(linker)
-    model = None if meta["method"] in ("rerank", "biocom") else load_encoder(linker)
+    model = None if entry_for(meta, linker).kind in (CONTEXT, WRAPPER) else load_encoder(linker)
     if getattr(model, "dictionary", None) is None or not hasattr(model, "link"):
         raise KgnormError(f"{linker}: a {meta['method']} model cannot be reranked (give a name-dictionary linker, "
                           "e.g. a BioSyn model directory)")
