@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from _report import SHARED
+from _report import data_dir
 
-DATA = SHARED / "data"
+DATA = data_dir()  # --data DIR (encoders.py declares the option), default ../shared/data
 MEDIC = DATA / "medic/medic_06Jul2012.txt"
 BC5CDR = (DATA / "bc5cdr-disease/train.concept", DATA / "bc5cdr-disease/dev.concept")
 NCBI = (DATA / "ncbi-disease/NCBItrainset_corpus.txt", DATA / "ncbi-disease/NCBIdevelopset_corpus.txt")

@@ -5,7 +5,7 @@ least half of its letters capitals, and is not a Roman numeral ("DM", "CHRPEs", 
 "McLeod", "II"). It is resolved when the abbreviations the reader gives its document (what
 `kgnorm link` and training use) define it, or its singular. *Before* is Schwartz-Hearst plus the
 .concept mention rules as of commit fc3303c (run from ``--before-root``, a checkout of it);
-*after* is this tree. Appends a table to BENCHMARKS.md.
+*after* is this tree. Appends a table to benchmarks/LOG.md.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import ROOT, SHARED, append  # noqa: E402
+from _report import ROOT, add_data_option, append  # noqa: E402
 
 FILES = {"NCBI-disease train": "ncbi-disease/NCBItrainset_corpus.txt",
          "NCBI-disease dev": "ncbi-disease/NCBIdevelopset_corpus.txt",
@@ -53,20 +53,22 @@ def count(path: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_option(ap)
     ap.add_argument("--before-root", help="a checkout of the commit before (its kgnorm is imported for 'before')")
     ap.add_argument("--json", action="store_true", help="print this tree's counts as JSON and exit (child mode)")
     args = ap.parse_args()
     import warnings
     warnings.simplefilter("ignore")
     if args.json:
-        print(json.dumps({k: count(SHARED / "data" / v) for k, v in FILES.items()}))
+        print(json.dumps({k: count(args.data / v) for k, v in FILES.items()}))
         return
-    after = {k: count(SHARED / "data" / v) for k, v in FILES.items()}
+    after = {k: count(args.data / v) for k, v in FILES.items()}
     before = None
     if args.before_root:
         env_root = Path(args.before_root).resolve()
-        out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--json"], cwd=env_root,
-                             env={"PYTHONPATH": str(env_root), "KGNORM_SHARED": str(SHARED),
+        out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--json", "--data", str(args.data)],
+                             cwd=env_root,
+                             env={"PYTHONPATH": str(env_root),
                                   "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=True).stdout
         before = json.loads(out)
     rows = ["| file | short-form tokens in mentions | unresolved before | unresolved after | most frequent "

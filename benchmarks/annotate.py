@@ -14,7 +14,7 @@ each alone and every combination, NER strict-span P/R/F1 by `kgnorm eval annotat
 the PubTator of the spans (no linking); the detector runs once per corpus (its tags cached in
 --work). --speed: the detector's inference paths (precision, threads), benchmarks/_annotate_speed.py.
 
-Linker: the untrained BioSyn model over MEDIC 2012 (../shared/data/medic), built as
+Linker: the untrained BioSyn model over MEDIC 2012 (DATA/medic, `--data DIR`, default ../shared/data), built as
 scripts/main_job.sh builds it (`kgnorm train biosyn --ontology medic`, no training data) into
 --work if not there. Each configuration runs in a child process (1 torch thread); its peak RSS
 is the child's VmHWM. Dev only: the test splits are never read."""
@@ -29,11 +29,13 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED, append, f4, run_child  # noqa: E402
+from _report import add_data_option, append, data_dir, f4, run_child  # noqa: E402
+
+DATA = data_dir()  # --data DIR, default ../shared/data
 
 CORPORA = {
-    "ncbi": ("NCBI-disease dev", SHARED / "data/ncbi-disease/NCBIdevelopset_corpus.txt", None),
-    "bc5cdr": ("BC5CDR dev (Disease)", SHARED / "data/bc5cdr/CDR_DevelopmentSet.PubTator.txt", ["Disease"]),
+    "ncbi": ("NCBI-disease dev", DATA / "ncbi-disease/NCBIdevelopset_corpus.txt", None),
+    "bc5cdr": ("BC5CDR dev (Disease)", DATA / "bc5cdr/CDR_DevelopmentSet.PubTator.txt", ["Disease"]),
 }
 ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
@@ -46,7 +48,7 @@ def kgnorm(*args: str, store: str) -> None:
 def prepare_store(work: Path) -> str:
     store = f"ladybug://{work}/graph"
     if not (work / "graph").exists():
-        kgnorm("ingest", "medic", str(SHARED / "data/medic/medic_06Jul2012.txt"), store=store)
+        kgnorm("ingest", "medic", str(DATA / "medic/medic_06Jul2012.txt"), store=store)
     return store
 
 
@@ -73,6 +75,7 @@ def child(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    add_data_option(ap)
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "kgnorm-bench-annotate")
     ap.add_argument("--ner-model", type=Path, default=None, help="DIR, or with --levers ncbi=DIR,bc5cdr=DIR")
     ap.add_argument("--corpora", default="ncbi,bc5cdr")

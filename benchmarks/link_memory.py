@@ -135,7 +135,7 @@ def main() -> None:
                          "does peak RSS follow the input or the store's size?")
     ap.add_argument("--bolt", action="store_true",
                     help="write to a live Bolt server (ArcadeDB, a fresh one per size) instead of LadybugDB")
-    ap.add_argument("--no-append", action="store_true", help="print only, do not append to BENCHMARKS.md")
+    ap.add_argument("--no-append", action="store_true", help="print only, do not append to benchmarks/LOG.md")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rng = random.Random(0)

@@ -8,7 +8,7 @@ concept-level ranking for every scorer:
   (d) trained BioSyn model directories given with --model NAME=DIR (trained by the CLI),
 plus a naive baseline (sklearn TfidfVectorizer char 1-2-grams, full sparse product + argsort)
 for the throughput ratio. Refined split: dev mentions whose normalized text never occurs in
-the corresponding train split (deduplicated). Figures are appended to BENCHMARKS.md.
+the corresponding train split (deduplicated). Figures are appended to benchmarks/LOG.md.
 """
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED, append, peak_rss_mb, run_child  # noqa: E402
+from _report import add_data_option, append, data_dir, peak_rss_mb, run_child  # noqa: E402
+
+DATA = data_dir()  # --data DIR, default ../shared/data
 
 DATASETS = {
     "ncbi-disease": ("ncbi-disease/NCBItrainset_corpus.txt", "ncbi-disease/NCBIdevelopset_corpus.txt"),
@@ -33,7 +35,7 @@ def load_dictionary(pipeline):
     from kgnorm.linking.dictionary import NameDictionary
     from kgnorm.ontologies import medic
 
-    graph = medic.load(SHARED / "data/medic/medic_06Jul2012.txt")
+    graph = medic.load(DATA / "medic/medic_06Jul2012.txt")
     entries = ((pipeline.normalize_name(n), c.uid) for c in graph.concepts.values() for n in c.names())
     alt = {c.uid: c.alt_ids for c in graph.concepts.values() if c.alt_ids}
     return NameDictionary.from_entries(entries, alt)
@@ -113,7 +115,7 @@ def _model_datasets(specs: list[str]):
         for ds, (train_rel, dev_rel) in DATASETS.items():
             if only in DATASETS and only != ds:
                 continue
-            yield label, path, ds, SHARED / "data" / train_rel, SHARED / "data" / dev_rel
+            yield label, path, ds, DATA / train_rel, DATA / dev_rel
 
 
 def cli_only(args) -> None:
@@ -277,6 +279,7 @@ def scored_tsv(args) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_option(ap)
     ap.add_argument("--model", action="append", default=[],
                     help="LABEL=DIR of a trained model to score too; a LABEL naming a dataset "
                          "(ncbi-disease, bc5cdr-disease) is scored on that dataset only")
@@ -343,8 +346,8 @@ def main() -> None:
     table = ["| dataset | method | Acc@1 | Acc@5 | refined Acc@1 | refined Acc@5 | n / refined n |", "|---|---|---|---|---|---|---|"]
     speed = []
     for ds, (train_rel, dev_rel) in DATASETS.items():
-        train_m, _ = load_split(pipeline, SHARED / "data" / train_rel)
-        dev_m, dev_q = load_split(pipeline, SHARED / "data" / dev_rel)
+        train_m, _ = load_split(pipeline, DATA / train_rel)
+        dev_m, dev_q = load_split(pipeline, DATA / dev_rel)
         train_texts = {pipeline.normalize_name(m.text) for m in train_m}
         refined = refined_subset([pipeline.normalize_name(m.text) for m in dev_m], train_texts,
                                  ["|".join(m.gold) for m in dev_m])
@@ -401,7 +404,7 @@ def main() -> None:
             from kgnorm.linking.linker import candidate_sets, link_stream
             from kgnorm.mentions.readers import read_mentions_with_abbreviations
             t0 = time.perf_counter()
-            linked = list(link_stream(linker, pipeline, read_mentions_with_abbreviations(SHARED / "data" / dev_rel),
+            linked = list(link_stream(linker, pipeline, read_mentions_with_abbreviations(DATA / dev_rel),
                                       top_k=5))
             t_link = time.perf_counter() - t0
             preds = [candidate_sets(lm) for lm in linked]
@@ -415,7 +418,7 @@ def main() -> None:
             speed.append(f"| {ds} | {label}: `kgnorm link` path (pipeline + sparse + dense + rescoring) | "
                          f"{len(linked) / t_link:,.0f} mentions/s |")
             # the CLI itself in a child process: start-up, model load, linking, TSV; its own peak RSS
-            wall, rss = _cli_link(models_dir[label], SHARED / "data" / dev_rel, args.threads)
+            wall, rss = _cli_link(models_dir[label], DATA / dev_rel, args.threads)
             speed.append(f"| {ds} | {label}: `kgnorm link --no-write` child process, wall incl. start-up and model "
                          f"load | {len(linked) / wall:,.0f} mentions/s ({wall:.1f} s), peak RSS {rss:,.0f} MB |")
     body = "\n".join(lines + table + ["", "| timing | value |", "|---|---|", *timing, "",

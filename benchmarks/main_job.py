@@ -6,7 +6,7 @@ Clones this repository at --ref into an empty folder (no ../shared beside it), c
 venv with the running Python, installs torch (--install: the README's CPU-index line where
 the public index is reachable; the local mirror's pinned CPU wheel here), then
 `pip install -e ".[test]"`, then runs `bash scripts/main_job.sh` under `time`. Step times
-come from the timestamps main_job.sh prints. Figures are appended to BENCHMARKS.md, with
+come from the timestamps main_job.sh prints. Figures are appended to benchmarks/LOG.md, with
 the load average before and after (the machine may be shared).
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ whole command) and the command's peak RSS, per variant (CRF on/off, dictionary f
 
 Each variant is one `kgnorm train ner` process under the same --max-minutes (the budget is the
 training run's wall clock, dev evaluations included; reading the files and the process start come
-on top). Figures are appended to BENCHMARKS.md.
+on top). Figures are appended to benchmarks/LOG.md.
 
     python benchmarks/ner.py --corpus ncbi --variants plain,crf --max-minutes 20 --threads 1
     python benchmarks/ner.py --corpus bc5cdr --variants dict --ontology medic \
@@ -18,14 +18,16 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED, append, f4, run_child  # noqa: E402
+from _report import add_data_option, append, data_dir, f4, run_child  # noqa: E402
+
+DATA = data_dir()  # --data DIR, default ../shared/data
 
 NCBI_TYPES = "SpecificDisease=Disease,DiseaseClass=Disease,Modifier=Disease,CompositeMention=Disease"
 CORPORA = {
-    "ncbi": ("NCBI-disease", SHARED / "data/ncbi-disease/NCBItrainset_corpus.txt",
-             SHARED / "data/ncbi-disease/NCBIdevelopset_corpus.txt", NCBI_TYPES),
-    "bc5cdr": ("BC5CDR-disease", SHARED / "data/bc5cdr/CDR_TrainingSet.PubTator.txt",
-               SHARED / "data/bc5cdr/CDR_DevelopmentSet.PubTator.txt", "Disease"),
+    "ncbi": ("NCBI-disease", DATA / "ncbi-disease/NCBItrainset_corpus.txt",
+             DATA / "ncbi-disease/NCBIdevelopset_corpus.txt", NCBI_TYPES),
+    "bc5cdr": ("BC5CDR-disease", DATA / "bc5cdr/CDR_TrainingSet.PubTator.txt",
+               DATA / "bc5cdr/CDR_DevelopmentSet.PubTator.txt", "Disease"),
 }
 VARIANTS = {"plain": ["--no-crf", "--no-dictionary-features"], "crf": ["--crf", "--no-dictionary-features"],
             "dict": ["--no-crf", "--dictionary-features"], "crf+dict": ["--crf", "--dictionary-features"]}
@@ -53,6 +55,7 @@ def run_variant(corpus: str, variant: str, args) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_data_option(ap)
     ap.add_argument("--corpus", choices=sorted(CORPORA), required=True)
     ap.add_argument("--variants", default="plain", help=f"comma-separated: {', '.join(VARIANTS)}")
     ap.add_argument("--max-minutes", type=float, default=None, help="default: train ner's own default")

@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED  # noqa: E402
+from _report import add_data_option  # noqa: E402
 
 NCBI_TYPES = "SpecificDisease=Disease,DiseaseClass=Disease,Modifier=Disease,CompositeMention=Disease"
 CORPORA = {
-    "ncbi": ("data/ncbi-disease/NCBItrainset_corpus.txt", "data/ncbi-disease/NCBIdevelopset_corpus.txt", NCBI_TYPES),
-    "bc5cdr": ("data/bc5cdr/CDR_TrainingSet.PubTator.txt", "data/bc5cdr/CDR_DevelopmentSet.PubTator.txt", "Disease"),
+    "ncbi": ("ncbi-disease/NCBItrainset_corpus.txt", "ncbi-disease/NCBIdevelopset_corpus.txt", NCBI_TYPES),
+    "bc5cdr": ("bc5cdr/CDR_TrainingSet.PubTator.txt", "bc5cdr/CDR_DevelopmentSet.PubTator.txt", "Disease"),
 }
 
 
@@ -41,7 +41,7 @@ def run(corpus: str, schedule: str, lr: float, epochs: float, args) -> dict:
     from kgnorm.ner.corpus import parse_types, read_annotated
 
     train_rel, dev_rel, types = CORPORA[corpus]
-    root = Path(args.data_root) if args.data_root else SHARED
+    root = args.data
     tmap = parse_types(types)
     train = read_annotated(root / train_rel, tmap)
     dev = read_annotated(root / dev_rel, tmap, require_types=False)
@@ -66,7 +66,7 @@ def main() -> None:
                     help="SCHEDULE:LR:EPOCHS, e.g. constant:1e-4:8 (repeatable)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--encoder", default=None, help="encoder directory (default: the offline MiniLM)")
-    ap.add_argument("--data-root", default=None, help="folder holding data/… (default: ../shared)")
+    add_data_option(ap)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-steps-per-epoch", type=int, default=None, help="smoke runs")

@@ -30,7 +30,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED, append, f4, run_child  # noqa: E402
+from _report import add_data_option, append, data_dir, f4, run_child  # noqa: E402
+
+DATA = data_dir()  # --data DIR, default ../shared/data
 
 DEVS = {"ncbi-disease": "ncbi-disease/NCBIdevelopset_corpus.txt", "bc5cdr-disease": "bc5cdr-disease/dev.concept"}
 MEDIC_FILE = "medic/medic_06Jul2012.txt"
@@ -47,7 +49,7 @@ def ensure_medic(store: str, ontology: str) -> None:
         with open_store(store, read_only=True) as st:
             if st.ontology_info(ontology) is not None:
                 return
-    subprocess.run(kgnorm("ingest", "medic", str(SHARED / "data" / MEDIC_FILE), "--ontology", ontology,
+    subprocess.run(kgnorm("ingest", "medic", str(DATA / MEDIC_FILE), "--ontology", ontology,
                           "--store", store, "-q"), check=True)
 
 
@@ -120,6 +122,7 @@ def _pretraining_line(label: str, pmeta: dict, pre_cmd: str, pre_wall: float | N
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_data_option(ap)
     ap.add_argument("--store", required=True, help="Store holding MEDIC (ingested here when absent).")
     ap.add_argument("--medic", default="medic", help="MEDIC's ontology name in the store (the link dictionary).")
     ap.add_argument("--ontology", action="append", help="Pretraining ontologies (default: MEDIC).")
@@ -164,7 +167,7 @@ def main() -> None:
     encoders = {"MiniLM (offline all-MiniLM-L6-v2)": default_encoder_path(),
                 **{label_of[d]: d for d in a.pretrained}}
     rows, enc_lines, rel_lines = [], [], []
-    umnsrs = [SHARED / "data/umnsrs/UMNSRS_similarity.csv", SHARED / "data/umnsrs/UMNSRS_relatedness.csv"]
+    umnsrs = [DATA / "umnsrs/UMNSRS_similarity.csv", DATA / "umnsrs/UMNSRS_relatedness.csv"]
     for label, enc in encoders.items():
         mdir = a.work / ("model-" + ("minilm" if enc not in metas else "pretrained-" + enc.name))
         secs, n_names = dense_only_model(a.store, a.medic, enc, mdir)
@@ -177,7 +180,7 @@ def main() -> None:
             rel_lines.append(f"| {Path(r['file']).stem} | {label} | {f4(r['spearman'])} | {r['n_used']} / "
                              f"{r['n_pairs']} |")
         for ds, rel in DEVS.items():
-            dev = SHARED / "data" / rel
+            dev = DATA / rel
             mentions = [m for m, _ in read_mentions_with_abbreviations(dev)]
             tsv = a.work / f"{mdir.name}-{ds}.tsv"
             wall, _ = run_child(kgnorm("link", "--model", str(mdir), "--input", str(dev), "--no-write", "--top-k", "1",

@@ -7,7 +7,7 @@ rank changes between the two TSVs.
 
 Dev files only (no test split). Each `link` is a fresh process; the export of the onnx engine is
 made beforehand (a first onnx run, not scored) so both rows score what a user's runs write. Figures
-are appended to BENCHMARKS.md.
+are appended to benchmarks/LOG.md.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ Every path runs kgnorm's fixed-shape query encoding (kgnorm.encoders.fixed_shape
 calls of exactly 8 rows, or `-rN`: N rows, e.g. `-r1`, or `-r32` as `link` calls): only the
 network's forward call is swapped. "ranks = torch" counts dev mentions whose top-5 concept list
 equals the torch path's. Dev only (no test split). Needs `pip install onnxruntime onnx` for the
-ORT paths. Figures go to BENCHMARKS.md.
+ORT paths. Figures go to benchmarks/LOG.md.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED, append  # noqa: E402
+from _report import add_data_option, append  # noqa: E402
 from throughput import corpus  # noqa: E402
 
 DEV = "ncbi-disease/NCBIdevelopset_corpus.txt"
@@ -84,6 +84,7 @@ def export(model, tmp: Path) -> tuple[Path, Path]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_data_option(ap)
     ap.add_argument("--model", required=True)
     ap.add_argument("--queries", type=int, default=20_000, help="mentions of the throughput corpus (distinct texts timed)")
     ap.add_argument("--paths", default="torch,torch-2t,torch-int8-r1,ort,ort-2t,ort-int8,ort-int8-r1")
@@ -107,7 +108,7 @@ def main() -> None:
     torch_model = enc.model
     fp32 = int8 = None
     real_encode = fs.encode_fixed_shape
-    dev = SHARED / "data" / DEV
+    dev = args.data / DEV
     rows, ref_vecs, ref_ranks = [], None, None
     for path in args.paths.split(","):
         name, rows_tag = re.fullmatch(r"(.+?)(?:-r(\d+))?", path).groups()

@@ -1,6 +1,6 @@
-"""Real OBO releases load with the file's own counts, on both stores (issue 27), into BENCHMARKS.md.
+"""Real OBO releases load with the file's own counts, on both stores (issue 27), into benchmarks/LOG.md.
 
-For every `.obo` file under ../shared/data/doid (or the files given): the file's own counts,
+For every `.obo` file under DATA/doid (`--data DIR`, default ../shared/data), or the files given: the file's own counts,
 read line by line independently of the loader (non-obsolete `[Term]` stanzas, `is_a` lines of
 those stanzas), then `kgnorm ingest obo FILE` run as a child process (wall time, peak RSS) into
 a fresh LadybugDB store and into a live Bolt server (ArcadeDB, tests/bolt_server.py), and the
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from _report import SHARED, append, run_child  # noqa: E402
+from _report import add_data_option, append, run_child  # noqa: E402
 
 
 def file_counts(path: Path) -> tuple[int, int, int]:
@@ -57,12 +57,13 @@ def store_counts(uri: str, ontology: str) -> tuple[int, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
+    add_data_option(ap)
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--no-bolt", action="store_true", help="LadybugDB only")
     args = ap.parse_args()
-    files = args.files or sorted((SHARED / "data/doid").glob("*.obo"))
+    files = args.files or sorted((args.data / "doid").glob("*.obo"))
     if not files:
-        ap.error(f"no .obo file under {SHARED / 'data/doid'} (set KGNORM_SHARED or name the files)")
+        ap.error(f"no .obo file under {args.data / 'doid'} (give --data DIR or name the files)")
     from kgnorm.ontologies import obo
 
     kgnorm = str(Path(sys.executable).parent / "kgnorm")

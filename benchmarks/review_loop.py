@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED, append, f4  # noqa: E402
+from _report import add_data_option, append, f4  # noqa: E402
 
 TITLE = "Review loop: NCBI-disease dev, first half reviewed, second half scored"
 
@@ -256,13 +256,13 @@ def report(res: dict[str, Any], args: argparse.Namespace) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", type=Path, default=SHARED / "data", help="holds ncbi-disease/ and medic/")
+    add_data_option(p, help="holds ncbi-disease/ and medic/ (default: ../shared/data)")
     p.add_argument("--work", type=Path, default=Path("/tmp/kgnorm-review-loop"))
     p.add_argument("--minutes", type=float, default=10.0, help="--max-minutes of each training")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--train-arg", dest="train_args", action="append", default=[],
                    help="extra `train biosyn` argument (repeat; --train-arg=--max-steps-per-epoch=5: a smoke run)")
-    p.add_argument("--no-append", action="store_true", help="print the section, leave BENCHMARKS.md alone")
+    p.add_argument("--no-append", action="store_true", help="print the section, leave benchmarks/LOG.md alone")
     args = p.parse_args()
     args.data, args.work = args.data.resolve(), args.work.resolve()
     t0 = time.perf_counter()

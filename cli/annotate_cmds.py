@@ -27,7 +27,7 @@ def annotate_cmd(
         "--consistency/--no-consistency", help="Document-level consistency: tag every occurrence of a found string "
                                                "and of its defined short form; one concept per string. Default: on "
                                                "with the dictionary tagger, off with a trained detector (what won "
-                                               "on dev, BENCHMARKS.md).", show_default=False)] = None,
+                                               "on dev, benchmarks/LOG.md).", show_default=False)] = None,
     nil_threshold: Annotated[Optional[str], typer.Option(
         "--nil-threshold", help="As in `link`: a top-1 score below it is nil, or 'auto' with --nil-dev.")] = None,
     nil_dev: Annotated[Optional[Path], typer.Option("--nil-dev", help="As in `link`.")] = None,

@@ -1,4 +1,4 @@
-"""MedDRA MedAscii loader on an invented release (FORMATS.md §4 rows)."""
+"""MedDRA MedAscii loader on an invented release (the layout of docs/formats.md, "MedDRA ASCII")."""
 from __future__ import annotations
 
 import shutil

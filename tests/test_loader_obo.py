@@ -13,7 +13,7 @@ from kgnorm.ontologies import obo
 from cli_runner import run
 
 FIX = Path(__file__).parent / "fixtures" / "obo"
-ODD = FIX / "real_oddities.obo"  # each oddity of FORMATS.md §9, as real releases carry them
+ODD = FIX / "real_oddities.obo"  # each oddity of docs/formats.md "What real releases carry", as releases have them
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +191,7 @@ def test_utf16_file_is_named_as_such(tmp_path, encoding):
             loader.load(f)
 
 
-# -- what real releases contain and fastobo refuses (FORMATS.md §9) -------------------------
+# -- what real releases contain and fastobo refuses (docs/formats.md) ------------------------
 @pytest.fixture(scope="module")
 def odd():
     return obo.load(ODD)

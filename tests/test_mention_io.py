@@ -1,5 +1,5 @@
 """Readers for PubTator, .concept, TSV and name lists (fixtures: NCBI-disease train lines and
-FORMATS.md's invented examples; nothing is read from ../shared)."""
+invented examples in the layouts of docs/formats.md; nothing is read from ../shared)."""
 from __future__ import annotations
 
 import warnings
@@ -42,7 +42,7 @@ NCBI_TRAIN = (
     "2792129\t628\t641\tC7 deficiency\tSpecificDisease\tOMIM:610102\n"
 )
 
-# FORMATS.md §6.1 invented example: 7th column, -1, CID row, empty abstract, no final newline
+# invented PubTator example: 7th column, -1, CID row, empty abstract, no final newline
 FORMATS_PUBTATOR = (
     "99000001|t|Fictional syndrome and toe or finger syndrome in a made-up cohort.\n"
     "99000001|a|We describe invented patients treated with imaginol and glimmerex. "
@@ -58,7 +58,7 @@ FORMATS_PUBTATOR = (
     "99000002|a|"
 )
 
-# FORMATS.md §2.4 invented .concept lines
+# invented .concept lines
 CONCEPT = (
     "99000001||15|34||Disease||fictional syndrome||D900001\n"
     "99000001||40|62||Disease||toe or finger syndrome||D900002|D900003\n"

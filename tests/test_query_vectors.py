@@ -66,7 +66,7 @@ def test_calls_on_several_threads_give_the_same_bits(encoder, precision):
 
 def test_the_worker_count_is_declared(monkeypatch):
     monkeypatch.delenv(WORKERS_ENV, raising=False)
-    assert default_workers() == 1  # opt-in: two gained nothing measurable with MiniLM (BENCHMARKS.md)
+    assert default_workers() == 1  # opt-in: two gained nothing measurable with MiniLM (benchmarks/LOG.md)
     monkeypatch.setenv(WORKERS_ENV, "3")
     assert default_workers() == 3
     monkeypatch.setenv(WORKERS_ENV, "two")

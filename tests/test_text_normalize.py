@@ -9,7 +9,7 @@ from kgnorm.text.normalize import normalize
 @pytest.mark.parametrize("raw,expected", [
     ("Breast Cancer", "breast cancer"),
     ("  Duchenne/Becker  muscular dystrophy ", "duchenne becker muscular dystrophy"),
-    ("Fictional&apos;s toe syndrome", "fictional s toe syndrome"),   # FORMATS.md §2.3
+    ("Fictional&apos;s toe syndrome", "fictional s toe syndrome"),   # MEDIC pipe file: &apos; entities
     ("AT&amp;T syndrome", "at t syndrome"),
     ("glucose-6-phosphate dehydrogenase (G6PD)", "glucose 6 phosphate dehydrogenase g6pd"),
     ('generalized epilepsy and febrile seizures " plus "  ',

@@ -1,4 +1,5 @@
-// LadybugDB (Kùzu dialect) schema for the kgnorm graph model (DESIGN §3). Statements end with ';'.
+// LadybugDB (Kùzu dialect) schema for the kgnorm graph model (docs/architecture.md, "Graph model").
+// Statements end with ';'.
 CREATE NODE TABLE IF NOT EXISTS Ontology(name STRING PRIMARY KEY, version STRING, source_path STRING, format STRING, loaded_at STRING, concept_count INT64);
 ALTER TABLE Ontology ADD IF NOT EXISTS content_digest STRING DEFAULT '';
 // A concept is keyed by ontology + uid (`ontology|uid`): ontologies that share CURIEs each keep their node.

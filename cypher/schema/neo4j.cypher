@@ -1,4 +1,4 @@
-// Neo4j 5 schema for the kgnorm graph model (DESIGN §3): uniqueness constraints first,
+// Neo4j 5 schema for the kgnorm graph model (docs/architecture.md, "Graph model"): uniqueness constraints first,
 // so that every labelled MATCH in the batched UNWIND writes is an index lookup.
 CREATE CONSTRAINT kgnorm_ontology_name IF NOT EXISTS FOR (o:Ontology) REQUIRE o.name IS UNIQUE;
 // A concept is keyed by ontology + uid (`ontology|uid`): ontologies that share CURIEs each keep

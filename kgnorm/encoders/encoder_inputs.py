@@ -3,7 +3,7 @@
 Why: the DAN paper feeds averaged fastText vectors; on HPO those start far below an
 off-the-shelf sentence encoder (MiniLM), and the DAN trained on top of them could not beat
 MiniLM at the deeper levels. The same DAN network and losses trained on MiniLM's pooled name
-vectors do (``kgnorm train dan --input encoder``; figures in BENCHMARKS.md).
+vectors do (``kgnorm train dan --input encoder``; figures in benchmarks/LOG.md).
 
 The encoder stays frozen, so the vectors of the names seen at training time (the whole level
 split, test names included: they are features, not labels) are computed once and kept with

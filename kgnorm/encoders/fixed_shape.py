@@ -26,7 +26,7 @@ path, but the two paths give different vectors: every process of one job must us
 call still on one torch thread (torch releases the GIL inside its kernels): the same calls, so the
 same bits, on more cores. Opt-in (``KGNORM_QUERY_WORKERS``, default 1): with the MiniLM encoder on
 this 2-core machine two workers gained nothing measurable (16.9 vs 17.1 s for 20k mentions,
-BENCHMARKS.md "throughput", 17:48): a call of 32 short texts spends much of its time in Python
+benchmarks/LOG.md "throughput", 17:48): a call of 32 short texts spends much of its time in Python
 between kernels, under the GIL. A larger encoder, whose calls are mostly kernel time, is where it
 can pay.
 
@@ -44,7 +44,7 @@ no process-wide setting; torch's thread count is process-wide). ``overlap=None``
 has two cores: the process's affinity mask, or what a caller declared with :func:`query_cores`
 (annotate's overlapped linking stage and a Ray worker declare theirs, so a default taken from the
 machine's cores does not put a third thread on two cores). Measured on a quiet 2-core machine: 16.2
-against 17.9 s for 20k mentions (BENCHMARKS.md, "The query overlap … on a quiet machine")."""
+against 17.9 s for 20k mentions (benchmarks/LOG.md, "The query overlap … on a quiet machine")."""
 from __future__ import annotations
 
 import contextlib

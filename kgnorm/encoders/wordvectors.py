@@ -6,7 +6,7 @@ Encoder-derived vectors (:meth:`WordVectors.from_encoder`) stand in for pretrain
 word embeddings, which cannot be downloaded here: every word of the ontology's text is
 encoded alone by a transformer (mean pooling over its word pieces) -- a "decontextualized"
 static embedding. On MEDIC their average ranks synonyms far better than fastText trained on
-MEDIC's own 217k name tokens (BENCHMARKS.md).
+MEDIC's own 217k name tokens (benchmarks/LOG.md).
 
 Model-directory layout (no pickles, arrays saved with ``allow_pickle=False``)::
 

@@ -5,7 +5,7 @@ output too), and ``kgnorm eval link --model M`` scores the rows ``link`` would w
 same model (:func:`kgnorm.linking.linker.tsv_rows`) through the same parser -- so the two agree by
 construction, and the accuracy is that of the concepts a user gets.
 
-Layout (DESIGN §5): a header ``mention_id mention rank concept_uids score nil``, then per
+Layout (docs/formats.md, "What link writes"): a header ``mention_id mention rank concept_uids score nil``, then per
 mention one row per rank (1, 2, ...), ``concept_uids`` one concept per composite part joined
 by ``|``. A mention whose ``nil`` is 1 has no link (the graph gets no edge), so it scores as a
 miss when its gold is linkable. A mention id may repeat (a file that lists one span twice);

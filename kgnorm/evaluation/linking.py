@@ -1,4 +1,4 @@
-"""Linking evaluation: Acc@k with BioSyn's protocol (DESIGN.md section 7).
+"""Linking evaluation: Acc@k with BioSyn's protocol (docs/architecture.md, "Evaluation protocols").
 
 Rules
 -----

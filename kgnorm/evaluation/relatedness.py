@@ -1,4 +1,4 @@
-"""Relatedness evaluation (BNE §4.3, DESIGN.md section 7): Spearman's rho between the cosine
+"""Relatedness evaluation (BNE §4.3; docs/architecture.md, "Evaluation protocols"): Spearman's rho between the cosine
 similarity of two terms' vectors and human scores (UMNSRS similarity / relatedness).
 
 UMNSRS CSV columns: ``Mean, Stdev, Term1, Term2, CUI1, CUI2`` (the human score is

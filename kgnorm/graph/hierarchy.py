@@ -1,7 +1,7 @@
 """Hierarchy view: an in-memory networkx DAG of IS_A edges built from plain data.
 
 The lead engineer feeds it from the graph store (``names`` and ``is_a`` lists); this module
-never talks to a store or parses files (DESIGN.md §2).
+never talks to a store or parses files (docs/architecture.md, "Data flow").
 
 Edges are stored child -> parent, like ``(:Concept)-[:IS_A]->(:Concept)``. On construction
 (by default) the view is cleaned the way DAN §4.1 (Fivez et al. 2021) needs it:

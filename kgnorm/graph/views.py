@@ -1,7 +1,7 @@
 """Read what trainers and linkers need out of a graph store, once, with the saved queries.
 
 This is the only bridge from the store to the in-memory world of dictionaries and
-hierarchy views (DESIGN §2): everything downstream works on plain Python data.
+hierarchy views (docs/architecture.md, "Data flow"): everything downstream works on plain Python data.
 """
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from kgnorm.mentions.types import Mention
 
 # LadybugDB's page cache during a link run's writes: by default most of the RAM, filled as the
 # store grows. Bounded here; the rest of LadybugDB's memory is returned by reopening the
-# database after each batch (kgnorm.stores.ladybug_staging; BENCHMARKS.md, "link memory").
+# database after each batch (kgnorm.stores.ladybug_staging; benchmarks/LOG.md, "link memory").
 LINK_BUFFER_POOL_MB = 512
 # Mentions linked per batch. The query encoder runs same-length groups in fixed-shape calls of 32 rows
 # (kgnorm.encoders.fixed_shape), filled from the mentions link_stream reads ahead (kgnorm.linking.linker

@@ -26,7 +26,7 @@ DETECTORS_ENV = "KGNORM_DETECT_WORKERS"
 # The GIL's switch interval while the stages overlap. Every torch op releases the GIL and takes it
 # back; while the other thread runs Python it gives the GIL up only after the switch interval
 # (5 ms by default), so a stage of many short ops waits up to 5 ms per op (the "convoy"): the
-# overlapped run measured slower than one core (BENCHMARKS.md, 19:55). 0.1 ms bounds that wait.
+# overlapped run measured slower than one core (benchmarks/LOG.md, 19:55). 0.1 ms bounds that wait.
 SWITCH_INTERVAL = 1e-4
 
 B = TypeVar("B")
@@ -48,7 +48,7 @@ def overlap_plan(overlap: bool | None, threads: int | None, cores: int | None = 
     (forced on with no --threads: each stage on half the cores, at least 1).
 
     Overlapped, as many blocks are detected at once as the cores hold stages (2 on 2 cores): detection
-    is the heavier stage (BENCHMARKS.md: 20-28 s against 12 s of linking on BC5CDR dev, and a corpus
+    is the heavier stage (benchmarks/LOG.md: 20-28 s against 12 s of linking on BC5CDR dev, and a corpus
     that repeats its mentions links them once), so a core the linker leaves idle detects the block
     after next, and the linker shares a core with a detector when it runs. ``$KGNORM_DETECT_WORKERS``
     sets the number (1: the stage pair of before)."""

@@ -150,7 +150,7 @@ def consistent_stream(linked: Iterable[Any], confident: float = DEFAULT_CONFIDEN
         yield from doc
 
 
-# Off until it wins on both dev sets (NCBI-disease, BC5CDR-disease; BENCHMARKS.md, issue 28).
+# Off until it wins on both dev sets (NCBI-disease, BC5CDR-disease; benchmarks/LOG.md, issue 28).
 ON_BY_DEFAULT = False
 
 

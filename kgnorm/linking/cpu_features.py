@@ -47,9 +47,9 @@ def declared_bf16(env: str) -> bool:
 
 
 QUERY_PRECISION_ENV = "KGNORM_QUERY_PRECISION"  # auto, fp32 or bf16
-DEFAULT_QUERY_PRECISION = "auto"  # bf16 adopted: dev Acc@1 unchanged on NCBI-disease and BC5CDR (BENCHMARKS.md)
+DEFAULT_QUERY_PRECISION = "auto"  # bf16 adopted: dev Acc@1 unchanged on NCBI-disease and BC5CDR (benchmarks/LOG.md)
 QUERY_ROWS_ENV = "KGNORM_QUERY_ROWS"  # rows per call instead of QUERY_ROWS (benchmarks)
-# rows per fixed-shape query call on each path (kgnorm.encoders.fixed_shape; BENCHMARKS.md, issue 29)
+# rows per fixed-shape query call on each path (kgnorm.encoders.fixed_shape; benchmarks/LOG.md, issue 29)
 QUERY_ROWS = {"fp32": 32, "bf16": 32}
 
 
@@ -70,7 +70,7 @@ def query_engine(engine: str | None = None, flags: frozenset[str] | None = None)
     """Which runtime encodes `link`'s queries: `engine` or ``$KGNORM_QUERY_ENGINE``; ``auto``
     (the default) is ``onnx`` (ONNX Runtime fp32, no torch imported) where onnxruntime and tokenizers
     are installed, unless bf16 queries are asked for by name (``KGNORM_QUERY_PRECISION=bf16``: a
-    torch path); else ``torch``. Declared facts only (BENCHMARKS.md, "query engine")."""
+    torch path); else ``torch``. Declared facts only (benchmarks/LOG.md, "query engine")."""
     from kgnorm.errors import KgnormError
 
     value = (engine or os.environ.get(QUERY_ENGINE_ENV) or DEFAULT_QUERY_ENGINE).strip().lower()

@@ -1,6 +1,6 @@
 """A query that is itself a dictionary name takes the name's stored vector on the link path.
 
-About 45% of the distinct mentions of NCBI-disease + BC5CDR are dictionary names (BENCHMARKS.md,
+About 45% of the distinct mentions of NCBI-disease + BC5CDR are dictionary names (benchmarks/LOG.md,
 "throughput"), so that many fewer encoder calls. Only over an exact float32 flat index, whose vectors
 are the model's own, written with it (HNSW, IVF and fp16 indexes always encode). The choice is per
 text, so the output is the same in any batch, order or Ray block. The linkers of BioSyn and DILBERT

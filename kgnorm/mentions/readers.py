@@ -2,7 +2,7 @@
 
 Why streaming generators: corpora and name lists are read once per run, and a bad line must
 be reported as ``file:line`` (InputError) instead of a stack trace deep inside a trainer.
-Layouts and pitfalls: FORMATS.md §2.4 (.concept) and §6 (PubTator).
+Layouts and pitfalls: docs/formats.md, sections "BioSyn .concept", "PubTator" and "Mention TSV".
 """
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ def _context(text: str, spans: list[tuple[int, int]], starts: list[int],
 
 
 def read_pubtator(path: str | Path) -> Iterator[Document]:
-    """Stream the documents of a PubTator file (FORMATS.md §6).
+    """Stream the documents of a PubTator file (docs/formats.md, "PubTator").
 
     Offsets index ``title + " " + abstract``; 4-column relation rows (``CID``) are skipped;
     6 or 7 columns; annotation lines are split on TAB without stripping; a duplicate PMID is
@@ -236,8 +236,8 @@ def read_pubtator(path: str | Path) -> Iterator[Document]:
 # --------------------------------------------------------------------------- .concept
 
 def read_concept(path: str | Path) -> Iterator[Mention]:
-    """Stream BioSyn ``.concept`` lines ``pmid||start|end||type||mention||cui`` (FORMATS.md
-    §2.4); a mention text holding ``|`` gives its parts."""
+    """Stream BioSyn ``.concept`` lines ``pmid||start|end||type||mention||cui`` (docs/formats.md,
+    "BioSyn .concept"); a mention text holding ``|`` gives its parts."""
     p = Path(path)
     for lineno, line in iter_lines(p):
         if not line.strip():

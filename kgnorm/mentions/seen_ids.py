@@ -1,5 +1,5 @@
 """Which ids a file has given so far, in 8 bytes per id: a million-mention TSV is read in flat
-memory (a dict of the ids themselves took ~150 MB per million; BENCHMARKS.md, "link memory")."""
+memory (a dict of the ids themselves took ~150 MB per million; benchmarks/LOG.md, "link memory")."""
 from __future__ import annotations
 
 import hashlib

@@ -10,7 +10,7 @@ that the document itself tells.
   no detected span overlaps are added.
 The BIO repair of ill-formed tag sequences is the fourth lever; it acts on tags, before spans
 exist (:func:`kgnorm.ner.bio.tags_to_spans`'s ``repair``). Which levers are on by default for a
-trained detector is what won on both dev sets (BENCHMARKS.md, "NER inference-time levers")."""
+trained detector is what won on both dev sets (benchmarks/LOG.md, "NER inference-time levers")."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -38,7 +38,7 @@ class Levers:
 
 
 # What a trained detector loaded for annotate applies unless its kgnorm-model.json says otherwise
-# ("levers": {...}): the combination that beat the plain reading on both dev sets (BENCHMARKS.md,
+# ("levers": {...}): the combination that beat the plain reading on both dev sets (benchmarks/LOG.md,
 # "NER inference-time levers"). `train ner` selects its checkpoints on the plain reading (Levers()).
 TRAINED_DEFAULT = Levers("drop", abbreviations=True, dictionary=True)
 

@@ -3,7 +3,7 @@ top-1 distance (``kgnorm link --nil-threshold auto --nil-strategy classifier``).
 
 Why: a distance threshold (:mod:`kgnorm.nil.thresholds`) can only say "far means nil". On the
 constructed BC5CDR-disease dev set the best such cut still links only near-exact matches
-(BENCHMARKS.md): an out-of-KB mention often lies as close to a related concept as an in-KB
+(benchmarks/LOG.md): an out-of-KB mention often lies as close to a related concept as an in-KB
 paraphrase lies to its gold. How the ranking looks around the top-1 tells them apart better:
 a clear winner over the next concepts, and lexical agreement between the mention and the
 top-1 name.

@@ -1,5 +1,5 @@
 """Out-of-KB ("nil") decisions with a distance threshold chosen on dev (DILBERT, §
-"out-of-KB"; DESIGN.md section 7).
+"out-of-KB"; docs/architecture.md, "Evaluation protocols").
 
 A mention is **nil** when the distance of its best dictionary name is *greater* than the
 threshold ``t`` (``distance > t``), and linked to its top-1 candidate otherwise. Distances are

@@ -1,4 +1,4 @@
-"""Graph stores: `open_store(uri)` picks the backend from the URI (DESIGN §4)."""
+"""Graph stores: `open_store(uri)` picks the backend from the URI (docs/architecture.md, "Stores")."""
 from __future__ import annotations
 
 import os

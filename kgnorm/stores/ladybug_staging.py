@@ -1,6 +1,6 @@
 """LadybugDB's side of a run written in batches (kgnorm.stores.staged_run), kept flat in memory.
 
-Three things keep a million-mention run's RSS flat on LadybugDB (BENCHMARKS.md, "link memory"):
+Three things keep a million-mention run's RSS flat on LadybugDB (benchmarks/LOG.md, "link memory"):
 - The open database keeps what each COPY into a node table loaded (LadybugDB's primary-key
   index is not managed by its buffer pool, kuzudb/kuzu#4937): the database is closed and
   reopened after every batch, which returns it (the run's rows are committed by then).

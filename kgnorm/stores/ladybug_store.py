@@ -1,7 +1,7 @@
 """Embedded LadybugDB backend: bulk loads with COPY inside one transaction.
 
 COPY from a DataFrame loads ~1M nodes in seconds, while UNWIND … MERGE creates only a few
-hundred nodes/s (DESIGN §4); so ingests and run writes delete-then-COPY inside an explicit
+hundred nodes/s; so ingests and run writes delete-then-COPY inside an explicit
 transaction that is rolled back on any failure, leaving the previous state intact.
 """
 from __future__ import annotations
@@ -299,7 +299,7 @@ def pool_mb_for(requested: int | None, path: Path) -> int:
     """The buffer pool to open a store with (0: LadybugDB's default, most of the RAM). A bound
     the caller sets is raised to the store file's size: a write's checkpoint needs pool pages
     in proportion to the tables it touches (at 3M mentions a 64 MB pool failed with "the buffer
-    pool is full" and 192 MB did; BENCHMARKS.md, "LadybugDB alone")."""
+    pool is full" and 192 MB did; benchmarks/LOG.md, "LadybugDB alone")."""
     if not requested:
         return 0
     size = path.stat().st_size if path.is_file() else 0

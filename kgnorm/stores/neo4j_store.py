@@ -1,6 +1,6 @@
 """Neo4j 5 backend through the official driver.
 
-Writes follow what makes Neo4j fast (DESIGN §4, §9): uniqueness constraints first, then
+Writes follow what makes Neo4j fast (docs/architecture.md, "Stores"): uniqueness constraints first, then
 `UNWIND $batch` of a few thousand rows with *labelled* MATCHes, inside one managed write
 transaction (`execute_write`, retried by the driver) so that a failed ingest or run write
 leaves the previous state intact. Reads use the same saved queries as LadybugDB.

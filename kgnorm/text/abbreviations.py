@@ -3,7 +3,7 @@ abbreviation definitions in biomedical text").
 
 Why: a mention such as "APC" only links correctly once it is read as the long form the same
 abstract defined ("adenomatous polyposis coli (APC)"); BioSyn loses ~10 points of Acc@1 on
-NCBI-disease without this step (DESIGN.md §9).
+NCBI-disease without this step (docs/architecture.md, "Text preprocessing").
 
 Algorithm, written from the paper's description:
 1. In each sentence, every parenthesised chunk gives a pair of candidates. Normally the
@@ -19,7 +19,7 @@ Algorithm, written from the paper's description:
 4. Reject when the LF is shorter than the SF, contains the SF as a word, or has too many words.
 
 Additions for the classes Schwartz-Hearst misses in NCBI-disease and BC5CDR (issue 14; the
-counts are in BENCHMARKS.md):
+counts are in benchmarks/LOG.md):
 
 * Reordered letters: "myotonic dystrophy (DM)" -- an all-capital SF whose letters are, in some
   order, the initials of the last words before the parenthesis.

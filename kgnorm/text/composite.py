@@ -2,7 +2,8 @@
 
 Why: NCBI-disease and BC5CDR annotate coordinations such as "breast and ovarian cancer" as
 one mention with one concept per part; the linker must query each part ("breast cancer",
-"ovarian cancer") and a composite counts as right only if every part is (DESIGN.md §7).
+"ovarian cancer") and a composite counts as right only if every part is (the linking protocol of
+docs/architecture.md, "Evaluation protocols").
 
 A coordination ``S0 , S1 , ... (and|or|and/or|/) Sk`` is read in one of these ways:
 

@@ -1,7 +1,7 @@
 """The query-side preprocessing of BioSyn, as one switchable object.
 
 Why: users reproduce 0.80 instead of 0.91 Acc@1 when abbreviation and composite handling are
-missing (DESIGN.md §9); training, linking and evaluation must all call the same steps, and
+missing (BioSyn issue #4); training, linking and evaluation must all call the same steps, and
 ablations need to switch each one off.
 
 Order for a mention: composite split (on the original surface text, where the structure cues
