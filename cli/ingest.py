@@ -1,23 +1,29 @@
-"""`kgnorm ingest FORMAT PATH` (kgnorm.jobs.ingest does the work) and `kgnorm compact`."""
+"""`kgnorm ingest FORMAT PATH`, one command per loader of kgnorm.ontologies.registry (generated from
+its entry: help, options), kgnorm.jobs.ingest doing the work; and `kgnorm compact`."""
 from __future__ import annotations
 
+import inspect
+import typing
+from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
 
 import typer
+from typer.models import CommandInfo
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, info, setup
+from kgnorm.cli.train_cmds import _annotation
 from kgnorm.jobs.ingest import ingest
+from kgnorm.methods.options import flags_of
 
-app = typer.Typer(help="Load an ontology into the graph store (replaces an ontology of the same name).",
-                  no_args_is_help=True)
+if TYPE_CHECKING:
+    from kgnorm.ontologies.registry import Loader
 
 PathArg = Annotated[Path, typer.Argument(help="Source file or directory.")]
 NameOpt = Annotated[Optional[str], typer.Option("--ontology", help="Ontology name in the store (default per format).")]
 DryRunOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Parse and print what replacing the stored version would do to its links (kept, moved, "
                       "orphaned) and concepts (added, removed, merged); the store is only read.")]
-DanglingOpt = Annotated[bool, typer.Option("--allow-dangling", help="Drop IS_A edges to unknown ids instead of failing.")]
 
 
 def _ingest(fmt: str, path: Path, name: str | None, allow_dangling: bool, store: str | None,
@@ -26,48 +32,58 @@ def _ingest(fmt: str, path: Path, name: str | None, allow_dangling: bool, store:
     ingest(fmt, path, name, allow_dangling, store, lock_timeout, quiet, dry_run=dry_run, **options)
 
 
-def _format_command(fmt: str, doc: str):
-    """One `kgnorm ingest FORMAT` command: the formats differ only in their help (MedDRA below
-    adds an option)."""
-    def command(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
-                dry_run: DryRunOpt = False, store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0,
-                quiet: QuietOpt = False) -> None:
-        _ingest(fmt, path, ontology, allow_dangling, store, quiet, lock_timeout, dry_run)
+def command_for(entry: Loader) -> Callable[..., None]:
+    """The typer callback of `kgnorm ingest NAME`: PATH, --ontology, --allow-dangling, the loader's
+    own options (the fields of its ``options`` dataclass, in order), --dry-run where it offers
+    one, then --store, --lock-timeout and --quiet; its help is the loader's ``reads``."""
+    cls = entry.options_class()
+    hints = typing.get_type_hints(cls)
+    kw = inspect.Parameter.KEYWORD_ONLY
+    dangling = Annotated[bool, typer.Option("--allow-dangling", help=entry.dangling_help)]
+    params = [inspect.Parameter("path", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=PathArg),
+              inspect.Parameter("ontology", kw, default=None, annotation=NameOpt),
+              inspect.Parameter("allow_dangling", kw, default=False, annotation=dangling)]
+    params += [inspect.Parameter(
+        f.name, kw, default=inspect.Parameter.empty if f.default is MISSING else f.default,
+        annotation=Annotated[_annotation(hints[f.name]), typer.Option(*flags_of(f), help=f.metadata.get("help"))])
+        for f in fields(cls)]
+    if entry.dry_run:
+        params.append(inspect.Parameter("dry_run", kw, default=False, annotation=DryRunOpt))
+    params += [inspect.Parameter("store", kw, default=None, annotation=StoreOpt),
+               inspect.Parameter("lock_timeout", kw, default=30.0, annotation=LockTimeoutOpt),
+               inspect.Parameter("quiet", kw, default=False, annotation=QuietOpt)]
+    own = [f.name for f in fields(cls)]
 
-    command.__doc__ = doc
-    return app.command(fmt)(command)
+    def command(**given: Any) -> None:
+        options = {k: given.pop(k) for k in own}
+        _ingest(entry.name, given["path"], given["ontology"], given["allow_dangling"], given["store"],
+                given["quiet"], given["lock_timeout"], given.get("dry_run", False), **options)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__doc__ = entry.reads
+    command.__name__ = entry.name
+    return command
 
 
-for _fmt, _doc in (
-    ("obo", "Any OBO ontology (via pronto), e.g. HPO's hp.obo."),
-    ("mesh", "MeSH descriptor/supplementary XML (a file, .xml.gz, or a directory holding them)."),
-    ("medic", "CTD MEDIC: CTD_diseases.tsv/.csv or the DNorm pipe file (medic_06Jul2012.txt)."),
-    ("snomed", "SNOMED CT RF2 Snapshot (release root, Snapshot/ or Terminology/ directory)."),
-):
-    _format_command(_fmt, _doc)
+class LoaderCommands(typer.Typer):
+    """`kgnorm ingest`: its commands are the registry's loaders (kgnorm.ontologies.registry), read
+    each time the CLI runs, as `kgnorm train` reads the methods (a loader registered at run time is
+    a command too)."""
+
+    @property
+    def registered_commands(self) -> list[CommandInfo]:
+        from kgnorm.ontologies.registry import LOADERS
+
+        return [CommandInfo(name=name, callback=command_for(entry)) for name, entry in LOADERS.items()]
+
+    @registered_commands.setter
+    def registered_commands(self, value: list[CommandInfo]) -> None:
+        """typer.Typer sets an empty list; the registry is the list."""
 
 
-@app.command("meddra")
-def meddra(path: PathArg, ontology: NameOpt = None, allow_dangling: DanglingOpt = False,
-           include_noncurrent: Annotated[bool, typer.Option(
-               "--include-noncurrent", help="Also keep non-current LLTs as synonyms.")] = False,
-           dry_run: DryRunOpt = False, store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0,
-           quiet: QuietOpt = False) -> None:
-    """MedDRA ASCII release (the MedAscii directory)."""
-    _ingest("meddra", path, ontology, allow_dangling, store, quiet, lock_timeout, dry_run,
-            include_noncurrent=include_noncurrent)
-
-
-@app.command("umls")
-def umls(path: PathArg, ontology: NameOpt = None, allow_dangling: Annotated[bool, typer.Option(
-             "--allow-dangling", help="Skip MRREL rows naming a CUI that MRCONSO lacks instead of failing.")] = False,
-         sab: Annotated[Optional[str], typer.Option(
-             "--sab", help="Sources to keep, comma-separated (e.g. MSH,SNOMEDCT_US); default: all.")] = None,
-         lang: Annotated[str, typer.Option("--lang", help="Languages to keep, comma-separated; ALL for all.")] = "ENG",
-         suppress: Annotated[bool, typer.Option("--suppress", help="Also keep suppressible names (SUPPRESS not N).")] = False,
-         store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:
-    """UMLS Metathesaurus RRF (a release's META folder): concepts are CUIs, source codes alt ids."""
-    _ingest("umls", path, ontology, allow_dangling, store, quiet, lock_timeout, sab=sab, lang=lang, suppress=suppress)
+app = LoaderCommands(help="Load an ontology into the graph store (replaces an ontology of the same name).",
+                     no_args_is_help=True)
 
 
 def compact_cmd(store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:

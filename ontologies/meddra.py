@@ -33,7 +33,7 @@ FORMAT = "meddra"
 DEFAULT_NAME = "meddra"
 PREFIX = "MEDDRA"
 
-# Number of `$`-terminated fields per file (FORMATS.md §4.1).
+# Number of `$`-terminated fields per file (docs/formats.md, "MedDRA ASCII").
 FIELDS = {"soc": 10, "hlgt": 9, "hlt": 9, "pt": 11, "llt": 11, "soc_hlgt": 2, "hlgt_hlt": 2,
           "hlt_pt": 2, "mdhier": 12}
 LEVELS = (("soc", "SOC"), ("hlgt", "HLGT"), ("hlt", "HLT"), ("pt", "PT"))

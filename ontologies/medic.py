@@ -1,6 +1,6 @@
 """CTD MEDIC disease vocabulary loader: the CTD report (TSV/CSV) and the DNorm pipe file.
 
-Layouts (detected from the file itself, see FORMATS.md §2):
+Layouts (detected from the file itself, see docs/formats.md, "MEDIC"):
 - CTD report `CTD_diseases.tsv|.csv[.gz]`: `#` comment lines (one names the columns), then
   8 or 9 columns DiseaseName, DiseaseID, AltDiseaseIDs, Definition, ParentIDs, TreeNumbers,
   ParentTreeNumbers, Synonyms[, SlimMappings]. IDs are already CURIEs (`MESH:D…`, `OMIM:…`);

@@ -1,4 +1,4 @@
-"""UMLS Metathesaurus loader: the RRF files of a release's `META/` folder (FORMATS.md §7).
+"""UMLS Metathesaurus loader: the RRF files of a release's `META/` folder (docs/formats.md, "UMLS RRF").
 
 Mapping: a concept per CUI (uid `UMLS:C0011849`, code the CUI) that keeps at least one name
 after the filters (sources `sab`, languages `lang`, suppressible names unless `suppress`).

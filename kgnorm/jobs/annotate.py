@@ -57,31 +57,15 @@ class AnnotateReport:
 
 def build_detector(ner: str | Path | MentionDetector, store: str | None, precision: str | None = None,
                    threads: int | None = None) -> tuple[MentionDetector, str]:
-    """``dictionary:ONT`` (the ontology's names in the store), a trained detector's directory (its
-    network on the path `precision` names: kgnorm.methods.ner.runtime), or a detector object; with
-    a label for the Run."""
+    """The detector a ``--ner`` spec names, looked up in the detector table (kgnorm.jobs.detectors:
+    ``dictionary:ONT``, the ontology's names in the store; a trained detector's directory, by its
+    kgnorm-model.json method, its network on the path `precision` names; a registered name), or a
+    detector object as it is; with a label for the Run."""
+    from kgnorm.jobs.detectors import DetectorContext, resolve
+
     if not isinstance(ner, (str, Path)):
         return ner, type(ner).__name__
-    spec = str(ner)
-    if spec.startswith("dictionary:"):
-        from kgnorm.graph.views import read_ontology
-        from kgnorm.ner.dictionary import DictionaryDetector
-        from kgnorm.stores import open_store
-
-        onto = spec.split(":", 1)[1].strip()
-        if not onto:
-            raise KgnormError("--ner dictionary:ONTOLOGY needs an ontology name (e.g. dictionary:medic)")
-        with open_store(store, read_only=True) as st:
-            snap = read_ontology(st, onto, with_edges=False)
-        return DictionaryDetector.from_snapshot(snap), f"dictionary:{onto}@{snap.version}"
-    path = Path(spec)
-    if not path.is_dir():
-        raise KgnormError(f"--ner {spec}: not a model directory (or use dictionary:ONTOLOGY)")
-    try:
-        from kgnorm.methods.ner.model import load_ner  # the trained detector (kgnorm train ner)
-    except ImportError:
-        raise KgnormError("this build has no trained mention detector: use --ner dictionary:ONTOLOGY") from None
-    return load_ner(path, precision=precision, threads=threads), str(path.resolve())
+    return resolve(ner, DetectorContext(store, precision, threads))
 
 
 def lever_dictionary(detector: MentionDetector | str, store: str | None, ontology: str | None,
@@ -209,7 +193,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     if overlap is None and plan.overlap and not getattr(detector, "overlap_by_default", True):
         plan = overlap_plan(False, asked_threads)   # a detector that holds the GIL gains nothing beside the linker
         threads = plan.threads
-    if consistency is None:  # what won on dev for this kind of detector (BENCHMARKS.md, "annotate")
+    if consistency is None:  # what won on dev for this kind of detector (benchmarks/LOG.md, "annotate")
         consistency = bool(getattr(detector, "consistency_by_default", False))
     model = Path(model)
     # with Ray the workers hold the models; the driver loads the linker only to fit nil on dev

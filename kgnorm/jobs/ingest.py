@@ -1,18 +1,19 @@
 """Ingest as a library: loader → OntologyGraph → store.load_ontology (an atomic replace of an
-ontology of the same name). `kgnorm ingest FORMAT` and `Workbench.ingest` call `ingest`."""
+ontology of the same name). `kgnorm ingest FORMAT` and `Workbench.ingest` call `ingest`; the
+formats are the loaders of kgnorm.ontologies.registry (LOADERS)."""
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
-from kgnorm.errors import InputError, KgnormError
+from kgnorm.errors import InputError
 from kgnorm.graph.ontology_graph import OntologyGraph
 from kgnorm.progress import note
 from kgnorm.jobs.store import open_writer
+from kgnorm.ontologies.registry import LOADERS, loader
 from kgnorm.stores import LoadSummary, check_store_uri, open_store, store_exists
 
-FORMATS = ("obo", "mesh", "medic", "snomed", "meddra", "umls")
+__all__ = ["ingest", "dry_run_lines", "LOADERS"]
 
 
 def ingest(fmt: str, path: str | Path, name: str | None = None, allow_dangling: bool = False,
@@ -21,8 +22,7 @@ def ingest(fmt: str, path: str | Path, name: str | None = None, allow_dangling: 
     """Load the ontology at ``path`` (a ``fmt`` file or directory) into the store, replacing one of
     the same name; a file that does not parse, or holds no concept, leaves the store as it was.
     `dry_run`: parse, then say what the replace would do (a read-only look at the store)."""
-    if fmt not in FORMATS:
-        raise KgnormError(f"unknown ontology format {fmt!r} (known: {', '.join(FORMATS)})")
+    loader(fmt)  # an unknown format fails first, naming the registered ones
     path = Path(path)
     uri = check_store_uri(store)  # a malformed store URI fails before the parse, not after it
     if not path.exists():
@@ -53,8 +53,7 @@ def ingest(fmt: str, path: str | Path, name: str | None = None, allow_dangling: 
 
 
 def _parse(fmt: str, path: Path, name: str | None, allow_dangling: bool, quiet: bool, **options: Any) -> OntologyGraph:
-    loader = importlib.import_module(f"kgnorm.ontologies.{fmt}")
-    graph = loader.load(path, name, allow_dangling=allow_dangling, **options)
+    graph = loader(fmt)(path, name, allow_dangling=allow_dangling, **options)
     for warning in graph.warnings:
         note(f"warning: {warning}", quiet)
     if not graph.concepts:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import ahocorasick
 
-from kgnorm.ner.spans import Span
+from kgnorm.ner.spans import MentionDetector, Span
 from kgnorm.text.normalize import normalize
 
 if TYPE_CHECKING:
@@ -53,14 +53,14 @@ class DictionaryStats:
     case_sensitive: int = 0
 
 
-class DictionaryDetector:
+class DictionaryDetector(MentionDetector):
     """Leftmost-longest matches of ``names`` in texts, each reported as one ``type`` span."""
 
     # annotate's document consistency (tag a found string's other occurrences) raised this
-    # tagger's dev NER F1 on both corpora, and lowered a trained detector's (BENCHMARKS.md, "annotate")
+    # tagger's dev NER F1 on both corpora, and lowered a trained detector's (benchmarks/LOG.md, "annotate")
     consistency_by_default = True
     # pure Python under the GIL: overlapped with the linker (kgnorm.jobs.overlap) it ran 6-11 % slower
-    # on BC5CDR dev (BENCHMARKS.md, "annotate with the dictionary tagger, overlapped or not"), so
+    # on BC5CDR dev (benchmarks/LOG.md, "annotate with the dictionary tagger, overlapped or not"), so
     # annotate overlaps only when asked to (--overlap)
     overlap_by_default = False
 

@@ -1,0 +1,137 @@
+"""The mention detectors by kind: what `annotate --ner SPEC` (and `Workbench.annotate`) resolve SPEC
+with (:func:`resolve`, which ``kgnorm.jobs.annotate.build_detector`` calls).
+
+A kind is a :class:`DetectorKind` entry in :data:`DETECTORS`. SPEC is resolved in this order:
+
+1. ``NAME:ARG`` where NAME is a registered kind that takes an argument (``dictionary:medic``);
+2. an existing directory: the kind named by its kgnorm-model.json ``method`` (``ner``: `kgnorm train
+   ner`), built with ARG = the directory;
+3. ``NAME`` alone, a registered kind that takes no argument;
+and anything else is one error line.
+
+``build`` (``"module:function"``, resolved on use, so naming a kind imports nothing heavy) is
+``build(arg, ctx) -> (detector, label)``: ``ctx`` a :class:`DetectorContext` (the store to read,
+a trained network's precision and threads); ``detector`` a
+:class:`~kgnorm.ner.spans.MentionDetector`; ``label`` what the Run records as its ``ner``
+(the part before an ``@`` names the run: `annotate` again with the same label replaces it). A new
+kind is one :func:`register` call (here, or from its own package).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from kgnorm.errors import KgnormError
+from kgnorm.ner.spans import MentionDetector
+
+__all__ = ["DetectorKind", "DetectorContext", "DETECTORS", "register", "resolve", "kind_of"]
+
+
+@dataclass(frozen=True)
+class DetectorContext:
+    """What a kind's ``build`` may use: the store (``None``: ``$KGNORM_STORE`` or the default), and
+    for a trained network the precision path and threads of `annotate --ner-precision/--threads`."""
+
+    store: str | None = None
+    precision: str | None = None
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class DetectorKind:
+    """One kind of detector. ``directory``: a trained detector, found as a model directory whose
+    kgnorm-model.json ``method`` is ``name`` (its ``build`` gets the directory); otherwise it is
+    named in the spec, with an argument after ``name:`` when ``arg`` names one (e.g. ``ONTOLOGY``),
+    or alone when ``arg`` is empty."""
+
+    name: str
+    build: str
+    arg: str = ""
+    directory: bool = False
+    help: str = ""
+
+    def builder(self) -> Callable[[str, DetectorContext], tuple[MentionDetector, str]]:
+        module, _, attr = self.build.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def spec(self) -> str:
+        """How `--ner` names it: ``DIR``, ``name:ARG`` or ``name``."""
+        return "DIR" if self.directory else f"{self.name}:{self.arg}" if self.arg else self.name
+
+
+DETECTORS: dict[str, DetectorKind] = {}
+
+
+def register(entry: DetectorKind) -> DetectorKind:
+    """Add (or replace) a kind: `annotate --ner` and `Workbench.annotate` resolve it from then on."""
+    DETECTORS[entry.name] = entry
+    return entry
+
+
+def kind_of(spec: str) -> tuple[DetectorKind, str]:
+    """(the kind, its argument) a ``--ner`` spec names (the order: the module docstring)."""
+    name, sep, arg = spec.partition(":")
+    entry = DETECTORS.get(name)
+    if sep and entry is not None and entry.arg and not entry.directory:
+        return entry, arg
+    path = Path(spec)
+    if path.is_dir():
+        from kgnorm.methods.model_dir import read_model_meta
+
+        method = read_model_meta(path)["method"]
+        entry = DETECTORS.get(method)
+        if entry is None or not entry.directory:
+            raise KgnormError(f"{path} holds a {method!r} model, not a mention detector (train one "
+                              "with `kgnorm train ner`)")
+        return entry, spec
+    if not sep and entry is not None and not entry.arg and not entry.directory:
+        return entry, ""
+    raise KgnormError(f"--ner {spec}: not a model directory (or use dictionary:ONTOLOGY)")
+
+
+def resolve(spec: str | Path, ctx: DetectorContext) -> tuple[MentionDetector, str]:
+    """The detector a ``--ner`` spec names, and its label for the Run."""
+    entry, arg = kind_of(str(spec))
+    try:
+        build = entry.builder()
+    except ImportError:
+        if entry.directory:
+            raise KgnormError("this build has no trained mention detector: use --ner dictionary:ONTOLOGY") from None
+        raise
+    return build(arg, ctx)
+
+
+# ------------------------------------------------------------------ the built-in kinds
+def dictionary(arg: str, ctx: DetectorContext) -> tuple[MentionDetector, str]:
+    """``dictionary:ONT``: every name of ontology ONT in the store, matched in the text
+    (kgnorm.ner.dictionary); no training."""
+    from kgnorm.graph.views import read_ontology
+    from kgnorm.ner.dictionary import DictionaryDetector
+    from kgnorm.stores import open_store
+
+    onto = arg.strip()
+    if not onto:
+        raise KgnormError("--ner dictionary:ONTOLOGY needs an ontology name (e.g. dictionary:medic)")
+    with open_store(ctx.store, read_only=True) as st:
+        snap = read_ontology(st, onto, with_edges=False)
+    return DictionaryDetector.from_snapshot(snap), f"dictionary:{onto}@{snap.version}"
+
+
+def trained_ner(arg: str, ctx: DetectorContext) -> tuple[Any, str]:
+    """A `kgnorm train ner` directory: its network on the path ``ctx.precision`` names
+    (kgnorm.methods.ner.runtime)."""
+    from kgnorm.methods.ner.model import load_ner
+
+    path = Path(arg)
+    return load_ner(path, precision=ctx.precision, threads=ctx.threads), str(path.resolve())
+
+
+for _entry in (
+    DetectorKind("dictionary", "kgnorm.jobs.detectors:dictionary", arg="ONTOLOGY",
+                 help="An ontology's names in the store, longest match on word boundaries; no training."),
+    DetectorKind("ner", "kgnorm.jobs.detectors:trained_ner", directory=True,
+                 help="A token classifier trained by `kgnorm train ner`."),
+):
+    register(_entry)
