@@ -113,7 +113,60 @@ def model_encoder(model: str | Path) -> tuple[Any, ModelInfo]:
     info = ModelInfo(Path(model).resolve(), meta["method"], f"{meta['method']} {meta.get('created_at', '')} "
                                                             f"({digest})".replace("  ", " "))
     encoder = load_encoder(model)
-    return remembered(encoder.encode), info
+    return remembered(disk_cached(encoder.encode, model)), info
+
+
+VECTOR_CACHE_MIN = 4096   # calls with at least this many texts (a target ontology's names) are cached on disk
+
+
+def disk_cached(encode: Any, model: str | Path, min_texts: int = VECTOR_CACHE_MIN) -> Any:
+    """`encode` whose big calls (a whole ontology's names: MEDIC 2012's 75k take minutes on 2 cores)
+    are kept in ``<cache>/match-vectors/<digest>.npy``, keyed by the model directory's content and the
+    texts in order: the same target ontology version and model find their vectors again; another
+    model, a retrained one or a changed ontology encode afresh (the key is the set of texts: the
+store may return them in another order). Smaller calls (a source's chunks)
+    are encoded as they come. ``KGNORM_MATCH_CACHE=0`` turns it off."""
+    import os
+
+    import numpy as np
+
+    from kgnorm.exports import cache_dir, model_digest
+
+    if os.environ.get("KGNORM_MATCH_CACHE", "1") == "0":
+        return encode
+    digest: list[str] = []
+
+    def cached(texts: Any) -> Any:
+        texts = list(texts)
+        if len(texts) < min_texts:
+            return encode(texts)
+        if not digest:
+            digest.append(model_digest(model))
+        keys = sorted(set(texts))       # kept in sorted order: the same names in another order hit
+        row = {t: i for i, t in enumerate(keys)}
+        order = np.fromiter((row[t] for t in texts), dtype=np.int64, count=len(texts))
+        h = hashlib.sha1(digest[0].encode())
+        for t in keys:
+            h.update(t.encode("utf-8") + b"\0")
+        path = cache_dir() / "match-vectors" / f"{h.hexdigest()[:24]}.npy"
+        if path.is_file():
+            try:
+                vecs = np.load(path, mmap_mode="r")
+                if vecs.shape[0] == len(keys):
+                    return np.asarray(vecs[order])
+            except (OSError, ValueError):
+                pass  # a broken cache file: encode again and replace it
+        vecs = np.asarray(encode(keys), dtype=np.float32)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            with open(tmp, "wb") as fh:
+                np.save(fh, vecs)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only cache: the vectors are still right, only not kept
+        return vecs[order]
+    return cached
 
 
 def remembered(encode: Any) -> Any:

@@ -5,7 +5,8 @@ target concept) of one Run.
 A parent is scored by two cosines (kgnorm.matching.matcher.dense_candidates): the concept's own
 names against the target's (a sibling or the equivalent scores high too), and its source parents'
 names against the target's (the parent's equivalent scores high). Their weighted mean (OWN_WEIGHT) favours a target that
-is both close to the concept and close to where the source ontology put it."""
+is both close to the concept and close to where the source ontology put it. Above both, the hierarchy: the
+exactMatch targets (the matcher's decisions) of the concept's nearest ancestors that have one."""
 from __future__ import annotations
 
 import csv
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import KgnormError
-from kgnorm.matching.matcher import MatchSide, decide, dense_candidates, lexical_pairs
+from kgnorm.matching.matcher import Decision, MatchSide, _nearest_mapped, decide, dense_candidates, lexical_pairs
 from kgnorm.matching.sssom import EXACT
 
 COLUMNS = ("source_uid", "source_name", "rank", "target_uid", "target_name", "score")
@@ -44,10 +45,25 @@ def parents_view(side: MatchSide, uids: list[str]) -> MatchSide:
     return MatchSide(side.ontology, side.labels, {u: ns for u, ns in names.items() if ns})
 
 
+def exact_targets(decisions: list[Decision]) -> dict[str, list[tuple[str, float]]]:
+    """source uid -> its exactMatch targets with their confidence, surest first."""
+    out: dict[str, list[tuple[str, float]]] = {}
+    for d in decisions:
+        if d.predicate == EXACT:
+            out.setdefault(d.source_uid, []).append((d.target_uid, float(d.confidence)))
+    return {s: sorted(ts, key=lambda x: (-x[1], x[0])) for s, ts in out.items()}
+
+
 def rank_parents(encode: Any, source: MatchSide, target: MatchSide, top_k: int, uids: list[str] | None = None,
-                 pool: int = 50) -> dict[str, list[tuple[str, float]]]:
+                 pool: int = 50, mapped: dict[str, list[tuple[str, float]]] | None = None,
+                 ) -> dict[str, list[tuple[str, float]]]:
     """source uid (of `uids`, default all) -> its `top_k` target parents by the weighted mean of the two
-    cosines (module docstring); a concept's lexical equivalents are left out (not its own parent)."""
+    cosines (module docstring); a concept's lexical equivalents are left out (not its own parent).
+
+    With `mapped` (source uid -> its exactMatch targets and confidence, :func:`exact_targets`), the
+    hierarchy speaks first: the equivalents of the concept's nearest ancestors that have one rank on
+    top, scored 1 + their confidence (dev MRR 0.79 -> 0.87: the parent often has no equivalent, the
+    grandparent has)."""
     uids = sorted(source.names) if uids is None else uids
     mine = MatchSide(source.ontology, source.labels, {u: source.names[u] for u in uids})
     own = dense_candidates(encode, mine, target, top_k=pool)
@@ -61,14 +77,26 @@ def rank_parents(encode: Any, source: MatchSide, target: MatchSide, top_k: int, 
         floor_a, floor_b = min(a.values(), default=0.0), min(b.values(), default=0.0)
         scores = {t: OWN_WEIGHT * a.get(t, floor_a) + (1 - OWN_WEIGHT) * b.get(t, floor_b)
                   for t in set(a) | set(b) if t not in same.get(s, ())}
+        if mapped:
+            for a in _nearest_mapped(s, source.parents, mapped):
+                for t, conf in mapped[a]:
+                    if t not in same.get(s, ()):
+                        scores[t] = max(scores.get(t, 0.0), 1.0 + conf)
         out[s] = sorted(scores.items(), key=lambda x: (-x[1], x[0]))[:top_k]
     return out
 
 
-def unmatched(encode: Any, source: MatchSide, target: MatchSide, use_ids: bool) -> list[str]:
-    """The source concepts the matcher finds no exactMatch for."""
+def exact_decisions(encode: Any, source: MatchSide, target: MatchSide, use_ids: bool) -> list[Decision]:
+    """The matcher's decisions (dev default threshold), of which `place` uses the exactMatches."""
     cands = dense_candidates(encode, source, target, top_k=1)
-    matched = {d.source_uid for d in decide(source, target, cands, use_ids=use_ids) if d.predicate == EXACT}
+    return decide(source, target, cands, use_ids=use_ids)
+
+
+def unmatched(encode: Any, source: MatchSide, target: MatchSide, use_ids: bool,
+              decisions: list[Decision] | None = None) -> list[str]:
+    """The source concepts the matcher finds no exactMatch for."""
+    decisions = exact_decisions(encode, source, target, use_ids) if decisions is None else decisions
+    matched = {d.source_uid for d in decisions if d.predicate == EXACT}
     return sorted(u for u in source.names if u not in matched)
 
 
@@ -86,8 +114,9 @@ def place_concepts(source: str, target: str, model: str | Path, *, top_k: int = 
     if xrefs == "ignore":
         src, tgt = src.without_ids_of(tgt), tgt.without_ids_of(src)
     encode, info = model_encoder(model)
-    uids = unmatched(encode, src, tgt, xrefs == "use") if unmatched_only else None
-    ranked = rank_parents(encode, src, tgt, top_k, uids)
+    decisions = exact_decisions(encode, src, tgt, xrefs == "use")
+    uids = unmatched(encode, src, tgt, xrefs == "use", decisions) if unmatched_only else None
+    ranked = rank_parents(encode, src, tgt, top_k, uids, mapped=exact_targets(decisions))
     return Placement(src, tgt, info, top_k, unmatched_only, ranked)
 
 
