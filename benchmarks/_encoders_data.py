@@ -1,13 +1,13 @@
 """Data, budget and logging helpers shared by the sections of benchmarks/encoders.py: the
-shared data files, the text-pipeline rules the CLI uses, MEDIC dictionaries, the
-epoch-budget loop and cached encodings."""
+shared data files, the text-pipeline rules the CLI uses, MEDIC dictionaries and cached
+encodings (the time budget is the training loop's own ``max_seconds``)."""
 from __future__ import annotations
 
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +19,6 @@ BC5CDR = (DATA / "bc5cdr-disease/train.concept", DATA / "bc5cdr-disease/dev.conc
 NCBI = (DATA / "ncbi-disease/NCBItrainset_corpus.txt", DATA / "ncbi-disease/NCBIdevelopset_corpus.txt")
 UMNSRS = {"similarity": DATA / "umnsrs/UMNSRS_similarity.csv",
           "relatedness": DATA / "umnsrs/UMNSRS_relatedness.csv"}
-R = TypeVar("R")
 T0 = time.perf_counter()
 
 
@@ -78,23 +77,6 @@ def limited_concepts(graph, golds: set[str], n: int, seed: int) -> set[str]:
 
 def gold_ids(items) -> set[str]:
     return {x for m, _ in items for g in m.gold for part in g.split("|") for x in part.split("+")}
-
-
-def run_with_budget(run: Callable[[int, bool], R], budget_s: float, max_epochs: int,
-                    completed: Callable[[R], int], stopped: Callable[[R], bool]) -> tuple[R, float]:
-    """Call a resumable trainer for 1 epoch, then for as many more as the measured epoch
-    time says fit in the budget (fewer calls than one per epoch: each call ends by writing
-    and re-loading the model, and DILBERT re-encodes the dictionary at a call's start)."""
-    t0 = time.perf_counter()
-    res = run(1, False)
-    while not stopped(res) and completed(res) < max_epochs:
-        elapsed = time.perf_counter() - t0
-        more = int((budget_s - elapsed) // (elapsed / max(completed(res), 1)))
-        if more < 1:
-            break
-        res = run(min(max_epochs, completed(res) + more), True)
-    return res, time.perf_counter() - t0
-
 
 
 class CachedEncode:

@@ -10,7 +10,7 @@ and raw text.
     setting; the report says how many dev mentions are themselves corpus rows.
   * Baselines over the same half dictionary: tf-idf (scikit-learn TfidfVectorizer, full
     product) and the BioSyn sparse scorer (kgnorm.linking.sparse.SparseScorer, char 1-2 tf-idf,
-    exact top-k); concepts ranked by their best-scoring name.
+    exact top-k); concepts ranked as `kgnorm link` ranks them (kgnorm.linking.concepts.rank_concepts).
   * BioCoM: offline MiniLM encoder + [ENT] markers, 16 concepts x 2 sentences per step,
     Multi-Similarity loss, one model per cap, each trained under a wall-clock budget of the
     optimisation steps (--max-minutes; dev evaluations are not counted); epoch and k of the
@@ -146,15 +146,11 @@ def accuracy(ranked: list[list[str]], dev: list[DevMention]) -> tuple[float, flo
 
 # --------------------------------------------------------------------------- baselines
 
-def _concepts(rows: Any, row_uids: list[str], k: int = 5) -> list[str]:
-    out: list[str] = []
-    for j in rows:
-        u = row_uids[int(j)]
-        if u not in out:
-            out.append(u)
-            if len(out) == k:
-                break
-    return out
+def _top5(dictionary: Any, rows: Any, scores: Any) -> list[str]:
+    """The top 5 concepts of one query's retrieved name rows, ranked as `kgnorm link` ranks them."""
+    from kgnorm.linking.concepts import rank_concepts
+
+    return [c.uid for c in rank_concepts(dictionary, rows, scores, 5)]
 
 
 def run_baselines(half: HalfDictionary, dev: list[DevMention], threads: int) -> list[dict]:
@@ -162,13 +158,12 @@ def run_baselines(half: HalfDictionary, dev: list[DevMention], threads: int) -> 
     import numpy as np
     from sklearn.feature_extraction.text import TfidfVectorizer
 
+    from kgnorm.linking.dictionary import NameDictionary
     from kgnorm.linking.sparse import SparseScorer
     from kgnorm.text.normalize import normalize
 
-    pairs = list(dict.fromkeys((normalize(n), u) for u, ns in half.names.items() for n in ns))
-    pairs = [(n, u) for n, u in pairs if n]
-    names = [n for n, _ in pairs]
-    row_uids = [u for _, u in pairs]
+    dictionary = NameDictionary.from_entries((normalize(n), u) for u, ns in half.names.items() for n in ns)
+    names = dictionary.names
     queries = {"surface": [normalize(d.text) for d in dev],
                "abbreviation-expanded": [normalize(d.long_text) for d in dev]}
     depth = 200  # names fetched per query: enough for 5 distinct concepts
@@ -187,7 +182,7 @@ def run_baselines(half: HalfDictionary, dev: list[DevMention], threads: int) -> 
                 top = np.argpartition(-S, depth, axis=1)[:, :depth]
                 for i, row in enumerate(top):
                     order = row[np.lexsort((row, -S[i, row]))]  # score desc, then name index
-                    ranked.append(_concepts(order, row_uids))
+                    ranked.append(_top5(dictionary, order, S[i, order]))
             q_s = time.perf_counter() - t0
             a1, a5 = accuracy(ranked, dev)
             results.append({"method": label, "variant": variant, "acc1": a1, "acc5": a5,
@@ -201,9 +196,9 @@ def run_baselines(half: HalfDictionary, dev: list[DevMention], threads: int) -> 
     sparse.topk(["warm up"], depth)  # the one-off bf16 speed probe is not query time
     for variant, qs in queries.items():
         t0 = time.perf_counter()
-        _, idx = sparse.topk(qs, depth)
+        scores, idx = sparse.topk(qs, depth)
         q_s = time.perf_counter() - t0
-        a1, a5 = accuracy([_concepts(r, row_uids) for r in idx], dev)
+        a1, a5 = accuracy([_top5(dictionary, r, sc) for r, sc in zip(idx, scores)], dev)
         results.append({"method": "BioSyn sparse scorer (kgnorm SparseScorer, char 1-2)",
                         "variant": variant, "acc1": a1, "acc5": a5, "fit_s": fit_s,
                         "qps": len(qs) / q_s})

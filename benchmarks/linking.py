@@ -134,13 +134,13 @@ def cli_only(args) -> None:
 def _alt_ids(model_dir: str) -> dict:
     """The alt ids of the BioSyn dictionary behind a model directory: its own, a reranker's linker's, an
     ensemble's first member's (members share the ontology)."""
-    import json
-
     from kgnorm.linking.dictionary import NameDictionary
+    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.methods.registry import WRAPPER, entry_for
 
-    meta = json.loads((Path(model_dir) / "kgnorm-model.json").read_text())
-    if meta["method"] in ("rerank", "ensemble"):
-        return _alt_ids(meta["linker"] if meta["method"] == "rerank" else meta["members"][0])
+    meta = read_model_meta(model_dir)
+    if entry_for(meta, model_dir).kind == WRAPPER:  # a reranker names its linker, an ensemble its members
+        return _alt_ids(meta.get("linker") or meta["members"][0])
     return NameDictionary.load(Path(model_dir) / "names").alt_ids
 
 
@@ -186,23 +186,6 @@ def independent_acc1(tsv: Path, dev: Path, model_dir: str) -> float:
     return right / n
 
 
-def old_rule_acc1(tsv: Path, dev: Path, model_dir: str) -> float:
-    """Acc@1 of the same TSV under the rule before issue 28: a gold with several ids scored part by part when
-    the prediction has as many parts, else right when each predicted concept is one of the gold ids."""
-    from kgnorm.evaluation.link_tsv import align, read_link_tsv
-    from kgnorm.evaluation.linking import GoldMention, MentionPrediction, mention_rank
-    from kgnorm.mentions.readers import read_mentions
-
-    alt = _alt_ids(model_dir)
-    mentions = list(read_mentions(dev))
-    predicted = align(read_link_tsv(tsv), [m.mention_id for m in mentions])
-    ranks = [mention_rank(MentionPrediction(p.ranked()), GoldMention(tuple(m.gold)), 1, alt,
-                          part_matching="aligned" if len(p.parts) == len(m.gold) else "any")
-             for p, m in zip(predicted, mentions)]
-    scored = [r for r in ranks if r is not None]
-    return sum(r == 1 for r in scored) / len(scored)
-
-
 def _cli_eval(args: list[str], threads: int) -> dict:
     import json
     import subprocess
@@ -223,9 +206,8 @@ def scored_tsv(args) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = ["| dataset | model | Acc@1 | Acc@5 | refined Acc@1 | refined Acc@5 | n / refined n | "
             "`eval link --model` Acc@1 / refined | Acc@1, independent reading of the TSV | gold ids the model's "
-            "dictionary lacks (mentions) | composites / left unsplit | Acc@1, old rule (several ids: lenient) | "
-            "s per 1,000 mentions (`link` child, wall) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "dictionary lacks (mentions) | composites / left unsplit | s per 1,000 mentions (`link` child, wall) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     amb = ["| dataset | model | written top-1 (old rule: first uid of the top name) | old `eval link` (any uid of "
            "the top name) | ambiguity errors before | written top-1 now (concept ranking) | ambiguity errors now |",
            "|---|---|---|---|---|---|---|"]
@@ -248,7 +230,7 @@ def scored_tsv(args) -> None:
         rows.append(f"| {ds} | {label} | {fu['acc1']:.4f} | {fu['acc5']:.4f} | {re_['acc1']:.4f} | "
                     f"{re_['acc5']:.4f} | {fu['n']} / {re_['n']} | {m['full']['acc1']:.4f} / "
                     f"{m['refined']['acc1']:.4f} | {ind:.4f} | {f['unknown_gold_ids']} ({f['unknown_gold_mentions']}) | "
-                    f"{f['composites']} / {f['composites_unsplit']} | {old_rule_acc1(tsv, dev, path):.4f} | "
+                    f"{f['composites']} / {f['composites_unsplit']} | "
                     f"{1000 * wall / fu['n']:.1f} |")
         if args.skip_ambiguity:
             continue

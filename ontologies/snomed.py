@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -94,77 +95,112 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
     m = _DATE.search(files["concept"][0].name)
     graph.version = m.group(1) if m else ""
 
+    active, inactive = _concept_status(files["concept"])
+    acceptability = _acceptability(files["language"], refset)
+    terms = _read_descriptions(files["description"], acceptability, active, inactive)
+    definitions, fallback_defs = _read_definitions(files.get("text_definition", []), acceptability, active)
+    del acceptability
+    _add_concepts(graph, active, terms, definitions, fallback_defs)
+    _retire(graph, files.get("association", []), inactive, active, terms.retired_names)
+    _add_is_a(graph, files["relationship"], active, inactive)
+    return finish(graph, allow_dangling)
+
+
+def _concept_status(paths: list[Path]) -> tuple[set[str], set[str]]:
+    """The active concept ids and the inactive ones (an id active in any file is active)."""
     active: set[str] = set()
     inactive: set[str] = set()
-    for _, _, (cid, flag) in _rows(files["concept"], "concept", ["id", "active"]):
+    for _, _, (cid, flag) in _rows(paths, "concept", ["id", "active"]):
         (active if flag == "1" else inactive).add(cid)
-    inactive -= active
+    return active, inactive - active
 
-    # description id -> True (preferred) / False (acceptable) in the chosen language refset
+
+def _acceptability(paths: list[Path], refset: str) -> dict[str, bool]:
+    """description id -> True (preferred) / False (acceptable) in the chosen language refset."""
     acceptability: dict[str, bool] = {}
-    for _, _, (did, acc) in _rows(files["language"], "language",
-                                  ["referencedComponentId", "acceptabilityId"],
+    for _, _, (did, acc) in _rows(paths, "language", ["referencedComponentId", "acceptabilityId"],
                                   where={"active": "1", "refsetId": refset}):
         if acc in (PREFERRED, ACCEPTABLE):
             acceptability[did] = acc == PREFERRED
+    return acceptability
 
-    preferred: dict[str, str] = {}
-    retired_names: dict[str, str] = {}
-    fsn_pref: dict[str, str] = {}
-    fsn_any: dict[str, str] = {}
-    syn_any: dict[str, str] = {}
-    acceptable: dict[str, list[str]] = defaultdict(list)
+
+@dataclass
+class _Terms:
+    """The English descriptions that name the concepts, by concept id."""
+
+    preferred: dict[str, str] = field(default_factory=dict)      # the preferred synonym
+    retired_names: dict[str, str] = field(default_factory=dict)  # an inactive concept's name
+    fsn_pref: dict[str, str] = field(default_factory=dict)       # a preferred FSN
+    fsn_any: dict[str, str] = field(default_factory=dict)        # any FSN
+    syn_any: dict[str, str] = field(default_factory=dict)        # any synonym
+    acceptable: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+
+def _read_descriptions(paths: list[Path], acceptability: dict[str, bool], active: set[str],
+                       inactive: set[str]) -> _Terms:
+    t = _Terms()
     for _, _, (did, flag, cid, lang, typ, term) in _rows(
-            files["description"], "description",
-            ["id", "active", "conceptId", "languageCode", "typeId", "term"]):
+            paths, "description", ["id", "active", "conceptId", "languageCode", "typeId", "term"]):
         acc = acceptability.get(did)
         if flag == "1" and cid in inactive and lang.startswith("en") and typ in (FSN, SYNONYM):
             if typ == SYNONYM and acc:  # the preferred term, as for an active concept
-                retired_names[cid] = term
+                t.retired_names[cid] = term
             else:
-                retired_names.setdefault(cid, split_semantic_tag(term)[0] if typ == FSN else term)
+                t.retired_names.setdefault(cid, split_semantic_tag(term)[0] if typ == FSN else term)
         if flag != "1" or cid not in active or not lang.startswith("en"):
             continue
         if typ == FSN:
             if acc:
-                fsn_pref.setdefault(cid, term)
-            fsn_any.setdefault(cid, term)
+                t.fsn_pref.setdefault(cid, term)
+            t.fsn_any.setdefault(cid, term)
         elif typ == SYNONYM:
             if acc:
-                if cid in preferred:
-                    acceptable[cid].append(term)
+                if cid in t.preferred:
+                    t.acceptable[cid].append(term)
                 else:
-                    preferred[cid] = term
+                    t.preferred[cid] = term
             elif acc is not None:
-                acceptable[cid].append(term)
-            syn_any.setdefault(cid, term)
+                t.acceptable[cid].append(term)
+            t.syn_any.setdefault(cid, term)
+    return t
 
+
+def _read_definitions(paths: list[Path], acceptability: dict[str, bool], active: set[str]
+                      ) -> tuple[dict[str, str], dict[str, str]]:
+    """Per active concept, its first text definition with a language refset row, and its first
+    English one at all (the fallback)."""
     definitions: dict[str, str] = {}
     fallback_defs: dict[str, str] = {}
     for _, _, (did, flag, cid, lang, term) in _rows(
-            files.get("text_definition", []), "text_definition",
-            ["id", "active", "conceptId", "languageCode", "term"]):
+            paths, "text_definition", ["id", "active", "conceptId", "languageCode", "term"]):
         if flag == "1" and cid in active and lang.startswith("en"):
             (definitions if did in acceptability else fallback_defs).setdefault(cid, term)
-    del acceptability
+    return definitions, fallback_defs
 
+
+def _add_concepts(graph: OntologyGraph, active: set[str], terms: _Terms, definitions: dict[str, str],
+                  fallback_defs: dict[str, str]) -> None:
     for cid in sorted(active, key=lambda c: (len(c), c)):
-        fsn = fsn_pref.get(cid) or fsn_any.get(cid) or ""
+        fsn = terms.fsn_pref.get(cid) or terms.fsn_any.get(cid) or ""
         fsn_text, tag = split_semantic_tag(fsn)
         con = Concept(uid=f"{PREFIX}:{cid}", code=cid,
-                      name=preferred.get(cid) or fsn_text or syn_any.get(cid, ""),
+                      name=terms.preferred.get(cid) or fsn_text or terms.syn_any.get(cid, ""),
                       level_label=tag,
                       definition=(definitions.get(cid) or fallback_defs.get(cid) or "").strip())
         con.add_synonym(fsn_text)
-        for syn in acceptable.get(cid, ()):
+        for syn in terms.acceptable.get(cid, ()):
             con.add_synonym(syn)
         graph.add_concept(con)
 
-    _retire(graph, files.get("association", []), inactive, active, retired_names)
+
+def _add_is_a(graph: OntologyGraph, paths: list[Path], active: set[str], inactive: set[str]) -> None:
+    """The active inferred IS-A rows between active concepts, once each; rows touching an inactive
+    concept are counted in a warning."""
     to_inactive = 0
     seen: set[tuple[str, str]] = set()
     for rel_file, lineno, (src, dst) in _rows(
-            files["relationship"], "relationship", ["sourceId", "destinationId"],
+            paths, "relationship", ["sourceId", "destinationId"],
             where={"typeId": IS_A, "active": "1", "characteristicTypeId": INFERRED},
             needle=f"\t{IS_A}\t"):
         if src in inactive or dst in inactive:
@@ -179,7 +215,6 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
                        origin=None if known else f"{rel_file}:{lineno}")
     if to_inactive:
         graph.warnings.append(f"{to_inactive} active IS-A row(s) touching inactive concepts skipped")
-    return finish(graph, allow_dangling)
 
 
 def _retire(graph: OntologyGraph, paths: list[Path], inactive: set[str], active: set[str],

@@ -14,9 +14,19 @@ from annotate_fixtures import OBO, write_jsonl
 from cli_runner import exit_code, run
 from kgnorm.documents.readers import read_documents
 from kgnorm.jobs.detectors import DETECTORS, DetectorContext, DetectorKind, kind_of, resolve
-from kgnorm.ner.spans import DETECTOR_DEFAULTS, MentionDetector, Span, detector_setting
+from kgnorm.ner.spans import MentionDetector, Span
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+# the settings a job reads from a detector, with their defaults (MentionDetector's class attributes)
+DETECTOR_DEFAULTS = {k: getattr(MentionDetector, k) for k in ("consistency_by_default", "overlap_by_default",
+                                                              "levers", "union")}
+
+
+def detector_setting(detector, name: str):
+    """``detector.<name>``, or the default :class:`MentionDetector` declares for it (what a job reads
+    from a detector that does not subclass it)."""
+    return getattr(detector, name, DETECTOR_DEFAULTS[name])
 
 TEXTS = ["Carriers of ataxia telangiectasia (AT) mutations have breast cancer more often; AT is rare.",
          "No link between ovarian cancer and colorectal cancer was seen.", "", "Nothing here."]

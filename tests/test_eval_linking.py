@@ -25,14 +25,11 @@ def test_composite_counts_only_if_every_part_right():
     assert rep.accuracy == {1: 0.0, 2: 0.0, 3: 1.0}
     # aligned by position: swapping the gold order makes both parts wrong
     assert accuracy_at_k(preds, ["B|A"], ks=(5,)).accuracy[5] == 0.0
-    # BioSyn-lenient matching accepts any gold part
-    assert accuracy_at_k(preds, ["B|A"], ks=(5,), part_matching="any").accuracy[5] == 1.0
 
 
 def test_unsplit_composite_is_a_miss_and_parts_match_one_to_one():
-    # one concept for a mention of two: wrong under the strict rule, lenient only with part_matching="any"
+    # one concept for a mention of two: wrong
     assert accuracy_at_k([P(["B"])], [["A", "B"]], ks=(1,)).acc1 == 0.0
-    assert accuracy_at_k([P(["B"])], [["A", "B"]], ks=(1,), part_matching="any").acc1 == 1.0
     # one list holding both gold concepts is still one link, never two
     assert accuracy_at_k([P(["A", "B"])], [["A", "B"]], ks=(5,)).accuracy[5] == 0.0
     # three predicted parts for two gold parts: each gold part needs its own predicted part, any order

@@ -7,9 +7,9 @@ import pytest
 from kgnorm.errors import KgnormError
 from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.nil.thresholds import (NilExample, choose_threshold, decision_metrics, evaluate_nil,
-                                from_scores, is_nil, nil_dev_set, nil_metrics,
-                                threshold_candidates)
+from kgnorm.nil.evaluation import concept_hits, nil_examples
+from kgnorm.nil.thresholds import (NilExample, choose_threshold, decision_metrics, from_scores, is_nil,
+                                nil_dev_set, nil_metrics, threshold_candidates)
 
 # distance, in_kb, correct
 DEV = [NilExample(0.2, True, True), NilExample(0.5, True, True), NilExample(0.9, True, True),
@@ -173,7 +173,9 @@ def test_evaluate_nil_end_to_end():
     s = nil_dev_set(DICT, [("heart attack", {"MESH:D1"}), ("fever", {"MESH:D3"}),
                            ("cough", {"MESH:D6"}), ("fevers", {"MESH:D3"})],
                     fraction=0.34, seed=1)
-    ex = evaluate_nil(_ToyLinker(), s)
+    model = _ToyLinker()
+    model.set_dictionary(s.dictionary)
+    ex, _ = nil_examples(s, concept_hits(model, s.queries))
     assert len(ex) == 4
     for e, kb in zip(ex, s.in_kb):
         assert e.in_kb == kb

@@ -17,14 +17,12 @@ Rules
 * A mention's rank is the largest, over its linkable parts, of the 1-based rank of the part's
   first matching candidate; it is right at k when that rank is <= k, i.e. a composite
   mention counts only when **every** part is right at k.
-* Parts are aligned by position (``part_matching="aligned"``). When the prediction has a
+* Parts are aligned by position. When the prediction has a
   different number of parts than the gold, every linkable gold part needs a predicted part of
   its own (the best one-to-one assignment, any order): a composite left unsplit -- one concept
   for a mention of two -- is a miss. A mention the annotators allow several ids for is not a
   composite: give its ids as one conjunction part ``A+B``
-  (:func:`kgnorm.evaluation.composites.scoring_gold` decides which is which). With
-  ``part_matching="any"`` each predicted part may match any linkable gold part -- BioSyn's own
-  label check, lenient about unsplit composites and the order of their ids.
+  (:func:`kgnorm.evaluation.composites.scoring_gold` decides which is which).
 
 The refined split (:func:`refined_subset`, DILBERT paper): test mentions whose normalized
 text never occurs among the normalized training mentions, deduplicated by (text, gold).
@@ -160,22 +158,16 @@ def _assigned_rank(pred_parts: list[list[str]], golds: list[str], conjunction: s
 
 def mention_rank(pred: MentionPrediction, gold: GoldMention, depth: int,
                  alt_ids: Mapping[str, Iterable[str]] | None = None,
-                 conjunction: str = "any", part_matching: str = "aligned") -> int | None:
+                 conjunction: str = "any") -> int | None:
     """Rank at which the whole mention becomes right (0 = not within ``depth``;
     None = skipped because no part is linkable)."""
     if not gold.linkable:
         return None
-    linkable = [g for g in gold.parts if GoldMention.part_linkable(g)]
-    worst = 0
-    if part_matching == "aligned" and len(pred.parts) == len(gold.parts):
-        pairs = [(pred.parts[i], [g]) for i, g in enumerate(gold.parts)
-                 if GoldMention.part_linkable(g)]
-    elif part_matching == "aligned":
+    if len(pred.parts) != len(gold.parts):
+        linkable = [g for g in gold.parts if GoldMention.part_linkable(g)]
         return _assigned_rank(pred.parts, linkable, conjunction, alt_ids, depth)
-    else:
-        if not pred.parts:
-            return 0
-        pairs = [(ranked, linkable) for ranked in pred.parts]
+    pairs = [(pred.parts[i], [g]) for i, g in enumerate(gold.parts) if GoldMention.part_linkable(g)]
+    worst = 0
     for ranked, golds in pairs:
         r = _first_rank(ranked, golds, conjunction, alt_ids, depth)
         if r == 0:
@@ -188,7 +180,7 @@ def accuracy_at_k(predictions: Sequence[MentionPrediction | Sequence[Sequence[It
                   gold: Sequence[str | Sequence[str] | GoldMention],
                   ks: Sequence[int] = (1, 5),
                   alt_ids: Mapping[str, Iterable[str]] | None = None,
-                  conjunction: str = "any", part_matching: str = "aligned") -> LinkingReport:
+                  conjunction: str = "any") -> LinkingReport:
     """Acc@k for each k in ``ks``.
 
     ``predictions[i]`` is mention i's prediction: per part, the ranked concepts, each a uid
@@ -200,8 +192,6 @@ def accuracy_at_k(predictions: Sequence[MentionPrediction | Sequence[Sequence[It
     if conjunction != "any":
         raise ValueError("conjunction must be 'any' (one concept per rank cannot hold a whole "
                          "conjunction)")
-    if part_matching not in ("aligned", "any"):
-        raise ValueError("part_matching must be 'aligned' or 'any'")
     ks = tuple(sorted({int(k) for k in ks}))
     if not ks or ks[0] < 1:
         raise ValueError("ks must be positive")
@@ -209,7 +199,7 @@ def accuracy_at_k(predictions: Sequence[MentionPrediction | Sequence[Sequence[It
     ranks: list[int | None] = []
     for p, g in zip(predictions, gold):
         ranks.append(mention_rank(MentionPrediction.parse(p), GoldMention.parse(g), depth,
-                                  alt_ids, conjunction, part_matching))
+                                  alt_ids, conjunction))
     evaluated = [r for r in ranks if r is not None]
     hits = {k: sum(1 for r in evaluated if 0 < r <= k) for k in ks}
     n = len(evaluated)

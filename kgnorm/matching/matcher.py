@@ -117,13 +117,7 @@ def lexical_pairs(source: MatchSide, target: MatchSide, key: Callable[[str], str
     for t, names in target.names.items():
         for n in names:
             index.setdefault(key(n), set()).add(t)
-    index.pop("", None)
-    out: dict[str, set[str]] = {}
-    for s, names in source.names.items():
-        hits = set().union(*(index.get(key(n), set()) for n in names)) if names else set()
-        if hits:
-            out[s] = hits
-    return out
+    return _source_hits(source, index, key)
 
 
 def best_lexical(source: MatchSide, target: MatchSide, lexical: dict[str, set[str]],
@@ -165,10 +159,16 @@ def label_pairs(source: MatchSide, target: MatchSide) -> dict[str, set[str]]:
     for t, label in target.labels.items():
         if t in target.names:
             index.setdefault(token_bag(label), set()).add(t)
+    return _source_hits(source, index, token_bag)
+
+
+def _source_hits(source: MatchSide, index: dict[str, set[str]], key: Callable[[str], str]) -> dict[str, set[str]]:
+    """source uid -> the targets `index` holds under the `key` of any of its names (an empty key
+    matches nothing)."""
     index.pop("", None)
     out: dict[str, set[str]] = {}
     for s, names in source.names.items():
-        hits = set().union(*(index.get(token_bag(n), set()) for n in names)) if names else set()
+        hits = set().union(*(index.get(key(n), set()) for n in names)) if names else set()
         if hits:
             out[s] = hits
     return out

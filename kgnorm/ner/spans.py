@@ -10,13 +10,18 @@ from typing import Any, Protocol, Sequence
 
 @dataclass(frozen=True)
 class Span:
-    """One detected mention: [start, end) character offsets into the text it was found in."""
+    """One detected mention: [start, end) character offsets into the text it was found in.
+    `score`: the detector's confidence in the span (a trained one: the mean probability of its
+    tokens' tags); `source`: what found it -- ``detector``, or an inference-time lever that added it
+    (``dictionary``: a dictionary match; ``occurrence``: another occurrence of a found string or
+    short form), whose `score` says nothing (annotate's mention confidence tells them apart)."""
 
     start: int
     end: int
     text: str
     type: str
     score: float = 1.0
+    source: str = "detector"
 
 
 class MentionDetector(Protocol):
@@ -44,14 +49,3 @@ class MentionDetector(Protocol):
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
         """Spans of each text, sorted by start, non-overlapping."""
         ...
-
-
-# the settings a job reads from a detector, with their defaults (the class attributes above)
-DETECTOR_DEFAULTS = {k: getattr(MentionDetector, k) for k in ("consistency_by_default", "overlap_by_default",
-                                                              "levers", "union")}
-
-
-def detector_setting(detector: Any, name: str) -> Any:
-    """``detector.<name>``, or the default :class:`MentionDetector` declares for it (what a job reads
-    from a detector that does not subclass it)."""
-    return getattr(detector, name, DETECTOR_DEFAULTS[name])

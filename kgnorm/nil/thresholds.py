@@ -50,7 +50,7 @@ from kgnorm.linking.dictionary import NameDictionary
 
 __all__ = ["NilExample", "NilDevSet", "STRATEGIES", "from_scores", "choose_threshold",
            "threshold_candidates", "nil_metrics", "decision_metrics", "nil_dev_set", "is_nil",
-           "evaluate_nil", "without_concepts"]
+           "without_concepts"]
 
 STRATEGIES = ("min_fp", "max_tp", "weighted", "dev_accuracy", "auto")
 
@@ -280,32 +280,4 @@ def without_concepts(dictionary: NameDictionary, gone: set[str]) -> NameDictiona
     return NameDictionary(names=names, uids=uids,
                           alt_ids={u: list(v) for u, v in dictionary.alt_ids.items() if u not in gone},
                           is_mention=flags, counts=counts)
-
-
-def evaluate_nil(model, nil_set: NilDevSet, top_k: int = 1, batch_size: int = 512,
-                 distance_of=None, name_vectors: np.ndarray | None = None) -> list[NilExample]:
-    """Link the queries of ``nil_set`` with ``model`` (any linker with ``set_dictionary``,
-    ``link``) over the reduced dictionary and return the dev examples. ``distance_of`` maps
-    a top-1 score to a distance (default ``-score``, so that a chosen threshold ``t`` is the
-    score threshold ``-t`` of ``link_stream``; ``DilbertModel.distance_of`` gives true
-    distances instead). The model's dictionary is replaced; ``name_vectors`` (the ``encode``
-    output for ``nil_set.dictionary.names``, e.g. rows of already computed vectors) saves
-    re-encoding the names for models with ``build_index(vectors=...)``."""
-    model.set_dictionary(nil_set.dictionary)
-    if name_vectors is not None:
-        model.build_index(vectors=name_vectors)
-    from kgnorm.linking.concepts import link_concepts
-
-    res = link_concepts(model, nil_set.queries, max(1, top_k), batch_size=batch_size)
-    conv = distance_of or (lambda s: -float(s))
-    alt = nil_set.dictionary.alt_ids
-    out = []
-    for cands, gs, kb in zip(res, nil_set.golds, nil_set.in_kb):
-        if not cands:
-            out.append(NilExample(float("inf"), kb, False))
-            continue
-        top = cands[0]  # the concept the linker writes at rank 1 (strict: its own ids only)
-        ids = {top.uid, *alt.get(top.uid, ())}
-        out.append(NilExample(float(conv(top.score)), kb, bool(kb and ids & gs)))
-    return out
 

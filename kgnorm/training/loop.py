@@ -374,16 +374,7 @@ class TrainingLoop:
                 if self._out_of_steps():
                     stopped_inside = True
                     break
-                if c.step_seed is not None:
-                    torch.manual_seed(c.step_seed * 1_000_003 + self.global_step)
-                t0 = self._step_t0 = time.perf_counter()
-                try:
-                    loss = self._optimise(b)
-                finally:
-                    self._step_t0 = None
-                dt = time.perf_counter() - t0
-                self._step_seconds += dt
-                self._last_step_seconds = dt
+                loss, dt = self._timed_step(b)
                 seconds_train += dt
                 if loss is not None:
                     losses.append(float(loss))
@@ -423,7 +414,29 @@ class TrainingLoop:
                 self._emit(rec)
             self._checkpoint(task.epoch_state(), losses)
             return False
-        extra = task.end_epoch()
+        self._finish_epoch(ebar, losses, seconds_train, t_ep)
+        return True
+
+    def _timed_step(self, b: int) -> tuple[float | None, float]:
+        """Step ``b`` of the epoch (seeded by ``step_seed``), its loss and seconds, counted for the
+        budgets."""
+        if self.cfg.step_seed is not None:
+            torch.manual_seed(self.cfg.step_seed * 1_000_003 + self.global_step)
+        t0 = self._step_t0 = time.perf_counter()
+        try:
+            loss = self._optimise(b)
+        finally:
+            self._step_t0 = None
+        dt = time.perf_counter() - t0
+        self._step_seconds += dt
+        self._last_step_seconds = dt
+        return loss, dt
+
+    def _finish_epoch(self, ebar, losses: list[float], seconds_train: float, t_ep: float) -> None:
+        """A whole epoch ran: its record (evaluated every ``eval_every`` epochs and on the last),
+        the checkpoint at its end, the epoch bar."""
+        c, epoch = self.cfg, self.epoch
+        extra = self.task.end_epoch()
         last = (epoch + 1 >= c.epochs or self._out_of_steps()
                 or self._no_time_for_an_epoch(running=time.perf_counter() - t_ep))
         evaluate = last or (epoch + 1) % max(c.eval_every, 1) == 0
@@ -435,4 +448,3 @@ class TrainingLoop:
             ebar.update(1)
             ebar.set_postfix(loss=rec["loss"], dev=(rec.get("dev") or {}).get(c.metric))
         self._emit(rec)
-        return True

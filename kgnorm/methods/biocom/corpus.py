@@ -52,7 +52,7 @@ __all__ = [
     "CORPUS_JSON", "SENTENCES_FILE", "NAMES_FILE", "COUNTS_FILE", "DEFAULT_CAP",
     "Match", "NameMatcher", "name_tokens", "dictionary_entries", "local_abbreviations",
     "with_abbreviations", "iter_documents",
-    "iter_sentences", "build_corpus", "CorpusSummary", "Corpus", "load_corpus",
+    "build_corpus", "CorpusSummary", "Corpus", "load_corpus",
     "check_corpus", "read_manifest",
 ]
 
@@ -86,14 +86,6 @@ def iter_documents(path: str | Path) -> Iterator[tuple[str, str, tuple[int, ...]
     for lineno, line in iter_lines(p):
         if line.strip():
             yield f"{p.name}:{lineno}", line, ()
-
-
-def iter_sentences(path: str | Path) -> Iterator[tuple[str, str]]:
-    """(doc_id, sentence) of a file, in order."""
-    for doc_id, text, breaks in iter_documents(path):
-        for s, e in sentence_spans(text, breaks):
-            if e > s:
-                yield doc_id, text[s:e]
 
 
 # --------------------------------------------------------------------------- building
@@ -143,8 +135,6 @@ def build_corpus(dictionary: Any, texts: str | Path | Sequence[str | Path],
     KgnormError when the dictionary matches nothing."""
     import time
 
-    import pyarrow as pa
-
     t0 = time.time()
     if ontology is None:
         ontology = getattr(dictionary, "name", None)
@@ -154,6 +144,46 @@ def build_corpus(dictionary: Any, texts: str | Path | Sequence[str | Path],
         raise KgnormError("build_corpus needs the ontology name (ontology=...)")
     if cap is not None and cap < 1:
         raise KgnormError(f"cap must be at least 1 sentence per concept, got {cap}")
+    paths = _text_paths(texts)
+    entries, matcher = _corpus_matcher(dictionary, ontology, min_name_chars)
+
+    sample = _CorpusSample(cap, random.Random(seed))
+    for p in paths:
+        sample.scan_file(p, matcher, abbreviations)
+    if sample.n_match == 0:
+        raise KgnormError(
+            f"the dictionary of ontology {ontology!r} ({matcher.n_names} names) matched "
+            f"nothing in {sample.sentences} sentences of {', '.join(str(p) for p in paths)}")
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    old_manifest = out / CORPUS_JSON
+    if old_manifest.exists():  # a rebuild: the old manifest must not vouch for new files
+        old_manifest.unlink()
+    rows = sample.rows()
+    _write_corpus_tables(out, rows, entries, sample)
+    seconds = time.time() - t0
+    manifest = {
+        "kind": "biocom-corpus", "format_version": FORMAT_VERSION,
+        "ontology": {"name": ontology, "version": version or ""},
+        "cap": cap, "seed": seed, "min_name_chars": min_name_chars,
+        "abbreviations": bool(abbreviations),
+        "inputs": sample.inputs,
+        "counts": sample.counts(matcher, len(rows), len(entries)),
+        "files": {"sentences": SENTENCES_FILE, "names": NAMES_FILE, "counts": COUNTS_FILE},
+        "seconds": round(seconds, 3),
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "kgnorm": _kgnorm_version(),
+    }
+    _atomic_write_text(out / CORPUS_JSON, json.dumps(manifest, indent=2) + "\n")
+    return CorpusSummary(out_dir=str(out), documents=sample.documents, sentences=sample.sentences,
+                         matches=sample.n_match, rows=len(rows), concepts_matched=len(sample.matches),
+                         concepts_in_dictionary=len(entries), seconds=seconds,
+                         manifest=manifest)
+
+
+def _text_paths(texts: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The input files, each checked to exist and not to be a directory."""
     paths = [Path(texts)] if isinstance(texts, (str, Path)) else [Path(t) for t in texts]
     if not paths:
         raise KgnormError("no text files given")
@@ -162,7 +192,11 @@ def build_corpus(dictionary: Any, texts: str | Path | Sequence[str | Path],
             raise InputError("file not found", p)
         if p.is_dir():
             raise InputError("is a directory, expected a text file", p)
+    return paths
 
+
+def _corpus_matcher(dictionary: Any, ontology: str, min_name_chars: int) -> tuple[list, NameMatcher]:
+    """The dictionary's (uid, names) entries and the matcher over them; an empty one is refused."""
     entries = dictionary_entries(dictionary)
     if not entries:
         raise KgnormError(f"the dictionary of ontology {ontology!r} has no concepts")
@@ -170,63 +204,94 @@ def build_corpus(dictionary: Any, texts: str | Path | Sequence[str | Path],
     if len(matcher) == 0:
         raise KgnormError(f"the dictionary of ontology {ontology!r} has no usable names "
                           f"(all shorter than {min_name_chars} letters/digits)")
+    return entries, matcher
 
-    rng = random.Random(seed)
-    reservoirs: dict[str, list[tuple]] = {}
-    matches: dict[str, int] = {}
-    seen: set[int] = set()
-    n_docs = n_sent = n_match = n_ambiguous = n_dup = n_abbr = 0
-    inputs = []
-    for p in paths:
-        bar = progress_bar(total=p.stat().st_size, desc=f"corpus {p.name}", unit="B")
-        for doc_id, text, breaks in iter_documents(p):
-            n_docs += 1
+
+@dataclass
+class _CorpusSample:
+    """What the scan keeps: per concept a seeded reservoir of at most ``cap`` rows (None: all),
+    its match count, and the counters the manifest reports."""
+
+    cap: int | None
+    rng: random.Random
+    reservoirs: dict[str, list[tuple]] = field(default_factory=dict)
+    matches: dict[str, int] = field(default_factory=dict)
+    seen: set[int] = field(default_factory=set)
+    inputs: list[dict] = field(default_factory=list)
+    documents: int = 0
+    sentences: int = 0
+    n_match: int = 0
+    ambiguous: int = 0
+    duplicates: int = 0
+    abbreviation_matches: int = 0
+
+    def scan_file(self, path: Path, matcher: NameMatcher, abbreviations: bool) -> None:
+        """Every sentence of every document of ``path``, its dictionary matches sampled."""
+        bar = progress_bar(total=path.stat().st_size, desc=f"corpus {path.name}", unit="B")
+        for doc_id, text, breaks in iter_documents(path):
+            self.documents += 1
             bar.update(len(text.encode("utf-8", "replace")) + 1)
             local = local_abbreviations(text, matcher) if abbreviations else {}
             for s, e in sentence_spans(text, breaks):
                 if e <= s:
                     continue
                 sentence = text[s:e]
-                n_sent += 1
+                self.sentences += 1
                 for m in with_abbreviations(sentence, matcher.find(sentence), local):
-                    if len(m.uids) > 1:
-                        n_ambiguous += 1
-                        continue
-                    uid = m.uids[0]
-                    key = hash((uid, sentence, m.start))
-                    if key in seen:
-                        n_dup += 1
-                        continue
-                    seen.add(key)
-                    n_match += 1
-                    n_abbr += sentence[m.start:m.end] in local
-                    count = matches.get(uid, 0) + 1
-                    matches[uid] = count
-                    row = (sentence, m.start, m.end, uid, doc_id, sentence[m.start:m.end],
-                           m.name)
-                    res = reservoirs.setdefault(uid, [])
-                    if cap is None or len(res) < cap:
-                        res.append(row)
-                    else:
-                        j = rng.randrange(count)
-                        if j < cap:
-                            res[j] = row
+                    self.add(m, sentence, doc_id, local)
         bar.close()
-        inputs.append({"path": str(p), "bytes": p.stat().st_size})
+        self.inputs.append({"path": str(path), "bytes": path.stat().st_size})
 
-    if n_match == 0:
-        raise KgnormError(
-            f"the dictionary of ontology {ontology!r} ({matcher.n_names} names) matched "
-            f"nothing in {n_sent} sentences of {', '.join(str(p) for p in paths)}")
+    def add(self, m: Match, sentence: str, doc_id: str, local: dict) -> None:
+        """One match: dropped when ambiguous or seen before, else counted and sampled."""
+        if len(m.uids) > 1:
+            self.ambiguous += 1
+            return
+        uid = m.uids[0]
+        key = hash((uid, sentence, m.start))
+        if key in self.seen:
+            self.duplicates += 1
+            return
+        self.seen.add(key)
+        self.n_match += 1
+        self.abbreviation_matches += sentence[m.start:m.end] in local
+        count = self.matches.get(uid, 0) + 1
+        self.matches[uid] = count
+        row = (sentence, m.start, m.end, uid, doc_id, sentence[m.start:m.end], m.name)
+        res = self.reservoirs.setdefault(uid, [])
+        if self.cap is None or len(res) < self.cap:
+            res.append(row)
+        else:
+            j = self.rng.randrange(count)
+            if j < self.cap:
+                res[j] = row
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    old_manifest = out / CORPUS_JSON
-    if old_manifest.exists():  # a rebuild: the old manifest must not vouch for new files
-        old_manifest.unlink()
+    def rows(self) -> list[tuple]:
+        """The kept rows, by uid, then document, sentence and start."""
+        return [r for uid in sorted(self.reservoirs) for r in
+                sorted(self.reservoirs[uid], key=lambda r: (r[4], r[0], r[1]))]
 
-    rows = [r for uid in sorted(reservoirs) for r in
-            sorted(reservoirs[uid], key=lambda r: (r[4], r[0], r[1]))]
+    def counts(self, matcher: NameMatcher, n_rows: int, n_concepts: int) -> dict:
+        """The manifest's ``counts``."""
+        kept_hist: dict[str, int] = {}
+        for res in self.reservoirs.values():
+            kept_hist[str(len(res))] = kept_hist.get(str(len(res)), 0) + 1
+        return {
+            "documents": self.documents, "sentences": self.sentences, "matches": self.n_match,
+            "abbreviation_matches": self.abbreviation_matches,
+            "ambiguous_matches_dropped": self.ambiguous, "duplicate_matches_dropped": self.duplicates,
+            "rows": n_rows, "concepts_in_dictionary": n_concepts,
+            "concepts_matched": len(self.matches), "names": matcher.n_names,
+            "names_skipped_short": matcher.n_skipped,
+            "ambiguous_names": matcher.ambiguous_names,
+            "concepts_by_rows_kept": dict(sorted(kept_hist.items(), key=lambda kv: int(kv[0]))),
+        }
+
+
+def _write_corpus_tables(out: Path, rows: list[tuple], entries: list, sample: _CorpusSample) -> None:
+    """``sentences.parquet`` (the kept rows), ``names.parquet`` (the dictionary) and ``counts.tsv``."""
+    import pyarrow as pa
+
     cols = {c: [r[i] for r in rows] for i, c in enumerate(_SENTENCE_COLUMNS)}
     _write_parquet(out / SENTENCES_FILE, cols, pa.schema([
         ("sentence", pa.string()), ("start", pa.int32()), ("end", pa.int32()),
@@ -242,40 +307,9 @@ def build_corpus(dictionary: Any, texts: str | Path | Sequence[str | Path],
                    pa.schema([("uid", pa.string()), ("name", pa.string()),
                               ("preferred", pa.bool_())]))
     lines = ["uid\tmatches\tkept"]
-    for uid in sorted(matches, key=lambda u: (-matches[u], u)):
-        lines.append(f"{uid}\t{matches[uid]}\t{len(reservoirs[uid])}")
+    for uid in sorted(sample.matches, key=lambda u: (-sample.matches[u], u)):
+        lines.append(f"{uid}\t{sample.matches[uid]}\t{len(sample.reservoirs[uid])}")
     _atomic_write_text(out / COUNTS_FILE, "\n".join(lines) + "\n")
-
-    seconds = time.time() - t0
-    kept_hist: dict[str, int] = {}
-    for res in reservoirs.values():
-        kept_hist[str(len(res))] = kept_hist.get(str(len(res)), 0) + 1
-    manifest = {
-        "kind": "biocom-corpus", "format_version": FORMAT_VERSION,
-        "ontology": {"name": ontology, "version": version or ""},
-        "cap": cap, "seed": seed, "min_name_chars": min_name_chars,
-        "abbreviations": bool(abbreviations),
-        "inputs": inputs,
-        "counts": {
-            "documents": n_docs, "sentences": n_sent, "matches": n_match,
-            "abbreviation_matches": n_abbr,
-            "ambiguous_matches_dropped": n_ambiguous, "duplicate_matches_dropped": n_dup,
-            "rows": len(rows), "concepts_in_dictionary": len(entries),
-            "concepts_matched": len(matches), "names": matcher.n_names,
-            "names_skipped_short": matcher.n_skipped,
-            "ambiguous_names": matcher.ambiguous_names,
-            "concepts_by_rows_kept": dict(sorted(kept_hist.items(), key=lambda kv: int(kv[0]))),
-        },
-        "files": {"sentences": SENTENCES_FILE, "names": NAMES_FILE, "counts": COUNTS_FILE},
-        "seconds": round(seconds, 3),
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "kgnorm": _kgnorm_version(),
-    }
-    _atomic_write_text(out / CORPUS_JSON, json.dumps(manifest, indent=2) + "\n")
-    return CorpusSummary(out_dir=str(out), documents=n_docs, sentences=n_sent,
-                         matches=n_match, rows=len(rows), concepts_matched=len(matches),
-                         concepts_in_dictionary=len(entries), seconds=seconds,
-                         manifest=manifest)
 
 
 # --------------------------------------------------------------------------- reading

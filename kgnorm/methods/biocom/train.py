@@ -251,7 +251,6 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
     corpus = load_corpus(corpus_dir, ontology, version)
     if len(corpus) == 0:
         raise KgnormError(f"{corpus_dir}: the corpus has no sentences")
-    onto = corpus.manifest.get("ontology", {})
     data = prepare_training_data(corpus, cfg)
     sampler = ConceptBatchSampler(data.groups, cfg.concepts_per_batch,
                                   cfg.sentences_per_concept, cfg.seed)
@@ -275,32 +274,64 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
     (out / MODEL_JSON).unlink(missing_ok=True)   # the directory is incomplete until the end
     res = loop.run(task, fingerprint)
 
-    # ---------------------------------------------------------------- final model
     best = None if res.best_metrics is None else {**res.best_metrics, "epoch": res.best_epoch}
-    if dev_items and best is not None:
-        k, k_source = int(best["k"]), "dev"
-        final_enc = BiocomEncoder(out / ENCODER_DIR, max_length=cfg.max_length,
-                                  window_chars=cfg.window_chars, device=cfg.device)
-        vecs = np.load(ckpt_dir / BEST_VECTORS)
-        save_encoder = False
-        best_epoch = int(best["epoch"])
-    else:
-        k, k_source = int(cfg.default_k), "default"
-        final_enc = enc
-        vecs = enc.embed(data.index_items, cfg.infer_batch_size, progress="corpus")
-        save_encoder = True
-        best_epoch = res.epochs_completed
-    meta = {
+    final = _final_model(best if dev_items else None, enc, data, cfg, out, res.epochs_completed)
+    meta = _model_meta(cfg, encoder, final, Path(corpus_dir), corpus, data, sampler,
+                       {"dev": best, "dev_skipped_mentions": dev_skipped, "best_epoch": final.best_epoch},
+                       {"epochs_run": res.epochs_completed, "steps": res.global_step,
+                        "batches_per_epoch": len(sampler), "seconds": round(res.elapsed, 1),
+                        "resumed": resumed, "history": res.history})
+    save_linker(out, final.enc, final.vecs, data.index_rows, meta, cfg.index_type,
+                save_encoder=final.save_encoder)
+    if not cfg.keep_checkpoint and ckpt_dir.exists():
+        shutil.rmtree(ckpt_dir)
+    res.best_epoch, res.train_seconds = final.best_epoch, time.time() - t_start
+    res.info = {"k": final.k, "dev": best}   # dev: the selected epoch's metrics with its k
+    return res
+
+
+@dataclass
+class _FinalModel:
+    """The encoder the model directory keeps, its corpus vectors and the vote's k."""
+
+    k: int
+    k_source: str           # dev | default
+    enc: BiocomEncoder
+    vecs: np.ndarray
+    save_encoder: bool      # False: the dev-selected encoder is already in the directory
+    best_epoch: int
+
+
+def _final_model(best: dict | None, enc: BiocomEncoder, data: TrainingData, cfg: BiocomConfig,
+                 out: Path, epochs_completed: int) -> _FinalModel:
+    """With a dev selection (``best``): the selected encoder and vectors the task saved, and the
+    selected k; without one: the last epoch's encoder, the corpus encoded now, the default k."""
+    if best is not None:
+        return _FinalModel(int(best["k"]), "dev",
+                           BiocomEncoder(out / ENCODER_DIR, max_length=cfg.max_length,
+                                         window_chars=cfg.window_chars, device=cfg.device),
+                           np.load(out / CHECKPOINT_DIR / BEST_VECTORS), False, int(best["epoch"]))
+    return _FinalModel(int(cfg.default_k), "default", enc,
+                       enc.embed(data.index_items, cfg.infer_batch_size, progress="corpus"), True,
+                       epochs_completed)
+
+
+def _model_meta(cfg: BiocomConfig, encoder: str | Path, final: _FinalModel, corpus_dir: Path,
+                corpus: Corpus, data: TrainingData, sampler: ConceptBatchSampler, metrics: dict,
+                training: dict) -> dict:
+    """The model directory's ``kgnorm-model.json``."""
+    onto = corpus.manifest.get("ontology", {})
+    return {
         "method": "biocom", "format_version": FORMAT_VERSION,
         "encoder": {"base": str(encoder), "dir": ENCODER_DIR, "max_length": cfg.max_length,
                     "window_chars": cfg.window_chars, "markers": list(MARKERS),
-                    "dim": final_enc.dim,
+                    "dim": final.enc.dim,
                     "representation": "hidden state at [ENT], L2-normalised"},
         "hyper_parameters": asdict(cfg),
-        "k": k, "k_source": k_source,
+        "k": final.k, "k_source": final.k_source,
         "scores": "vote share among the k nearest corpus entities (0.0 for fillers)",
         "ontology": {"name": onto.get("name", ""), "version": onto.get("version", "")},
-        "corpus": {"path": str(Path(corpus_dir).resolve()), "rows": len(corpus),
+        "corpus": {"path": str(corpus_dir.resolve()), "rows": len(corpus),
                    "concepts": len(set(corpus.uids)), "cap": corpus.manifest.get("cap"),
                    "seed": corpus.manifest.get("seed"),
                    "single_sentence_concepts": data.single_sentence_concepts,
@@ -311,18 +342,8 @@ def train_biocom(corpus_dir: str | Path, out_dir: str | Path, encoder: str | Pat
                   "type": cfg.index_type, "metric": "inner_product",
                   "size": len(data.index_items),
                   "pseudo_rows": int(sum(data.index_rows["pseudo"]))},
-        "metrics": {"dev": best, "dev_skipped_mentions": dev_skipped,
-                    "best_epoch": best_epoch},
-        "training": {"epochs_run": res.epochs_completed, "steps": res.global_step,
-                     "batches_per_epoch": len(sampler), "seconds": round(res.elapsed, 1),
-                     "resumed": resumed, "history": res.history},
+        "metrics": metrics,
+        "training": training,
         "versions": _versions(),
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    save_linker(out, final_enc, vecs, data.index_rows, meta, cfg.index_type,
-                save_encoder=save_encoder)
-    if not cfg.keep_checkpoint and ckpt_dir.exists():
-        shutil.rmtree(ckpt_dir)
-    res.best_epoch, res.train_seconds = best_epoch, time.time() - t_start
-    res.info = {"k": k, "dev": best}   # dev: the selected epoch's metrics with its k
-    return res

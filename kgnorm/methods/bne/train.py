@@ -205,14 +205,7 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
     (with every name of ``concepts`` indexed) to ``out_dir``. ``hierarchy`` (IS_A edges over
     the same uids) is needed when ``siblings_k`` or ``parents_k`` is set."""
     cfg = config or BneConfig()
-    if (cfg.siblings_k or cfg.parents_k) and hierarchy is None:
-        raise KgnormError("BneConfig.siblings_k / parents_k need a hierarchy (the ontology's "
-                          "IS_A edges)")
-    if cfg.projection not in PROJECTIONS:
-        raise KgnormError(f"unknown projection {cfg.projection!r} (choose from "
-                          f"{', '.join(PROJECTIONS)})")
-    if cfg.batch_size < 2:
-        raise KgnormError("BneConfig.batch_size must be at least 2 (in-batch negatives)")
+    _check_config(cfg, hierarchy)
     out = Path(out_dir)
     loop = TrainingLoop(LoopConfig(epochs=cfg.max_epochs, name="bne", max_seconds=cfg.max_seconds,
                                    max_steps_per_epoch=cfg.max_steps_per_epoch,
@@ -223,27 +216,67 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
     ckdir.mkdir(parents=True, exist_ok=True)
 
     full_dict = as_name_dictionary(concepts, alt_ids)
-    all_concepts = concept_names(full_dict, ontology_only=False)
-    if dev:
-        dev_q, dev_g = _prepare_dev(dev)
-        train_concepts = all_concepts
-        dev_source = "given"
-    else:
-        train_concepts, held = hold_out_synonyms(all_concepts, cfg.dev_fraction, cfg.dev_max,
-                                                 cfg.seed)
-        dev_q, dev_g = _prepare_dev(held)
-        dev_source = "held_out" if dev_q else "none"
+    train_concepts, dev_q, dev_g, dev_source = _dev_split(full_dict, dev, cfg)
     items = TrainingNames.build(train_concepts)
-    uids, item_name, item_concept = items.uids, items.names, items.concept
     n_items = len(items)
     if n_items < 2:
         raise KgnormError("BNE needs at least two training names")
     draws = (HierarchyDraws(items, hierarchy, cfg.siblings_k, cfg.parents_k, cfg.seed)
              if hierarchy is not None and (cfg.siblings_k or cfg.parents_k) else None)
-    train_dict = NameDictionary.from_entries(
-        ((n, uids[c]) for n, c in zip(item_name, item_concept)), alt_ids=full_dict.alt_ids)
+    chars = build_char_vocab(items.names)
+    model, batch_data, use_proj = _build_model(items, full_dict.alt_ids, word_vectors, chars, cfg, device)
+    fingerprint = _fingerprint(cfg, items, chars, dev_q, dev_g, word_vectors, draws)
 
-    # targets: q(s) (Option 2) and g(c)
+    best_path = ckdir / BEST
+    if not resume and best_path.exists():
+        best_path.unlink()
+    task = BneTask(model, batch_data, items, draws, cfg, dev_q, dev_g, best_path)
+    _begin(loop, task, fingerprint)
+    res = loop.run(task, fingerprint)
+    best_epoch = None if res.best_epoch is None else float(res.best_epoch)
+
+    training = {"n_train_names": n_items, "n_concepts": len(items.uids), "n_dev": len(dev_q),
+                "dev_source": dev_source, "target_projection": "linear" if use_proj else "identity",
+                **(draws.coverage() if draws is not None else {}),
+                "stopped_early": res.stopped_early, "history": res.history}
+    _write_model(model, best_path, full_dict, out, cfg, progress, ontology,
+                 {"best_epoch": best_epoch, **({"dev": res.best_metrics} if dev_q else {})}, training)
+    res.model, res.best_epoch = load_bne(out, device=str(model.device)), best_epoch
+    res.info = {"dev_source": dev_source, "n_train_names": n_items, "n_dev": len(dev_q)}  # dev_source: given | held_out | none
+    return res
+
+
+def _check_config(cfg: BneConfig, hierarchy: Hierarchy | None) -> None:
+    if (cfg.siblings_k or cfg.parents_k) and hierarchy is None:
+        raise KgnormError("BneConfig.siblings_k / parents_k need a hierarchy (the ontology's "
+                          "IS_A edges)")
+    if cfg.projection not in PROJECTIONS:
+        raise KgnormError(f"unknown projection {cfg.projection!r} (choose from "
+                          f"{', '.join(PROJECTIONS)})")
+    if cfg.batch_size < 2:
+        raise KgnormError("BneConfig.batch_size must be at least 2 (in-batch negatives)")
+
+
+def _dev_split(full_dict: NameDictionary, dev: Sequence[tuple[str, Iterable[str] | str]] | None,
+               cfg: BneConfig) -> tuple[dict[str, list[str]], list[str], list[frozenset[str]], str]:
+    """The training concepts, the dev queries and golds, and where dev came from: ``given``
+    (every name trains), ``held_out`` (a seeded share of the synonyms) or ``none``."""
+    all_concepts = concept_names(full_dict, ontology_only=False)
+    if dev:
+        dev_q, dev_g = _prepare_dev(dev)
+        return all_concepts, dev_q, dev_g, "given"
+    train_concepts, held = hold_out_synonyms(all_concepts, cfg.dev_fraction, cfg.dev_max, cfg.seed)
+    dev_q, dev_g = _prepare_dev(held)
+    return train_concepts, dev_q, dev_g, "held_out" if dev_q else "none"
+
+
+def _build_model(items: TrainingNames, alt_ids: Mapping[str, Iterable[str]], word_vectors: WordVectors,
+                 chars: list[str], cfg: BneConfig, device: str | None) -> tuple[BneModel, BatchData, bool]:
+    """The untrained model over the training names, its batch targets -- q(s) (Option 2) and
+    g(c) -- and whether the targets go through a linear projection."""
+    uids, item_name, item_concept = items.uids, items.names, items.concept
+    train_dict = NameDictionary.from_entries(
+        ((n, uids[c]) for n, c in zip(item_name, item_concept)), alt_ids=alt_ids)
     wd = word_vectors.dim
     if cfg.projection == "identity" and wd != cfg.out_dim:
         raise KgnormError(f"projection='identity' needs word vectors of out_dim={cfg.out_dim} "
@@ -252,7 +285,6 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
     q_np = l2_rows(word_vectors.average(item_name))
     g_np = prototypes(q_np, item_concept, len(uids))
 
-    chars = build_char_vocab(item_name)
     torch.manual_seed(cfg.seed)
     net = BNE(len(chars), wd, cfg.char_dim, cfg.char_hidden, cfg.word_hidden, cfg.out_dim,
               cfg.dropout, target_dim=wd if use_proj else None)
@@ -263,43 +295,34 @@ def train_bne(concepts: NameDictionary | Mapping[str, Sequence[str]],
                            torch.from_numpy(g_np).to(model.device),
                            {"syn": cfg.w_synonym, "con": cfg.w_concept, "ctx": cfg.w_context,
                             "sib": cfg.w_sibling, "par": cfg.w_parent})
+    return model, batch_data, use_proj
 
+
+def _fingerprint(cfg: BneConfig, items: TrainingNames, chars: list[str], dev_q: list[str],
+                 dev_g: list[frozenset[str]], word_vectors: WordVectors,
+                 draws: HierarchyDraws | None) -> dict:
+    """What must not change across a resume: the settings, the data and the word vectors."""
     kv = word_vectors.kv
-    fingerprint = {
-        "config": cfg.fingerprint_dict(), "names": digest(item_name),
-        "concepts": digest(uids[c] for c in item_concept), "dev": digest(dev_q),
+    return {
+        "config": cfg.fingerprint_dict(), "names": digest(items.names),
+        "concepts": digest(items.uids[c] for c in items.concept), "dev": digest(dev_q),
         "dev_gold": digest("|".join(sorted(g)) for g in dev_g), "chars": digest(chars),
-        "wv": [word_vectors.kind, wd, len(kv.index_to_key),
+        "wv": [word_vectors.kind, word_vectors.dim, len(kv.index_to_key),
                hashlib.sha1(np.ascontiguousarray(kv.vectors, np.float32).tobytes()).hexdigest()],
         **({"is_a": digest(f"{c}>{p}" for c, p in sorted(draws.view.graph.edges))}
            if draws is not None else {}),
     }
 
-    best_path = ckdir / BEST
-    if not resume and best_path.exists():
-        best_path.unlink()
-    task = BneTask(model, batch_data, items, draws, cfg, dev_q, dev_g, best_path)
-    _begin(loop, task, fingerprint)
-    res = loop.run(task, fingerprint)
-    best_epoch = None if res.best_epoch is None else float(res.best_epoch)
-    stopped = res.stopped_early
 
-    # final model: best weights, every name of the input indexed
+def _write_model(model: BneModel, best_path: Path, full_dict: NameDictionary, out: Path, cfg: BneConfig,
+                 progress: bool, ontology: dict | None, metrics: dict, training: dict) -> None:
+    """The model directory: the selected weights, every name of the input indexed."""
     from safetensors.torch import load_file
 
     if best_path.is_file():
-        net.load_state_dict(load_file(str(best_path)))
-    net.eval()
+        model.net.load_state_dict(load_file(str(best_path)))
+    model.net.eval()
     model.set_dictionary(full_dict)
     model.build_index(batch_size=cfg.encode_batch_size, progress=progress)
-    model.save(out, hyper_parameters=cfg.to_dict(), ontology=ontology,
-               metrics={"best_epoch": best_epoch,
-                        **({"dev": res.best_metrics} if dev_q else {})},
-               extra={"training": {"n_train_names": n_items, "n_concepts": len(uids),
-                                   "n_dev": len(dev_q), "dev_source": dev_source,
-                                   "target_projection": "linear" if use_proj else "identity",
-                                   **(draws.coverage() if draws is not None else {}),
-                                   "stopped_early": stopped, "history": res.history}})
-    res.model, res.best_epoch = load_bne(out, device=str(model.device)), best_epoch
-    res.info = {"dev_source": dev_source, "n_train_names": n_items, "n_dev": len(dev_q)}  # dev_source: given | held_out | none
-    return res
+    model.save(out, hyper_parameters=cfg.to_dict(), ontology=ontology, metrics=metrics,
+               extra={"training": training})
