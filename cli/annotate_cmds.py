@@ -43,6 +43,11 @@ def annotate_cmd(
         "--overlap/--no-overlap", help="Detect the next batch on a second thread while this one is linked (same "
                                        "output). Default: on where the cores this process may use are at least "
                                        "twice --threads (2 cores without --threads).", show_default=False)] = None,
+    min_confidence: Annotated[str, typer.Option(
+        "--min-confidence", help="Drop found mentions whose confidence (detector and linker together) is under "
+                                 "this probability. auto: the threshold `kgnorm calibrate` chose on dev for this "
+                                 "detector and linking model (every mention kept when it fitted none); off: keep "
+                                 "every mention.")] = "auto",
     store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
     engine: EngineOpt = "local", workers: WorkersOpt = 2, ray_address: RayAddressOpt = None,
 ) -> None:
@@ -56,7 +61,34 @@ def annotate_cmd(
                                 write=write, top_k=top_k, consistency=consistency, nil_threshold=nil_threshold,
                                 nil_dev=nil_dev, batch_docs=batch_size, lock_timeout=lock_timeout,
                                 progress=not quiet, engine=engine, ray=RayOptions(workers=workers, address=ray_address),
-                                ner_precision=ner_precision, threads=threads, overlap=overlap)
+                                ner_precision=ner_precision, threads=threads, overlap=overlap,
+                                min_confidence=min_confidence)
+    print_report(report, quiet)
+
+
+def calibrate_cmd(
+    ner: Annotated[Path, typer.Option("--ner", help="A trained detector's directory (kgnorm train ner): the "
+                                      "confidence is stored in it.")],
+    model: Annotated[Path, typer.Option("--model", help="The linking model annotate will use with it.")],
+    dev: Annotated[Path, typer.Option("--dev", help="Annotated dev documents (PubTator, BioC or JSONL) with gold "
+                                      "concepts; not the documents you will report figures on.")],
+    dev_format: Annotated[Optional[str], typer.Option("--dev-format", help="pubtator, bioc or jsonl (default: "
+                                                      "from the file name).")] = None,
+    types: Annotated[Optional[str], typer.Option("--types", help="Gold types that count, comma-separated "
+                                                 "(default: all).")] = None,
+    threads: Annotated[Optional[int], typer.Option("--threads", help="As in `annotate`.", show_default=False)] = None,
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Fit annotate's mention confidence for a detector and a linking model on dev documents: a
+    probability that a found mention's concept is right (from the detector's span score and the
+    linker's score and margin), and the threshold with the best document-level F1. Stored in the
+    detector's directory; `annotate` then drops mentions under it with no flag."""
+    setup(quiet)
+    from kgnorm.jobs.calibrate import calibrate_annotate
+
+    report = calibrate_annotate(ner, model, dev, dev_format=dev_format,
+                                types=[t.strip() for t in types.split(",") if t.strip()] if types else None,
+                                store=store, threads=threads, progress=not quiet)
     print_report(report, quiet)
 
 

@@ -81,6 +81,7 @@ app.add_typer(corpus_app, name="corpus")
 
 app.command("link")(link_cmds.link_cmd)
 app.command("annotate")(annotate_cmds.annotate_cmd)
+app.command("calibrate")(annotate_cmds.calibrate_cmd)
 app.command("hypernyms")(hierarchy_cmds.hypernyms_cmd)
 app.command("embed")(link_cmds.embed_cmd)
 app.command("pretrain")(pretrain_cmds.pretrain_cmd)

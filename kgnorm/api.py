@@ -151,6 +151,15 @@ class Workbench:
                                     lock_timeout=self.lock_timeout, collect=True, progress=False, **options)
         return pd.DataFrame(report.rows, columns=MENTION_COLUMNS)
 
+    def calibrate(self, ner: str | Path, model: str | Path, dev: str | Path, **options: Any) -> dict[str, Any]:
+        """`kgnorm calibrate`: fit annotate's mention confidence for the detector directory ``ner`` and the
+        linking model ``model`` on annotated ``dev`` documents, stored in ``ner``; returns the threshold and
+        the dev figures. Options: ``kgnorm.jobs.calibrate.calibrate_annotate``'s (dev_format, types, threads)."""
+        from kgnorm.jobs.calibrate import calibrate_annotate
+
+        report = calibrate_annotate(ner, model, dev, store=self.store, progress=False, **options)
+        return {"threshold": report.threshold, "coef": report.coef, **report.fit}
+
     def evaluate(self, model: str | Path | None, gold: str | Path, **options: Any) -> dict[str, Any]:
         """What `kgnorm eval link --format json` reports: Acc@1/Acc@5 of the rows `link` writes for the
         gold mentions ("full", and "refined" with ``train=``), or of any TSV in link's layout with

@@ -13,6 +13,8 @@ ALTER TABLE Mention ADD IF NOT EXISTS mention_id STRING DEFAULT '';
 ALTER TABLE Mention ADD IF NOT EXISTS source STRING DEFAULT '';
 // Added with annotate (issue 26): the detector's label, and the documents mentions were found in.
 ALTER TABLE Mention ADD IF NOT EXISTS type STRING DEFAULT '';
+// annotate's confidence in a found mention and its link (null where none was fitted, and for `link`)
+ALTER TABLE Mention ADD IF NOT EXISTS confidence DOUBLE;
 CREATE NODE TABLE IF NOT EXISTS Document(uid STRING PRIMARY KEY, doc_id STRING, source STRING);
 CREATE NODE TABLE IF NOT EXISTS Run(uid STRING PRIMARY KEY, kind STRING, method STRING, model_path STRING, params_json STRING, metrics_json STRING, created_at STRING);
 CREATE REL TABLE IF NOT EXISTS IDENTIFIES(FROM ConceptId TO Concept);

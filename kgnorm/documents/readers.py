@@ -87,7 +87,8 @@ def read_jsonl(path: Path) -> Iterator[TextDocument]:
             raise InputError("no 'text' (or 'title' and 'abstract') string", path, lineno, record=str(doc_id))
         try:
             anns = [Annotation(int(m["start"]), int(m["end"]), str(m["text"]), str(m.get("type", "")),
-                               tuple(m.get("ids") or ()), m.get("score")) for m in obj.get("mentions") or ()]
+                               tuple(m.get("ids") or ()), m.get("score"), m.get("confidence"))
+                    for m in obj.get("mentions") or ()]
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"bad mention ({exc}); a mention has start, end, text [type, ids]", path, lineno,
                              record=str(doc_id)) from None
@@ -142,5 +143,14 @@ def _bioc_document(doc, path: Path) -> TextDocument:
             loc = a.total_span
             ids = a.infons.get("identifier") or a.infons.get("MESH") or ""
             anns.append(Annotation(loc.offset, loc.offset + loc.length, a.text or "", a.infons.get("type", ""),
-                                   tuple(i for i in ids.replace(",", "|").split("|") if i.strip())))
+                                   tuple(i for i in ids.replace(",", "|").split("|") if i.strip()),
+                                   _number(a.infons.get("score")), _number(a.infons.get("confidence"))))
     return TextDocument(str(doc.id), text, title_end, None, anns)
+
+
+def _number(value: str | None) -> float | None:
+    """A BioC infon written by kgnorm (score, confidence) as a number; absent or not one: None."""
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

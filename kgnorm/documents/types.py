@@ -15,6 +15,7 @@ class Annotation:
     type: str = ""
     ids: tuple[str, ...] = ()
     score: float | None = None
+    confidence: float | None = None  # annotate's mention confidence, where one was fitted
 
 
 @dataclass

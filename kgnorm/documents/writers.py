@@ -48,7 +48,9 @@ class JsonlWriter:
     def write(self, doc: TextDocument, annotations: list[Annotation]) -> None:
         obj = {"id": doc.doc_id, "text": doc.text,
                "mentions": [{"start": a.start, "end": a.end, "text": a.text, "type": a.type, "ids": list(a.ids),
-                             **({"score": round(a.score, 4)} if a.score is not None else {})} for a in annotations]}
+                             **({"score": round(a.score, 4)} if a.score is not None else {}),
+                             **({"confidence": round(a.confidence, 4)} if a.confidence is not None else {})}
+                            for a in annotations]}
         self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
     def close(self) -> None:
@@ -88,6 +90,8 @@ class BioCWriter:
             ann.infons["identifier"] = "|".join(a.ids) or NIL
             if a.score is not None:
                 ann.infons["score"] = f"{a.score:.4f}"
+            if a.confidence is not None:
+                ann.infons["confidence"] = f"{a.confidence:.4f}"
             ann.add_location(bioc.BioCLocation(a.start, a.end - a.start))
             home = max((p for p in passages if p.offset <= a.start), key=lambda p: p.offset)
             home.add_annotation(ann)

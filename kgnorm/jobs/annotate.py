@@ -21,12 +21,14 @@ from kgnorm.errors import KgnormError
 from kgnorm.ner.spans import MentionDetector
 
 DOCUMENT_BATCH = 32
-MENTION_COLUMNS = ["doc_id", "start", "end", "text", "type", "concept_uids", "concept_names", "score", "nil"]
+MENTION_COLUMNS = ["doc_id", "start", "end", "text", "type", "concept_uids", "concept_names", "score", "nil",
+                   "confidence"]
 
 
 @dataclass
 class AnnotateReport:
-    """What an annotate run did; `rows` (collect=True): one dict per mention (MENTION_COLUMNS)."""
+    """What an annotate run did; `rows` (collect=True): one dict per mention (MENTION_COLUMNS, and
+    ``features``: what its confidence reads, for `kgnorm calibrate`)."""
 
     run_uid: str | None = None
     n_documents: int = 0
@@ -35,6 +37,7 @@ class AnnotateReport:
     n_edges: int = 0
     n_propagated: int = 0
     n_harmonized: int = 0
+    n_dropped: int = 0  # found mentions under the confidence threshold (not written)
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)  # in-process: detect, link (wall, summed)
     output: str | None = None
@@ -45,6 +48,8 @@ class AnnotateReport:
         rate = self.n_documents / self.seconds if self.seconds > 0 else 0.0
         lines = [f"annotated {self.n_documents:,} document(s) ({rate:.1f}/s): {self.n_mentions:,} mention(s)"
                  + (f"; {self.n_empty:,} empty document(s) skipped" if self.n_empty else "")]
+        if self.n_dropped:
+            lines.append(f"mention confidence: {self.n_dropped:,} mention(s) under the threshold dropped")
         if self.n_propagated or self.n_harmonized:
             lines.append(f"document consistency: {self.n_propagated:,} more occurrence(s) tagged, "
                          f"{self.n_harmonized:,} mention(s) relinked to their group's concept")
@@ -149,7 +154,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                        write_batch: int = 20_000, lock_timeout: float = 30.0, progress: bool = True,
                        collect: bool = False, engine: str = "local", ray: Any = None,
                        ner_precision: str | None = None, threads: int | None = None,
-                       overlap: bool | None = None) -> AnnotateReport:
+                       overlap: bool | None = None, min_confidence: float | str | None = "auto") -> AnnotateReport:
     """Annotate the documents of `input`; see the module docstring. `top_k`: ranks stored as
     LINKED_TO edges (outputs carry rank 1). `engine="ray"`: each batch is detected and linked by
     a pool of Ray actors (`ray`: a kgnorm.jobs.ray_engine.RayOptions), the output the same.
@@ -157,7 +162,11 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     ``KGNORM_NER_PRECISION`` environment variable, else auto); `threads`: torch's (and ONNX
     Runtime's) intra-op threads in-process (None: torch's default); `overlap`: detection of the next
     batch on a second thread while this one is linked (None: where the cores cover both stages,
-    kgnorm.jobs.overlap.overlap_plan; the output is the same bytes either way)."""
+    kgnorm.jobs.overlap.overlap_plan; the output is the same bytes either way). `min_confidence`:
+    ``auto`` drops the mentions whose confidence (kgnorm.nil.confidence) is under the threshold
+    `kgnorm calibrate` fitted for this detector and linking model, and keeps every mention when it
+    fitted none; a number is that threshold instead; None or ``off`` keeps every mention (each
+    still gets its confidence where one was fitted)."""
     from kgnorm.documents.readers import input_digest, read_documents
     from kgnorm.documents.writers import document_writer
     from kgnorm.encoders.fixed_shape import query_cores
@@ -201,21 +210,26 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     pipeline = pipeline_from_meta(meta)
     nil = nil_decision(linker, meta, pipeline, nil_threshold, nil_dev, "auto", None, 256, store)
     report = AnnotateReport(notes=[nil.note] if nil.note else [])
+    confidence = mention_confidence(ner, model, meta, min_confidence, report.notes)
     if write:
         check_ontology(store, meta, report.notes)
     levers, union = lever_dictionary(detector, store, meta.get("ontology"), report.notes)
     # the run key names the detector as the command does, not its content: annotating the same input
     # again after the dictionary's ontology or the detector directory changed replaces the run
     uid = run_uid("annotate", ner=ner_label.split("@")[0] if ner_label.startswith("dictionary:") else ner_label,
-                  model=str(model.resolve()), input=digest, top_k=top_k, consistency=consistency, nil=nil.threshold)
+                  model=str(model.resolve()), input=digest, top_k=top_k, consistency=consistency, nil=nil.threshold,
+                  **({"min_confidence": confidence.threshold} if confidence is not None else {}))
     run = RunRecord(uid, "annotate", linker_method(meta), str(model.resolve()),
                     params={"input": label, "ner": ner_label, "write_top_k": top_k, "consistency": consistency,
                             **({"ner_levers": levers.label(), "ner_precision": precision} if levers is not None else {}),
-                            "nil_threshold": nil.threshold, **nil.params})
+                            "nil_threshold": nil.threshold, **nil.params,
+                            **({"min_confidence": confidence.threshold} if confidence is not None else {})})
     started = time.perf_counter()
     work = AnnotateBlocks(detector, str(model.resolve()), pipeline, consistency,
-                          dict(top_k=top_k, batch_size=256, nil_threshold=nil.threshold, nil_classifier=nil.classifier),
-                          union=union, ner_precision=precision)
+                          # rank 2 is read for the confidence's margin; outputs and edges keep top_k
+                          dict(top_k=max(top_k, 2), batch_size=256, nil_threshold=nil.threshold,
+                               nil_classifier=nil.classifier),
+                          union=union, ner_precision=precision, confidence=confidence)
     with ExitStack() as stack:
         stack.enter_context(torch_threads(threads if engine == "local" else None))
         fh = open_output(stack, output)
@@ -252,6 +266,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
         for batch, done in done_batches:
             report.n_propagated += done.propagated
             report.n_harmonized += done.harmonized
+            report.n_dropped += done.dropped
             for doc, lms in zip(batch, done.linked):
                 anns = [_annotation(lm) for lm in lms]
                 if writer is not None:
@@ -266,7 +281,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                         m = lm.mention
                         muid = mention_uid(digest, m.mention_id)
                         pending.append(StagedMention(
-                            MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id, label, m.type),
+                            MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id, label, m.type,
+                                       lm.confidence),
                             [LinkEdge(muid, c, score, rank) for c, rank, score in edges_for(lm, top_k)], duid))
             report.n_documents += len(batch)
             bar.update(len(batch))
@@ -286,6 +302,41 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     return report
 
 
+def mention_confidence(ner: str | Path | MentionDetector, model: Path, meta: dict[str, Any],
+                       min_confidence: float | str | None, notes: list[str]) -> Any:
+    """The fitted mention confidence (kgnorm.nil.confidence) of this detector directory and linking
+    model, its threshold replaced by a number `min_confidence`; None when off or none was fitted
+    (auto: noted; a number: refused, it has no probability to compare with)."""
+    from dataclasses import replace
+
+    from kgnorm.methods.mention_confidence import linker_identity, stored_confidence
+
+    off = min_confidence is None or (isinstance(min_confidence, str) and min_confidence.strip().lower() == "off")
+    auto = isinstance(min_confidence, str) and min_confidence.strip().lower() == "auto"
+    threshold = None
+    if not off and not auto:
+        try:
+            threshold = float(min_confidence)  # type: ignore[arg-type]
+        except ValueError:
+            raise KgnormError(f"--min-confidence {min_confidence!r}: use auto, off or a probability") from None
+        if not 0.0 <= threshold <= 1.0:
+            raise KgnormError(f"--min-confidence {threshold}: a probability, between 0 and 1")
+    fitted = None
+    if isinstance(ner, (str, Path)) and Path(ner).is_dir():
+        fitted = stored_confidence(ner, linker_identity(model, meta))
+    if fitted is None:
+        if threshold is not None:
+            raise KgnormError(f"--min-confidence {threshold}: no mention confidence was fitted for this detector and "
+                              f"linking model; run `kgnorm calibrate --ner DIR --model {model} --dev FILE` first")
+        if auto and isinstance(ner, (str, Path)) and Path(ner).is_dir():
+            notes.append("mention confidence: none fitted for this detector and linking model (`kgnorm calibrate`); "
+                         "every found mention kept")
+        return None
+    if off:
+        return replace(fitted, threshold=0.0)
+    return replace(fitted, threshold=threshold) if threshold is not None else fitted
+
+
 def _timed(fn: Any, seconds: dict[str, float], key: str) -> Any:
     """`fn`, its wall time added to ``seconds[key]`` (where annotate's time goes, per stage)."""
     def timed(arg: Any) -> Any:
@@ -302,10 +353,11 @@ def _annotation(lm: Any) -> Annotation:
     top = [p[0] for p in lm.parts if p]
     ids = () if lm.nil or not top or len(top) != len(lm.parts) else tuple(h.uid for h in top)
     score = sum(h.score for h in top) / len(top) if top else None
-    return Annotation(m.start, m.end, m.text, m.type, ids, score)
+    return Annotation(m.start, m.end, m.text, m.type, ids, score, lm.confidence)
 
 
 def _row(doc: TextDocument, lm: Any, a: Annotation) -> dict[str, Any]:
     names = "|".join(p[0].name for p in lm.parts if p) if a.ids else ""
     return {"doc_id": doc.doc_id, "start": a.start, "end": a.end, "text": a.text, "type": a.type,
-            "concept_uids": "|".join(a.ids), "concept_names": names, "score": a.score, "nil": not a.ids}
+            "concept_uids": "|".join(a.ids), "concept_names": names, "score": a.score, "nil": not a.ids,
+            "confidence": lm.confidence, "features": lm.features}

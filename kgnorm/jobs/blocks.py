@@ -16,7 +16,8 @@ import numpy as np
 from kgnorm.documents.types import TextDocument
 from kgnorm.linking.candidates import LinkedMention, PartLinker
 from kgnorm.mentions.types import Mention
-from kgnorm.ner.spans import MentionDetector
+from kgnorm.ner.spans import MentionDetector, Span
+from kgnorm.nil.confidence import MentionConfidence, mention_features
 from kgnorm.text.pipeline import TextPipeline
 
 EMBED_BLOCK = 2048  # names encoded per call, in-process and per Ray task alike
@@ -63,6 +64,7 @@ class DocumentsDone:
     linked: list[list[LinkedMention]]
     propagated: int = 0
     harmonized: int = 0
+    dropped: int = 0  # mentions under the confidence threshold
 
 
 def _contexts(doc: TextDocument, spans: list[Any]) -> list[str]:
@@ -83,6 +85,7 @@ class DocumentsFound:
     items: list[tuple[Mention, Any]]
     owner: list[int]
     propagated: int = 0
+    spans: list[Span] = field(default_factory=list)  # the detector's span of each item
 
 
 def detect_batch(detector: MentionDetector, consistency: bool, batch: list[TextDocument]) -> DocumentsFound:
@@ -103,18 +106,26 @@ def detect_batch(detector: MentionDetector, consistency: bool, batch: list[TextD
             out.items.append((Mention(text=s.text, doc_id=doc.doc_id, start=s.start, end=s.end, type=s.type,
                                       context=ctx), abbr))
             out.owner.append(i)
+            out.spans.append(s)
     return out
 
 
 def link_found(linker: PartLinker, pipeline: TextPipeline, consistency: bool, link_kw: dict[str, Any],
-               found: DocumentsFound) -> DocumentsDone:
+               found: DocumentsFound, confidence: MentionConfidence | None = None) -> DocumentsDone:
     """Link a detected batch (with `consistency`, one concept per string in a document). The second
-    stage of annotate_batch."""
+    stage of annotate_batch. With a fitted `confidence`, each mention gets its probability and one
+    under the threshold is dropped (counted in ``dropped``)."""
     from kgnorm.linking.consistency import harmonize_document
     from kgnorm.linking.linker import link_stream
 
     done = DocumentsDone([[] for _ in range(found.n_docs)], propagated=found.propagated)
-    for i, lm in zip(found.owner, link_stream(linker, pipeline, found.items, **link_kw)):
+    for i, span, lm in zip(found.owner, found.spans, link_stream(linker, pipeline, found.items, **link_kw)):
+        lm.features = mention_features(span.score, span.source, lm.parts)
+        if confidence is not None:
+            lm.confidence = confidence.probability(lm.features)
+            if lm.confidence < confidence.threshold:
+                done.dropped += 1
+                continue
         done.linked[i].append(lm)
     if consistency:
         done.harmonized = sum(harmonize_document(lms) for lms in done.linked)
@@ -122,9 +133,11 @@ def link_found(linker: PartLinker, pipeline: TextPipeline, consistency: bool, li
 
 
 def annotate_batch(detector: MentionDetector, linker: PartLinker, pipeline: TextPipeline, consistency: bool,
-                   link_kw: dict[str, Any], batch: list[TextDocument]) -> DocumentsDone:
+                   link_kw: dict[str, Any], batch: list[TextDocument],
+                   confidence: MentionConfidence | None = None) -> DocumentsDone:
     """Find the mentions of a batch of documents and link them: detect_batch, then link_found."""
-    return link_found(linker, pipeline, consistency, link_kw, detect_batch(detector, consistency, batch))
+    return link_found(linker, pipeline, consistency, link_kw, detect_batch(detector, consistency, batch),
+                      confidence)
 
 
 @dataclass
@@ -140,17 +153,20 @@ class AnnotateBlocks:
     link_kw: dict[str, Any] = field(default_factory=dict)
     union: Any = None  # the dictionary tagger of a trained detector's dictionary lever (built by the driver)
     ner_precision: str | None = None  # a trained detector's path (kgnorm.methods.ner.runtime), loaded by a worker
+    confidence: MentionConfidence | None = None  # the fitted mention confidence (kgnorm calibrate), if any
 
     def bind(self, detector: MentionDetector, linker: PartLinker) -> Any:
         if self.union is not None:  # the dictionary lever, in-process and in each Ray worker alike
             detector.union = self.union  # type: ignore[attr-defined]
-        return partial(annotate_batch, detector, linker, self.pipeline, self.consistency, self.link_kw)
+        return partial(annotate_batch, detector, linker, self.pipeline, self.consistency, self.link_kw,
+                       confidence=self.confidence)
 
     def stages(self, detector: MentionDetector, linker: PartLinker) -> tuple[Any, Any]:
         """(detect, link) of one batch, the two halves of `bind`'s function (kgnorm.jobs.overlap)."""
         self.bind(detector, linker)
         return (partial(detect_batch, detector, self.consistency),
-                partial(link_found, linker, self.pipeline, self.consistency, self.link_kw))
+                partial(link_found, linker, self.pipeline, self.consistency, self.link_kw,
+                        confidence=self.confidence))
 
     def open(self) -> Any:
         from kgnorm.jobs.annotate import build_detector

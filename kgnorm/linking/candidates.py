@@ -47,6 +47,8 @@ class LinkedMention:
     queries: list[str]
     parts: list[list[Hit]] = field(default_factory=list)  # per part, best first
     nil: bool = False
+    confidence: float | None = None  # annotate's mention confidence (kgnorm.nil.confidence), when fitted
+    features: tuple[float, ...] = ()  # what that confidence reads (annotate sets them)
 
     def ranks(self, top_k: int) -> Iterator[tuple[int, list[Hit]]]:
         """Rank r combines the rank-r hit of every part (a composite is linked part-wise)."""

@@ -33,7 +33,7 @@ def add_occurrences(text: str, spans: Sequence[Span], surfaces: Mapping[str, str
         if (i >= 0 and taken[i][1] > a) or (i + 1 < len(taken) and taken[i + 1][0] < b):
             continue  # overlaps a kept span
         found = m.group(0)
-        out.append(Span(a, b, found, types[found.lower() if ignore_case else found], 1.0))
+        out.append(Span(a, b, found, types[found.lower() if ignore_case else found], 1.0, "occurrence"))
         bisect.insort(taken, (a, b))
         starts.insert(bisect.bisect_left(starts, a), a)
     return sorted(out, key=lambda s: s.start)

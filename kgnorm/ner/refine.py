@@ -76,7 +76,7 @@ def dictionary_union(spans: Sequence[Span], matches: Sequence[Span]) -> list[Spa
     for m in matches:
         if len(m.text.split()) < 2 or any(a < m.end and m.start < b for a, b in taken):
             continue
-        out.append(Span(m.start, m.end, m.text, m.type, 1.0))
+        out.append(Span(m.start, m.end, m.text, m.type, 1.0, "dictionary"))
     return sorted(out, key=lambda s: s.start)
 
 

@@ -68,6 +68,7 @@ class MentionRow:
     mention_id: str = ""
     source: str = ""
     type: str = ""  # the detector's label for a mention found in text (annotate)
+    confidence: float | None = None  # annotate's mention confidence (kgnorm.nil.confidence), where fitted
 
 # Re-annotating: the mentions the previous copy of run $r found (its IN edges) that neither the new
 # copy (IN under the staging tag) nor any other run has, once $r's own LINKED_TO edges are gone.

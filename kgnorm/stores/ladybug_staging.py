@@ -26,7 +26,7 @@ from kgnorm.errors import StoreError
 from kgnorm.stores.base import STALE_MENTIONS, DocumentRow, LinkEdge, MentionRow, RunRecord
 from kgnorm.stores.stages import PUBLISHED, STAGING, stage_owner
 
-MENTION_COLUMNS = ["uid", "text", "doc_id", "start", "end", "context", "mention_id", "source", "type"]
+MENTION_COLUMNS = ["uid", "text", "doc_id", "start", "end", "context", "mention_id", "source", "type", "confidence"]
 DOCUMENT_COLUMNS = ["uid", "doc_id", "source", "title", "text"]
 
 
