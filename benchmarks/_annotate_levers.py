@@ -62,7 +62,7 @@ def levers(args: Any, store: str) -> None:
     from kgnorm.methods.ner.model import load_ner
     from kgnorm.ner.bio import tags_to_spans
     from kgnorm.ner.dictionary import DictionaryDetector
-    from kgnorm.ner.refine import Levers, refine_spans
+    from kgnorm.ner.refine import SpanRefinements, refine_spans
     from kgnorm.stores import open_store
 
     corpora = args.corpora.split(",")
@@ -83,12 +83,12 @@ def levers(args: Any, store: str) -> None:
             base = [tags_to_spans(t, offs, tg, sc, det.labels, repair) for t, (offs, tg, sc) in zip(texts, tagged)]
             for k in range(len(SWITCHES) + 1):
                 for on in itertools.combinations(SWITCHES, k):
-                    lv = Levers(repair, **{s: True for s in on})
+                    lv = SpanRefinements(repair, **{s: True for s in on})
                     spans = refine_spans(texts, base, lv, dictionary)
                     r = _score(docs, spans, gold, types, store, args.work / f"levers-{key}.pubtator")
                     results.setdefault(lv.label(), {})[key] = r
                     print(key, lv.label(), f4(r["f1"]), flush=True)
-    base_label = Levers().label()
+    base_label = SpanRefinements().label()
 
     def mean_gain(label: str) -> float:
         return sum(results[label][k]["f1"] - results[base_label][k]["f1"] for k in corpora) / len(corpora)

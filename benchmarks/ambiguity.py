@@ -16,7 +16,7 @@ def _pieces(gold: list[str], n_parts: int, j: int) -> set[str]:
 
 
 def ambiguity_rows(model_dir: str | Path, dev: Path) -> dict:
-    from kgnorm.evaluation.linking import accuracy_at_k
+    from kgnorm.evaluation.link_accuracy import accuracy_at_k
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.linker import link_stream, pipeline_from_meta
     from kgnorm.mentions.readers import read_mentions_with_abbreviations

@@ -115,7 +115,7 @@ def index_vectors(model) -> np.ndarray:
 # ---------------------------------------------------------------------- linking evaluation
 def score_linker(linker, pipeline, items, refined: list[int]) -> dict[str, float]:
     """Acc@1/5 full and refined through `kgnorm link`'s path (pipeline, parts, concepts)."""
-    from kgnorm.evaluation.linking import accuracy_at_k
+    from kgnorm.evaluation.link_accuracy import accuracy_at_k
     from kgnorm.linking.linker import candidate_sets, link_stream
 
     t0 = time.perf_counter()
@@ -132,7 +132,7 @@ def score_linker(linker, pipeline, items, refined: list[int]) -> dict[str, float
 
 
 def refined_indices(pipeline, dev_items, train_items) -> list[int]:
-    from kgnorm.evaluation.linking import refined_subset
+    from kgnorm.evaluation.link_accuracy import refined_subset
 
     train_texts = {pipeline.normalize_name(m.text) for m, _ in train_items}
     return refined_subset([pipeline.normalize_name(m.text) for m, _ in dev_items], train_texts,

@@ -63,7 +63,7 @@ def concept_ranking(rows: np.ndarray, dictionary, k: int = 5) -> list[str]:
 def evaluate(ranked_rows: list[np.ndarray], mentions, queries, dictionary, refined_idx) -> dict:
     """Strict scorer (one concept per rank) on the concepts ranked from each query's rows."""
     from kgnorm.evaluation.composites import scoring_gold
-    from kgnorm.evaluation.linking import accuracy_at_k
+    from kgnorm.evaluation.link_accuracy import accuracy_at_k
 
     preds, pos = [], 0
     for qs in queries:
@@ -287,10 +287,10 @@ def main() -> None:
         return scored_tsv(args)
     import torch
 
-    from kgnorm.evaluation.linking import refined_subset
+    from kgnorm.evaluation.link_accuracy import refined_subset
     from kgnorm.linking.linker import DictionaryLinker
     from kgnorm.encoders.dense import DenseEncoder
-    from kgnorm.linking.index import NameIndex
+    from kgnorm.linking.name_index import NameIndex
     from kgnorm.linking.sparse import SparseScorer
     from kgnorm.methods.registry import load_encoder
     from kgnorm.text.pipeline import TextPipeline
@@ -382,7 +382,7 @@ def main() -> None:
         for label, linker in models.items():
             if label in DATASETS and label != ds:
                 continue
-            from kgnorm.evaluation.linking import accuracy_at_k
+            from kgnorm.evaluation.link_accuracy import accuracy_at_k
             from kgnorm.linking.linker import candidate_sets, link_stream
             from kgnorm.mentions.readers import read_mentions_with_abbreviations
             t0 = time.perf_counter()

@@ -91,7 +91,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     import kgnorm.jobs.place as place
-    from kgnorm.jobs.match import disk_cached, model_encoder, read_sides, remembered
+    from kgnorm.jobs.ontology_pair import disk_cached, model_encoder, read_sides, remembered
     from kgnorm.jobs.place import exact_targets, rank_parents
     from kgnorm.matching.matcher import Calibration, calibrate, decide, dense_candidates, lexical_pairs
     from kgnorm.matching.scores import score_pairs, score_placement

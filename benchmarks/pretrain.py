@@ -92,8 +92,8 @@ def score(tsv: Path, dev: Path, mentions, ids: dict[str, set[str]]) -> tuple[lis
     """The TSV `link` wrote, scored by the project's one scorer (what `kgnorm eval link --predictions`
     runs): per scored mention, whether its rank-1 concept is right; the mentions left out (no
     linkable gold); and the mentions written as nil or without a rank."""
-    from kgnorm.evaluation.link_tsv import align, read_link_tsv
-    from kgnorm.evaluation.linking import accuracy_at_k
+    from kgnorm.evaluation.link_predictions import align, read_link_tsv
+    from kgnorm.evaluation.link_accuracy import accuracy_at_k
 
     predicted = align(read_link_tsv(tsv), [m.mention_id for m in mentions], tsv, dev)
     rep = accuracy_at_k([p.ranked() for p in predicted], [list(m.gold) for m in mentions], ks=(1,), alt_ids=ids)
@@ -199,7 +199,7 @@ def main() -> None:
         "(Multi-Similarity loss with online hard-pair mining, SapBERT's recipe) from the offline MiniLM; then "
         "dense-only linking with NO task training (an untrained BioSyn directory with sparse weight 0: cosine of "
         "mean-pooled vectors, FAISS exact inner product over MEDIC's normalized names), `kgnorm link --no-write "
-        "--top-k 1` in a child process, scored from that TSV by the project's one strict scorer (kgnorm.evaluation.link_tsv + linking."
+        "--top-k 1` in a child process, scored from that TSV by the project's one strict scorer (kgnorm.evaluation.link_predictions + link_accuracy."
         "accuracy_at_k, what `kgnorm eval link --predictions` runs: the rank-1 concept's uid or one of its own alt "
         "ids equals the gold, part by part). Torch threads "
         f"{a.threads}.",

@@ -84,7 +84,7 @@ def calibrate_cmd(
     linker's score and margin), and the threshold with the best document-level F1. Stored in the
     detector's directory; `annotate` then drops mentions under it with no flag."""
     setup(quiet)
-    from kgnorm.jobs.calibrate import calibrate_annotate
+    from kgnorm.jobs.annotate import calibrate_annotate
 
     report = calibrate_annotate(ner, model, dev, dev_format=dev_format,
                                 types=[t.strip() for t in types.split(",") if t.strip()] if types else None,

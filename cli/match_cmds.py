@@ -86,7 +86,7 @@ def eval_place_cmd(
 ) -> None:
     """MRR and Hits@1/5 of the true parent."""
     setup(quiet)
-    from kgnorm.jobs.match import evaluate_place
+    from kgnorm.jobs.place import evaluate_place
 
     _print([evaluate_place(gold, predictions).row()], format)
 

@@ -154,8 +154,8 @@ class Workbench:
     def calibrate(self, ner: str | Path, model: str | Path, dev: str | Path, **options: Any) -> dict[str, Any]:
         """`kgnorm calibrate`: fit annotate's mention confidence for the detector directory ``ner`` and the
         linking model ``model`` on annotated ``dev`` documents, stored in ``ner``; returns the threshold and
-        the dev figures. Options: ``kgnorm.jobs.calibrate.calibrate_annotate``'s (dev_format, types, threads)."""
-        from kgnorm.jobs.calibrate import calibrate_annotate
+        the dev figures. Options: ``kgnorm.jobs.annotate.calibrate_annotate``'s (dev_format, types, threads)."""
+        from kgnorm.jobs.annotate import calibrate_annotate
 
         report = calibrate_annotate(ner, model, dev, store=self.store, progress=False, **options)
         return {"threshold": report.threshold, "coef": report.coef, **report.fit}

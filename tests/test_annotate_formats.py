@@ -177,7 +177,7 @@ class _InterruptedDetector:
 
 def test_ctrl_c_leaves_store_and_output_unchanged(tmp_path, world):
     from kgnorm.api import Workbench
-    from kgnorm.jobs.annotate import build_detector
+    from kgnorm.jobs.detectors import build_detector
 
     store, model = world
     wb = Workbench(store)
@@ -246,11 +246,11 @@ def test_trained_detector_levers_default_and_dictionary_union(tmp_path, world, t
     names, and the short form defined next to one (abbreviations lever)."""
     from kgnorm.api import Workbench
     from kgnorm.methods.ner.model import load_ner
-    from kgnorm.ner.refine import TRAINED_DEFAULT, Levers
+    from kgnorm.ner.refine import TRAINED_DEFAULT, SpanRefinements
 
     store, model = world
     silent = _tiny_detector(tiny_bert_dir, tmp_path / "silent", silent=True)
-    assert load_ner(silent).levers == TRAINED_DEFAULT
+    assert load_ner(silent).refinements == TRAINED_DEFAULT
     src = write_jsonl(tmp_path / "in.jsonl")
     wb = Workbench(store)
     frame = wb.annotate(str(silent), model, src, input_format="jsonl")
@@ -261,7 +261,7 @@ def test_trained_detector_levers_default_and_dictionary_union(tmp_path, world, t
                           ("d1", "AT"), ("d1", "breast cancer"), ("d1", "AT"), ("d2", "Ovarian cancer"),
                           ("d2", "ovarian cancer"), ("d2", "colorectal cancer")])
     pinned = _tiny_detector(tiny_bert_dir, tmp_path / "pinned", silent=True, levers={"repair": "lenient"})
-    assert load_ner(pinned).levers == Levers()
+    assert load_ner(pinned).refinements == SpanRefinements()
     assert len(Workbench(store).annotate(str(pinned), model, src, input_format="jsonl", write=False)) == 0
 
 

@@ -200,7 +200,7 @@ def test_knn_vote_majority_tie_break_and_fill():
 def test_evaluate_rankings_is_the_strict_scorer():
     """BioCoM's dev metric is the project's one scorer: a gold set is the concept's own ids
     (its uid and the alt id it came from); another concept earns nothing, one uid per rank."""
-    from kgnorm.evaluation.linking import accuracy_at_k
+    from kgnorm.evaluation.link_accuracy import accuracy_at_k
 
     rankings = [[("MESH:D1", 1.0)], [("OMIM:2", 1.0), ("MESH:D2", 0.5)], [("MESH:D9", 1.0)]]
     gold = [{"MESH:D1", "OMIM:1"}, {"MESH:D2"}, {"MESH:D3"}]

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from kgnorm.evaluation.linking import accuracy_at_k
+from kgnorm.evaluation.link_accuracy import accuracy_at_k
 from kgnorm.linking.linker import DictionaryLinker
 from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.concepts import link_concepts, rank_concepts

@@ -3,7 +3,7 @@ import pytest
 
 from kgnorm.errors import KgnormError
 from kgnorm.encoders.dense import DenseEncoder
-from kgnorm.linking.index import NameIndex
+from kgnorm.linking.name_index import NameIndex
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

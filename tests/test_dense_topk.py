@@ -7,7 +7,7 @@ import pytest
 
 from kgnorm.errors import KgnormError
 from kgnorm.linking.dense_topk import DENSE_PRECISION_ENV, Bf16Names, dense_uses_bf16
-from kgnorm.linking.index import NameIndex
+from kgnorm.linking.name_index import NameIndex
 
 
 def _exact(xb: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 # the settings a job reads from a detector, with their defaults (MentionDetector's class attributes)
 DETECTOR_DEFAULTS = {k: getattr(MentionDetector, k) for k in ("consistency_by_default", "overlap_by_default",
-                                                              "levers", "union")}
+                                                              "refinements", "dictionary_tagger")}
 
 
 def detector_setting(detector, name: str):
@@ -95,11 +95,11 @@ def test_detector_contract(kind, world, tmp_path, tiny_bert_dir):
 
 
 def test_the_dictionary_tagger_declares_its_settings(world):
-    from kgnorm.jobs.annotate import build_detector
+    from kgnorm.jobs.detectors import build_detector
 
     detector, label = build_detector("dictionary:toyd", world[0])
     assert MentionDetector in type(detector).__mro__ and label == "dictionary:toyd@toyd/2099-01-01"
-    assert (detector.consistency_by_default, detector.overlap_by_default, detector.levers, detector.union) == (
+    assert (detector.consistency_by_default, detector.overlap_by_default, detector.refinements, detector.dictionary_tagger) == (
         True, False, None, None)
 
 

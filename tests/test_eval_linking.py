@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from kgnorm.evaluation.linking import (GoldMention, MentionPrediction, accuracy_at_k,
+from kgnorm.evaluation.link_accuracy import (GoldMention, MentionPrediction, accuracy_at_k,
                                        refined_subset)
 
 

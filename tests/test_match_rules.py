@@ -53,7 +53,7 @@ def test_place_ranks_the_nearest_mapped_ancestors_equivalent_first():
 
 
 def test_target_vectors_are_cached_per_model_and_names(tmp_path, monkeypatch):
-    from kgnorm.jobs.match import disk_cached
+    from kgnorm.jobs.ontology_pair import disk_cached
 
     monkeypatch.setenv("KGNORM_CACHE_DIR", str(tmp_path / "cache"))
     model = tmp_path / "model"

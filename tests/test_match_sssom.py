@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kgnorm.jobs.match import MatchResult, ModelInfo, write_sssom_file
+from kgnorm.jobs.match import MatchResult, write_sssom_file
+from kgnorm.jobs.ontology_pair import ModelInfo
 from kgnorm.matching.matcher import (BROAD, CURATED, EXACT, LEXICAL, NARROW, SEMANTIC, STRUCTURAL, Calibration,
                                      Decision, MatchSide)
 

@@ -6,7 +6,7 @@ import pytest
 
 from kgnorm.ner.bio import LabelSet, tags_to_spans
 from kgnorm.ner.dictionary import DictionaryDetector
-from kgnorm.ner.refine import Levers, abbreviation_spans, dictionary_union, refine_spans
+from kgnorm.ner.refine import SpanRefinements, abbreviation_spans, dictionary_union, refine_spans
 from kgnorm.ner.spans import Span
 
 LABELS = LabelSet(("Disease",))
@@ -70,9 +70,9 @@ def test_dictionary_union_adds_multiword_matches_that_overlap_nothing():
 def test_refine_order_and_defaults():
     text = "Heart attack (HA) and heart attack again; HA twice."
     dictionary = DictionaryDetector(["heart attack"])
-    none = refine_spans([text], [[]], Levers(), dictionary)
+    none = refine_spans([text], [[]], SpanRefinements(), dictionary)
     assert none == [[]]  # the default levers change nothing
     # the dictionary adds the long form, then its defined short form and the repeats follow
-    got = refine_spans([text], [[]], Levers(dictionary=True, abbreviations=True, propagate=True), dictionary)[0]
+    got = refine_spans([text], [[]], SpanRefinements(dictionary=True, abbreviations=True, propagate=True), dictionary)[0]
     assert [s.text for s in got] == ["Heart attack", "HA", "heart attack", "HA"]
-    assert Levers("drop", abbreviations=True).label() == "bio:drop+abbreviations"
+    assert SpanRefinements("drop", abbreviations=True).label() == "bio:drop+abbreviations"

@@ -186,7 +186,7 @@ def test_the_engine_is_chosen_from_declared_facts(monkeypatch):
 
 
 def test_the_torch_free_flat_search_finds_the_torch_candidates():
-    from kgnorm.linking.index import NameIndex
+    from kgnorm.linking.name_index import NameIndex
 
     rng = np.random.default_rng(0)
     names = rng.normal(size=(700, 16)).astype(np.float32)

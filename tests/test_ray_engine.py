@@ -118,7 +118,7 @@ def test_link_with_two_workers_writes_the_in_process_tsv(toy, ray_local):
 
 def test_embed_with_two_workers_writes_the_in_process_vectors(toy, ray_local, tmp_path, monkeypatch):
     _, model, _ = toy
-    monkeypatch.setattr("kgnorm.jobs.blocks.EMBED_BLOCK", 3)  # several blocks for two workers
+    monkeypatch.setattr("kgnorm.jobs.batch_work.EMBED_BATCH", 3)  # several blocks for two workers
     names = ["breast cancer", "ovarian cancer", "ataxia telangiectasia", "colorectal cancer", "AT", "x",
              "a much longer name of a disease"]
     local = embed_names(model, tmp_path / "local", input=names)

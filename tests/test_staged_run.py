@@ -336,7 +336,8 @@ def test_link_writes_through_a_bounded_buffer_pool(linked_store, monkeypatch):
     """`link` opens the store it writes with LadybugDB's buffer pool bounded (512 MB, raised to the
     store file's size: test_buffer_pool_bound_grows_with_the_store_file), not LadybugDB's default
     of most of the RAM. Every open is recorded at the store's own `_open`, wherever link lives."""
-    from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, link_mentions
+    from kgnorm.jobs.link import link_mentions
+    from kgnorm.jobs.run import LINK_BUFFER_POOL_MB
     from kgnorm.stores.ladybug_store import LadybugStore
 
     uri, model = linked_store
@@ -357,7 +358,7 @@ def test_link_writes_through_a_bounded_buffer_pool(linked_store, monkeypatch):
 def test_buffer_pool_bound_grows_with_the_store_file(tmp_path):
     """A bound on LadybugDB's buffer pool is raised to the store file's size, so a big store's
     checkpoint does not run out of pool; no bound stays LadybugDB's default."""
-    from kgnorm.jobs.link import LINK_BUFFER_POOL_MB
+    from kgnorm.jobs.run import LINK_BUFFER_POOL_MB
     from kgnorm.stores.ladybug_store import pool_mb_for
 
     big = tmp_path / "big"

@@ -30,6 +30,13 @@ def read_documents(path: str | Path, fmt: str) -> Iterator[TextDocument]:
     return {"text": read_text, "jsonl": read_jsonl, "pubtator": read_pubtator_text, "bioc": read_bioc}[fmt](p)
 
 
+def sniff_document_format(path: str | Path) -> str:
+    """The layout a documents file's suffix names (``.xml``/``.bioc``: BioC, ``.jsonl``/``.json``:
+    JSONL), else PubTator."""
+    suffix = Path(path).suffix.lower()
+    return {".xml": "bioc", ".bioc": "bioc", ".jsonl": "jsonl", ".json": "jsonl"}.get(suffix, "pubtator")
+
+
 def input_digest(path: str | Path) -> str:
     """The identity of an input (a file's bytes; a directory's .txt names and bytes): mention and
     document uids start with it, so two inputs that reuse a document id never share nodes."""

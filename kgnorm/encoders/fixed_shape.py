@@ -56,7 +56,7 @@ from itertools import islice
 
 import numpy as np
 
-from kgnorm.cores import available_cores
+from kgnorm.cpu_affinity import available_cores
 
 ROWS = 8  # rows of a call when nothing else is said (encode_fixed_shape's former fixed value)
 PRECISIONS = ("fp32", "bf16")

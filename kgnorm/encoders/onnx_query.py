@@ -3,7 +3,7 @@ engine is ``onnx`` (kgnorm.linking.cpu_features.query_engine), without importing
 transformers.
 
 The encoder directory (a Hugging Face BERT/MiniLM) is exported once per content into the cache
-(``<cache>/query-onnx/<digest>-<pooling>/``, kgnorm.exports): the network with its pooling
+(``<cache>/query-onnx/<digest>-<pooling>/``, kgnorm.model_cache): the network with its pooling
 (``cls`` or masked ``mean``, L2 normalization where the model has it) as ``query.onnx``, and the
 fast tokenizer transformers builds from that directory (its ``tokenizer.json``, or one converted
 from ``vocab.txt``) as ``tokenizer.json``, so the run-time tokenizer (the ``tokenizers`` package)
@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from kgnorm.errors import KgnormError
-from kgnorm.exports import cached_export, model_digest
+from kgnorm.model_cache import cached_export, model_digest
 
 __all__ = ["OnnxQueryEncoder", "query_export", "EXPORT_FILES"]
 

@@ -20,7 +20,7 @@ The rule, in order (:func:`is_composite`):
    the other 11 ("choreoathetosis", ``D002819|D001264``) are scored strictly too.
 
 A non-composite's ids become one conjunction part ``A+B``, which the strict scorer
-(:mod:`kgnorm.evaluation.linking`) credits when the predicted concept is any of them.
+(:mod:`kgnorm.evaluation.link_accuracy`) credits when the predicted concept is any of them.
 """
 from __future__ import annotations
 

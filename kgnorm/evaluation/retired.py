@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kgnorm.evaluation.linking import UNLINKABLE
+from kgnorm.evaluation.link_accuracy import UNLINKABLE
 
 
 @dataclass

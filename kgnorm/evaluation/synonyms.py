@@ -29,7 +29,7 @@ import numpy as np
 
 from kgnorm.errors import KgnormError
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.index import NameIndex
+from kgnorm.linking.name_index import NameIndex
 from kgnorm.linking.sparse import SparseScorer
 
 __all__ = ["SynonymReport", "synonym_retrieval_map", "mean_coverage", "average_precision",

@@ -2,16 +2,16 @@
 consistent per document; annotated documents out (PubTator, BioC, JSONL) and Document, Mention,
 IN and LINKED_TO into the store as one Run.
 
-Streams: documents are read lazily and processed `batch_docs` at a time; the output file is
-written as it goes (``<name>.partial``, renamed on success) and the store gets each batch through
-a :class:`~kgnorm.stores.staged_run.StagedRun`, so a failure or Ctrl-C leaves it unchanged.
-Linking is `link`'s own code (open_linker, pipeline_from_meta, link_stream, nil_decision,
-edges_for): abbreviations are expanded from the document's own text and composites split by the
-same TextPipeline."""
+Runs on the job skeleton (kgnorm.jobs.run: the linking model and its nil decision, the store opened
+once, the output complete or not at all, the run staged batch by batch and published, Ray or
+in-process); what is annotate's own: documents read lazily and `batch_docs` at a time, each batch
+detected and linked (kgnorm.jobs.batch_work, abbreviations expanded from the document's own text),
+found mentions under the fitted confidence dropped, and the documents written as they come.
+:func:`calibrate_annotate` fits that confidence on dev by annotating it."""
 from __future__ import annotations
 
 import time
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TextIO
@@ -44,6 +44,9 @@ class AnnotateReport:
     notes: list[str] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
 
+    def add_edges(self, n: int) -> None:
+        self.n_edges += n
+
     def summary(self) -> list[str]:
         rate = self.n_documents / self.seconds if self.seconds > 0 else 0.0
         lines = [f"annotated {self.n_documents:,} document(s) ({rate:.1f}/s): {self.n_mentions:,} mention(s)"
@@ -58,92 +61,6 @@ class AnnotateReport:
         if self.run_uid is not None:
             lines.append(f"wrote {self.n_edges:,} LINKED_TO edge(s) as run {self.run_uid}")
         return lines
-
-
-def build_detector(ner: str | Path | MentionDetector, store: str | None, precision: str | None = None,
-                   threads: int | None = None) -> tuple[MentionDetector, str]:
-    """The detector a ``--ner`` spec names, looked up in the detector table (kgnorm.jobs.detectors:
-    ``dictionary:ONT``, the ontology's names in the store; a trained detector's directory, by its
-    kgnorm-model.json method, its network on the path `precision` names; a registered name), or a
-    detector object as it is; with a label for the Run."""
-    from kgnorm.jobs.detectors import DetectorContext, resolve
-
-    if not isinstance(ner, (str, Path)):
-        return ner, type(ner).__name__
-    return resolve(ner, DetectorContext(store, precision, threads))
-
-
-def lever_dictionary(detector: MentionDetector | str, store: str | None, ontology: str | None,
-                     notes: list[str]) -> tuple[Any, Any]:
-    """(levers, dictionary tagger) of a trained detector (an object, or its directory when the Ray
-    workers load it): the tagger over the linker's ontology, read from the store, is what the
-    ``dictionary`` lever (kgnorm.ner.refine) unions with; None when no lever needs it or the
-    ontology is not in the store (then the lever is off, noted)."""
-    if isinstance(detector, str):
-        from kgnorm.methods.model_dir import read_model_meta
-        from kgnorm.ner.refine import levers_from_meta
-
-        ner_meta = read_model_meta(detector)
-        levers, types = levers_from_meta(ner_meta), tuple(ner_meta.get("types") or ("Disease",))
-    else:
-        levers, types = getattr(detector, "levers", None), tuple(getattr(detector, "types", ()) or ("Disease",))
-    if levers is None or not levers.dictionary:
-        return levers, None
-    from kgnorm.graph.views import read_ontology
-    from kgnorm.ner.dictionary import DictionaryDetector
-    from kgnorm.stores import open_store
-
-    try:
-        if not ontology:
-            raise KgnormError("the linking model names no ontology")
-        with open_store(store, read_only=True) as st:
-            snap = read_ontology(st, ontology, with_edges=False)
-    except KgnormError as exc:
-        notes.append(f"detector: the dictionary lever is off ({exc})")
-        return levers, None
-    return levers, DictionaryDetector.from_snapshot(snap, type=types[0])
-
-
-def _detector(ner: str | Path | MentionDetector, store: str | None, engine: str, precision: str | None,
-              threads: int | None) -> tuple[Any, str]:
-    """With Ray a trained detector's directory is loaded by each worker, not by the driver (the
-    dictionary tagger is built here: it reads the store)."""
-    if engine == "ray" and isinstance(ner, (str, Path)) and Path(ner).is_dir():
-        path = str(Path(ner).resolve())
-        return path, path
-    return build_detector(ner, store, precision, threads)
-
-
-@contextmanager
-def torch_threads(threads: int | None) -> Iterator[None]:
-    """torch's intra-op threads set to `threads` (kgnorm.methods.recipes.set_threads) for the
-    block, restored after it (None: left as they are)."""
-    if not threads:
-        yield
-        return
-    import torch
-
-    from kgnorm.methods.recipes import set_threads
-
-    before = torch.get_num_threads()
-    set_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def _batches(docs: Iterable[TextDocument], size: int, report: AnnotateReport) -> Iterator[list[TextDocument]]:
-    from kgnorm.jobs.blocks import blocks_of
-
-    def with_text() -> Iterator[TextDocument]:
-        for doc in docs:
-            if doc.text.strip():
-                yield doc
-            else:
-                report.n_empty += 1
-
-    return blocks_of(with_text(), size)
 
 
 def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, input: str | Path, *,
@@ -168,138 +85,150 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     fitted none; a number is that threshold instead; None or ``off`` keeps every mention (each
     still gets its confidence where one was fitted)."""
     from kgnorm.documents.readers import input_digest, read_documents
+    from kgnorm.documents.writers import FORMATS as OUT_FORMATS
     from kgnorm.documents.writers import document_writer
-    from kgnorm.encoders.fixed_shape import query_cores
-    from kgnorm.jobs.blocks import AnnotateBlocks
-    from kgnorm.jobs.link import LINK_BUFFER_POOL_MB, check_ontology, open_output
-    from kgnorm.jobs.models import linker_method, model_meta, open_linker
-    from kgnorm.jobs.overlap import overlap_plan, overlapped
+    from kgnorm.jobs.batch_work import AnnotateBatchWork
+    from kgnorm.jobs.detectors import detector_for_engine, dictionary_tagger_for
+    from kgnorm.jobs.overlap import overlap_plan, torch_threads
     from kgnorm.jobs.ray_engine import check_engine
-    from kgnorm.linking.linker import edges_for, pipeline_from_meta
-    from kgnorm.linking.query_cache import with_cache
-    from kgnorm.nil.fit import nil_decision, parse_nil_option
-    from kgnorm.progress import progress_bar
-    from kgnorm.stores import DocumentRow, LinkEdge, MentionRow, RunRecord, open_store
-    from kgnorm.stores.run_ids import mention_uid, run_uid
-    from kgnorm.stores.staged_run import StagedMention, StagedRun
-    from tqdm.auto import tqdm
+    from kgnorm.jobs.run import LINK_BUFFER_POOL_MB, StreamedRun, check_ontology, open_linking_model, output_label
+    from kgnorm.methods.ner.runtime import resolve_precision
+    from kgnorm.stores.session import StoreSession
 
     if top_k < 1 or batch_docs < 1 or write_batch < 1:
         raise KgnormError("--top-k, --batch-size and --write-batch must be >= 1")
-    from kgnorm.documents.writers import FORMATS as OUT_FORMATS
     if output is not None and output_format not in OUT_FORMATS:
         raise KgnormError(f"unknown output format {output_format!r}; use one of {', '.join(OUT_FORMATS)}")
-    from kgnorm.methods.ner.runtime import resolve_precision
-
     precision = resolve_precision(ner_precision)   # a bad value fails before anything is read
-    auto_nil = parse_nil_option(nil_threshold, nil_dev, "auto")
     check_engine(engine, ray)
-    plan = overlap_plan(overlap if engine == "local" else False, threads)
-    asked_threads, threads = threads, plan.threads
-    docs = read_documents(input, input_format)
-    digest, label = input_digest(input), str(input)
-    detector, ner_label = _detector(ner, store, engine, precision, threads)
-    if overlap is None and plan.overlap and not getattr(detector, "overlap_by_default", True):
-        plan = overlap_plan(False, asked_threads)   # a detector that holds the GIL gains nothing beside the linker
-        threads = plan.threads
-    if consistency is None:  # what won on dev for this kind of detector (benchmarks/LOG.md, "annotate")
-        consistency = bool(getattr(detector, "consistency_by_default", False))
-    model = Path(model)
-    # with Ray the workers hold the models; the driver loads the linker only to fit nil on dev
-    linker, meta = open_linker(model) if engine == "local" or auto_nil else (None, model_meta(model))
-    pipeline = pipeline_from_meta(meta)
-    nil = nil_decision(linker, meta, pipeline, nil_threshold, nil_dev, "auto", None, 256, store)
-    report = AnnotateReport(notes=[nil.note] if nil.note else [])
-    confidence = mention_confidence(ner, model, meta, min_confidence, report.notes)
-    if write:
-        check_ontology(store, meta, report.notes)
-    levers, union = lever_dictionary(detector, store, meta.get("ontology"), report.notes)
-    # the run key names the detector as the command does, not its content: annotating the same input
-    # again after the dictionary's ontology or the detector directory changed replaces the run
-    uid = run_uid("annotate", ner=ner_label.split("@")[0] if ner_label.startswith("dictionary:") else ner_label,
-                  model=str(model.resolve()), input=digest, top_k=top_k, consistency=consistency, nil=nil.threshold,
-                  **({"min_confidence": confidence.threshold} if confidence is not None else {}))
-    run = RunRecord(uid, "annotate", linker_method(meta), str(model.resolve()),
-                    params={"input": label, "ner": ner_label, "write_top_k": top_k, "consistency": consistency,
-                            **({"ner_levers": levers.label(), "ner_precision": precision} if levers is not None else {}),
-                            "nil_threshold": nil.threshold, **nil.params,
-                            **({"min_confidence": confidence.threshold} if confidence is not None else {})})
-    started = time.perf_counter()
-    work = AnnotateBlocks(detector, str(model.resolve()), pipeline, consistency,
-                          # rank 2 is read for the confidence's margin; outputs and edges keep top_k
-                          dict(top_k=max(top_k, 2), batch_size=256, nil_threshold=nil.threshold,
-                               nil_classifier=nil.classifier),
-                          union=union, ner_precision=precision, confidence=confidence)
+    docs, digest, label = read_documents(input, input_format), input_digest(input), str(input)
+    report = AnnotateReport()
     with ExitStack() as stack:
-        stack.enter_context(torch_threads(threads if engine == "local" else None))
-        fh = open_output(stack, output)
-        if isinstance(output, (str, Path)):
-            report.output = str(output)
-        writer = document_writer(fh, output_format) if fh is not None else None
-        staged = None
+        session = stack.enter_context(StoreSession(store, write=write, lock_timeout=lock_timeout,
+                                                   buffer_pool_mb=LINK_BUFFER_POOL_MB))
+        plan = overlap_plan(overlap if engine == "local" else False, threads)
+        detector, ner_label = detector_for_engine(ner, session, engine, precision, plan.threads)
+        plan = _plan_for(detector, plan, overlap, threads)
+        if consistency is None:  # what won on dev for this kind of detector (benchmarks/LOG.md, "annotate")
+            consistency = bool(getattr(detector, "consistency_by_default", False))
+        linking = open_linking_model(model, engine=engine, nil_threshold=nil_threshold, nil_dev=nil_dev, store=session)
+        report.notes += [linking.nil.note] if linking.nil.note else []
+        confidence = mention_confidence(ner, Path(model), linking.meta, min_confidence, report.notes)
         if write:
-            st = stack.enter_context(open_store(store, lock_timeout=lock_timeout, buffer_pool_mb=LINK_BUFFER_POOL_MB))
-            staged = stack.enter_context(StagedRun(st, run, ontology=meta.get("ontology") or "", source=label))
-        bar = stack.enter_context(progress_bar(desc="annotate", unit="doc") if progress else tqdm(disable=True))
-        pending: list[StagedMention] = []
-        pending_docs: list[DocumentRow] = []
-
-        def flush() -> None:
-            report.n_edges += staged.add(pending, pending_docs).links_written
-            pending.clear()
-            pending_docs.clear()
-
+            check_ontology(session, linking.meta, report.notes)
+        refinements, tagger = dictionary_tagger_for(detector, session, linking.meta.get("ontology"), report.notes)
+        run = _run_record(linking, ner_label, digest, label, top_k, consistency, refinements, precision, confidence)
+        # rank 2 is read for the confidence's margin; outputs and edges keep top_k
+        work = AnnotateBatchWork(detector, str(linking.path), linking.pipeline, consistency,
+                                 linking.link_kw(max(top_k, 2), 256), dictionary_tagger=tagger,
+                                 ner_precision=precision, confidence=confidence)
+        started = time.perf_counter()
+        stack.enter_context(torch_threads(plan.threads if engine == "local" else None))
+        out = StreamedRun(stack, output=output, session=session, run=run if write else None,
+                          ontology=linking.ontology, source=label, progress=progress, desc="annotate", unit="doc",
+                          write_batch=write_batch, on_batch=lambda r: report.add_edges(r.links_written))
+        report.output = output_label(output)
+        writer = document_writer(out.file, output_format) if out.file is not None else None
         batches = _batches(docs, batch_docs, report)
-        if engine == "ray":  # the batches come back in input order: everything below is as in-process
-            from kgnorm.jobs.ray_engine import RayOptions, ray_map
-            done_batches = ray_map(work, batches, ray or RayOptions())
-        else:  # a mention text repeated across the corpus is linked once (the query cache)
-            detect, link = (_timed(f, report.stage_seconds, k)
-                            for f, k in zip(work.stages(detector, with_cache(linker)), ("detect", "link")))
-            if plan.overlap:  # detection of batch k+1 beside the linking of batch k: the same bytes
-                # the linking stage has its own cores only: no query overlap on the detector's core
-                stack.enter_context(query_cores(threads or 1))
-                done_batches = stack.enter_context(closing(overlapped(batches, detect, link, threads,
-                                                                      plan.detectors)))
-            else:
-                done_batches = ((b, link(detect(b))) for b in batches)
-        for batch, done in done_batches:
-            report.n_propagated += done.propagated
-            report.n_harmonized += done.harmonized
-            report.n_dropped += done.dropped
-            for doc, lms in zip(batch, done.linked):
-                anns = [_annotation(lm) for lm in lms]
-                if writer is not None:
-                    writer.write(doc, anns)
-                if collect:
-                    report.rows.extend(_row(doc, lm, a) for lm, a in zip(lms, anns))
-                report.n_mentions += len(lms)
-                if staged is not None:
-                    duid = f"{digest[:12]}:{doc.doc_id}"
-                    pending_docs.append(DocumentRow(duid, doc.doc_id, label, doc.title, doc.text))
-                    for lm in lms:
-                        m = lm.mention
-                        muid = mention_uid(digest, m.mention_id)
-                        pending.append(StagedMention(
-                            MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id, label, m.type,
-                                       lm.confidence),
-                            [LinkEdge(muid, c, score, rank) for c, rank, score in edges_for(lm, top_k)], duid))
-            report.n_documents += len(batch)
-            bar.update(len(batch))
-            if staged is not None and len(pending) >= write_batch:
-                flush()
+        for batch, done in _done_batches(stack, work, detector, linking, batches, engine, ray, plan, report):
+            _take(out, writer, batch, done, report, digest, label, top_k, collect)
+            out.flush_if_full()
         if writer is not None:
             writer.close()
-        if staged is not None:
-            if pending or pending_docs:
-                flush()
-            staged.publish()
+        out.publish()
     report.seconds = time.perf_counter() - started
     if write:
-        report.run_uid = uid
+        report.run_uid = run.uid
     if report.n_documents == 0:
         report.notes.append(f"{label}: no document with text" + (f" ({report.n_empty} empty)" if report.n_empty else ""))
     return report
+
+
+def _batches(docs: Iterable[TextDocument], size: int, report: AnnotateReport) -> Iterator[list[TextDocument]]:
+    """The documents with text in lists of `size` (the empty ones counted)."""
+    from kgnorm.jobs.batch_work import batches_of
+
+    def with_text() -> Iterator[TextDocument]:
+        for doc in docs:
+            if doc.text.strip():
+                yield doc
+            else:
+                report.n_empty += 1
+
+    return batches_of(with_text(), size)
+
+
+def _plan_for(detector: Any, plan: Any, overlap: bool | None, threads: int | None) -> Any:
+    """The overlap plan, off by default for a detector that holds the GIL (it gains nothing beside
+    the linker)."""
+    from kgnorm.jobs.overlap import overlap_plan
+
+    if overlap is None and plan.overlap and not getattr(detector, "overlap_by_default", True):
+        return overlap_plan(False, threads)
+    return plan
+
+
+def _run_record(linking: Any, ner_label: str, digest: str, label: str, top_k: int, consistency: bool,
+                refinements: Any, precision: str | None, confidence: Any) -> Any:
+    """The annotate Run. Its key names the detector as the command does, not its content: annotating
+    the same input again after the dictionary's ontology or the detector directory changed replaces it."""
+    threshold = {"min_confidence": confidence.threshold} if confidence is not None else {}
+    nil = linking.nil
+    key = dict(ner=ner_label.split("@")[0] if ner_label.startswith("dictionary:") else ner_label, input=digest,
+               top_k=top_k, consistency=consistency, nil=nil.threshold, **threshold)
+    # "ner_levers": the key Runs have always recorded a trained detector's span refinements under
+    params = {"input": label, "ner": ner_label, "write_top_k": top_k, "consistency": consistency,
+              **({"ner_levers": refinements.label(), "ner_precision": precision} if refinements is not None else {}),
+              "nil_threshold": nil.threshold, **nil.params, **threshold}
+    return linking.run_record("annotate", key, params)
+
+
+def _done_batches(stack: ExitStack, work: Any, detector: Any, linking: Any, batches: Iterator[list[TextDocument]],
+                  engine: str, ray: Any, plan: Any, report: AnnotateReport) -> Iterator[tuple[list[TextDocument], Any]]:
+    """(batch, its DocumentsDone) in input order: by Ray actors, or in-process (a mention text
+    repeated across the corpus linked once, the query cache), detection of the next batch beside
+    the linking of this one where the plan overlaps them (the same bytes)."""
+    if engine == "ray":
+        from kgnorm.jobs.ray_engine import RayOptions, ray_map
+
+        return ray_map(work, batches, ray or RayOptions())
+    from kgnorm.encoders.fixed_shape import query_cores
+    from kgnorm.jobs.overlap import overlapped
+    from kgnorm.linking.query_cache import with_cache
+
+    detect, link = (_timed(f, report.stage_seconds, k)
+                    for f, k in zip(work.stages(detector, with_cache(linking.linker)), ("detect", "link")))
+    if not plan.overlap:
+        return ((b, link(detect(b))) for b in batches)
+    # the linking stage has its own cores only: no query overlap on the detector's core
+    stack.enter_context(query_cores(plan.threads or 1))
+    return stack.enter_context(closing(overlapped(batches, detect, link, plan.threads, plan.detectors)))
+
+
+def _take(out: Any, writer: Any, batch: list[TextDocument], done: Any, report: AnnotateReport, digest: str,
+          label: str, top_k: int, collect: bool) -> None:
+    """One done batch into the output file, the report and the staged run."""
+    from kgnorm.jobs.run import staged_mention
+    from kgnorm.stores import DocumentRow
+
+    report.n_propagated += done.propagated
+    report.n_harmonized += done.harmonized
+    report.n_dropped += done.dropped
+    for doc, lms in zip(batch, done.linked):
+        anns = [_annotation(lm) for lm in lms]
+        if writer is not None:
+            writer.write(doc, anns)
+        if collect:
+            report.rows.extend(_row(doc, lm, a) for lm, a in zip(lms, anns))
+        report.n_mentions += len(lms)
+        if out.stores:
+            duid = f"{digest[:12]}:{doc.doc_id}"
+            out.add(document=DocumentRow(duid, doc.doc_id, label, doc.title, doc.text))
+            for lm in lms:
+                out.add(staged_mention(lm, digest, label, top_k, document=duid, type=lm.mention.type,
+                                       confidence=lm.confidence))
+    report.n_documents += len(batch)
+    out.bar.update(len(batch))
 
 
 def mention_confidence(ner: str | Path | MentionDetector, model: Path, meta: dict[str, Any],
@@ -361,3 +290,62 @@ def _row(doc: TextDocument, lm: Any, a: Annotation) -> dict[str, Any]:
     return {"doc_id": doc.doc_id, "start": a.start, "end": a.end, "text": a.text, "type": a.type,
             "concept_uids": "|".join(a.ids), "concept_names": names, "score": a.score, "nil": not a.ids,
             "confidence": lm.confidence, "features": lm.features}
+
+
+@dataclass
+class CalibrationReport:
+    """What `kgnorm calibrate` fitted: the threshold, the dev figures before and after it (in-sample:
+    the threshold was chosen on those documents; benchmarks/annotate_confidence.py cross-fits two
+    halves for the figure to quote), the regression's coefficients."""
+
+    threshold: float
+    fit: dict[str, Any]
+    coef: dict[str, float]
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> list[str]:
+        before, after = self.fit["document_before"], self.fit["document_after"]
+        return [f"mention confidence fitted on {self.fit['dev_documents']:,} dev document(s), "
+                f"{self.fit['dev_mentions']:,} found mention(s) ({self.fit['dev_right']:,} linked right)",
+                f"threshold {self.threshold:.3f}: dev document-level P/R/F1 {before[0]:.4f}/{before[1]:.4f}/"
+                f"{before[2]:.4f} -> {after[0]:.4f}/{after[1]:.4f}/{after[2]:.4f} (in-sample: the threshold was "
+                "chosen on these documents)"]
+
+
+def calibrate_annotate(ner: str | Path, model: str | Path, dev: str | Path, *, dev_format: str | None = None,
+                       types: list[str] | None = None, store: str | None = None, threads: int | None = None,
+                       progress: bool = True) -> CalibrationReport:
+    """Fit the mention confidence (kgnorm.nil.confidence) of `ner` (a trained detector's directory)
+    with the linking `model` on annotated `dev` documents, and store it in the detector's directory
+    (kgnorm.methods.mention_confidence), where `annotate --min-confidence auto` finds it. The dev
+    documents are annotated as `annotate` does (no store write, no threshold) and each found
+    mention's rank-1 concepts compared with its document's gold (alt ids folded as `kgnorm eval
+    annotate` folds them)."""
+    from kgnorm.documents.readers import read_documents, sniff_document_format
+    from kgnorm.evaluation.annotate_eval import concept_set
+    from kgnorm.evaluation.link_predictions import ontology_ids
+    from kgnorm.methods.mention_confidence import linker_identity, store_confidence
+    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.nil.confidence import FEATURES, DevMention, fit_confidence
+
+    if not Path(ner).is_dir():
+        raise KgnormError(f"--ner {ner}: the confidence is stored in a detector's model directory (kgnorm train ner)")
+    fmt = dev_format or sniff_document_format(dev)
+    meta = read_model_meta(model)
+    ontology = meta.get("ontology")
+    if not ontology:
+        raise KgnormError(f"{model}: the linking model names no ontology")
+    report = annotate_documents(ner, model, dev, input_format=fmt, output=None, write=False, collect=True,
+                                min_confidence="off", progress=progress, threads=threads, store=store)
+    _, alt_ids = ontology_ids(ontology, store)
+    canonical = {a: uid for uid, alts in alt_ids.items() for a in alts}
+    wanted = set(types) if types else None
+    gold = {d.doc_id: concept_set([i for a in d.annotations if wanted is None or a.type in wanted for i in a.ids],
+                                  canonical)
+            for d in read_documents(dev, fmt)}
+    mentions = [DevMention(r["doc_id"], tuple(r["features"]),
+                           concept_set(r["concept_uids"].split("|") if r["concept_uids"] else [], canonical))
+                for r in report.rows]
+    fitted = fit_confidence(mentions, gold, linker_identity(model, meta))
+    store_confidence(ner, fitted)
+    return CalibrationReport(fitted.threshold, fitted.fit, dict(zip(FEATURES, fitted.coef)), report.notes)

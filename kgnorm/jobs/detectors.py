@@ -1,5 +1,5 @@
-"""The mention detectors by kind: what `annotate --ner SPEC` (and `Workbench.annotate`) resolve SPEC
-with (:func:`resolve`, which ``kgnorm.jobs.annotate.build_detector`` calls).
+"""The mention detectors by kind: what `annotate --ner SPEC` (and `Workbench.annotate`,
+`kgnorm calibrate`) resolve SPEC with (:func:`resolve`, through :func:`build_detector`).
 
 A kind is a :class:`DetectorKind` entry in :data:`DETECTORS`. SPEC is resolved in this order:
 
@@ -26,15 +26,17 @@ from typing import Any, Callable
 from kgnorm.errors import KgnormError
 from kgnorm.ner.spans import MentionDetector
 
-__all__ = ["DetectorKind", "DetectorContext", "DETECTORS", "register", "resolve", "kind_of"]
+__all__ = ["DetectorKind", "DetectorContext", "DETECTORS", "register", "resolve", "kind_of", "build_detector",
+           "detector_for_engine", "dictionary_tagger_for"]
 
 
 @dataclass(frozen=True)
 class DetectorContext:
-    """What a kind's ``build`` may use: the store (``None``: ``$KGNORM_STORE`` or the default), and
-    for a trained network the precision path and threads of `annotate --ner-precision/--threads`."""
+    """What a kind's ``build`` may use: the store (a URI, ``None``: ``$KGNORM_STORE`` or the default;
+    or the job's open store, kgnorm.stores.session: read it with ``reading(ctx.store)``), and for a
+    trained network the precision path and threads of `annotate --ner-precision/--threads`."""
 
-    store: str | None = None
+    store: Any = None
     precision: str | None = None
     threads: int | None = None
 
@@ -103,18 +105,69 @@ def resolve(spec: str | Path, ctx: DetectorContext) -> tuple[MentionDetector, st
     return build(arg, ctx)
 
 
+def build_detector(ner: str | Path | MentionDetector, store: Any, precision: str | None = None,
+                   threads: int | None = None) -> tuple[MentionDetector, str]:
+    """The detector a ``--ner`` spec names (:func:`resolve`), or a detector object as it is; with
+    a label for the Run. `store`: a URI or the job's open store."""
+    if not isinstance(ner, (str, Path)):
+        return ner, type(ner).__name__
+    return resolve(ner, DetectorContext(store, precision, threads))
+
+
+def detector_for_engine(ner: str | Path | MentionDetector, store: Any, engine: str, precision: str | None,
+                        threads: int | None) -> tuple[Any, str]:
+    """:func:`build_detector`, except that with Ray a trained detector's directory is loaded by each
+    worker, not by the driver (the driver passes its resolved path on)."""
+    if engine == "ray" and isinstance(ner, (str, Path)) and Path(ner).is_dir():
+        path = str(Path(ner).resolve())
+        return path, path
+    return build_detector(ner, store, precision, threads)
+
+
+def dictionary_tagger_for(detector: MentionDetector | str, store: Any, ontology: str | None,
+                          notes: list[str]) -> tuple[Any, Any]:
+    """(span refinements, dictionary tagger) of a trained detector (an object, or its directory
+    when the Ray workers load it): the tagger over the linker's ontology, read from the store, is
+    what the ``dictionary`` refinement (kgnorm.ner.refine) adds matches from; None when no
+    refinement needs it or the ontology is not in the store (then that refinement is off, noted)."""
+    if isinstance(detector, str):
+        from kgnorm.methods.model_dir import read_model_meta
+        from kgnorm.ner.refine import refinements_from_meta
+
+        ner_meta = read_model_meta(detector)
+        refinements, types = refinements_from_meta(ner_meta), tuple(ner_meta.get("types") or ("Disease",))
+    else:
+        refinements = getattr(detector, "refinements", None)
+        types = tuple(getattr(detector, "types", ()) or ("Disease",))
+    if refinements is None or not refinements.dictionary:
+        return refinements, None
+    from kgnorm.graph.views import read_ontology
+    from kgnorm.ner.dictionary import DictionaryDetector
+    from kgnorm.stores.session import reading
+
+    try:
+        if not ontology:
+            raise KgnormError("the linking model names no ontology")
+        with reading(store) as st:
+            snap = read_ontology(st, ontology, with_edges=False)
+    except KgnormError as exc:
+        notes.append(f"detector: the dictionary refinement is off ({exc})")
+        return refinements, None
+    return refinements, DictionaryDetector.from_snapshot(snap, type=types[0])
+
+
 # ------------------------------------------------------------------ the built-in kinds
 def dictionary(arg: str, ctx: DetectorContext) -> tuple[MentionDetector, str]:
     """``dictionary:ONT``: every name of ontology ONT in the store, matched in the text
     (kgnorm.ner.dictionary); no training."""
     from kgnorm.graph.views import read_ontology
     from kgnorm.ner.dictionary import DictionaryDetector
-    from kgnorm.stores import open_store
+    from kgnorm.stores.session import reading
 
     onto = arg.strip()
     if not onto:
         raise KgnormError("--ner dictionary:ONTOLOGY needs an ontology name (e.g. dictionary:medic)")
-    with open_store(ctx.store, read_only=True) as st:
+    with reading(ctx.store) as st:
         snap = read_ontology(st, onto, with_edges=False)
     return DictionaryDetector.from_snapshot(snap), f"dictionary:{onto}@{snap.version}"
 

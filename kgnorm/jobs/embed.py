@@ -41,9 +41,9 @@ def embed_names(model: str | Path, output: str | Path, input: str | Path | Seque
                 ontology: str | None = None, store: str | None = None, engine: str = "local",
                 ray: Any = None) -> EmbedResult:
     """Encode and write; the .npy appears only once complete (written aside, then renamed).
-    Names are encoded in blocks of EMBED_BLOCK, in-process or (`engine="ray"`) by a pool of Ray
+    Names are encoded in blocks of EMBED_BATCH, in-process or (`engine="ray"`) by a pool of Ray
     actors (`ray`: a kgnorm.jobs.ray_engine.RayOptions): the same blocks, the same vectors."""
-    from kgnorm.jobs.blocks import EMBED_BLOCK, EmbedBlocks, blocks_of
+    from kgnorm.jobs.batch_work import EMBED_BATCH, EmbedBatchWork, batches_of
     from kgnorm.jobs.ray_engine import RayOptions, check_engine, ray_map
 
     from kgnorm.methods.model_dir import read_model_meta
@@ -51,12 +51,12 @@ def embed_names(model: str | Path, output: str | Path, input: str | Path | Seque
     check_engine(engine, ray)
     read_model_meta(model)  # a model directory, checked before any work (a Ray driver loads no weights)
     texts, uids = embedding_inputs(input, ontology, store)
-    work = EmbedBlocks(str(Path(model).resolve()))
+    work = EmbedBatchWork(str(Path(model).resolve()))
     if engine == "ray":
-        parts = [v for _, v in ray_map(work, blocks_of(texts, EMBED_BLOCK), ray or RayOptions())]
+        parts = [v for _, v in ray_map(work, batches_of(texts, EMBED_BATCH), ray or RayOptions())]
     else:
         one = work.open()
-        parts = [one(b) for b in blocks_of(texts, EMBED_BLOCK)] or [one([])]
+        parts = [one(b) for b in batches_of(texts, EMBED_BATCH)] or [one([])]
     vecs = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
     output = Path(output)
     base = output.with_suffix("") if output.suffix in (".npy", ".tsv") else output

@@ -8,18 +8,13 @@ from typing import Any
 from kgnorm.errors import KgnormError
 
 
-def sniff_document_format(path: str | Path) -> str:
-    suffix = Path(path).suffix.lower()
-    return {".xml": "bioc", ".bioc": "bioc", ".jsonl": "jsonl", ".json": "jsonl"}.get(suffix, "pubtator")
-
-
 def evaluate_annotations(gold: str | Path, predictions: str | Path, *, model: str | Path | None = None,
                          ontology: str | None = None, types: list[str] | None = None, gold_format: str | None = None,
                          predictions_format: str | None = None, store: str | None = None) -> dict[str, Any]:
     """The report: keys ner, mention, document (precision, recall, f1, counts), documents, notes."""
-    from kgnorm.documents.readers import read_documents
+    from kgnorm.documents.readers import read_documents, sniff_document_format
     from kgnorm.evaluation.annotate_eval import score_documents
-    from kgnorm.evaluation.link_eval import ontology_ids
+    from kgnorm.evaluation.link_predictions import ontology_ids
 
     if model is None and ontology is None:
         raise KgnormError("give --model DIR or --ontology NAME (whose alt ids count as the concept)")

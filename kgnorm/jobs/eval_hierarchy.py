@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kgnorm.jobs.hypernyms import model_split
+from kgnorm.jobs.models import model_split
 
 
 def evaluate_model_hierarchy(model: str | Path, root: str, *, ontology: str | None = None, baselines: bool = True,

@@ -34,7 +34,7 @@ def evaluate_model(model: str | Path | None, gold: str | Path, *, predictions: s
     `nil_fraction`, "gold_held_out" (with a model: false when it was refit on the gold file's
     mentions) and "notes": lines the user must see (gold ids scored as misses, a gold file the
     model was trained on)."""
-    from kgnorm.evaluation.link_eval import evaluate_link
+    from kgnorm.evaluation.link_predictions import evaluate_link
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.consistency import consistency_on
     from kgnorm.linking.linker import pipeline_from_meta

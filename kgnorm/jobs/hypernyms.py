@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from kgnorm.errors import KgnormError
-from kgnorm.graph.levels import LevelSplit, check_level, split_under
+from kgnorm.graph.levels import check_level
+from kgnorm.jobs.models import model_split
 from kgnorm.progress import note
 
 COLUMNS = ("name", "rank", "hypernym_uid", "hypernym_name", "score")
@@ -48,24 +49,6 @@ class HypernymRanking:
         if self.names is None:
             return "held-out test names"
         return f"{len(self.names)} given name(s)" if isinstance(self.names, list) else str(self.names)
-
-
-def model_split(model: str | Path, root: str, ontology: str | None, seed: int | None,
-                store: str | None) -> tuple[dict[str, Any], str, LevelSplit, Any]:
-    """(the model's meta, the ontology, the level split under ``root``, the ontology's snapshot):
-    the ontology and split seed default to the model's; the store is read and let go of."""
-    from kgnorm.graph.views import hierarchy_from_store
-    from kgnorm.methods.model_dir import read_model_meta
-    from kgnorm.stores import open_store
-
-    meta = read_model_meta(model)
-    onto = ontology or meta.get("ontology")
-    if not onto:
-        raise KgnormError("the model names no ontology: pass --ontology")
-    with open_store(store, read_only=True) as st:
-        hierarchy, snap = hierarchy_from_store(st, onto)
-    split = split_under(hierarchy, onto, root, meta.get("split_seed", 0) if seed is None else seed)
-    return meta, onto, split, snap
 
 
 def _warn(message: str) -> None:
@@ -129,7 +112,7 @@ def write_ranking(ranking: HypernymRanking, write_top_k: int = 1, store: str | N
     """Store ranks up to ``write_top_k`` as PREDICTED_IS_A edges of one Run (a free name becomes a
     Mention node; an ontology name's edge starts at its concept); (run uid, edges written).
     The same ranking written again replaces its Run."""
-    from kgnorm.jobs.store import open_writer
+    from kgnorm.jobs.run import write_whole_run
     from kgnorm.stores import MentionRow, PredictionEdge, RunRecord, RunWrite
     from kgnorm.stores.run_ids import run_uid, text_uid
 
@@ -155,6 +138,6 @@ def write_ranking(ranking: HypernymRanking, write_top_k: int = 1, store: str | N
                     params={"root": ranking.root, "level": ranking.level, "top_k": ranking.top_k,
                             "write_top_k": write_top_k, "names": ranking.names_label(),
                             "ontology": ranking.ontology})
-    with open_writer(store, lock_timeout=lock_timeout) as st:
-        st.write_run(RunWrite(run, list(mentions.values()), [], list(best.values()), ontology=ranking.ontology))
+    write_whole_run(store, RunWrite(run, list(mentions.values()), [], list(best.values()), ontology=ranking.ontology),
+                    lock_timeout)
     return uid, len(best)

@@ -1,31 +1,28 @@
 """A whole `kgnorm link` run as one library call: mentions in, ranked concepts out (TSV rows,
 optionally collected), LINKED_TO edges and a Run node into the store.
 
-Memory follows the batch sizes, not the corpus: mentions are read lazily, linked `batch_size`
-at a time, written to the TSV as they come, and sent to the store every `write_batch`
-mentions through a :class:`~kgnorm.stores.staged_run.StagedRun`, which keeps the run all or
-nothing (staged, then published; removed on any failure or Ctrl-C)."""
+Runs on the job skeleton (kgnorm.jobs.run: the linking model and its nil decision, the store opened
+once, the TSV complete or not at all, the run staged every `write_batch` mentions and published,
+Ray or in-process). What is link's own: mentions read lazily from a file (or given in memory),
+linked `batch_size` at a time, written to the TSV as they come, and a PubTator input's documents
+stored beside its mentions; memory follows the batch sizes, not the corpus."""
 from __future__ import annotations
 
 import csv
 import hashlib
 import json
-import os
 from collections import Counter
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence, TextIO
 
 from kgnorm.errors import KgnormError
 from kgnorm.jobs.ray_engine import RayOptions
+from kgnorm.jobs.run import LinkReport
 from kgnorm.linking.linker import TSV_HEADER
 from kgnorm.mentions.types import Mention
 
-# LadybugDB's page cache during a link run's writes: by default most of the RAM, filled as the
-# store grows. Bounded here; the rest of LadybugDB's memory is returned by reopening the
-# database after each batch (kgnorm.stores.ladybug_staging; benchmarks/LOG.md, "link memory").
-LINK_BUFFER_POOL_MB = 512
 # Mentions linked per batch. The query encoder runs same-length groups in fixed-shape calls of 32 rows
 # (kgnorm.encoders.fixed_shape), filled from the mentions link_stream reads ahead (kgnorm.linking.linker
 # LOOKAHEAD), so the batch no longer decides how full the calls are; the output is the same in any batch
@@ -33,37 +30,18 @@ LINK_BUFFER_POOL_MB = 512
 LINK_BATCH = 1024
 
 
-@dataclass
-class LinkReport:
-    """What a link run did. `notes`: lines the user must see even when quiet (the fitted nil
-    decision, repeated mentions); `rows`: the TSV rows as dicts (TSV_HEADER keys), with collect=True."""
-
-    run_uid: str | None
-    n_mentions: int = 0
-    n_edges: int = 0
-    repeats: int = 0
-    notes: list[str] = field(default_factory=list)
-    rows: list[dict[str, str]] = field(default_factory=list)
-    top_k: int = 5
-    output: str | None = None  # the TSV's path, when one was written to a file
-    edge_note: str = ""
-
-    def summary(self) -> list[str]:
-        """Status lines (the CLI prints them unless --quiet)."""
-        lines = []
-        if self.output:
-            lines.append(f"wrote {self.n_mentions:,} mention(s) (up to {self.top_k} rank(s) each) to {self.output}")
-        if self.run_uid is not None:
-            lines.append(f"linked {self.n_mentions:,} mention(s); wrote {self.n_edges:,} LINKED_TO edge(s) as run "
-                         f"{self.run_uid}{self.edge_note}")
-        return lines
-
-
 class EdgeCounts:
     """Why the edge count differs from mentions x ranks, counted as the mentions go by."""
 
     def __init__(self) -> None:
         self.mentions = self.with_edges = self.split = self.edges = self.kept = 0
+
+    def batch(self, result: Any, report: LinkReport) -> None:
+        """What a staged batch wrote (kgnorm.stores.staged_run.BatchResult)."""
+        report.repeats += result.repeats
+        for it in result.accepted:
+            self.add(it.links)
+        self.kept += result.links_written
 
     def add(self, links: list) -> None:
         self.mentions += 1
@@ -154,144 +132,85 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
     `consistency`: one concept per document for mentions that say the same thing
     (kgnorm.linking.consistency; None: the model's setting or the default); `engine="ray"`: linked
     by a pool of Ray actors (`ray`: where and how many; kgnorm.jobs.ray_engine), the output the same."""
-    from kgnorm.jobs.models import linker_method, model_meta, open_linker
     from kgnorm.jobs.ray_engine import check_engine
+    from kgnorm.jobs.run import LINK_BUFFER_POOL_MB, StreamedRun, check_ontology, open_linking_model, output_label
     from kgnorm.linking.consistency import consistency_on, consistent_stream
-    from kgnorm.linking.linker import edges_for, link_stream, pipeline_from_meta, tsv_rows
-    from kgnorm.linking.query_cache import with_cache
-    from kgnorm.nil.fit import nil_decision, parse_nil_option
-    from kgnorm.progress import progress_bar
-    from kgnorm.stores import LinkEdge, MentionRow, RunRecord, open_store
-    from kgnorm.stores.run_ids import file_digest, mention_uid, run_uid
-    from kgnorm.stores.staged_run import StagedMention, StagedRun, abandoned_note
-    from tqdm.auto import tqdm
+    from kgnorm.stores.session import StoreSession
+    from kgnorm.stores.staged_run import abandoned_note
 
     if top_k < 1 or write_top_k < 1:
         raise KgnormError("--top-k and --write-top-k must be >= 1")
     check_engine(engine, ray)  # before any work: Ray installed, the cluster there
     if write_batch < 1 or batch_size < 1:
         raise KgnormError("--batch-size and --write-batch must be >= 1")
-    auto_nil = parse_nil_option(nil_threshold, nil_dev, nil_strategy)
     source = _input(mentions, input_format)
-    model = Path(model)
-    # with Ray the workers hold the model; the driver loads it only to fit a nil threshold on dev
-    linker, meta = open_linker(model) if engine == "local" or auto_nil else (None, model_meta(model))
-    pipeline = pipeline_from_meta(meta, abbreviations=abbreviations, composites=composites)
-    nil = nil_decision(linker, meta, pipeline, nil_threshold, nil_dev, nil_strategy, input_format, batch_size,
-                       store)  # before the store or the output is touched: a failure here writes nothing
-    report = LinkReport(None, top_k=top_k, notes=[nil.note] if nil.note else [])
-    onto = meta.get("ontology") or ""
-    if write:  # check the store before the work
-        check_ontology(store, meta, report.notes)
-    uid = run_uid("link", model=str(model.resolve()), input=source.digest, top_k=write_top_k,
-                  nil=nil.threshold, abbreviations=abbreviations, composites=composites,
-                  **({"consistency": True} if consistency_on(consistency, meta) else {}),
-                  **({"nil_classifier": file_digest(nil_dev)} if nil.classifier is not None else {}))
-    run = RunRecord(uid, "link", linker_method(meta), str(model.resolve()),
-                    params={"input": source.label, "write_top_k": write_top_k, "nil_threshold": nil.threshold,
-                            **nil.params})
-    counts = EdgeCounts()
+    report, counts = LinkReport(None, top_k=top_k), EdgeCounts()
     with ExitStack() as stack:
-        fh = open_output(stack, output)
-        if isinstance(output, (str, Path)):
-            report.output = str(output)
-        staged = None
-        if write:
-            st = stack.enter_context(open_store(store, lock_timeout=lock_timeout, buffer_pool_mb=LINK_BUFFER_POOL_MB))
-            staged = stack.enter_context(StagedRun(st, run, ontology=onto, source=source.path))
-        tsv = csv.writer(fh, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL) if fh else None
-        if fh is not None:
-            fh.write("\t".join(TSV_HEADER) + "\n")
-        bar = stack.enter_context(progress_bar(desc="link", unit="mention") if progress else tqdm(disable=True))
-        pending: list[StagedMention] = []
-        pending_docs: dict[str, Any] = {}
+        session = stack.enter_context(StoreSession(store, write=write, lock_timeout=lock_timeout,
+                                                   buffer_pool_mb=LINK_BUFFER_POOL_MB))
+        linking = open_linking_model(model, engine=engine, nil_threshold=nil_threshold, nil_dev=nil_dev,
+                                     nil_strategy=nil_strategy, nil_input_format=input_format, nil_batch=batch_size,
+                                     store=session, abbreviations=abbreviations, composites=composites)
+        report.notes += [linking.nil.note] if linking.nil.note else []
+        consistent = consistency_on(consistency, linking.meta)
+        if write:  # check the store before the work
+            check_ontology(session, linking.meta, report.notes)
+        run = _run_record(linking, source, write_top_k, abbreviations, composites, consistent, nil_dev)
+        out = StreamedRun(stack, output=output, session=session, run=run if write else None,
+                          ontology=linking.ontology, source=source.path, progress=progress, desc="link",
+                          unit="mention", write_batch=write_batch, on_batch=lambda r: counts.batch(r, report))
+        report.output = output_label(output)
+        tsv = csv.writer(out.file, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL) if out.file is not None else None
+        if tsv is not None:
+            out.file.write("\t".join(TSV_HEADER) + "\n")
         alongside = (DocumentsAlongside(source.path, source.digest, source.label)
-                     if staged is not None and source.format == "pubtator" else None)
-
-        def flush() -> None:
-            result = staged.add(pending, list(pending_docs.values()))
-            pending_docs.clear()
-            report.repeats += result.repeats
-            for it in result.accepted:
-                counts.add(it.links)
-            counts.kept += result.links_written
-            pending.clear()
-
-        link_kw = dict(top_k=max(top_k, write_top_k), batch_size=batch_size, nil_threshold=nil.threshold,
-                       nil_classifier=nil.classifier)
-        if engine == "ray":  # the blocks come back in input order: everything below is as in-process
-            from kgnorm.jobs.ray_engine import ray_link_stream
-            stream = ray_link_stream(str(model.resolve()), pipeline, source.items, ray or RayOptions(), **link_kw)
-        else:
-            stream = link_stream(with_cache(linker), pipeline, source.items, **link_kw)
-        for lm in consistent_stream(stream) if consistency_on(consistency, meta) else stream:
-            rows = tsv_rows(lm, top_k)
-            if tsv is not None:
-                tsv.writerows(rows)
-            if collect:
-                report.rows.extend(dict(zip(TSV_HEADER, r)) for r in rows)
-            report.n_mentions += 1
-            bar.update(1)
-            if staged is not None:
-                m = lm.mention
-                muid = mention_uid(source.digest, m.mention_id)
-                doc = alongside.row(m.doc_id) if alongside is not None and m.doc_id else None
-                if doc is not None:
-                    pending_docs[doc.uid] = doc
-                pending.append(StagedMention(
-                    MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id, source.label,
-                               m.type if doc is not None else ""),
-                    [LinkEdge(muid, c, score, rank) for c, rank, score in edges_for(lm, write_top_k)],
-                    doc.uid if doc is not None else ""))
-                if len(pending) >= write_batch:
-                    flush()
-        if staged is not None:
-            if pending:
-                flush()
-            staged.publish()
+                     if out.stores and source.format == "pubtator" else None)
+        # with Ray the blocks come back in input order: everything below is as in-process
+        stream = linking.stream(source.items, engine, ray, **linking.link_kw(max(top_k, write_top_k), batch_size))
+        for lm in consistent_stream(stream) if consistent else stream:
+            _take(out, tsv, lm, report, source, alongside, top_k, write_top_k, collect)
+            out.flush_if_full()
+        out.publish()
     if not write:
         return report
-    if staged.abandoned:
-        report.notes.append(abandoned_note(staged.abandoned))
-    report.run_uid, report.n_edges, report.edge_note = uid, counts.kept, counts.note(write_top_k)
+    if out.staged.abandoned:
+        report.notes.append(abandoned_note(out.staged.abandoned))
+    report.run_uid, report.n_edges, report.edge_note = run.uid, counts.kept, counts.note(write_top_k)
     if report.repeats:
         report.notes.append(f"{report.repeats} mention(s) repeat an earlier one of {source.label} (same id and "
                             "text, e.g. a duplicated document): stored once")
     return report
 
 
-def open_output(stack: ExitStack, output: str | Path | TextIO | None) -> TextIO | None:
-    """A TSV path is written as ``<name>.partial`` and renamed when the run succeeds, so a run that
-    fails leaves neither a truncated TSV nor a changed old one (a device such as /dev/null is
-    written directly)."""
-    if output is None or not isinstance(output, (str, Path)):
-        return output
-    final = Path(output)
-    if final.exists() and not final.is_file():
-        return stack.enter_context(open(final, "w", encoding="utf-8", newline=""))
-    partial = final.with_name(final.name + ".partial")
-    fh = open(partial, "w", encoding="utf-8", newline="")
+def _run_record(linking: Any, source: _Input, write_top_k: int, abbreviations: bool | None,
+                composites: bool | None, consistent: bool, nil_dev: str | Path | None) -> Any:
+    """The link Run: the same model, input and settings again replace it."""
+    from kgnorm.stores.run_ids import file_digest
 
-    def finish(exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        fh.close()
-        if exc_type is None:
-            os.replace(partial, final)
-        else:
-            partial.unlink(missing_ok=True)
-
-    stack.push(finish)
-    return fh
+    nil = linking.nil
+    key = dict(input=source.digest, top_k=write_top_k, nil=nil.threshold, abbreviations=abbreviations,
+               composites=composites, **({"consistency": True} if consistent else {}),
+               **({"nil_classifier": file_digest(nil_dev)} if nil.classifier is not None else {}))
+    return linking.run_record("link", key, {"input": source.label, "write_top_k": write_top_k,
+                                            "nil_threshold": nil.threshold, **nil.params})
 
 
-def check_ontology(store: str | None, meta: dict[str, Any], notes: list[str]) -> None:
-    """The model's ontology must be in the store; a version other than the model's is noted."""
-    from kgnorm.methods.model_dir import check_ontology_version
-    from kgnorm.stores import open_store
+def _take(out: Any, tsv: Any, lm: Any, report: LinkReport, source: _Input, alongside: DocumentsAlongside | None,
+          top_k: int, write_top_k: int, collect: bool) -> None:
+    """One linked mention into the TSV, the report and the staged run (with its document, when the
+    input is PubTator)."""
+    from kgnorm.jobs.run import staged_mention
+    from kgnorm.linking.linker import tsv_rows
 
-    if not meta.get("ontology"):
-        return
-    with open_store(store, read_only=True) as st:
-        row = st.ontology_info(meta["ontology"])
-        if row is None:
-            raise KgnormError(f"the model's ontology {meta['ontology']!r} is not in {st.uri}")
-        check_ontology_version(meta, meta["ontology"], row.get("version") or "", notes.append)
+    rows = tsv_rows(lm, top_k)
+    if tsv is not None:
+        tsv.writerows(rows)
+    if collect:
+        report.rows.extend(dict(zip(TSV_HEADER, r)) for r in rows)
+    report.n_mentions += 1
+    out.bar.update(1)
+    if out.stores:
+        m = lm.mention
+        doc = alongside.row(m.doc_id) if alongside is not None and m.doc_id else None
+        out.add(staged_mention(lm, source.digest, source.label, write_top_k, document=doc.uid if doc else "",
+                               type=m.type if doc is not None else ""), doc)

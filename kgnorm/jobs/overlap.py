@@ -13,12 +13,14 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kgnorm.cores import available_cores
+from kgnorm.cpu_affinity import available_cores
 
-__all__ = ["OverlapPlan", "available_cores", "overlap_plan", "overlapped", "SWITCH_INTERVAL", "DETECTORS_ENV"]
+__all__ = ["OverlapPlan", "available_cores", "overlap_plan", "overlapped", "torch_threads", "SWITCH_INTERVAL",
+           "DETECTORS_ENV"]
 
 # blocks detected at once while one is linked (default: as many as the cores hold stages of --threads)
 DETECTORS_ENV = "KGNORM_DETECT_WORKERS"
@@ -111,3 +113,22 @@ def overlapped(blocks: Iterable[B], first: Callable[[B], Any], second: Callable[
             future.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         sys.setswitchinterval(interval)
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to `threads` (kgnorm.methods.recipes.set_threads) for the
+    block, restored after it (None: left as they are)."""
+    if not threads:
+        yield
+        return
+    import torch
+
+    from kgnorm.methods.recipes import set_threads
+
+    before = torch.get_num_threads()
+    set_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

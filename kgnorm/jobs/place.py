@@ -104,7 +104,7 @@ def place_concepts(source: str, target: str, model: str | Path, *, top_k: int = 
                    xrefs: str = "use", store: str | None = None) -> Placement:
     """Rank target parents for every source concept, or (``unmatched_only``) for those with no
     exactMatch in the target (by xrefs when ``xrefs="use"``, names, or the matcher's threshold)."""
-    from kgnorm.jobs.match import XREF_MODES, model_encoder, read_sides
+    from kgnorm.jobs.ontology_pair import XREF_MODES, model_encoder, read_sides
 
     if top_k < 1:
         raise KgnormError(f"--top-k must be >= 1, got {top_k}")
@@ -122,7 +122,7 @@ def place_concepts(source: str, target: str, model: str | Path, *, top_k: int = 
 
 def write_tsv(placement: Placement, output: str | Path | None) -> None:
     """The ranking as TSV (COLUMNS; score to 4 decimals) to `output` (complete or not at all) or stdout."""
-    from kgnorm.jobs.link import open_output
+    from kgnorm.jobs.run import open_output
 
     with ExitStack() as stack:
         fh = open_output(stack, output) if output is not None else sys.stdout
@@ -159,7 +159,7 @@ def write_placement(placement: Placement, write_top_k: int = 1, store: str | Non
                     lock_timeout: float = 30.0) -> tuple[str, int]:
     """Ranks up to `write_top_k` as PREDICTED_IS_A edges of one Run (level 0: across ontologies);
     (run uid, edges written). The same placement written again replaces its Run."""
-    from kgnorm.jobs.store import open_writer
+    from kgnorm.jobs.run import write_whole_run
     from kgnorm.stores import PredictionEdge, RunRecord, RunWrite
     from kgnorm.stores.run_ids import run_uid
 
@@ -169,6 +169,19 @@ def write_placement(placement: Placement, write_top_k: int = 1, store: str | Non
     edges = [PredictionEdge(s, t, float(score), i + 1, 0) for s, ranked in sorted(placement.ranked.items())
              for i, (t, score) in enumerate(ranked[:write_top_k])]
     run = RunRecord(uid, "place", placement.model.method, str(placement.model.path), params=params)
-    with open_writer(store, lock_timeout=lock_timeout) as st:
-        st.write_run(RunWrite(run, predictions=edges))
+    write_whole_run(store, RunWrite(run, predictions=edges), lock_timeout)
     return uid, len(edges)
+
+
+def evaluate_place(gold: str | Path, predictions: str | Path) -> Any:
+    """`kgnorm eval place`: MRR and Hits@1/5 of the true parents (the gold file's skos:broadMatch
+    rows, or every row where it has none) in a `kgnorm place` TSV."""
+    from kgnorm.matching.scores import score_placement
+    from kgnorm.matching.sssom import BROAD, read_sssom
+
+    mset = read_sssom(gold)
+    rows = [m for m in mset.mappings if m.predicate_id in (BROAD, "rdfs:subClassOf")] or mset.mappings
+    truth: dict[str, set[str]] = {}
+    for m in rows:
+        truth.setdefault(m.subject_id, set()).add(m.object_id)
+    return score_placement(read_ranking(predictions), truth)

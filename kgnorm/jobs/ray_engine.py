@@ -1,5 +1,5 @@
 """`--engine ray` for `link`, `annotate` and `embed`: the input is cut into blocks, a pool of Ray
-actors does each block's work (kgnorm.jobs.blocks: the same code the in-process run calls), and
+actors does each block's work (kgnorm.jobs.batch_work: the same code the in-process run calls), and
 the driver gets the blocks back in input order, so output files and the store's one staged Run
 are written exactly as in-process, by the driver. The driver never loads the model; each actor
 loads it once.
@@ -170,8 +170,8 @@ def ray_link_stream(model_dir: str, pipeline: Any, items: Iterable[tuple[Mention
                     opts: RayOptions, **link_kw: Any) -> Iterator[LinkedMention]:
     """What :func:`kgnorm.linking.linker.link_stream` yields, in the same order, computed by
     `opts.workers` actors (blocks of `opts.block` mentions, default 2048)."""
-    from kgnorm.jobs.blocks import LinkBlocks, blocks_of
+    from kgnorm.jobs.batch_work import LinkBatchWork, batches_of
 
-    work = LinkBlocks(str(model_dir), pipeline, link_kw)
-    for _, linked in ray_map(work, blocks_of(items, opts.block or 2048), opts):
+    work = LinkBatchWork(str(model_dir), pipeline, link_kw)
+    for _, linked in ray_map(work, batches_of(items, opts.block or 2048), opts):
         yield from linked

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, TextIO
 
 from kgnorm.errors import KgnormError
-from kgnorm.jobs.link import LinkReport
+from kgnorm.jobs.run import LinkReport
 from kgnorm.mentions.types import Mention
 
 if TYPE_CHECKING:
@@ -41,8 +41,8 @@ def relink_orphans(model: str | Path, *, store: str | None = None, top_k: int = 
     """Link the orphans of the model's ontology with the model; write the run (and the TSV rows
     to `output`, in `link`'s layout; a path is written as link writes it: complete or not at all).
     Each orphan takes its best candidates among the model's top `depth` that are still concepts."""
-    from kgnorm.jobs.link import open_output
     from kgnorm.jobs.models import open_linker
+    from kgnorm.jobs.run import open_output
     from kgnorm.linking.linker import TSV_HEADER, edges_for, tsv_rows
     from kgnorm.stores import LinkEdge, RunRecord, RunWrite, open_store
     from kgnorm.stores.run_ids import run_uid

@@ -1,4 +1,4 @@
-"""Exact top-k of a flat inner-product index with a bf16 pre-filter (:class:`~kgnorm.linking.index.NameIndex`).
+"""Exact top-k of a flat inner-product index with a bf16 pre-filter (:class:`~kgnorm.linking.name_index.NameIndex`).
 
 Where the CPU declares native bf16 (kgnorm.linking.cpu_features), ``queries @ names.T`` in bf16
 (fp32 accumulation, bf16 result) costs a fraction of the float32 product. Its error is bounded:

@@ -1,11 +1,11 @@
 """A name index that ranks by Euclidean distance or cosine similarity through FAISS' inner product.
 
-The FAISS index is inner-product only (:class:`~kgnorm.linking.index.NameIndex`). For
+The FAISS index is inner-product only (:class:`~kgnorm.linking.name_index.NameIndex`). For
 ``distance="euclidean"`` names are indexed as ``[x, -|x|^2 / 2]`` and queries searched as
 ``[q, 1]``: the inner product ``q.x - |x|^2/2`` ranks exactly like ``-|q - x|^2``, and the reported
 distance is ``sqrt(|q|^2 - 2 ip)``. For ``distance="cosine"`` the vectors are L2-normalized and the
 inner product is the score. DILBERT's trainable model and its torch-free linker both search this way,
-so the hooks live here, beside :class:`~kgnorm.linking.indexed.IndexedNamesMixin` whose search they adapt.
+so the hooks live here, beside :class:`~kgnorm.linking.name_index.IndexedNamesMixin` whose search they adapt.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def check_indexed_dim(directory: object, index_dim: int, dim: int, distance: str
 
 
 class DistanceSpace:
-    """The metric hooks of :class:`~kgnorm.linking.indexed.IndexedNamesMixin` for a ``distance``
+    """The metric hooks of :class:`~kgnorm.linking.name_index.IndexedNamesMixin` for a ``distance``
     (``euclidean`` or ``cosine``); ``Candidate.score`` stays "higher is better": ``-distance`` or
     the cosine similarity."""
 

@@ -124,7 +124,7 @@ def link_stream(linker: PartLinker, pipeline: TextPipeline,
 
 def tsv_rows(linked: LinkedMention, top_k: int) -> list[list[str]]:
     """The TSV rows of one mention (docs/formats.md, "What link writes"): one per rank, one concept per part, parts
-    joined by ``|``. `eval link` scores exactly these rows (kgnorm.evaluation.link_tsv)."""
+    joined by ``|``. `eval link` scores exactly these rows (kgnorm.evaluation.link_predictions)."""
     rows = []
     for rank, hits in linked.ranks(top_k):
         score = sum(h.score for h in hits) / len(hits)

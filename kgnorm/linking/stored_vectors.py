@@ -15,7 +15,7 @@ import numpy as np
 
 from kgnorm.errors import KgnormError
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.index import NameIndex
+from kgnorm.linking.name_index import NameIndex
 
 __all__ = ["NAME_VECTORS_ENV", "stored_name_vectors", "exact_name_rows", "stored_or_encoded"]
 

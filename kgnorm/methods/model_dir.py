@@ -1,15 +1,24 @@
 """Model directories (docs/architecture.md, "Model directories"): every trained model is a directory with a
 ``kgnorm-model.json`` naming its ``method``; reading and writing that file is shared by all
-methods, so ``link``, ``embed`` and ``hypernyms`` need nothing but the directory."""
+methods, so ``link``, ``embed`` and ``hypernyms`` need nothing but the directory.
+
+The name-index linkers (BioSyn, DILBERT, BNE) also share the rest of their directory: the
+dictionary in ``names/``, the FAISS index in ``index/`` (:mod:`kgnorm.linking.name_index`), their
+blocks of ``kgnorm-model.json`` around the method's own fields, and loading them back with the
+checks that they agree -- written once here, so another method writes only its own part."""
 from __future__ import annotations
 
 import datetime as _dt
 import json
 import platform
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kgnorm.errors import InputError, KgnormError
+
+if TYPE_CHECKING:
+    from kgnorm.linking.dictionary import NameDictionary
+    from kgnorm.linking.name_index import NameIndex
 
 META_FILE = "kgnorm-model.json"
 FORMAT_VERSION = 1
@@ -108,3 +117,62 @@ def check_ontology_version(meta: dict[str, Any], ontology: str, version: str, wa
     trained = meta.get("ontology_version")
     if trained is not None and meta.get("ontology") == ontology and str(trained) != str(version):
         warn(f"warning: model was trained on {ontology} version {trained!r}, the store holds {version!r}")
+
+
+def save_names_and_index(model, directory: str | Path, own: dict[str, Any],
+                         hyper_parameters: dict | None = None, ontology: dict | None = None,
+                         metrics: dict | None = None, extra: dict | None = None) -> dict[str, Any]:
+    """Write ``model``'s names and index (built first if needed) and ``kgnorm-model.json``
+    (``own``: the method's fields, ``method`` first); the meta written."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    dictionary = model._need_dictionary()
+    if model.index is None:
+        model.build_index()
+    dictionary.save(d / "names")
+    model.index.save(d / "index")
+    meta: dict[str, Any] = {
+        **own,
+        "names": {"path": "names", "count": len(dictionary), "concepts": dictionary.concept_count,
+                  "mention_names": int(sum(dictionary.is_mention))},
+        "index": {"path": "index", "kind": model.index.kind, "fp16": model.index.fp16},
+        "hyper_parameters": dict(hyper_parameters or {}),
+        "ontology": dict(ontology or {}),
+        "metrics": dict(metrics or {}),
+        **(extra or {}),
+    }
+    write_model_meta(d, meta)
+    return meta
+
+
+def load_dense_encoder(directory: str | Path, meta: dict[str, Any], device: str | None,
+                       pooling: str):
+    """The transformer encoder saved in the directory (``pooling``: the method's default)."""
+    from kgnorm.encoders.dense import DenseEncoder
+
+    d, e = Path(directory), meta.get("encoder", {})
+    encoder = DenseEncoder(d / e.get("path", "encoder"), pooling=e.get("pooling", pooling),
+                           max_length=e.get("max_length", 25), device=device,
+                           normalize=e.get("normalize", False))
+    encoder.base = e.get("base", str(d / "encoder"))
+    return encoder
+
+
+def load_names_and_index(directory: str | Path, meta: dict[str, Any],
+                         use_gpu: bool | str = "auto") -> tuple[NameDictionary, NameIndex]:
+    """The saved dictionary and index, refused when their sizes disagree."""
+    from kgnorm.linking.dictionary import NameDictionary
+    from kgnorm.linking.name_index import NameIndex
+
+    d = Path(directory)
+    dictionary = NameDictionary.load(d / meta.get("names", {}).get("path", "names"))
+    index = NameIndex.load(d / meta.get("index", {}).get("path", "index"), use_gpu=use_gpu)
+    if index.ntotal != len(dictionary):
+        raise KgnormError(f"{d}: names ({len(dictionary)}) and index ({index.ntotal}) disagree")
+    return dictionary, index
+
+
+def selected_model(out: str | Path, load, trained, device: str):
+    """What a trainer returns: the model directory it selected, loaded with ``load``, or the
+    ``trained`` model itself when no epoch ran (nothing was written)."""
+    return load(out, device=device) if (Path(out) / META_FILE).is_file() else trained

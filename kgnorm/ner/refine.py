@@ -1,5 +1,5 @@
-"""Inference-time levers on a detector's spans, no retraining: what a trained detector misses
-that the document itself tells.
+"""Inference-time refinements of a trained detector's spans (the "levers" of benchmarks/LOG.md),
+no retraining: what a trained detector misses that the document itself tells.
 
 - ``propagate``: a string tagged once in a document is tagged at its other word-bounded
   occurrences (:func:`kgnorm.ner.propagate.propagate_spans`, without short forms);
@@ -8,8 +8,8 @@ that the document itself tells.
   occurs, and the long form of a detected short form is tagged too;
 - ``dictionary``: the dictionary tagger's matches of multi-word names (an ontology's names) that
   no detected span overlaps are added.
-The BIO repair of ill-formed tag sequences is the fourth lever; it acts on tags, before spans
-exist (:func:`kgnorm.ner.bio.tags_to_spans`'s ``repair``). Which levers are on by default for a
+The BIO repair of ill-formed tag sequences is the fourth refinement; it acts on tags, before spans
+exist (:func:`kgnorm.ner.bio.tags_to_spans`'s ``repair``). Which refinements are on by default for a
 trained detector is what won on both dev sets (benchmarks/LOG.md, "NER inference-time levers")."""
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from kgnorm.ner.propagate import add_occurrences, propagate_spans
 from kgnorm.ner.spans import MentionDetector, Span
 
-__all__ = ["Levers", "TRAINED_DEFAULT", "levers_from_meta", "refine_spans", "abbreviation_spans",
+__all__ = ["SpanRefinements", "TRAINED_DEFAULT", "refinements_from_meta", "refine_spans", "abbreviation_spans",
            "dictionary_union"]
 
 
 @dataclass(frozen=True)
-class Levers:
-    """Which inference-time levers a trained detector applies (module docstring)."""
+class SpanRefinements:
+    """Which inference-time refinements a trained detector applies (module docstring)."""
 
     repair: str = "lenient"
     propagate: bool = False
@@ -38,15 +38,15 @@ class Levers:
 
 
 # What a trained detector loaded for annotate applies unless its kgnorm-model.json says otherwise
-# ("levers": {...}): the combination that beat the plain reading on both dev sets (benchmarks/LOG.md,
-# "NER inference-time levers"). `train ner` selects its checkpoints on the plain reading (Levers()).
-TRAINED_DEFAULT = Levers("drop", abbreviations=True, dictionary=True)
+# ("levers": {...}, the key model directories have always used): the combination that beat the plain reading on both dev sets (benchmarks/LOG.md,
+# "NER inference-time levers"). `train ner` selects its checkpoints on the plain reading (SpanRefinements()).
+TRAINED_DEFAULT = SpanRefinements("drop", abbreviations=True, dictionary=True)
 
 
-def levers_from_meta(meta: dict) -> Levers:
-    """The levers a model directory pins (``"levers": {"repair": ..., ...}``), else the default."""
+def refinements_from_meta(meta: dict) -> SpanRefinements:
+    """The refinements a model directory pins (``"levers": {"repair": ..., ...}``), else the default."""
     pinned = meta.get("levers")
-    return TRAINED_DEFAULT if pinned is None else Levers(**pinned)
+    return TRAINED_DEFAULT if pinned is None else SpanRefinements(**pinned)
 
 
 def abbreviation_spans(text: str, spans: Sequence[Span]) -> list[Span]:
@@ -80,16 +80,16 @@ def dictionary_union(spans: Sequence[Span], matches: Sequence[Span]) -> list[Spa
     return sorted(out, key=lambda s: s.start)
 
 
-def refine_spans(texts: Sequence[str], spans: Sequence[Sequence[Span]], levers: Levers,
+def refine_spans(texts: Sequence[str], spans: Sequence[Sequence[Span]], refinements: SpanRefinements,
                  dictionary: MentionDetector | None = None) -> list[list[Span]]:
-    """The levers of `levers` applied to each text's detected spans, in the order dictionary
+    """The refinements of `refinements` applied to each text's detected spans, in the order dictionary
     union, abbreviations, propagation (so a string the dictionary added propagates too)."""
     out = [list(s) for s in spans]
-    if levers.dictionary and dictionary is not None:
+    if refinements.dictionary and dictionary is not None:
         matches = dictionary.detect(list(texts))
         out = [dictionary_union(s, m) for s, m in zip(out, matches)]
-    if levers.abbreviations:
+    if refinements.abbreviations:
         out = [abbreviation_spans(t, s) for t, s in zip(texts, out)]
-    if levers.propagate:
+    if refinements.propagate:
         out = [propagate_spans(t, s, {}) for t, s in zip(texts, out)]
     return out

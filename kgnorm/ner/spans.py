@@ -34,17 +34,17 @@ class MentionDetector(Protocol):
       and links them alike unless ``--no-consistency`` (the dictionary tagger: on; a trained one: off).
     - ``overlap_by_default``: annotate may detect the next batch on a second core while it links
       this one (off for a pure-Python detector that holds the GIL: it gains nothing).
-    - ``levers``: the inference-time levers (a :class:`kgnorm.ner.refine.Levers`) a trained detector
-      applies; None: none (annotate then builds no dictionary tagger for the ``dictionary`` lever).
-    - ``union``: the dictionary tagger that lever unions with; annotate sets it when ``levers``
-      asks for one (None until then).
+    - ``refinements``: the inference-time span refinements (a :class:`kgnorm.ner.refine.SpanRefinements`)
+      a trained detector applies; None: none (annotate then builds no dictionary tagger).
+    - ``dictionary_tagger``: the tagger whose matches the ``dictionary`` refinement adds; annotate
+      sets it when ``refinements`` asks for one (None until then).
     """
 
     types: tuple[str, ...]
     consistency_by_default: bool = False
     overlap_by_default: bool = True
-    levers: Any = None
-    union: Any = None
+    refinements: Any = None
+    dictionary_tagger: Any = None
 
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
         """Spans of each text, sorted by start, non-overlapping."""

@@ -75,8 +75,8 @@ def fit_nil(linker, meta: dict[str, Any], pipeline, nil_dev: Path, input_format:
     `link_stream` takes the score threshold -t (distance = -score). With strategy
     `classifier`, fit a NilClassifier (kgnorm.nil.classifier) instead."""
     from kgnorm.evaluation.composites import scoring_gold
-    from kgnorm.evaluation.link_eval import known_ids
-    from kgnorm.evaluation.linking import GoldMention, MentionPrediction, mention_rank
+    from kgnorm.evaluation.link_predictions import known_ids
+    from kgnorm.evaluation.link_accuracy import GoldMention, MentionPrediction, mention_rank
     from kgnorm.linking.linker import candidate_sets, link_stream
     from kgnorm.nil.thresholds import choose_threshold, from_scores, nil_metrics
     from kgnorm.nil.classifier import DEFAULT_DEPTH

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kgnorm.errors import KgnormError
-from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
+from kgnorm.evaluation.link_accuracy import GoldMention, accuracy_at_k
 from kgnorm.training.checkpoints import digest
 
 __all__ = ["prepare_queries", "evaluate_linking", "DevQueries", "query_fingerprint"]

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from kgnorm.errors import KgnormError
-from kgnorm.evaluation.linking import GoldMention, accuracy_at_k
+from kgnorm.evaluation.link_accuracy import GoldMention, accuracy_at_k
 from kgnorm.methods.model_dir import META_FILE as MODEL_JSON
 from kgnorm.methods.model_dir import read_model_meta, write_model_meta
 
@@ -96,7 +96,7 @@ def vote_rankings(neigh_uids: Sequence[Sequence[str]], neigh_sims: np.ndarray, k
 
 def evaluate_rankings(rankings: Sequence[Sequence[tuple[str, float]]],
                       gold: Sequence[Iterable[str]], at: Sequence[int] = (1, 5)) -> dict:
-    """Acc@n through the project's one scorer (:func:`kgnorm.evaluation.linking.accuracy_at_k`):
+    """Acc@n through the project's one scorer (:func:`kgnorm.evaluation.link_accuracy.accuracy_at_k`):
     one concept per rank; a mention's gold set (its uid and the concept it is an alt id of) is
     one part whose ids are alternatives, written as a ``+`` conjunction."""
     parts = [GoldMention((" + ".join(sorted({g} if isinstance(g, str) else set(g))),)) for g in gold]

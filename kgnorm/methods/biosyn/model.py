@@ -25,10 +25,10 @@ from kgnorm.errors import KgnormError
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.encoders.fixed_shape import QueryVectors
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.index import NameIndex
+from kgnorm.linking.name_index import NameIndex
 from kgnorm.linking.sparse import SparseScorer
 from kgnorm.methods.biosyn.retrieval import BioSynRetrieval, check_dim, load_parts
-from kgnorm.methods.indexed_names import load_dense_encoder, save_names_and_index
+from kgnorm.methods.model_dir import load_dense_encoder, save_names_and_index
 
 
 class BioSynModel(BioSynRetrieval, torch.nn.Module):

@@ -83,7 +83,7 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
         reviewed = Path(opts.reviewed).resolve()  # what the model learnt from besides --train
         update_meta(opts.out, reviewed_file={"path": str(reviewed), "sha256": file_sha256(reviewed)})
     if opts.rerank:
-        from kgnorm.methods.rerank.inside import train_inside
+        from kgnorm.methods.rerank.in_linker_dir import train_inside
 
         train_inside(opts.out, opts.train, opts.dev, refit=bool(block.get("refit")), input_format=opts.input_format,
                      encoder=opts.encoder, max_minutes=opts.rerank_minutes, seed=opts.seed, resume=opts.resume,

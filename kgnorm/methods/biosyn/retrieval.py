@@ -18,12 +18,11 @@ from kgnorm.errors import KgnormError
 from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.cpu_features import query_path
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.index import NameIndex
+from kgnorm.linking.name_index import NameIndex
 from kgnorm.linking.query_cache import link_each_text_once
 from kgnorm.linking.sparse import SparseScorer
 from kgnorm.linking.stored_vectors import exact_name_rows, stored_name_vectors, stored_or_encoded
-from kgnorm.methods.indexed_names import load_names_and_index
-from kgnorm.methods.model_dir import read_model_meta
+from kgnorm.methods.model_dir import load_names_and_index, read_model_meta
 from kgnorm.progress import progress_bar
 
 

@@ -56,9 +56,9 @@ import torch
 
 from kgnorm.errors import KgnormError
 from kgnorm.linking.dictionary import NameDictionary
-from kgnorm.linking.index import NameIndex
+from kgnorm.linking.name_index import NameIndex
 from kgnorm.methods.biosyn.model import BioSynModel, load_biosyn, save_biosyn
-from kgnorm.methods.indexed_names import selected_model
+from kgnorm.methods.model_dir import selected_model
 from kgnorm.methods.biosyn.sampling import combine_candidates, gold_concepts
 from kgnorm.losses.marginal_nll import marginal_nll
 from kgnorm.training.checkpoints import ResumableConfig

@@ -20,7 +20,7 @@ Each distinct token of a batch goes through the character BiLSTM once.
 :class:`BneModel` wraps the network with its character vocabulary, word vectors, name
 dictionary and FAISS index: ``encode(names)`` gives L2-normalized float32 vectors and
 ``link(queries, top_k)`` returns :class:`kgnorm.linking.candidates.Candidate` lists (score =
-cosine similarity) through :class:`kgnorm.linking.indexed.IndexedNamesMixin`. A model directory::
+cosine similarity) through :class:`kgnorm.linking.name_index.IndexedNamesMixin`. A model directory::
 
     kgnorm-model.json     method "bne", architecture, hyper-parameters, metrics, versions
     model.safetensors     network weights
@@ -28,7 +28,7 @@ cosine similarity) through :class:`kgnorm.linking.indexed.IndexedNamesMixin`. A 
                           1 = unknown)
     wordvectors/          the input word vectors (kgnorm.encoders.wordvectors layout)
     names/                names.tsv, alt_ids.tsv (kgnorm.linking.dictionary)
-    index/                names.faiss, index.json (kgnorm.linking.index)
+    index/                names.faiss, index.json (kgnorm.linking.name_index)
 """
 from __future__ import annotations
 
@@ -46,13 +46,12 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from kgnorm.encoders.wordvectors import WordVectors, tokenize
 from kgnorm.errors import KgnormError
 from kgnorm.linking.dictionary import NameDictionary, as_name_dictionary, concept_names
-from kgnorm.linking.index import NameIndex
-from kgnorm.linking.indexed import IndexedNamesMixin
+from kgnorm.linking.name_index import IndexedNamesMixin
 from kgnorm.progress import progress_bar
 
-# as_name_dictionary, concept_names and IndexedNamesMixin live in kgnorm.linking (shared with
-# DILBERT); they stay importable from here for the callers that still do
-__all__ = ["BNE", "BneModel", "load_bne", "build_char_vocab", "IndexedNamesMixin",
+# as_name_dictionary and concept_names live in kgnorm.linking (shared with DILBERT); they stay
+# importable from here for the callers that still do
+__all__ = ["BNE", "BneModel", "load_bne", "build_char_vocab",
            "as_name_dictionary", "concept_names", "WEIGHTS", "CHARS", "WORDVECTORS"]
 
 WEIGHTS = "model.safetensors"
@@ -254,22 +253,17 @@ class BneModel(IndexedNamesMixin):
         """Write a model directory (see the module docstring); builds the index if needed."""
         from safetensors.torch import save_file
 
-        from kgnorm.methods.model_dir import write_model_meta
+        from kgnorm.methods.model_dir import save_names_and_index
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
-        dictionary = self._need_dictionary()
-        if self.index is None:
-            self.build_index()
         state = {k: v.detach().cpu().contiguous() for k, v in self.net.state_dict().items()}
         tmp = d / (WEIGHTS + ".tmp")
         save_file(state, str(tmp))
         os.replace(tmp, d / WEIGHTS)
         (d / CHARS).write_text(json.dumps(self.chars, ensure_ascii=False), encoding="utf-8")
         self.word_vectors.save(d / WORDVECTORS)
-        dictionary.save(d / "names")
-        self.index.save(d / "index")
-        meta: dict[str, Any] = {
+        own: dict[str, Any] = {
             "method": "bne",
             "encoder": {"kind": "bne", "dim": self.dim, "normalize": True,
                         "score": "cosine"},
@@ -278,17 +272,8 @@ class BneModel(IndexedNamesMixin):
             "word_vectors_info": {"kind": self.word_vectors.kind, "dim": self.word_vectors.dim,
                                   "words": len(self.word_vectors.kv.index_to_key),
                                   "source": self.word_vectors.source},
-            "names": {"path": "names", "count": len(dictionary),
-                      "concepts": dictionary.concept_count},
-            "index": {"path": "index", "kind": self.index.kind, "fp16": self.index.fp16},
-            "hyper_parameters": dict(hyper_parameters or {}),
-            "ontology": dict(ontology or {}),
-            "metrics": dict(metrics or {}),
         }
-        if extra:
-            meta.update(extra)
-        write_model_meta(d, meta)
-        self.meta = meta
+        self.meta = save_names_and_index(self, d, own, hyper_parameters, ontology, metrics, extra)
         return d
 
 
@@ -297,7 +282,7 @@ def load_bne(directory: str | os.PathLike, device: str | None = None,
     """Load a BNE model directory written by :meth:`BneModel.save`."""
     from safetensors.torch import load_file
 
-    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.methods.model_dir import load_names_and_index, read_model_meta
 
     d = Path(directory)
     meta = read_model_meta(d, "bne")
@@ -311,10 +296,7 @@ def load_bne(directory: str | os.PathLike, device: str | None = None,
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         raise KgnormError(f"{d}: cannot load the BNE network: {type(e).__name__}: {e}") from None
     wv = WordVectors.load(d / meta.get("word_vectors", WORDVECTORS))
-    dictionary = NameDictionary.load(d / meta.get("names", {}).get("path", "names"))
-    index = NameIndex.load(d / meta.get("index", {}).get("path", "index"), use_gpu=use_gpu)
-    if index.ntotal != len(dictionary):
-        raise KgnormError(f"{d}: names ({len(dictionary)}) and index ({index.ntotal}) disagree")
+    dictionary, index = load_names_and_index(d, meta, use_gpu)
     if index.dim != net.out_dim:
         raise KgnormError(f"{d}: index dimension {index.dim} != network output {net.out_dim}")
     model = BneModel(net, wv, chars, dictionary, max_word_len=int(arch.get("max_word_len", 30)),

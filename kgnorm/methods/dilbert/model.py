@@ -33,9 +33,9 @@ from kgnorm.losses.triplet import DISTANCES
 from kgnorm.encoders.dense import DenseEncoder
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.distance_space import DistanceSpace, check_indexed_dim
-from kgnorm.linking.indexed import IndexedNamesMixin
-from kgnorm.methods.indexed_names import load_dense_encoder, load_names_and_index, save_names_and_index
-from kgnorm.methods.model_dir import read_model_meta
+from kgnorm.linking.name_index import IndexedNamesMixin
+from kgnorm.methods.model_dir import (load_dense_encoder, load_names_and_index, read_model_meta,
+                                      save_names_and_index)
 
 __all__ = ["DilbertModel", "load_dilbert", "DISTANCES"]
 

@@ -83,7 +83,7 @@ from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.methods.bne.model import as_name_dictionary
 from kgnorm.losses.triplet import DISTANCES, MININGS, triplet_loss
 from kgnorm.methods.dilbert.model import DilbertModel, load_dilbert
-from kgnorm.methods.indexed_names import selected_model
+from kgnorm.methods.model_dir import selected_model
 from kgnorm.training.checkpoints import ResumableConfig, digest
 from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainResult
 from kgnorm.training.task import TrainingTask

@@ -1,6 +1,6 @@
 """`kgnorm train ensemble`: an ensemble directory over trained linker directories. Nothing is trained:
 the members are checked (same ontology, version and text pipeline), and with ``--dev`` every fusion
-is measured on the dev mentions, scored from the rows `link` would write (kgnorm.evaluation.link_eval,
+is measured on the dev mentions, scored from the rows `link` would write (kgnorm.evaluation.link_predictions,
 the scorer of `eval link`), the members alone too; the best fusion is kept unless ``--fusion`` names
 one. That choice is made on dev: the ensemble's dev figure is then not a held-out one, and the
 metadata says so."""
@@ -42,7 +42,7 @@ class Options:
 
 def _score(linker: Any, meta: dict[str, Any], pipeline: Any, dev: Path, fmt: str | None,
            store: str | None) -> dict[str, Any]:
-    from kgnorm.evaluation.link_eval import evaluate_link
+    from kgnorm.evaluation.link_predictions import evaluate_link
 
     full = evaluate_link(None, dev, None, None, None, fmt, allow_unknown_gold=True, store=store, linker=linker,
                          meta=meta, pipeline=pipeline)["full"]

@@ -19,7 +19,7 @@ from torch import nn
 from kgnorm.errors import KgnormError
 from kgnorm.methods.ner.runtime import Emissions, make_emissions, resolve_precision
 from kgnorm.ner.bio import LabelSet, Window, make_windows, merge_windows, tags_to_spans, token_tags
-from kgnorm.ner.refine import Levers, levers_from_meta, refine_spans
+from kgnorm.ner.refine import SpanRefinements, refinements_from_meta, refine_spans
 from kgnorm.ner.spans import Span
 
 __all__ = ["NerNet", "NerDetector", "load_ner", "keep_layers", "METHOD", "MATCH_TAGS"]
@@ -121,10 +121,10 @@ class NerDetector:
         self.names = list(names or []) if net.match is not None else []
         self.dictionary = dictionary_detector(self.names) if self.names else None
         self.batch_size = int(batch_size)
-        # inference-time levers (kgnorm.ner.refine); `union`: the dictionary tagger whose
+        # inference-time refinements (kgnorm.ner.refine); `dictionary_tagger`: the dictionary tagger whose
         # multi-word matches the ``dictionary`` lever adds (set by whoever knows the ontology)
-        self.levers = Levers()
-        self.union: Any = None
+        self.refinements = SpanRefinements()
+        self.dictionary_tagger: Any = None
         self.device = torch.device(device or "cpu")
         self.net.to(self.device)
         # how the network runs (kgnorm.methods.ner.runtime): load_ner picks it; float32 torch here
@@ -167,9 +167,9 @@ class NerDetector:
         texts = list(texts)
         if not texts:
             return []
-        spans = [tags_to_spans(text, offs, t, s, self.labels, self.levers.repair)
+        spans = [tags_to_spans(text, offs, t, s, self.labels, self.refinements.repair)
                  for text, (offs, t, s) in zip(texts, self.tag(texts))]
-        return refine_spans(texts, spans, self.levers, self.union)
+        return refine_spans(texts, spans, self.refinements, self.dictionary_tagger)
 
     @torch.inference_mode()
     def tag(self, texts: Sequence[str]) -> list[tuple[list[tuple[int, int]], list[int], list[float]]]:
@@ -250,5 +250,5 @@ def load_ner(model_dir: str | Path, device: str | None = None, precision: str | 
     net.eval()
     det = NerDetector(net, tokenizer, labels, meta.get("max_length", 256), meta.get("stride", 64),
                       names, device=device, emissions=make_emissions(net, resolve_precision(precision), d, threads))
-    det.levers = levers_from_meta(meta)
+    det.refinements = refinements_from_meta(meta)
     return det

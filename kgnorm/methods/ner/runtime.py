@@ -16,8 +16,8 @@ from typing import Any
 import torch
 
 from kgnorm.errors import KgnormError
-from kgnorm.exports import cache_dir as onnx_cache_dir
-from kgnorm.exports import cached_export, model_digest
+from kgnorm.model_cache import cache_dir as onnx_cache_dir
+from kgnorm.model_cache import cached_export, model_digest
 
 __all__ = ["PRECISIONS", "PRECISION_ENV", "BF16_ENV", "resolve_precision", "Emissions", "make_emissions",
            "onnx_cache_dir", "model_digest"]

@@ -2,7 +2,7 @@
 groups (kgnorm.methods.rerank.train), the cross-encoder is trained on them, and the directory
 written references the linker (``linker`` in its metadata; nothing of it is copied). ``Options``
 declares `kgnorm train rerank` (generated, as every method's command is); ``train_reranker`` is the
-keyword call `train biosyn --rerank` (kgnorm.methods.rerank.inside) makes too."""
+keyword call `train biosyn --rerank` (kgnorm.methods.rerank.in_linker_dir) makes too."""
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, fields

@@ -1,4 +1,7 @@
-"""Linking evaluation: Acc@k with BioSyn's protocol (docs/architecture.md, "Evaluation protocols").
+"""Linking accuracy: the rules that score ranked concepts against gold ids -- Acc@k with BioSyn's
+protocol (docs/architecture.md, "Evaluation protocols"). Everything here works on values in memory;
+reading what `kgnorm link` wrote, and the ids a model or ontology knows, is
+:mod:`kgnorm.evaluation.link_predictions`.
 
 Rules
 -----
@@ -37,6 +40,11 @@ from typing import Any
 UNLINKABLE = {"", "-1", "CUI-less", "CUI-LESS"}
 
 
+def gold_pieces(part: str) -> list[str]:
+    """The linkable ids of one gold part: a conjunction ``A+B`` split, unlinkable pieces dropped."""
+    return [p for p in (x.strip() for x in part.split("+")) if p not in UNLINKABLE]
+
+
 @dataclass(frozen=True)
 class GoldMention:
     """Gold of one mention: one entry per composite part (a conjunction stays ``"A+B"``)."""
@@ -55,7 +63,7 @@ class GoldMention:
 
     @staticmethod
     def part_linkable(part: str) -> bool:
-        return part not in UNLINKABLE and any(x.strip() not in UNLINKABLE for x in part.split("+"))
+        return bool(gold_pieces(part))
 
     @property
     def linkable(self) -> bool:
@@ -128,28 +136,27 @@ def _expand(uid: str, alt_ids: Mapping[str, Iterable[str]] | None) -> set[str]:
     return out
 
 
-def _matches(cand_ids: set[str], gold_part: str, conjunction: str) -> bool:
-    pieces = [p.strip() for p in gold_part.split("+") if p.strip() not in UNLINKABLE]
-    return any(p in cand_ids for p in pieces)
+def _matches(cand_ids: set[str], gold_part: str) -> bool:
+    return any(p in cand_ids for p in gold_pieces(gold_part))
 
 
-def _first_rank(ranked: list[str], golds: list[str], conjunction: str,
+def _first_rank(ranked: list[str], golds: list[str],
                 alt_ids: Mapping[str, Iterable[str]] | None, depth: int) -> int:
     """1-based rank of the first candidate matching any of ``golds``; 0 if none in depth."""
     for r, cand in enumerate(ranked[:depth], start=1):
         ids = _expand(cand, alt_ids)
-        if any(_matches(ids, g, conjunction) for g in golds):
+        if any(_matches(ids, g) for g in golds):
             return r
     return 0
 
 
-def _assigned_rank(pred_parts: list[list[str]], golds: list[str], conjunction: str,
+def _assigned_rank(pred_parts: list[list[str]], golds: list[str],
                    alt_ids: Mapping[str, Iterable[str]] | None, depth: int) -> int:
     """Best over one-to-one assignments of predicted parts to gold parts of the worst part's
     rank (0 = some gold part has no predicted part of its own that matches within depth)."""
     if len(pred_parts) < len(golds):
         return 0
-    ranks = [[_first_rank(p, [g], conjunction, alt_ids, depth) or depth + 1 for p in pred_parts]
+    ranks = [[_first_rank(p, [g], alt_ids, depth) or depth + 1 for p in pred_parts]
              for g in golds]
     best = min((max(ranks[g][i] for g, i in enumerate(perm))
                 for perm in permutations(range(len(pred_parts)), len(golds))), default=depth + 1)
@@ -157,19 +164,18 @@ def _assigned_rank(pred_parts: list[list[str]], golds: list[str], conjunction: s
 
 
 def mention_rank(pred: MentionPrediction, gold: GoldMention, depth: int,
-                 alt_ids: Mapping[str, Iterable[str]] | None = None,
-                 conjunction: str = "any") -> int | None:
+                 alt_ids: Mapping[str, Iterable[str]] | None = None) -> int | None:
     """Rank at which the whole mention becomes right (0 = not within ``depth``;
     None = skipped because no part is linkable)."""
     if not gold.linkable:
         return None
     if len(pred.parts) != len(gold.parts):
         linkable = [g for g in gold.parts if GoldMention.part_linkable(g)]
-        return _assigned_rank(pred.parts, linkable, conjunction, alt_ids, depth)
+        return _assigned_rank(pred.parts, linkable, alt_ids, depth)
     pairs = [(pred.parts[i], [g]) for i, g in enumerate(gold.parts) if GoldMention.part_linkable(g)]
     worst = 0
     for ranked, golds in pairs:
-        r = _first_rank(ranked, golds, conjunction, alt_ids, depth)
+        r = _first_rank(ranked, golds, alt_ids, depth)
         if r == 0:
             return 0
         worst = max(worst, r)
@@ -198,8 +204,7 @@ def accuracy_at_k(predictions: Sequence[MentionPrediction | Sequence[Sequence[It
     depth = ks[-1]
     ranks: list[int | None] = []
     for p, g in zip(predictions, gold):
-        ranks.append(mention_rank(MentionPrediction.parse(p), GoldMention.parse(g), depth,
-                                  alt_ids, conjunction))
+        ranks.append(mention_rank(MentionPrediction.parse(p), GoldMention.parse(g), depth, alt_ids))
     evaluated = [r for r in ranks if r is not None]
     hits = {k: sum(1 for r in evaluated if 0 < r <= k) for k in ks}
     n = len(evaluated)
@@ -228,3 +233,15 @@ def refined_subset(test_texts: Sequence[str], train_texts: Iterable[str],
         seen.add(key)
         keep.append(i)
     return keep
+
+
+def unknown_gold_ids(golds: Iterable[Sequence[str]], known: set[str]) -> list[str]:
+    """Distinct gold ids (conjunction pieces included) that are not concepts of the ontology
+    (``known`` holds uids and alt ids), in first-seen order."""
+    out: dict[str, None] = {}
+    for parts in golds:
+        for part in parts:
+            for piece in gold_pieces(part):
+                if piece not in known:
+                    out.setdefault(piece, None)
+    return list(out)

@@ -1,8 +1,8 @@
-"""The work of one block of `link`, `annotate` and `embed`, as the in-process run does it and as
+"""The work of one batch of `link`, `annotate` and `embed`, as the in-process run does it and as
 each Ray actor does it (kgnorm.jobs.ray_engine): one code path, so the outputs are the same bytes.
 
-Each `*Blocks` class holds picklable settings (paths, the text pipeline, the nil decision);
-`open()` loads the models (once per actor) and returns the function of one block."""
+Each `*BatchWork` class holds picklable settings (paths, the text pipeline, the nil decision);
+`open()` loads the models (once per actor) and returns the function of one batch."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -20,10 +20,10 @@ from kgnorm.ner.spans import MentionDetector, Span
 from kgnorm.nil.confidence import MentionConfidence, mention_features
 from kgnorm.text.pipeline import TextPipeline
 
-EMBED_BLOCK = 2048  # names encoded per call, in-process and per Ray task alike
+EMBED_BATCH = 2048  # names encoded per call, in-process and per Ray task alike
 
 
-def blocks_of(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+def batches_of(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
     """`items` in lists of `size` (the last shorter): the unit of work in-process and per Ray task."""
     block: list[Any] = []
     for item in items:
@@ -43,7 +43,7 @@ def _linker(model_dir: str) -> PartLinker:
 
 
 @dataclass
-class LinkBlocks:
+class LinkBatchWork:
     """`link`: a block of (mention, abbreviations) → its LinkedMentions."""
 
     model_dir: str
@@ -141,7 +141,7 @@ def annotate_batch(detector: MentionDetector, linker: PartLinker, pipeline: Text
 
 
 @dataclass
-class AnnotateBlocks:
+class AnnotateBatchWork:
     """`annotate`: a batch of documents → :class:`DocumentsDone`. `detector`: a detector object
     (the dictionary tagger, built by the driver from the store) or a trained detector's directory
     (loaded by each worker)."""
@@ -151,13 +151,13 @@ class AnnotateBlocks:
     pipeline: TextPipeline
     consistency: bool
     link_kw: dict[str, Any] = field(default_factory=dict)
-    union: Any = None  # the dictionary tagger of a trained detector's dictionary lever (built by the driver)
+    dictionary_tagger: Any = None  # a trained detector's `dictionary` refinement's tagger (built by the driver)
     ner_precision: str | None = None  # a trained detector's path (kgnorm.methods.ner.runtime), loaded by a worker
     confidence: MentionConfidence | None = None  # the fitted mention confidence (kgnorm calibrate), if any
 
     def bind(self, detector: MentionDetector, linker: PartLinker) -> Any:
-        if self.union is not None:  # the dictionary lever, in-process and in each Ray worker alike
-            detector.union = self.union  # type: ignore[attr-defined]
+        if self.dictionary_tagger is not None:  # the dictionary refinement, in-process and in each Ray worker alike
+            detector.dictionary_tagger = self.dictionary_tagger  # type: ignore[attr-defined]
         return partial(annotate_batch, detector, linker, self.pipeline, self.consistency, self.link_kw,
                        confidence=self.confidence)
 
@@ -169,7 +169,7 @@ class AnnotateBlocks:
                         confidence=self.confidence))
 
     def open(self) -> Any:
-        from kgnorm.jobs.annotate import build_detector
+        from kgnorm.jobs.detectors import build_detector
 
         detector = self.detector
         if isinstance(detector, str):
@@ -178,7 +178,7 @@ class AnnotateBlocks:
 
 
 @dataclass
-class EmbedBlocks:
+class EmbedBatchWork:
     """`embed`: a block of names → float32 vectors."""
 
     model_dir: str
