@@ -65,18 +65,20 @@ def sweep(source, target, candidates, pairs, thresholds):
 
 
 def build(data: Path, tmp: Path) -> tuple[str, Path]:
-    """The store (DOID cancer slim + MEDIC 2012) and an untrained BioSyn model under `tmp`; reused
-    when `tmp` already holds them (`--work DIR`)."""
+    """The store (DOID cancer slim + MEDIC 2012) and an untrained BioSyn model over MEDIC under `tmp`;
+    reused when `tmp` already holds them (`--work DIR`)."""
     from kgnorm.api import Workbench
 
     store = f"ladybug://{tmp}/graph"
-    if (tmp / "biosyn" / "kgnorm-model.json").is_file():
-        return store, tmp / "biosyn"
+    model = tmp / "biosyn-medic"
+    if (model / "kgnorm-model.json").is_file():
+        return store, model
     wb = Workbench(store)
-    wb.ingest("obo", data / "doid/DO_cancer_slim_2026-07-31.obo", ontology="doid", allow_dangling=True)
-    wb.ingest("medic", data / "medic/medic_06Jul2012.txt", ontology="medic")
-    model = wb.train("biosyn", tmp / "biosyn", ontology="doid")  # untrained: the offline MiniLM encoder
-    return store, model
+    if not (tmp / "graph").exists():
+        wb.ingest("obo", data / "doid/DO_cancer_slim_2026-07-31.obo", ontology="doid", allow_dangling=True)
+        wb.ingest("medic", data / "medic/medic_06Jul2012.txt", ontology="medic")
+    # untrained (the offline MiniLM encoder), over the target: its dictionary holds MEDIC's name vectors
+    return store, wb.train("biosyn", model, ontology="medic")
 
 
 def main() -> None:
@@ -91,12 +93,11 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     import kgnorm.jobs.place as place
-    from kgnorm.jobs.ontology_pair import disk_cached, model_encoder, read_sides, remembered
+    from kgnorm.jobs.ontology_pair import model_encoder, read_sides
     from kgnorm.jobs.place import exact_targets, rank_parents
     from kgnorm.matching.matcher import Calibration, calibrate, decide, dense_candidates, lexical_pairs
     from kgnorm.matching.scores import score_pairs, score_placement
     from kgnorm.matching.sssom import EXACT
-    from kgnorm.methods.registry import load_encoder
 
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
@@ -112,12 +113,21 @@ def main() -> None:
         t0 = time.perf_counter()
         candidates = dense_candidates(encode, src, tgt, top_k=10)
         rank_s = time.perf_counter() - t0
-        # again with a fresh encoder: the target's name vectors now come from the disk cache
-        again = remembered(disk_cached(load_encoder(model).encode, model))
-        t0 = time.perf_counter()
-        warm = dense_candidates(again, src, tgt, top_k=10)
-        warm_s = time.perf_counter() - t0
-        assert {s: [t for t, _ in r] for s, r in warm.items()} == {s: [t for t, _ in r] for s, r in candidates.items()}
+        # again with every name encoded (KGNORM_NAME_VECTORS=encode; the target's vectors from the
+        # disk cache once a run has encoded them): the time the stored vectors save, and how far
+        # the two rankings agree (the stored vectors are the same encoder's, float noise apart)
+        os.environ["KGNORM_NAME_VECTORS"] = "encode"
+        try:
+            encoded, _ = model_encoder(model)
+            t0 = time.perf_counter()
+            again = dense_candidates(encoded, src, tgt, top_k=10)
+            encoded_s = time.perf_counter() - t0
+        finally:
+            del os.environ["KGNORM_NAME_VECTORS"]
+        def targets(ranked: dict, uid: str) -> list[str]:
+            return [t for t, _ in ranked.get(uid, [])]
+        same_top = sum(targets(again, s)[:1] == targets(candidates, s)[:1] for s in candidates)
+        same_all = sum(targets(again, s) == targets(candidates, s) for s in candidates)
         rows = sweep(src, tgt, candidates, pairs, [x / 100 for x in range(70, 100, 2)])
         default = score_pairs(EXACT, pairs, {(d.source_uid, d.target_uid) for d in
                                              decide(src, tgt, candidates, Calibration(), use_ids=False)
@@ -143,9 +153,11 @@ def main() -> None:
              f"blind (xrefs and alt ids between the two stripped on both sides). Reference: the Disease Ontology's "
              f"MESH: xrefs naming a MEDIC concept: {len(pairs)} pair(s) over {len(gold)} source term(s); scored "
              "on those terms. Model: untrained BioSyn (offline MiniLM encoder, `kgnorm train biosyn` without "
-             f"--train). Ranking {len(src.names)} terms against every MEDIC name: {rank_s:.1f} s with the target's "
-             f"names encoded, {warm_s:.1f} s with their vectors from the disk cache; peak RSS "
-             f"{peak_rss_mb():.0f} MB.", "",
+             f"--train, over MEDIC). Ranking {len(src.names)} terms against every MEDIC name: {rank_s:.1f} s with "
+             f"the target's vectors from the model's dictionary, {encoded_s:.1f} s with every name encoded "
+             "(`KGNORM_NAME_VECTORS=encode`; the target's from the disk cache when an earlier run encoded them); "
+             f"the two agree on {same_top} of {len(candidates)} top-1 targets and on {same_all} whole top-10 "
+             f"lists; peak RSS {peak_rss_mb():.0f} MB.", "",
              "| matcher | threshold | precision | recall | F1 |", "| --- | --- | --- | --- | --- |",
              f"| lexical baseline (equal lowercase names/synonyms) | - | {f4(lex.precision)} | {f4(lex.recall)} | "
              f"{f4(lex.f1)} |"]

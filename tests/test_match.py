@@ -232,3 +232,39 @@ def test_calibration_and_scores_by_hand():
     assert decide(src, tgt, cands, Calibration(threshold=0.95)) == []
     s = score_placement({"q1": ["x", "y"], "q2": ["y", "z", "w"]}, {"q1": {"y"}, "q2": {"y"}, "q3": {"v"}})
     assert (s.mrr, s.hits_at_1, s.unranked) == (pytest.approx(0.5), pytest.approx(1 / 3), 1)
+
+
+def test_match_encoder_takes_the_models_stored_name_vectors(capsys, tmp_path, tiny_bert_dir, monkeypatch):
+    """A name the model's dictionary holds (after the model's own text normalization) takes its stored
+    vector: a target that is the model's ontology is not encoded again; the vectors are the ones
+    encoding gives (KGNORM_NAME_VECTORS=encode)."""
+    import numpy as np
+
+    import kgnorm.methods.registry as registry
+    from kgnorm.jobs.ontology_pair import model_encoder
+
+    model = _setup(tmp_path, capsys, f"ladybug://{tmp_path}/graph", tiny_bert_dir)
+    encoded: list[str] = []
+    real = registry.load_encoder
+
+    def counting(model_dir):
+        encoder = real(model_dir)
+        inner = encoder.encode
+
+        def encode(names, *a, **kw):
+            encoded.extend(names)
+            return inner(names, *a, **kw)
+        encoder.encode = encode
+        return encoder
+
+    monkeypatch.setattr(registry, "load_encoder", counting)
+    names = ["Breast Neoplasms", "breast  neoplasms,", "Small Cell Lung Carcinoma", "a name nobody has"]
+    stored = model_encoder(model)[0](names)
+    assert encoded == ["a name nobody has"]          # the target's names came from the model's index
+    np.testing.assert_array_equal(stored[0], stored[1])  # normalized as the linker normalizes
+    monkeypatch.setenv("KGNORM_NAME_VECTORS", "encode")
+    monkeypatch.setenv("KGNORM_MATCH_CACHE", "0")
+    encoded.clear()
+    again = model_encoder(model)[0](names)
+    assert len(encoded) == 3                          # every distinct normalized name encoded
+    np.testing.assert_allclose(again, stored, rtol=1e-4, atol=1e-5)

@@ -1,7 +1,7 @@
 """What `match` and `place` both read: the two ontologies' sides from the store (names, xrefs, alt
-ids, parents; kgnorm.matching.matcher.MatchSide) and the model's encoder, with target name vectors
-cached on disk (a whole ontology's names take minutes on 2 cores) and each distinct text encoded
-once per run."""
+ids, parents; kgnorm.matching.matcher.MatchSide) and the model's encoder: names the model's
+dictionary holds take their stored vectors, other big calls are cached on disk (a whole ontology's
+names take minutes on 2 cores), and each distinct text is encoded once per run."""
 from __future__ import annotations
 
 import hashlib
@@ -63,7 +63,15 @@ def read_sides(source: str, target: str, store: str | None) -> tuple[MatchSide, 
 
 
 def model_encoder(model: str | Path) -> tuple[Any, ModelInfo]:
-    """The model's `encode` and what identifies it (method, creation time, digest of its meta)."""
+    """The model's `encode` and what identifies it (method, creation time, digest of its meta).
+
+    Names are normalized as the model's linker normalizes what it links (its text pipeline: the
+    encoder was trained on such names), and a name the model's dictionary holds takes its stored
+    vector (kgnorm.linking.stored_vectors; ``KGNORM_NAME_VECTORS=encode`` encodes every name):
+    a target that is the model's own ontology needs no encoding at all. Other names are encoded,
+    the big calls cached on disk (:func:`disk_cached`)."""
+    from kgnorm.linking.linker import pipeline_from_meta
+    from kgnorm.linking.stored_vectors import exact_name_rows, stored_name_vectors, stored_or_encoded
     from kgnorm.methods.model_dir import read_model_meta
     from kgnorm.methods.registry import load_encoder
 
@@ -73,7 +81,20 @@ def model_encoder(model: str | Path) -> tuple[Any, ModelInfo]:
     info = ModelInfo(Path(model).resolve(), meta["method"], f"{meta['method']} {meta.get('created_at', '')} "
                                                             f"({digest})".replace("  ", " "))
     encoder = load_encoder(model)
-    return remembered(disk_cached(encoder.encode, model)), info
+    pipeline = pipeline_from_meta(meta)
+    index = getattr(encoder, "index", None)
+    rows = exact_name_rows(getattr(encoder, "dictionary", None), index) if stored_name_vectors() else None
+    if rows:
+        def vectors(texts: Any) -> Any:
+            return stored_or_encoded(texts, rows, index, index.dim, encoder.encode)
+    else:
+        vectors = disk_cached(encoder.encode, model)
+
+    once = remembered(vectors)
+
+    def encode(texts: Any) -> Any:
+        return once([pipeline.normalize_name(t) for t in texts])
+    return encode, info
 
 
 VECTOR_CACHE_MIN = 4096   # calls with at least this many texts (a target ontology's names) are cached on disk
