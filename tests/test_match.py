@@ -268,3 +268,30 @@ def test_match_encoder_takes_the_models_stored_name_vectors(capsys, tmp_path, ti
     again = model_encoder(model)[0](names)
     assert len(encoded) == 3                          # every distinct normalized name encoded
     np.testing.assert_allclose(again, stored, rtol=1e-4, atol=1e-5)
+
+
+def test_calibration_leaves_out_terms_the_lexical_rules_map():
+    """`--threshold auto` fits on the xref'd terms the cosine would decide: a term with a lexical match
+    (whose top cosine is often a wrong, equally named sibling) does not move the threshold; too few
+    terms left: the dev defaults."""
+    from kgnorm.matching.matcher import DEFAULT_THRESHOLD, MatchSide, calibrate, lexically_mapped
+
+    cands, ref = {}, set()
+    for i in range(30):   # cosine decides these: right above 0.8, wrong below
+        score = round(0.70 + i * 0.01, 2)
+        cands[f"S:{i}"] = [(f"T:{i}" if i >= 10 else "T:x", score)]
+        ref.add((f"S:{i}", f"T:{i}"))
+    lexical = {f"L:{i}" for i in range(30)}
+    for s in lexical:     # equal names: mapped lexically, their top cosine a wrong sibling at 0.99
+        cands[s] = [("T:sibling", 0.99)]
+        ref.add((s, "T:" + s))
+    fitted = calibrate(cands, ref, lexical=lexical)
+    assert fitted.threshold == pytest.approx(0.80) and fitted.fitted_on == "30 shared xref(s)"
+    assert calibrate(cands, ref).threshold != pytest.approx(0.80)  # the wrong siblings at 0.99 would decide it
+    few = {s: c for s, c in cands.items() if s.startswith("L:") or s in ("S:1", "S:25")}
+    assert calibrate(few, ref, lexical=lexical).threshold == DEFAULT_THRESHOLD
+    src = MatchSide("s", {"S:1": "breast cancer", "S:2": "tumour of lung"},
+                    {"S:1": ["breast cancer"], "S:2": ["tumour of lung"]})
+    tgt = MatchSide("t", {"T:1": "Breast Cancer", "T:2": "Lung Neoplasms"},
+                    {"T:1": ["Breast Cancer"], "T:2": ["Lung Neoplasms"]})
+    assert lexically_mapped(src, tgt, {"S:1": [("T:1", 1.0)], "S:2": [("T:2", 0.8)]}) == {"S:1"}

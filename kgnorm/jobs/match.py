@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import KgnormError
-from kgnorm.matching.matcher import Calibration, Decision, MatchSide, calibrate, curated_pairs, decide, dense_candidates
+from kgnorm.matching.matcher import (Calibration, Decision, MatchSide, calibrate, curated_pairs, decide, dense_candidates,
+                                     lexically_mapped)
 from kgnorm.jobs.ontology_pair import XREF_MODES, ModelInfo, model_encoder, read_sides
 from kgnorm.matching.sssom import Mapping, MappingSet, write_sssom
 
@@ -87,7 +88,8 @@ def match_ontologies(source: str, target: str, model: str | Path, *, threshold: 
     if fixed is not None:
         cal = Calibration(threshold=fixed, fitted_on="the given threshold")
     else:
-        cal = calibrate(candidates, curated_pairs(src, tgt)) if xrefs == "use" else Calibration()
+        cal = (calibrate(candidates, curated_pairs(src, tgt), lexical=lexically_mapped(src, tgt, candidates))
+               if xrefs == "use" else Calibration())
     decisions = decide(src, tgt, candidates, cal, use_ids=xrefs == "use")
     return MatchResult(src, tgt, versions, info, xrefs, cal, decisions, candidates)
 
