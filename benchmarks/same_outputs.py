@@ -3,6 +3,10 @@ data and models, and digest what they write.
 
     python benchmarks/same_outputs.py --tree DIR --work DIR --models DIR --digests FILE
                                       [--compare FILE] [--keep DIR] [--data DIR]
+                                      [--ncbi-linker DIR --bc5cdr-linker DIR --ncbi-ner DIR --bc5cdr-ner DIR]
+
+The four models (NCBI-disease and BC5CDR BioSyn linkers and detectors, `kgnorm train biosyn|ner`)
+are needed on the first run only, to fill --models.
 
 The check for "link TSVs, annotate PubTator, stored edges and `eval` JSON are byte-identical before
 and after, on the main job's data and on both dev sets". Run it once on the old code (`--tree` a
@@ -78,12 +82,6 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARAL
 SCRUB = ("PYTHONPATH", "KGNORM_STORE", "KGNORM_CACHE_DIR", "KGNORM_MATCH_CACHE", "KGNORM_NER_PRECISION",
          "KGNORM_OUT", "KGNORM_SHARED")
 NCBI_TYPES = "SpecificDisease=Disease,DiseaseClass=Disease,Modifier=Disease,CompositeMention=Disease"
-DEFAULT_SOURCES = {
-    "ncbi-biosyn": "/tmp/kgnorm-review-loop/base",
-    "bc5cdr-biosyn": "/tmp/i41/biosyn-bc5cdr",
-    "ner-ncbi": "/tmp/i41/ner-ncbi",
-    "ner-bc5cdr": "/tmp/i41/ner-bc5cdr",
-}
 
 # ---------------------------------------------------------------------------------------------------
 # Stored edges and nodes, dumped with `kgnorm query --format json`; rows are sorted in Python on
@@ -216,7 +214,7 @@ class Check:
         for name, src in sources.items():
             dst = self.models / name
             if not (dst / "kgnorm-model.json").is_file():
-                if not (Path(src) / "kgnorm-model.json").is_file():
+                if src is None or not (Path(src) / "kgnorm-model.json").is_file():
                     raise SystemExit(f"{dst} is missing and {src} is no model directory to copy it from")
                 print(f"copying {src} -> {dst}")
                 shutil.copytree(src, dst)
@@ -443,8 +441,8 @@ def main() -> None:
     ap.add_argument("--bc5cdr-docs", type=int, default=100, help="BC5CDR dev abstracts annotated (default 100)")
     for name, flag in (("ncbi-biosyn", "--ncbi-linker"), ("bc5cdr-biosyn", "--bc5cdr-linker"),
                        ("ner-ncbi", "--ncbi-ner"), ("ner-bc5cdr", "--bc5cdr-ner")):
-        ap.add_argument(flag, default=DEFAULT_SOURCES[name], metavar="DIR",
-                        help=f"copied to MODELS/{name} when that is missing (default {DEFAULT_SOURCES[name]})")
+        ap.add_argument(flag, metavar="DIR", help=f"a trained model, copied to MODELS/{name} when that is missing "
+                        "(needed only then)")
     add_data_option(ap)
     args = ap.parse_args()
 
