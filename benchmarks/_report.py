@@ -129,3 +129,16 @@ def run_child(cmd: list[str], env: dict | None = None) -> tuple[float, float]:
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd!r} exited with {proc.returncode}")
     return time.perf_counter() - t0, peak_kb / 1024
+
+
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def kgnorm_stdout(*args: object) -> str:
+    """`kgnorm ARGS` offline, as a user runs it: its stdout; the script exits with its stderr if it fails."""
+    argv = [str(a) for a in args]
+    out = subprocess.run([sys.executable, "-m", "kgnorm.cli", *argv], capture_output=True, text=True,
+                         env={**os.environ, **OFFLINE_ENV})
+    if out.returncode:
+        sys.exit(f"kgnorm {' '.join(argv)} failed:\n{out.stderr}")
+    return out.stdout

@@ -18,28 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import add_data_option, append, f4, record  # noqa: E402
+from _report import kgnorm_stdout as kgnorm  # noqa: E402
 
 CORPORA = {"ncbi": ("NCBI-disease dev", "ncbi-disease/NCBIdevelopset_corpus.txt", None),
            "bc5cdr": ("BC5CDR dev (Disease)", "bc5cdr/CDR_DevelopmentSet.PubTator.txt", "Disease")}
-ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-
-
-def kgnorm(*args: str) -> str:
-    """The command's stdout (its stderr shown when it fails)."""
-    out = subprocess.run([sys.executable, "-m", "kgnorm.cli", *args], capture_output=True, text=True,
-                         env={**os.environ, **ENV})
-    if out.returncode:
-        sys.exit(f"kgnorm {' '.join(args)} failed:\n{out.stderr}")
-    return out.stdout
 
 
 def pairs(spec: str) -> dict[str, Path]:

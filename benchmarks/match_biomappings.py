@@ -20,25 +20,15 @@ import argparse
 import csv
 import importlib.util
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import add_data_option, append, f4, record  # noqa: E402
+from _report import kgnorm_stdout as kgnorm  # noqa: E402
 
-ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 EXACT = "skos:exactMatch"
-
-
-def kgnorm(*args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "kgnorm.cli", *map(str, args)], capture_output=True, text=True,
-                         env={**os.environ, **ENV})
-    if out.returncode:
-        sys.exit(f"kgnorm {' '.join(map(str, args))} failed:\n{out.stderr}")
-    return out.stdout
 
 
 def resources(given: Path | None) -> Path:
@@ -72,13 +62,11 @@ def concept_ids(store: str, ontology: str) -> set[str]:
     return {r["uid"] for r in rows}
 
 
-def write_sssom(path: Path, pairs: list[tuple[str, str]], justification: str) -> None:
+def write_reference(path: Path, pairs: list[tuple[str, str]]) -> None:
+    from kgnorm.matching.sssom import Mapping, MappingSet, write_sssom
+
     with path.open("w", encoding="utf-8") as fh:
-        fh.write("#curie_map:\n#  HP: http://purl.obolibrary.org/obo/HP_\n#  MESH: http://id.nlm.nih.gov/mesh/\n"
-                 "#  skos: http://www.w3.org/2004/02/skos/core#\n#  semapv: https://w3id.org/semapv/vocab/\n")
-        fh.write("subject_id\tpredicate_id\tobject_id\tmapping_justification\n")
-        for s, o in sorted(pairs):
-            fh.write(f"{s}\t{EXACT}\t{o}\t{justification}\n")
+        write_sssom(MappingSet([Mapping(s, EXACT, o, "semapv:ManualMappingCuration") for s, o in sorted(pairs)]), fh)
 
 
 def main() -> None:
@@ -102,8 +90,8 @@ def main() -> None:
     neg = [(h, m) for h, _, m in hp_mesh_rows(res / "negative.sssom.tsv")]
     gold = sorted({(h, m) for h, m in pos if h in hp and m in medic})
     wrong = sorted({(h, m) for h, m in neg if h in hp and m in medic})
-    write_sssom(args.work / "gold.sssom.tsv", gold, "semapv:ManualMappingCuration")
-    write_sssom(args.work / "negatives.sssom.tsv", wrong, "semapv:ManualMappingCuration")
+    write_reference(args.work / "gold.sssom.tsv", gold)
+    write_reference(args.work / "negatives.sssom.tsv", wrong)
 
     pred = args.work / "hp_medic.sssom.tsv"
     t0 = time.perf_counter()
@@ -113,12 +101,13 @@ def main() -> None:
     scores = json.loads(kgnorm("eval", "match", "--gold", args.work / "gold.sssom.tsv", "--predictions", pred,
                                "--negatives", args.work / "negatives.sssom.tsv", "--format", "json"))
     exact = next(s for s in scores if s["predicate"] == EXACT)
+    from kgnorm.matching.sssom import read_sssom
+
     by_just: dict[str, int] = {}
     gold_set = set(gold)
-    with pred.open(encoding="utf-8") as fh:
-        for row in csv.DictReader((line for line in fh if not line.startswith("#")), delimiter="\t"):
-            if row["predicate_id"] == EXACT and (row["subject_id"], row["object_id"]) in gold_set:
-                by_just[row["mapping_justification"]] = by_just.get(row["mapping_justification"], 0) + 1
+    for m in read_sssom(pred).mappings:
+        if m.predicate_id == EXACT and (m.subject_id, m.object_id) in gold_set:
+            by_just[m.mapping_justification] = by_just.get(m.mapping_justification, 0) + 1
     body = "\n".join([
         f"HPO ({len(hp):,} terms) -> MEDIC 2012 ({len(medic):,} concepts), blind (`--xrefs ignore`). Reference: "
         f"biomappings' HP-MeSH exactMatch positives with both ends in the store: {len(gold)} pair(s) over "
