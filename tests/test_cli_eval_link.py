@@ -150,6 +150,8 @@ def test_bad_predictions_and_gold(capsys, world):
     assert code == 0, err
     rep = json.loads(out)
     assert rep["full"]["n"] == 7 and rep["unknown_gold_ids"] == 1 and rep["unknown_gold_mentions"] == 2
+    # beside all mentions, the mentions whose gold concept is in the store: the 2 unknown ones left out
+    assert rep["in_store"]["n"] == 5 and rep["in_store"]["acc1"] == pytest.approx(rep["full"]["acc1"] * 7 / 5)
     assert "scored as misses" in err
     _one_error(*run(capsys, "eval", "link", "--gold", str(world["gold"]), "--predictions", str(world["tsv"]))[::2],
                "--ontology")

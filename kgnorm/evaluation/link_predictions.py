@@ -205,7 +205,8 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
     rows, same parser, same scorer; `consistency`: as `link --consistency`).
 
     Gold ids the model or ontology lacks are refused unless `allow_unknown_gold`; then they are
-    scored as misses and counted in ``unknown_gold_ids`` / ``unknown_gold_mentions``."""
+    scored as misses and counted in ``unknown_gold_ids`` / ``unknown_gold_mentions``, and the report
+    adds "in_store": the same score over the mentions whose every gold id is a known concept."""
     from kgnorm.evaluation.composites import scoring_gold, unsplit_composites
     from kgnorm.evaluation.retired import resolve_retired, retired_successors
     from kgnorm.linking.consistency import consistent_stream
@@ -232,10 +233,10 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
                                alt_ids)
     golds = resolved.golds
     unknown = unknown_gold_ids(golds, known)
-    n_unknown_mentions = 0
+    bad = set(unknown)
+    lacking = [any(x in bad for p in g for x in gold_pieces(p)) for g in golds]  # a gold id the store lacks
+    n_unknown_mentions = sum(lacking)
     if unknown:
-        bad = set(unknown)
-        n_unknown_mentions = sum(1 for g in golds if any(x in bad for p in g for x in gold_pieces(p)))
         where = f"ontology {ontology!r}" if ontology is not None else f"the dictionary of {model}"
         if not allow_unknown_gold:
             raise InputError(f"{len(unknown)} gold id(s) in {n_unknown_mentions} mention(s) are not concepts of "
@@ -243,6 +244,8 @@ def evaluate_link(model: Path | None, gold: Path, predictions: Path | None, onto
                              "mentions as misses", path=gold)
     predicted = align(by_id, [m.mention_id for m in mentions], predictions, gold)
     out: dict[str, Any] = {"full": score(predicted, golds, alt_ids)}
+    if unknown:  # the figure a dictionary can reach: mentions whose every gold id is in it
+        out["in_store"] = score(predicted, golds, alt_ids, [i for i, miss in enumerate(lacking) if not miss])
     if train is not None:
         train_texts = {pipeline.normalize_name(m.text) for m, _ in read_gold_mentions(train, input_format)}
         texts = [pipeline.normalize_name(m.text) for m in mentions]

@@ -96,7 +96,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
 
     lines = []
     for split, r in report.items():
-        if split in ("full", "refined"):
+        if split in ("full", "in_store", "refined"):
             lines.append(f"{split:8s} n={r['n']:5d}  Acc@1 {r['acc1']:.4f}  Acc@5 {r['acc5']:.4f}")
     if report.get("composites"):
         lines.append(f"composites (every part must be right): {report['composites']}, left unsplit by the "
