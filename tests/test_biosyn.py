@@ -288,3 +288,26 @@ def test_exclude_query_name_keeps_the_query_out_of_its_candidates(tiny_bert_dir,
     # BioSyn's candidate merge skips the excluded row (query 0) and leaves the others alone
     cand = tb._combine(np.array([[0, 1, 2]] * 2), np.array([[2, 3, 4]] * 2), 3, 2, 5, exclude=[0, -1])
     assert 0 not in cand[0] and list(cand[1]) == [0, 1, 2]
+
+
+def test_a_large_dictionary_re_encodes_only_its_pool_and_saves_an_exact_index(tiny_bert_dir, dictionary, tmp_path):
+    """Past ``pool_above`` names (forced here at 5), epochs after the first encode only the names the
+    queries reach; the saved model's index is still every name encoded with the selected weights."""
+    train_dict = dictionary.with_mentions([(q, sorted(g)[0]) for q, g in TRAIN])
+    torch.manual_seed(0)
+    model = BioSynModel(DenseEncoder(tiny_bert_dir, pooling="cls", max_length=16, device="cpu"), dictionary)
+    seen: list[dict] = []
+    res = train_biosyn(model, train_dict, TRAIN, DEV, tmp_path / "pool", _cfg(epochs=2, pool_above=5, pool_depth=2),
+                       progress=False, on_epoch=seen.append)
+    assert res.epochs_completed == 2 and all(np.isfinite(r["loss"]) for r in seen)
+    assert 0 < seen[0]["pool_names"] < len(train_dict)   # a pool, not the whole dictionary
+    meta = read_model_meta(tmp_path / "pool")
+    assert meta["training"]["index"] == "whole"
+    saved = load_biosyn(tmp_path / "pool", device="cpu")
+    names = saved.dictionary.names
+    exact = saved.encode(names, batch_size=8)
+    assert np.allclose(saved.index.reconstruct(np.arange(len(names))), exact, atol=1e-4)
+    plain = train_biosyn(BioSynModel(DenseEncoder(tiny_bert_dir, pooling="cls", max_length=16, device="cpu"),
+                                     dictionary), train_dict, TRAIN, DEV, tmp_path / "plain", _cfg(epochs=1),
+                         progress=False)
+    assert "index" not in read_model_meta(tmp_path / "plain")["training"] and plain.epochs_completed == 1

@@ -27,6 +27,12 @@ Choices (documented, configurable where it matters):
 * The dictionary is encoded once per epoch, under ``inference_mode`` with length-sorted
   batches: at the end of an epoch for the dev evaluation and the saved index, and the same
   vectors give the next epoch's dense candidates.
+* A dictionary of more than ``pool_above`` names (MeSH's chemicals: 676k, 55x MEDIC; one
+  encoding of it takes longer than an epoch of training) is encoded whole once at the start;
+  after each epoch only its *pool* is encoded again: the names any training or dev query can
+  reach (its sparse and its first dense top ``pool_depth``, found without gold) and the training
+  gold names. The other rows keep their vectors of the start, which no query ranks near its top.
+  The selected model's index is encoded whole once at the end, so what is saved is exact.
 * Adam (L2 weight decay, as ``torch.optim.Adam``) with lr 1e-5 / weight decay 1e-2 for the
   encoder and lr 1e-2 / no decay for lambda (BioSyn's ``RerankNet``).
 * Dev selection: Acc@1 of the concepts the linker writes (:func:`link_concepts`, strict
@@ -94,9 +100,11 @@ class BioSynConfig(ResumableConfig):
     bucket: int = 64                            # texts per length bucket in a training step
     max_seconds: float | None = None            # time budget: no epoch expected to end past it
     exclude_query_name: bool = False            # never a candidate: the name identical to the query
+    pool_above: int | None = 200_000            # more names than this: re-encode only the pool per epoch
+    pool_depth: int = 64                        # per query: sparse and first dense top names in the pool
 
     _RESUMABLE = ("epochs", "eval_batch_size", "encode_batch_size", "checkpoint_every_steps",
-                  "checkpoint_every_seconds", "max_seconds")
+                  "checkpoint_every_seconds", "max_seconds", "pool_above", "pool_depth")
 
 
 class BioSynTask(TrainingTask):
@@ -129,10 +137,35 @@ class BioSynTask(TrainingTask):
         self.dict_vecs: np.ndarray | None = None   # dictionary vectors of the current weights
         self.state: dict[str, np.ndarray] = {}
         self.t_enc = 0.0
+        self.pooled = cfg.pool_above is not None and len(self.names) > cfg.pool_above
+        self.pool: np.ndarray | None = None          # rows re-encoded per epoch (pooled only)
+        self.vectors: np.ndarray | None = None       # pooled: every row's latest vector
 
     def _encode_names(self) -> np.ndarray:
-        return self.model.encode(self.names, batch_size=self.cfg.encode_batch_size,
-                                 progress=self.progress)
+        """The dictionary's vectors with the current weights: every name, or (pooled, once the
+        whole dictionary was encoded) the pool's names written over the vectors of the start."""
+        if not self.pooled:
+            return self.model.encode(self.names, batch_size=self.cfg.encode_batch_size, progress=self.progress)
+        if self.vectors is None:
+            self.vectors = self.model.encode(self.names, batch_size=self.cfg.encode_batch_size, progress=self.progress)
+            self.pool = self._pool_rows(self.vectors)
+            return self.vectors
+        fresh = self.model.encode([self.names[r] for r in self.pool], batch_size=self.cfg.encode_batch_size,
+                                  progress=self.progress)
+        self.vectors[self.pool] = fresh
+        return self.vectors
+
+    def _pool_rows(self, vectors: np.ndarray) -> np.ndarray:
+        """The rows any training or dev query reaches (sparse and dense top ``pool_depth``, no gold
+        used) and the training gold rows: what the next epochs re-encode."""
+        depth = min(self.cfg.pool_depth, len(self.names))
+        texts = self.queries + list(self.dev.queries)
+        _, sparse = self.model.sparse.topk(self.model.sparse.transform(texts), depth)
+        q_vecs = self.model.encode(texts, batch_size=self.cfg.encode_batch_size)
+        _, dense = NameIndex.build(vectors, use_gpu="auto").search(q_vecs, depth)
+        gold = np.fromiter((r for g in self.gold_rows for r in g), np.int64)
+        rows = np.unique(np.concatenate([np.asarray(sparse).ravel(), np.asarray(dense).ravel(), gold]))
+        return rows[(rows >= 0) & (rows < len(self.names))]
 
     def start_epoch(self, epoch: int, saved: dict | None) -> int:
         cfg, n = self.cfg, len(self.queries)
@@ -184,7 +217,8 @@ class BioSynTask(TrainingTask):
         self.dict_vecs = self._encode_names()
         self.model.build_index(vectors=self.dict_vecs)
         return {"sparse_weight": self.model.lam,
-                "seconds_encode": round(self.t_enc + time.perf_counter() - t0, 2)}
+                "seconds_encode": round(self.t_enc + time.perf_counter() - t0, 2),
+                **({"pool_names": int(len(self.pool))} if self.pool is not None else {})}
 
     def evaluate(self) -> dict | None:
         return self.dev.evaluate(self.model)
@@ -194,7 +228,8 @@ class BioSynTask(TrainingTask):
                     metrics={"epoch": record["epoch"], **({"dev": record["dev"]} if "dev" in record else {}),
                              "train_loss": record["loss"]},
                     hyper_parameters=self.cfg.to_dict(),
-                    extra={"training": {"n_queries": len(self.queries), "history": history}})
+                    extra={"training": {"n_queries": len(self.queries), "history": history,
+                                        **({"index": "pool"} if self.pooled else {})}})
 
     def state_dict(self) -> dict:
         return {**super().state_dict(), "sparse_weight": self.model.sparse_weight.detach().cpu().clone()}
@@ -239,5 +274,19 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
     task = BioSynTask(model, dictionary, queries, golds, dev_queries, cfg, out, ontology, progress)
     res = loop.run(task, fingerprint)
     res.model = selected_model(out, load_biosyn, model, str(model.device))
+    if task.pooled:
+        whole_index(res.model, out, cfg.encode_batch_size, progress)
     res.info = {"n_queries": len(queries)}
     return res
+
+
+def whole_index(model: BioSynModel, out: Path, batch_size: int, progress: bool) -> None:
+    """Pooled training saved an index whose rows outside the pool hold the vectors of the start:
+    encode every name with the selected weights and write the exact index over it."""
+    from kgnorm.methods.model_dir import read_model_meta, update_meta
+
+    model.build_index(batch_size=batch_size, progress=progress)
+    model.index.save(out / "index")
+    training = dict(read_model_meta(out).get("training") or {})
+    training["index"] = "whole"
+    update_meta(out, training=training)
