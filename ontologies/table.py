@@ -4,7 +4,8 @@ name, synonyms and parents chosen by header name or 0-based index (docs/formats.
 - Delimiter: `delimiter` (`tab`, `comma`, `;`, …), else by extension (`.tsv`/`.tab` tab, `.csv`
   comma, a `.gz` after it ignored), else sniffed from the head. Cells in double quotes may hold the
   delimiter or a line break (the csv module reads the file).
-- `header` (default on): the first row names the columns and is no concept.
+- `header` (default on): the first row names the columns and is no concept (a warning says so
+  when its id cell looks like an id).
 - uid: an id that already has a prefix (`HP:0001250`) is kept; any other gets `prefix:` (parents
   alike), and without `prefix` it is an error: uids must not hang on the ontology's or the file's
   name, or a re-ingest under another name would orphan every link. code = the part after it.
@@ -69,6 +70,7 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
     for line, row in rows:
         if cols is None:
             cols = _columns(row, id_column, name_column, synonyms_column, parents_column, path)
+            _check_header(graph, row, cols.id, path, line)
             continue
         _add_row(graph, row, line, cols, path, prefix, separator, seen)
     if not graph.concepts:
@@ -99,6 +101,14 @@ def _add_row(graph: OntologyGraph, row: list[str], line: int, cols: Columns, pat
         for parent in row[cols.parents].split(separator):
             if parent.strip():
                 graph.add_is_a(uid, _uid(parent.strip(), prefix, path, line), origin=f"{path}:{line}")
+
+
+def _check_header(graph: OntologyGraph, row: list[str], id_at: int, path: Path, line: int) -> None:
+    """A header whose id cell looks like an id (`HP:0001`, `12`) is likely a concept: say so."""
+    cell = row[id_at].strip() if id_at < len(row) else ""
+    if ":" in cell.strip(":") or cell.isdigit():
+        graph.warnings.append(f"{path}:{line}: the first row ({cell!r} …) was read as the header, not as a "
+                              f"concept; give --no-header if it is one")
 
 
 def _uid(raw: str, prefix: str, path: Path, line: int) -> str:

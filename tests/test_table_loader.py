@@ -75,6 +75,15 @@ def test_header_lookup_is_case_insensitive_and_explicit_delimiter(tmp_path):
     assert g.name == "v.data" and g.concepts["V:2"].synonyms == ["breast carcinoma", "mammary cancer"]
 
 
+def test_a_header_that_looks_like_a_concept_is_said(tmp_path):
+    g = table.load(write(tmp_path, "v.tsv", VOCAB.split("\n", 1)[1]), prefix="V")  # no header row
+    assert sorted(g.concepts) == ["V:2", "V:3", "V:4"]
+    assert g.warnings == [f"{tmp_path / 'v.tsv'}:1: the first row ('1' …) was read as the header, not as a concept; "
+                          "give --no-header if it is one"]
+    assert table.load(tmp_path / "v.tsv", prefix="V", header=False).warnings == []
+    assert table.load(write(tmp_path, "w.tsv", VOCAB), prefix="V").warnings == []
+
+
 def test_repeated_id_with_the_same_name_merges(tmp_path):
     g = table.load(write(tmp_path, "v.tsv", VOCAB + "3\tFever\thyperthermia\t\n"), **COLUMNS)
     assert g.concepts["V:3"].synonyms == ["pyrexia", "hyperthermia"]
