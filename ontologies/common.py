@@ -10,6 +10,7 @@ on the first line with an unhelpful parse error.
 from __future__ import annotations
 
 import codecs
+import csv
 import gzip
 import io
 import os
@@ -144,6 +145,24 @@ def iter_lines(path: str | Path, desc: str | None = None,
                 if stats is not None:
                     stats["fallback_lines"] = stats.get("fallback_lines", 0) + 1
             yield lineno, text
+
+
+def iter_rows(path: str | Path, delimiter: str, desc: str | None = None) -> Iterator[tuple[int, list[str]]]:
+    """Yield (1-based line the row starts on, its cells) for every non-blank row of a TSV/CSV file.
+
+    The csv module reads it, so a cell in double quotes may hold the delimiter, a quote (doubled)
+    or a line break, as spreadsheets and pandas write them; decoding as `iter_lines` does."""
+    with open_stream(path, desc) as stream:
+        text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors=FALLBACK_ERRORS, newline="")
+        reader = csv.reader(text, delimiter=delimiter)
+        start = 1
+        try:
+            for row in reader:
+                if any(cell.strip() for cell in row):
+                    yield start, row
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise InputError(f"unreadable row: {exc}", path=path, line=start) from exc
 
 
 def read_head(path: str | Path, size: int = 16384) -> str:

@@ -12,18 +12,19 @@ Mapping
   (option `include_permuted=True` keeps them). Scopes: terms of the preferred concept are
   EXACT; terms of another concept get NARROW/BROAD/RELATED from its `ConceptRelation` with the
   preferred concept (NRW/BRD/REL), RELATED when none is given.
-- Hierarchy scheme: a tree number's parent is the tree number without its last `.segment`;
-  the IS_A parent is the descriptor that lists that parent tree number. Top-level tree
-  numbers (`C04`) hang under a synthetic category root `MESH:<letter>` (e.g. `MESH:C`
-  "Diseases", `MESH:D` "Chemicals and Drugs"; code = the letter, level_label "category"),
-  created only for letters that occur. A parent tree number that no loaded record lists
-  (a filtered or partial file) is walked up to the nearest listed ancestor, else the
-  category root; such cases are counted in `graph.warnings`. MeSH UIs always carry digits,
-  so `MESH:<letter>` cannot collide with a real record (and `MESH:C` matches MEDIC's root).
+- Hierarchy scheme (`mesh_tree.py`, shared with the name tables): a tree number's parent is
+  the tree number without its last `.segment`; top-level tree numbers hang under a synthetic
+  category root `MESH:<letter>` (`MESH:C` "Diseases", `MESH:D` "Chemicals and Drugs"). MeSH
+  UIs always carry digits, so `MESH:<letter>` cannot collide with a real record (and `MESH:C`
+  matches MEDIC's root). `branches` (`--branches D`, repeatable) keeps the descriptors under
+  those tree letters (or tree numbers) and the supplementary records mapped into them.
 - Supplementary record (SCR): uid `MESH:<SupplementalRecordUI>`, name, terms as synonyms,
   level_label "supplementary", IS_A to each `HeadingMappedTo` descriptor (leading `*`
   stripped). A mapped descriptor that is not loaded is a dangling edge (strict: error).
 - version = the year in the file name (`desc2025.xml` -> "2025"), else "".
+
+A directory holding the MeSH name tables instead (`mesh_id_label_mappings.tsv`,
+`mesh_supp_id_label_mappings.tsv`) is read by `mesh_tables.py` into the same concepts.
 """
 from __future__ import annotations
 
@@ -37,38 +38,35 @@ from kgnorm.errors import InputError
 from kgnorm.graph.ontology_graph import Concept, OntologyGraph
 
 from .common import describe_format, finish, guess_format, open_stream, read_head, require_path
+from .mesh_tables import find_tables, read_tables
+from .mesh_tree import SUPPLEMENTARY, select_branches, tree_edges
 
 FORMAT = "mesh"
 DEFAULT_NAME = "mesh"
-CATEGORIES = {
-    "A": "Anatomy", "B": "Organisms", "C": "Diseases", "D": "Chemicals and Drugs",
-    "E": "Analytical, Diagnostic and Therapeutic Techniques, and Equipment",
-    "F": "Psychiatry and Psychology", "G": "Phenomena and Processes",
-    "H": "Disciplines and Occupations",
-    "I": "Anthropology, Education, Sociology, and Social Phenomena",
-    "J": "Technology, Industry, and Agriculture", "K": "Humanities",
-    "L": "Information Science", "M": "Named Groups", "N": "Health Care",
-    "V": "Publication Characteristics", "Z": "Geographicals",
-}
 _RELATION_SCOPE = {"NRW": "NARROW", "BRD": "BROAD", "REL": "RELATED"}
 _FILE = re.compile(r"^(desc|supp)(\d{4})\.xml(\.gz)?$", re.IGNORECASE)
 _YEAR = re.compile(r"(\d{4})")
 
 
 def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = False,
-         **options: Any) -> OntologyGraph:
-    """Load MeSH descriptor and/or supplementary XML into a finalized graph."""
+         branches: list[str] | None = None, **options: Any) -> OntologyGraph:
+    """Load MeSH descriptor and/or supplementary XML, or the MeSH name tables, into a finalized graph."""
     path = require_path(path, "MeSH path")
-    files = _find_files(path)
     graph = OntologyGraph(name=name or DEFAULT_NAME, format=FORMAT, source_path=str(path))
-    include_permuted = bool(options.get("include_permuted", False))
     trees: dict[str, list[str]] = {}
-    for f in files:
-        m = _YEAR.search(f.name)
-        if m and not graph.version:
-            graph.version = m.group(1)
-        _parse_file(f, graph, trees, include_permuted)
-    _tree_edges(graph, trees)
+    tables = find_tables(path)
+    if tables:
+        read_tables(tables, graph, trees)
+    else:
+        include_permuted = bool(options.get("include_permuted", False))
+        for f in _find_files(path):
+            m = _YEAR.search(f.name)
+            if m and not graph.version:
+                graph.version = m.group(1)
+            _parse_file(f, graph, trees, include_permuted)
+    if branches:
+        select_branches(graph, trees, branches)
+    tree_edges(graph, trees)
     return finish(graph, allow_dangling)
 
 
@@ -90,7 +88,8 @@ def _find_files(path: Path) -> list[Path]:
             found[m.group(1).lower()].append((m.group(2), f))
     chosen = [max(found[k])[1] for k in ("desc", "supp") if found[k]]
     if not chosen:
-        raise InputError("no descYYYY.xml or suppYYYY.xml (optionally .gz) in this directory",
+        raise InputError("no descYYYY.xml or suppYYYY.xml (optionally .gz), nor the MeSH name tables "
+                         "(mesh_id_label_mappings.tsv, mesh_supp_id_label_mappings.tsv) in this directory",
                          path=path)
     return chosen
 
@@ -185,7 +184,7 @@ def _supplemental(elem: Any, graph: OntologyGraph, include_permuted: bool, path:
         raise InputError("SupplementalRecord without SupplementalRecordUI", path=path, line=line)
     uid = f"MESH:{ui}"
     con = Concept(uid=uid, code=ui, name=_text(elem, "SupplementalRecordName/String"),
-                  level_label="supplementary")
+                  level_label=SUPPLEMENTARY)
     _names(elem, con, include_permuted)
     con.definition = con.definition or _text(elem, "Note")
     graph.add_concept(con)
@@ -195,44 +194,3 @@ def _supplemental(elem: Any, graph: OntologyGraph, include_permuted: bool, path:
         if target and target not in seen:
             seen.add(target)
             graph.add_is_a(uid, f"MESH:{target}", origin=f"{path}:{d.sourceline or line}")
-
-
-def _tree_edges(graph: OntologyGraph, trees: dict[str, list[str]]) -> None:
-    """IS_A from tree numbers, following the scheme in the module docstring."""
-    owner: dict[str, str] = {}
-    for uid, tns in trees.items():
-        for tn in tns:
-            owner.setdefault(tn, uid)
-    walked = 0
-    edges: set[tuple[str, str]] = set()
-    for uid, tns in trees.items():
-        for tn in tns:
-            parent_uid = None
-            cur, steps = tn, 0
-            while "." in cur:
-                cur, steps = cur.rsplit(".", 1)[0], steps + 1
-                if cur in owner:
-                    parent_uid = owner[cur]
-                    break
-            if parent_uid is None:
-                parent_uid = _category_root(graph, tn)
-                walked += "." in tn
-            elif steps > 1:
-                walked += 1
-            if parent_uid is not None and (uid, parent_uid) not in edges:
-                edges.add((uid, parent_uid))
-                graph.add_is_a(uid, parent_uid, origin=f"{graph.source_path} (tree number {tn})")
-    if walked:
-        graph.warnings.append(f"{walked} tree number(s) whose parent tree number no loaded "
-                              f"descriptor lists were attached to the nearest listed ancestor")
-
-
-def _category_root(graph: OntologyGraph, tree_number: str) -> str | None:
-    letter = tree_number[:1].upper()
-    if not letter.isalpha():
-        return None
-    uid = f"MESH:{letter}"
-    if uid not in graph.concepts:
-        graph.add_concept(Concept(uid=uid, code=letter, name=CATEGORIES.get(letter, f"Category {letter}"),
-                                  level_label="category"))
-    return uid

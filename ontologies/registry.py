@@ -102,10 +102,35 @@ class UmlsOptions:
     suppress: bool = option(False, "--suppress", help="Also keep suppressible names (SUPPRESS not N).")
 
 
+@dataclass(kw_only=True)
+class MeshOptions:
+    branches: Optional[list[str]] = option(
+        None, "--branches", help="Keep only the descriptors under this tree letter (D: Chemicals and Drugs) or "
+                                 "tree number (C04), and the supplementary records mapped into them; repeatable.")
+
+
+@dataclass(kw_only=True)
+class TableOptions:
+    id_column: str = option("0", "--id-column", help="Column of the ids: a header name or a 0-based index.")
+    name_column: str = option("1", "--name-column", help="Column of the preferred names (header name or index).")
+    synonyms_column: Optional[str] = option(None, "--synonyms-column",
+                                            help="Column of the synonyms, several split on --separator.")
+    parents_column: Optional[str] = option(None, "--parents-column",
+                                           help="Column of the parent ids (IS_A), several split on --separator.")
+    separator: str = option("|", "--separator", help="What separates several synonyms or parents in one cell.")
+    delimiter: Optional[str] = option(None, "--delimiter", help="Column delimiter (tab, comma, semicolon or one "
+                                      "character); default: tab for .tsv, comma for .csv, else sniffed.")
+    header: bool = option(True, "--header/--no-header", help="Whether the first row names the columns.")
+    prefix: Optional[str] = option(None, "--prefix", help="CURIE prefix given to ids without one: `--prefix MYV` "
+                                   "makes id 12 `MYV:12` (needed when some id has none).")
+
+
 for _entry in (
     Loader("obo", "kgnorm.ontologies.obo:load", "Any OBO ontology (via pronto), e.g. HPO's hp.obo."),
     Loader("mesh", "kgnorm.ontologies.mesh:load",
-           "MeSH descriptor/supplementary XML (a file, .xml.gz, or a directory holding them)."),
+           "MeSH descriptor/supplementary XML (a file, .xml.gz, or a directory holding them), or a directory "
+           "holding the MeSH name tables (mesh_id_label_mappings.tsv, mesh_supp_id_label_mappings.tsv).",
+           options=MeshOptions),
     Loader("medic", "kgnorm.ontologies.medic:load",
            "CTD MEDIC: CTD_diseases.tsv/.csv or the DNorm pipe file (medic_06Jul2012.txt)."),
     Loader("snomed", "kgnorm.ontologies.snomed:load",
@@ -117,5 +142,8 @@ for _entry in (
            options=UmlsOptions,
            dangling_help="Skip MRREL rows naming a CUI that MRCONSO lacks instead of failing.",
            dry_run=False),  # as the command always was; the job's dry run works for it too
+    Loader("table", "kgnorm.ontologies.table:load",
+           "A vocabulary table (TSV or CSV): one concept per row; choose the id, name, synonyms and parents "
+           "columns.", options=TableOptions, dangling_help="Drop parents that no row defines instead of failing."),
 ):
     register(_entry)

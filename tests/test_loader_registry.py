@@ -26,6 +26,7 @@ FIXTURES = {
     "snomed": FIX / "snomed/SnomedCT_InternationalRF2_PRODUCTION_20990131T120000Z",
     "meddra": FIX / "meddra/MedDRA_99_0_English",
     "umls": FIX / "umls/2099AA",
+    "table": FIX / "table/vocab.tsv",
 }
 
 
@@ -78,7 +79,8 @@ def test_loader_command_is_generated_from_its_entry(capsys, fmt):
     flat = " ".join(out.replace("│", " ").split())
     assert " ".join(entry.reads.split()) in flat
     for f in fields(entry.options_class()):
-        assert f.metadata["flags"][0] in out
+        for flag in f.metadata["flags"][0].split("/"):  # an on/off switch: --x/--no-x
+            assert flag in out
     assert ("--dry-run" in out) == entry.dry_run
     for flag in ("--ontology", "--allow-dangling", "--store", "--lock-timeout", "--quiet"):
         assert flag in out
@@ -89,7 +91,7 @@ def test_unknown_format_names_the_registered_ones(tmp_path):
     from kgnorm.jobs.ingest import ingest
 
     with pytest.raises(KgnormError, match="unknown ontology format 'nope' \\(known: obo, mesh, medic, snomed, "
-                                          "meddra, umls\\)"):
+                                          "meddra, umls, table\\)"):
         ingest("nope", tmp_path)
 
 
