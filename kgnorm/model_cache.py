@@ -7,11 +7,13 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
+
+import numpy as np
 
 from kgnorm.digests import update_with_file
 
-__all__ = ["CACHE_ENV", "cache_dir", "model_digest", "cached_export"]
+__all__ = ["CACHE_ENV", "cache_dir", "model_digest", "cached_export", "cached_vectors"]
 
 CACHE_ENV = "KGNORM_CACHE_DIR"
 
@@ -50,3 +52,36 @@ def cached_export(kind: str, key: str, files: tuple[str, ...],
         for f in files:
             os.replace(Path(tmp) / f, target / f)
     return target
+
+
+def cached_vectors(kind: str, key: str, texts: Sequence[str],
+                   encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """``encode(texts)``, kept in ``<cache>/<kind>/<digest>.npy`` under `key` (what decides the vectors:
+    a model's content, its pooling ...) and the set of texts: the same key and texts in any order find
+    their vectors again, anything else encodes afresh. Written atomically; a broken or read-only cache
+    only costs the encoding."""
+    texts = list(texts)
+    keys = sorted(set(texts))       # kept in sorted order: the same texts in another order hit
+    row = {t: i for i, t in enumerate(keys)}
+    order = np.fromiter((row[t] for t in texts), dtype=np.int64, count=len(texts))
+    h = hashlib.sha1(key.encode("utf-8"))
+    for t in keys:
+        h.update(t.encode("utf-8") + b"\0")
+    path = cache_dir() / kind / f"{h.hexdigest()[:24]}.npy"
+    if path.is_file():
+        try:
+            vecs = np.load(path, mmap_mode="r")
+            if vecs.shape[0] == len(keys):
+                return np.asarray(vecs[order])
+        except (OSError, ValueError):
+            pass  # a broken cache file: encode again and replace it
+    vecs = np.asarray(encode(keys), dtype=np.float32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, vecs)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return vecs[order]

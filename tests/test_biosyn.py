@@ -307,6 +307,15 @@ def test_a_large_dictionary_re_encodes_only_its_pool_and_saves_an_exact_index(ti
     names = saved.dictionary.names
     exact = saved.encode(names, batch_size=8)
     assert np.allclose(saved.index.reconstruct(np.arange(len(names))), exact, atol=1e-4)
+    # the vectors of the start were cached: a second run encodes the whole dictionary no more
+    calls: list[int] = []
+    again = BioSynModel(DenseEncoder(tiny_bert_dir, pooling="cls", max_length=16, device="cpu"), dictionary)
+    real = again.encode
+    again.encode = lambda texts, **kw: calls.append(len(texts)) or real(texts, **kw)
+    train_biosyn(again, train_dict, TRAIN, DEV, tmp_path / "again", _cfg(epochs=1, pool_above=5, pool_depth=2,
+                                                                         exact_index=False), progress=False)
+    assert calls and max(calls) < len(train_dict)   # the pool, the queries: never every name
+    assert read_model_meta(tmp_path / "again")["training"]["index"] == "pool"
     plain = train_biosyn(BioSynModel(DenseEncoder(tiny_bert_dir, pooling="cls", max_length=16, device="cpu"),
                                      dictionary), train_dict, TRAIN, DEV, tmp_path / "plain", _cfg(epochs=1),
                          progress=False)

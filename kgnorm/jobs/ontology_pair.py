@@ -109,9 +109,7 @@ store may return them in another order). Smaller calls (a source's chunks)
     are encoded as they come. ``KGNORM_MATCH_CACHE=0`` turns it off."""
     import os
 
-    import numpy as np
-
-    from kgnorm.model_cache import cache_dir, model_digest
+    from kgnorm.model_cache import cached_vectors, model_digest
 
     if os.environ.get("KGNORM_MATCH_CACHE", "1") == "0":
         return encode
@@ -123,30 +121,7 @@ store may return them in another order). Smaller calls (a source's chunks)
             return encode(texts)
         if not digest:
             digest.append(model_digest(model))
-        keys = sorted(set(texts))       # kept in sorted order: the same names in another order hit
-        row = {t: i for i, t in enumerate(keys)}
-        order = np.fromiter((row[t] for t in texts), dtype=np.int64, count=len(texts))
-        h = hashlib.sha1(digest[0].encode())
-        for t in keys:
-            h.update(t.encode("utf-8") + b"\0")
-        path = cache_dir() / "match-vectors" / f"{h.hexdigest()[:24]}.npy"
-        if path.is_file():
-            try:
-                vecs = np.load(path, mmap_mode="r")
-                if vecs.shape[0] == len(keys):
-                    return np.asarray(vecs[order])
-            except (OSError, ValueError):
-                pass  # a broken cache file: encode again and replace it
-        vecs = np.asarray(encode(keys), dtype=np.float32)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            with open(tmp, "wb") as fh:
-                np.save(fh, vecs)
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only cache: the vectors are still right, only not kept
-        return vecs[order]
+        return cached_vectors("match-vectors", digest[0], texts, encode)
     return cached
 
 

@@ -10,7 +10,7 @@ from kgnorm.methods.options import (dev_mentions, input_format, keep_checkpoints
                                     refit, refit_minutes, resume, seed, threads)
 from kgnorm.errors import KgnormError
 from kgnorm.methods.recipes import PIPELINE, check_file, finish, names_and_mentions, read_snapshot, set_threads
-from kgnorm.methods.refit import Phase, run_phases
+from kgnorm.methods.refit import Phase, refit_wanted, run_phases
 from kgnorm.progress import note
 
 # What `train biosyn` runs without tuning flags, and BioSyn's own recipe (README: which
@@ -95,7 +95,7 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
 def _train_phase(opts: Options, snap, phase: Phase, quiet: bool):
     """One model directory: selection (train, dev selection) or refit (train + dev, no dev)."""
     from kgnorm.methods.biosyn.model import BioSynModel
-    from kgnorm.methods.biosyn.train import BioSynConfig, train_biosyn
+    from kgnorm.methods.biosyn.train import BioSynConfig, start_vectors, train_biosyn
 
     out = phase.out
     dictionary, search_dict, train_pairs, dev_pairs = names_and_mentions(snap, opts.train, opts.dev, opts.input_format,
@@ -114,6 +114,7 @@ def _train_phase(opts: Options, snap, phase: Phase, quiet: bool):
                            weight_decay=opts.weight_decay, batch_size=opts.batch_size, max_length=opts.max_length,
                            seed=opts.seed, max_steps_per_epoch=opts.max_steps, initial_sparse_weight=opts.sparse_weight,
                            exclude_query_name=opts.exclude_query_name,
+                           exact_index=phase.refit or not refit_wanted(opts) or opts.keep_checkpoints,
                            max_seconds=None if phase.max_minutes is None else phase.max_minutes * 60)
         label = "refit epoch" if phase.refit else "epoch"
 
@@ -132,7 +133,9 @@ def _train_phase(opts: Options, snap, phase: Phase, quiet: bool):
         note(msg, quiet)
     else:
         note(f"encoding {len(search_dict):,} dictionary names for the dense index …", quiet)
-        model.build_index(progress=not quiet)
+        big = len(search_dict) > (BioSynConfig.pool_above or len(search_dict))   # cached: training reuses them
+        model.build_index(vectors=start_vectors(model, search_dict.names, progress=not quiet) if big else None,
+                          progress=not quiet)
         model.save(out, ontology=onto, hyper_parameters={"pooling": opts.pooling, "max_length": opts.max_length,
                                                          "trained": False})
         note("no --train (or 0 epochs): wrote an untrained model (dictionary + index)", quiet)

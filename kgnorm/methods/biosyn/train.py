@@ -32,7 +32,10 @@ Choices (documented, configurable where it matters):
   after each epoch only its *pool* is encoded again: the names any training or dev query can
   reach (its sparse and its first dense top ``pool_depth``, found without gold) and the training
   gold names. The other rows keep their vectors of the start, which no query ranks near its top.
-  The selected model's index is encoded whole once at the end, so what is saved is exact.
+  The selected model's index is encoded whole once at the end, so what is saved is exact
+  (``exact_index``; off for a selection that the refit replaces). The vectors of the start are
+  cached on disk per encoder and names (:func:`start_vectors`): selection, refit and the untrained
+  model encode the dictionary with the starting encoder once between them.
 * Adam (L2 weight decay, as ``torch.optim.Adam``) with lr 1e-5 / weight decay 1e-2 for the
   encoder and lr 1e-2 / no decay for lambda (BioSyn's ``RerankNet``).
 * Dev selection: Acc@1 of the concepts the linker writes (:func:`link_concepts`, strict
@@ -102,9 +105,11 @@ class BioSynConfig(ResumableConfig):
     exclude_query_name: bool = False            # never a candidate: the name identical to the query
     pool_above: int | None = 200_000            # more names than this: re-encode only the pool per epoch
     pool_depth: int = 64                        # per query: sparse and first dense top names in the pool
+    exact_index: bool = True                    # pooled: encode the saved index whole at the end (a
+                                                # selection the refit replaces needs no exact index)
 
     _RESUMABLE = ("epochs", "eval_batch_size", "encode_batch_size", "checkpoint_every_steps",
-                  "checkpoint_every_seconds", "max_seconds", "pool_above", "pool_depth")
+                  "checkpoint_every_seconds", "max_seconds", "pool_above", "pool_depth", "exact_index")
 
 
 class BioSynTask(TrainingTask):
@@ -140,6 +145,7 @@ class BioSynTask(TrainingTask):
         self.pooled = cfg.pool_above is not None and len(self.names) > cfg.pool_above
         self.pool: np.ndarray | None = None          # rows re-encoded per epoch (pooled only)
         self.vectors: np.ndarray | None = None       # pooled: every row's latest vector
+        self.fresh_weights = True                    # the starting encoder's (not resumed): cached vectors fit
 
     def _encode_names(self) -> np.ndarray:
         """The dictionary's vectors with the current weights: every name, or (pooled, once the
@@ -147,7 +153,9 @@ class BioSynTask(TrainingTask):
         if not self.pooled:
             return self.model.encode(self.names, batch_size=self.cfg.encode_batch_size, progress=self.progress)
         if self.vectors is None:
-            self.vectors = self.model.encode(self.names, batch_size=self.cfg.encode_batch_size, progress=self.progress)
+            self.vectors = (start_vectors(self.model, self.names, self.cfg.encode_batch_size, self.progress)
+                            if self.fresh_weights else
+                            self.model.encode(self.names, batch_size=self.cfg.encode_batch_size, progress=self.progress))
             self.pool = self._pool_rows(self.vectors)
             return self.vectors
         fresh = self.model.encode([self.names[r] for r in self.pool], batch_size=self.cfg.encode_batch_size,
@@ -236,6 +244,7 @@ class BioSynTask(TrainingTask):
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
+        self.fresh_weights = False
         with torch.no_grad():
             self.model.sparse_weight.copy_(state["sparse_weight"].to(self.model.sparse_weight.device))
 
@@ -274,10 +283,26 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
     task = BioSynTask(model, dictionary, queries, golds, dev_queries, cfg, out, ontology, progress)
     res = loop.run(task, fingerprint)
     res.model = selected_model(out, load_biosyn, model, str(model.device))
-    if task.pooled:
+    if task.pooled and cfg.exact_index:
         whole_index(res.model, out, cfg.encode_batch_size, progress)
     res.info = {"n_queries": len(queries)}
     return res
+
+
+def start_vectors(model: BioSynModel, names: Sequence[str], batch_size: int = 256,
+                  progress: bool = False) -> np.ndarray:
+    """The vectors of `names` under the starting encoder (its weights as saved in its directory),
+    cached on disk by the encoder's content and settings and the names (kgnorm.model_cache): a large
+    dictionary is encoded once for the untrained model, the selection and the refit alike (676k
+    MeSH chemical names take about 35 CPU-minutes)."""
+    import json
+
+    from kgnorm.model_cache import cached_vectors, model_digest
+
+    enc = model.encoder
+    key = f"{model_digest(enc.path)}-{json.dumps(enc.config(), sort_keys=True)}"
+    return cached_vectors("name-vectors", key, names,
+                          lambda texts: model.encode(texts, batch_size=batch_size, progress=progress))
 
 
 def whole_index(model: BioSynModel, out: Path, batch_size: int, progress: bool) -> None:
