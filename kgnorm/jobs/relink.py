@@ -79,7 +79,7 @@ def relink_orphans(model: str | Path, *, store: str | None = None, top_k: int = 
         for row, lm, demoted in _surviving(st, onto, linker, meta, rows, deep, batch_size):
             if tsv is not None:
                 tsv.writerows(tsv_rows(lm, top_k))
-            edges = [LinkEdge(row.uid, c, score, rank) for c, rank, score in edges_for(lm, write_top_k)]
+            edges = [LinkEdge(row.uid, c.uid, score, rank, c.ontology) for c, rank, score in edges_for(lm, write_top_k)]
             links += edges
             if not edges:
                 still.add(row.uid)

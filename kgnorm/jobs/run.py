@@ -232,7 +232,8 @@ def staged_mention(lm: Any, source_digest: str, source_label: str, write_top_k: 
     muid = mention_uid(source_digest, m.mention_id)
     return StagedMention(MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id, source_label,
                                     type, confidence),
-                         [LinkEdge(muid, c, score, rank) for c, rank, score in edges_for(lm, write_top_k)], document)
+                         [LinkEdge(muid, c.uid, score, rank, c.ontology) for c, rank, score in edges_for(lm, write_top_k)],
+                         document)
 
 
 def write_whole_run(store: str | None, write: RunWrite, lock_timeout: float = 30.0) -> None:

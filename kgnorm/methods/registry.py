@@ -197,10 +197,10 @@ def open_linker(model_dir: str | Path) -> tuple[Any, dict[str, Any]]:
         raise KgnormError(f"{model_dir}: a {meta['method']} model has no name index to link with")
     model = _resolve(entry.linker)(model_dir) if entry.linker else load_encoder(model_dir)
     if entry.kind == CONTEXT:
-        return ContextLinker(model, meta["method"]), meta
+        return ContextLinker(model, meta["method"], meta.get("ontology") or ""), meta
     if not hasattr(model, "link"):
         raise KgnormError(f"{model_dir}: a {meta['method']} model has no name index to link with")
-    linker: Any = DictionaryLinker(model, meta["method"])
+    linker: Any = DictionaryLinker(model, meta["method"], meta.get("ontology") or "")
     block = meta.get("reranker")
     if block:
         from kgnorm.methods.rerank.wrapper import reranked
