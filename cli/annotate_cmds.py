@@ -14,7 +14,10 @@ from kgnorm.cli.common import (EngineOpt, LockTimeoutOpt, QuietOpt, RayAddressOp
 def annotate_cmd(
     ner: Annotated[str, typer.Option("--ner", help="dictionary:ONTOLOGY (the ontology's names in the store) or a "
                                      "trained detector's directory (kgnorm train ner).")],
-    model: Annotated[Path, typer.Option("--model", help="A linking model directory (any model `link` takes).")],
+    model: Annotated[list[str], typer.Option("--model", help="A linking model directory (any model `link` takes); or "
+                                             "TYPE=DIR, repeated, to link each mention type with its own model "
+                                             "(e.g. --model Disease=DIR --model Chemical=DIR; a plain DIR beside "
+                                             "them links the other types).")],
     input: Annotated[Path, typer.Option("--input", help="A file, or a directory of .txt files (--input-format text).")],
     input_format: Annotated[str, typer.Option("--input-format", help="text, jsonl, pubtator or bioc (read for the "
                                               "text only).")] = "text",
@@ -55,8 +58,9 @@ def annotate_cmd(
     setup(quiet)
     from kgnorm.jobs.annotate import annotate_documents
     from kgnorm.jobs.ray_engine import RayOptions
+    from kgnorm.methods.router.linker import routes_from_options
 
-    report = annotate_documents(ner, model, input, input_format=input_format,
+    report = annotate_documents(ner, routes_from_options(model), input, input_format=input_format,
                                 output=output if output else sys.stdout, output_format=output_format, store=store,
                                 write=write, top_k=top_k, consistency=consistency, nil_threshold=nil_threshold,
                                 nil_dev=nil_dev, batch_docs=batch_size, lock_timeout=lock_timeout,

@@ -21,8 +21,8 @@ from kgnorm.errors import KgnormError
 from kgnorm.ner.spans import MentionDetector
 
 DOCUMENT_BATCH = 32
-MENTION_COLUMNS = ["doc_id", "start", "end", "text", "type", "concept_uids", "concept_names", "score", "nil",
-                   "confidence"]
+MENTION_COLUMNS = ["doc_id", "start", "end", "text", "type", "ontology", "concept_uids", "concept_names", "score",
+                   "nil", "confidence"]
 
 
 @dataclass
@@ -63,7 +63,7 @@ class AnnotateReport:
         return lines
 
 
-def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, input: str | Path, *,
+def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | dict[str, Any], input: str | Path, *,
                        input_format: str = "text", output: str | Path | TextIO | None = None,
                        output_format: str = "pubtator", store: str | None = None, write: bool = True,
                        top_k: int = 1, consistency: bool | None = None, nil_threshold: float | str | None = None,
@@ -72,7 +72,9 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                        collect: bool = False, engine: str = "local", ray: Any = None,
                        ner_precision: str | None = None, threads: int | None = None,
                        overlap: bool | None = None, min_confidence: float | str | None = "auto") -> AnnotateReport:
-    """Annotate the documents of `input`; see the module docstring. `top_k`: ranks stored as
+    """Annotate the documents of `input`; see the module docstring. `model`: a linking model's
+    directory, or a router's meta sending each mention type to its own linker
+    (kgnorm.methods.router.routes_from_options: ``--model Disease=DIR --model Chemical=DIR``). `top_k`: ranks stored as
     LINKED_TO edges (outputs carry rank 1). `engine="ray"`: each batch is detected and linked by
     a pool of Ray actors (`ray`: a kgnorm.jobs.ray_engine.RayOptions), the output the same.
     `ner_precision`: a trained detector's path (auto, fp32, bf16, int8; None: the
@@ -113,13 +115,13 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
             consistency = bool(getattr(detector, "consistency_by_default", False))
         linking = open_linking_model(model, engine=engine, nil_threshold=nil_threshold, nil_dev=nil_dev, store=session)
         report.notes += [linking.nil.note] if linking.nil.note else []
-        confidence = mention_confidence(ner, Path(model), linking.meta, min_confidence, report.notes)
+        confidence = mention_confidence(ner, linking.label, linking.meta, min_confidence, report.notes)
         if write:
             check_ontology(session, linking.meta, report.notes)
         refinements, tagger = dictionary_tagger_for(detector, session, linking.meta.get("ontology"), report.notes)
         run = _run_record(linking, ner_label, digest, label, top_k, consistency, refinements, precision, confidence)
         # rank 2 is read for the confidence's margin; outputs and edges keep top_k
-        work = AnnotateBatchWork(detector, str(linking.path), linking.pipeline, consistency,
+        work = AnnotateBatchWork(detector, linking.source, linking.pipeline, consistency,
                                  linking.link_kw(max(top_k, 2), 256), dictionary_tagger=tagger,
                                  ner_precision=precision, confidence=confidence)
         started = time.perf_counter()
@@ -137,6 +139,9 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
             writer.close()
         out.publish()
     report.seconds = time.perf_counter() - started
+    unrouted = getattr(linking.linker, "unrouted", None) or {}  # a router's types with no route (in-process)
+    report.notes += [f"{n:,} mention(s) of type {t or '(none)'}: no linker for that type (not linked)"
+                     for t, n in sorted(unrouted.items())]
     if write:
         report.run_uid = run.uid
     if report.n_documents == 0:
@@ -231,7 +236,7 @@ def _take(out: Any, writer: Any, batch: list[TextDocument], done: Any, report: A
     out.bar.update(len(batch))
 
 
-def mention_confidence(ner: str | Path | MentionDetector, model: Path, meta: dict[str, Any],
+def mention_confidence(ner: str | Path | MentionDetector, model: str | Path, meta: dict[str, Any],
                        min_confidence: float | str | None, notes: list[str]) -> Any:
     """The fitted mention confidence (kgnorm.nil.confidence) of this detector directory and linking
     model, its threshold replaced by a number `min_confidence`; None when off or none was fitted
@@ -282,13 +287,13 @@ def _annotation(lm: Any) -> Annotation:
     top = [p[0] for p in lm.parts if p]
     ids = () if lm.nil or not top or len(top) != len(lm.parts) else tuple(h.uid for h in top)
     score = sum(h.score for h in top) / len(top) if top else None
-    return Annotation(m.start, m.end, m.text, m.type, ids, score, lm.confidence)
+    return Annotation(m.start, m.end, m.text, m.type, ids, score, lm.confidence, top[0].ontology if ids else "")
 
 
 def _row(doc: TextDocument, lm: Any, a: Annotation) -> dict[str, Any]:
     names = "|".join(p[0].name for p in lm.parts if p) if a.ids else ""
     return {"doc_id": doc.doc_id, "start": a.start, "end": a.end, "text": a.text, "type": a.type,
-            "concept_uids": "|".join(a.ids), "concept_names": names, "score": a.score, "nil": not a.ids,
+            "ontology": a.ontology, "concept_uids": "|".join(a.ids), "concept_names": names, "score": a.score, "nil": not a.ids,
             "confidence": lm.confidence, "features": lm.features}
 
 

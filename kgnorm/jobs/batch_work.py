@@ -35,7 +35,8 @@ def batches_of(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield block
 
 
-def _linker(model_dir: str) -> PartLinker:
+def _linker(model_dir: str | dict[str, Any]) -> PartLinker:
+    """The linker of a model directory (or of a router's meta given in memory), behind the query cache."""
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.query_cache import with_cache
 
@@ -46,7 +47,7 @@ def _linker(model_dir: str) -> PartLinker:
 class LinkBatchWork:
     """`link`: a block of (mention, abbreviations) → its LinkedMentions."""
 
-    model_dir: str
+    model_dir: str | dict[str, Any]  # a directory, or a router's meta (kgnorm.methods.router)
     pipeline: TextPipeline
     link_kw: dict[str, Any]
 
@@ -147,7 +148,7 @@ class AnnotateBatchWork:
     (loaded by each worker)."""
 
     detector: MentionDetector | str
-    model_dir: str
+    model_dir: str | dict[str, Any]  # a directory, or a router's meta (kgnorm.methods.router)
     pipeline: TextPipeline
     consistency: bool
     link_kw: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,195 @@
+"""Issue 49, item 4 (routing): `annotate --model Disease=DIR --model Chemical=DIR` sends each found
+mention to the linker of its type, and each is linked into its own ontology, in the outputs and
+in the store (LadybugDB and Bolt), although the two ontologies share a uid. The router is one
+registry entry (kgnorm.methods.router, a wrapper kind); `kgnorm train router` writes it as a
+directory that annotates the same."""
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pytest
+
+from annotate_fixtures import write_jsonl
+from cli_runner import run
+from kgnorm.documents.readers import read_documents
+from kgnorm.jobs.detectors import DetectorKind
+from test_cli_journey import journey_store as store  # noqa: F401  (a fresh store of each kind)
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+SHARED = "MESH:D003924"  # in both ontologies, as in MEDIC and MeSH
+
+DISEASES = f"""format-version: 1.2
+data-version: dis/2099-01-01
+ontology: dis
+
+[Term]
+id: MESH:C
+name: disease
+
+[Term]
+id: {SHARED}
+name: type 2 diabetes
+synonym: "NIDDM" EXACT []
+is_a: MESH:C
+
+[Term]
+id: MESH:D009369
+name: neoplasm
+is_a: MESH:C
+"""
+
+CHEMICALS = f"""format-version: 1.2
+data-version: chem/2099-01-01
+ontology: chem
+
+[Term]
+id: MESH:D002241
+name: carbohydrate
+
+[Term]
+id: MESH:D005947
+name: glucose
+is_a: MESH:D002241
+
+[Term]
+id: MESH:D008687
+name: metformin
+
+[Term]
+id: {SHARED}
+name: type 2 diabetes
+"""
+
+DOCS = [{"id": "p1", "title": "Metformin and glucose in type 2 diabetes.",
+         "abstract": "Glucose fell with metformin; no neoplasm was seen."},
+        {"id": "p2", "text": "Type 2 diabetes without metformin."}]
+
+# a detector of two types: a word list per type (registered at run time, as a plugin would be)
+TOY = '''
+import re
+
+from kgnorm.ner.spans import MentionDetector, Span
+
+WORDS = {"Chemical": ("metformin", "glucose"), "Disease": ("type 2 diabetes", "neoplasm")}
+
+
+class TwoTypes(MentionDetector):
+    types = ("Chemical", "Disease")
+
+    def detect(self, texts):
+        out = []
+        for t in texts:
+            spans = [Span(m.start(), m.end(), m.group(), typ) for typ, words in WORDS.items()
+                     for m in re.finditer(r"\\b(?:" + "|".join(words) + r")\\b", t, re.IGNORECASE)]
+            out.append(sorted(spans, key=lambda s: s.start))
+        return out
+
+
+def build(arg, ctx):
+    return TwoTypes(), "twotypes"
+'''
+
+WANT = {"metformin": ("Chemical", "chem", "MESH:D008687"), "glucose": ("Chemical", "chem", "MESH:D005947"),
+        "type 2 diabetes": ("Disease", "dis", SHARED), "neoplasm": ("Disease", "dis", "MESH:D009369")}
+
+
+@pytest.fixture
+def two_types(tmp_path, monkeypatch):
+    from kgnorm.jobs import detectors
+
+    pkg = tmp_path / "plugins" / "twotypes"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "det.py").write_text(textwrap.dedent(TOY))
+    monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
+    monkeypatch.setattr(detectors, "DETECTORS", dict(detectors.DETECTORS))
+    detectors.register(DetectorKind("twotypes", "twotypes.det:build", help="Chemicals and diseases from word lists."))
+    yield
+    for mod in [m for m in sys.modules if m.startswith("twotypes")]:
+        del sys.modules[mod]
+
+
+def _models(capsys, tmp_path, store, tiny_bert_dir) -> dict[str, str]:
+    """Both ontologies ingested, an (untrained) BioSyn linker over each."""
+    out = {}
+    for name, obo in (("dis", DISEASES), ("chem", CHEMICALS)):
+        path = tmp_path / f"{name}.obo"
+        path.write_text(obo, encoding="utf-8")
+        code, _, err = run(capsys, "ingest", "obo", str(path), "--ontology", name, "--store", store, "-q")
+        assert code == 0, err
+        out[name] = str(tmp_path / f"biosyn-{name}")
+        code, _, err = run(capsys, "train", "biosyn", "--ontology", name, "--out", out[name], "--encoder",
+                           str(tiny_bert_dir), "--store", store, "-q")
+        assert code == 0, err
+    return out
+
+
+def _annotate(capsys, store, models: list[str], src, out, fmt: str, *extra: str) -> str:
+    args = [a for m in models for a in ("--model", m)]
+    code, _, err = run(capsys, "annotate", "--ner", "twotypes", *args, "--input", str(src), "--input-format", "jsonl",
+                       "--output", str(out), "--output-format", fmt, "--store", store, "--no-consistency", *extra)
+    assert code == 0, err
+    return err
+
+
+def test_annotate_routes_each_type_to_its_own_linker(two_types, capsys, tmp_path, store, tiny_bert_dir):
+    models = _models(capsys, tmp_path, store, tiny_bert_dir)
+    src = write_jsonl(tmp_path / "docs.jsonl", DOCS)
+    routes = [f"Disease={models['dis']}", f"Chemical={models['chem']}"]
+    _annotate(capsys, store, routes, src, tmp_path / "out.jsonl", "jsonl")
+    found = [(m["text"].lower(), m["type"], m.get("ontology"), tuple(m["ids"]))
+             for line in (tmp_path / "out.jsonl").read_text().splitlines() for m in json.loads(line)["mentions"]]
+    assert len(found) == 8
+    assert all((typ, onto, ids) == (*WANT[text][:2], (WANT[text][2],)) for text, typ, onto, ids in found), found
+    # the store: each mention's type, and its link on its own ontology's node (MESH:D003924 is in both)
+    code, out, err = run(capsys, "query", "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) RETURN m.text AS t, "
+                         "m.type AS type, c.ontology AS o, c.uid AS u", "--format", "json", "--store", store)
+    assert code == 0, err
+    rows = sorted((r["t"].lower(), r["type"], r["o"], r["u"]) for r in json.loads(out))
+    assert rows == sorted((text, *WANT[text]) for text, *_ in found)
+    # PubTator and BioC carry the types; BioC the ontology too; the same run again replaces itself
+    _annotate(capsys, store, routes, src, tmp_path / "out.pubtator", "pubtator", "-q")
+    _annotate(capsys, store, routes, src, tmp_path / "out.bioc", "bioc", "-q")
+    for fmt in ("pubtator", "bioc"):
+        docs = read_documents(tmp_path / f"out.{fmt}", fmt)
+        assert sorted((a.text.lower(), a.type, a.ids) for d in docs for a in d.annotations) == sorted(
+            (t, typ, ids) for t, typ, _, ids in found)
+    bioc = (tmp_path / "out.bioc").read_text()
+    for onto in ("chem", "dis"):
+        assert bioc.count(f'<infon key="ontology">{onto}</infon>') == sum(o == onto for _, _, o, _ in found)
+    code, out, _ = run(capsys, "query", "MATCH (r:Run) RETURN r.method AS m, r.model_path AS p", "--format", "json",
+                       "--store", store)
+    assert [r["m"] for r in json.loads(out)] == ["router"] and json.loads(out)[0]["p"].startswith("router:Chemical=")
+
+
+def test_a_router_directory_and_a_default_route(two_types, capsys, tmp_path, store, tiny_bert_dir):
+    models = _models(capsys, tmp_path, store, tiny_bert_dir)
+    src = write_jsonl(tmp_path / "docs.jsonl", DOCS)
+    router = tmp_path / "router"
+    code, _, err = run(capsys, "train", "router", "--route", f"Disease={models['dis']}", "--route",
+                       f"chemical={models['chem']}", "--out", str(router))
+    assert code == 0, err
+    assert "router → " in err and "chemical: chem" in err
+    meta = json.loads((router / "kgnorm-model.json").read_text())
+    assert meta["method"] == "router" and meta["ontologies"] == {"Disease": "dis", "chemical": "chem"}
+    _annotate(capsys, store, [str(router)], src, tmp_path / "dir.jsonl", "jsonl", "--no-write")
+    _annotate(capsys, store, [f"Disease={models['dis']}", f"Chemical={models['chem']}"], src,
+              tmp_path / "flags.jsonl", "jsonl", "--no-write")
+    assert (tmp_path / "dir.jsonl").read_text() == (tmp_path / "flags.jsonl").read_text()
+    # a plain DIR beside TYPE=DIR links the types no route names; a type with no route at all stays unlinked
+    _annotate(capsys, store, [f"Chemical={models['chem']}", models["dis"]], src, tmp_path / "default.jsonl", "jsonl",
+              "--no-write")
+    assert (tmp_path / "default.jsonl").read_text() == (tmp_path / "flags.jsonl").read_text()
+    err = _annotate(capsys, store, [f"Chemical={models['chem']}"], src, tmp_path / "chem.jsonl", "jsonl", "--no-write")
+    assert "3 mention(s) of type Disease: no linker for that type (not linked)" in err
+    mentions = [m for line in (tmp_path / "chem.jsonl").read_text().splitlines() for m in json.loads(line)["mentions"]]
+    assert {m["type"]: bool(m["ids"]) for m in mentions} == {"Chemical": True, "Disease": False}
+    # bad routes: one line each
+    for bad, message in (([f"Chemical={tmp_path}"], "not a model directory"),
+                         ([f"Chemical={models['chem']}", f"chemical={models['dis']}"], "type chemical is given twice")):
+        code, _, err = run(capsys, "annotate", "--ner", "twotypes", *[a for m in bad for a in ("--model", m)],
+                           "--input", str(src), "--input-format", "jsonl", "--store", store, "--no-write")
+        assert code != 0 and message in err, err
