@@ -99,7 +99,8 @@ def router_label(meta: Mapping[str, Any]) -> str:
 
 def _shared(meta: dict[str, Any], metas: list[dict[str, Any]]) -> dict[str, Any]:
     """The router's meta with its routes' metas: every route names its ontology, and all share
-    one text pipeline (refused in one line naming the first that does not)."""
+    one text pipeline (refused in one line naming the first that does not). Its ``ontology`` is
+    the routes' when they share one, else "" (each route stamps its own on its hits)."""
     routes = list(meta["routes"].items())
     for (typ, path), m in zip(routes, metas):
         if not m.get("ontology"):
@@ -108,8 +109,10 @@ def _shared(meta: dict[str, Any], metas: list[dict[str, Any]]) -> dict[str, Any]
             raise KgnormError(f"a router's routes must share the text pipeline: {typ}={path} has "
                               f"{m.get('text_pipeline')!r}, {routes[0][0]}={routes[0][1]} has "
                               f"{metas[0].get('text_pipeline')!r}")
-    return {**meta, "ontology": "", "text_pipeline": metas[0].get("text_pipeline", {}),
-            "ontologies": {t: m["ontology"] for (t, _), m in zip(routes, metas)}, "member_meta": metas}
+    ontologies = {t: m["ontology"] for (t, _), m in zip(routes, metas)}
+    one = set(ontologies.values())  # the router's own ontology when every route links into the same
+    return {**meta, "ontology": one.pop() if len(one) == 1 else "", "text_pipeline": metas[0].get("text_pipeline", {}),
+            "ontologies": ontologies, "member_meta": metas}
 
 
 def read_router_meta(model_dir: Any, meta: dict[str, Any]) -> dict[str, Any]:
