@@ -102,7 +102,8 @@ def eval_annotate_cmd(
                                               "in one of its formats).")],
     model: Annotated[Optional[Path], typer.Option("--model", help="The linking model: its ontology's alt ids "
                                                   "count.")] = None,
-    ontology: Annotated[Optional[str], typer.Option("--ontology", help="Or the ontology whose alt ids count.")] = None,
+    ontology: Annotated[Optional[str], typer.Option("--ontology", help="Or the ontology whose alt ids count (several: "
+                                                    "comma-separated).")] = None,
     types: Annotated[Optional[str], typer.Option("--types", help="Gold types scored, comma-separated (default: "
                                                  "all); predictions of other types are dropped too.")] = None,
     gold_format: Annotated[Optional[str], typer.Option("--gold-format", help="pubtator, bioc or jsonl (default: "
@@ -111,7 +112,8 @@ def eval_annotate_cmd(
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
-    """NER strict-span, end-to-end mention and document-level concept precision/recall/F1."""
+    """NER strict-span, end-to-end mention and document-level concept precision/recall/F1, overall and,
+    for a run of several types, per type."""
     setup(quiet)
     from kgnorm.evaluation.annotate_eval import report_lines
     from kgnorm.jobs.eval_annotate import evaluate_annotations

@@ -160,6 +160,22 @@ def test_annotate_routes_each_type_to_its_own_linker(two_types, capsys, tmp_path
     bioc = (tmp_path / "out.bioc").read_text()
     for onto in ("chem", "dis"):
         assert bioc.count(f'<infon key="ontology">{onto}</infon>') == sum(o == onto for _, _, o, _ in found)
+    # eval annotate: overall and per type (gold here: the output without p2's metformin)
+    lines = (tmp_path / "out.pubtator").read_text().splitlines(keepends=True)
+    gold = tmp_path / "gold.pubtator"
+    gold.write_text("".join(x for x in lines if not (x.startswith("p2\t") and "\tChemical\t" in x)))
+    code, out, err = run(capsys, "eval", "annotate", "--gold", str(gold), "--predictions", str(tmp_path / "out.pubtator"),
+                         "--ontology", "dis,chem", "--format", "json", "--store", store)
+    assert code == 0, err
+    report = json.loads(out)
+    counts = {t: {k: (s[k]["tp"], s[k]["predicted"], s[k]["gold"]) for k in ("ner", "mention", "document")}
+              for t, s in [("all", report), *report["by_type"].items()]}
+    assert counts == {"all": {"ner": (7, 8, 7), "mention": (7, 8, 7), "document": (5, 6, 5)},
+                      "Chemical": {"ner": (4, 5, 4), "mention": (4, 5, 4), "document": (2, 3, 2)},
+                      "Disease": {"ner": (3, 3, 3), "mention": (3, 3, 3), "document": (3, 3, 3)}}
+    code, out, _ = run(capsys, "eval", "annotate", "--gold", str(gold), "--predictions", str(tmp_path / "out.pubtator"),
+                       "--ontology", "dis,chem", "--store", store)
+    assert "mention Chemical" in out and "document Disease" in out
     code, out, _ = run(capsys, "query", "MATCH (r:Run) RETURN r.method AS m, r.model_path AS p", "--format", "json",
                        "--store", store)
     assert [r["m"] for r in json.loads(out)] == ["router"] and json.loads(out)[0]["p"].startswith("router:Chemical=")
