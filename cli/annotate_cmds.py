@@ -73,7 +73,8 @@ def annotate_cmd(
 def calibrate_cmd(
     ner: Annotated[Path, typer.Option("--ner", help="A trained detector's directory (kgnorm train ner): the "
                                       "confidence is stored in it.")],
-    model: Annotated[Path, typer.Option("--model", help="The linking model annotate will use with it.")],
+    model: Annotated[list[str], typer.Option("--model", help="The linking model annotate will use with it (or its "
+                                             "TYPE=DIR routes, as in annotate: one fit per type).")],
     dev: Annotated[Path, typer.Option("--dev", help="Annotated dev documents (PubTator, BioC or JSONL) with gold "
                                       "concepts; not the documents you will report figures on.")],
     dev_format: Annotated[Optional[str], typer.Option("--dev-format", help="pubtator, bioc or jsonl (default: "
@@ -89,8 +90,9 @@ def calibrate_cmd(
     detector's directory; `annotate` then drops mentions under it with no flag."""
     setup(quiet)
     from kgnorm.jobs.annotate import calibrate_annotate
+    from kgnorm.methods.router.linker import routes_from_options
 
-    report = calibrate_annotate(ner, model, dev, dev_format=dev_format,
+    report = calibrate_annotate(ner, routes_from_options(model), dev, dev_format=dev_format,
                                 types=[t.strip() for t in types.split(",") if t.strip()] if types else None,
                                 store=store, threads=threads, progress=not quiet)
     print_report(report, quiet)

@@ -82,7 +82,7 @@ class TwoTypes(MentionDetector):
     def detect(self, texts):
         out = []
         for t in texts:
-            spans = [Span(m.start(), m.end(), m.group(), typ) for typ, words in WORDS.items()
+            spans = [Span(m.start(), m.end(), m.group(), typ, 0.5 + (m.start() % 7) / 20) for typ, words in WORDS.items()
                      for m in re.finditer(r"\\b(?:" + "|".join(words) + r")\\b", t, re.IGNORECASE)]
             out.append(sorted(spans, key=lambda s: s.start))
         return out
@@ -90,6 +90,10 @@ class TwoTypes(MentionDetector):
 
 def build(arg, ctx):
     return TwoTypes(), "twotypes"
+
+
+def build_dir(arg, ctx):  # the same detector as a directory: what `kgnorm calibrate` stores its fits in
+    return TwoTypes(), arg
 '''
 
 WANT = {"metformin": ("Chemical", "chem", "MESH:D008687"), "glucose": ("Chemical", "chem", "MESH:D005947"),
@@ -107,6 +111,7 @@ def two_types(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
     monkeypatch.setattr(detectors, "DETECTORS", dict(detectors.DETECTORS))
     detectors.register(DetectorKind("twotypes", "twotypes.det:build", help="Chemicals and diseases from word lists."))
+    detectors.register(DetectorKind("twotypesdir", "twotypes.det:build_dir", directory=True, help="The same, saved."))
     yield
     for mod in [m for m in sys.modules if m.startswith("twotypes")]:
         del sys.modules[mod]
@@ -209,3 +214,62 @@ def test_a_router_directory_and_a_default_route(two_types, capsys, tmp_path, sto
         code, _, err = run(capsys, "annotate", "--ner", "twotypes", *[a for m in bad for a in ("--model", m)],
                            "--input", str(src), "--input-format", "jsonl", "--store", store, "--no-write")
         assert code != 0 and message in err, err
+
+
+def _dev(path) -> None:
+    """Dev documents with gold: every document names both types; in half of them a mention's gold
+    concept is another than the one its name says (so each type has right and wrong links)."""
+    blocks = []
+    for i in range(12):
+        title, abstract = f"Case {i}.", "Glucose rose under metformin in type 2 diabetes; a neoplasm was found."
+        text = f"{title} {abstract}"
+        odd = i % 2
+        gold = {"Glucose": ("Chemical", "MESH:D002241" if odd else "MESH:D005947"),
+                "metformin": ("Chemical", "MESH:D008687"), "type 2 diabetes": ("Disease", SHARED),
+                "neoplasm": ("Disease", "MESH:C" if odd else "MESH:D009369")}
+        lines = [f"d{i}|t|{title}", f"d{i}|a|{abstract}"]
+        for word, (typ, uid) in gold.items():
+            start = text.index(word)
+            lines.append(f"d{i}\t{start}\t{start + len(word)}\t{word}\t{typ}\t{uid}")
+        blocks.append("\n".join(lines) + "\n")
+    path.write_text("\n".join(blocks) + "\n", encoding="utf-8")
+
+
+def test_mention_confidence_is_fitted_and_applied_per_type(two_types, capsys, tmp_path, tiny_bert_dir):
+    from kgnorm.jobs.annotate import annotate_documents
+    from kgnorm.methods.router.linker import routes_from_options
+    from kgnorm.nil.confidence import MentionConfidence
+
+    store = f"ladybug://{tmp_path}/graph"  # the store plays no part in the fit: one kind is enough
+    models = _models(capsys, tmp_path, store, tiny_bert_dir)
+    detector = tmp_path / "detector"
+    detector.mkdir()
+    (detector / "kgnorm-model.json").write_text(json.dumps({"method": "twotypesdir"}))
+    dev = tmp_path / "dev.pubtator"
+    _dev(dev)
+    routes = ["--model", f"Disease={models['dis']}", "--model", f"Chemical={models['chem']}"]
+    code, _, err = run(capsys, "calibrate", "--ner", str(detector), *routes, "--dev", str(dev), "--store", store)
+    assert code == 0, err
+    assert "mention confidence (disease) fitted on 12 dev document(s), 24 found" in err and "threshold (chemical)" in err
+    entries = {e["type"]: e for e in json.loads((detector / "kgnorm-model.json").read_text())["mention_confidence"]}
+    created = {n: json.loads((tmp_path / f"biosyn-{n}" / "kgnorm-model.json").read_text())["created_at"]
+               for n in ("dis", "chem")}
+    assert {t: e["linker"]["created_at"] for t, e in entries.items()} == {"disease": created["dis"],
+                                                                         "chemical": created["chem"]}
+    fits = {t: MentionConfidence.from_meta(e) for t, e in entries.items()}
+    # annotate applies each type's own fit (the routes given as flags find what calibrate stored)
+    report = annotate_documents(str(detector), routes_from_options([r for r in routes if r != "--model"]), dev,
+                                input_format="pubtator", output=None, write=False, collect=True, progress=False,
+                                store=store, min_confidence="off")
+    assert report.rows and {r["type"] for r in report.rows} == {"Chemical", "Disease"}
+    for r in report.rows:
+        assert r["confidence"] == pytest.approx(fits[r["type"].lower()].probability(r["features"]))
+    kept = annotate_documents(str(detector), routes_from_options([r for r in routes if r != "--model"]), dev,
+                              input_format="pubtator", output=None, write=False, collect=True, progress=False,
+                              store=store)
+    assert all(r["confidence"] >= fits[r["type"].lower()].threshold for r in kept.rows)
+    assert len(kept.rows) == sum(r["confidence"] >= fits[r["type"].lower()].threshold for r in report.rows)
+    # one linker alone has no fit of its own: annotate says so and keeps every mention
+    alone = annotate_documents(str(detector), models["chem"], dev, input_format="pubtator", output=None, write=False,
+                               collect=True, progress=False, store=store)
+    assert all(r["confidence"] is None for r in alone.rows) and any("none fitted" in n for n in alone.notes)
