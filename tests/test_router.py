@@ -273,3 +273,40 @@ def test_mention_confidence_is_fitted_and_applied_per_type(two_types, capsys, tm
     alone = annotate_documents(str(detector), models["chem"], dev, input_format="pubtator", output=None, write=False,
                                collect=True, progress=False, store=store)
     assert all(r["confidence"] is None for r in alone.rows) and any("none fitted" in n for n in alone.notes)
+
+
+def test_serve_colours_filters_and_offers_candidates_by_type(two_types, capsys, tmp_path, tiny_bert_dir):
+    from starlette.testclient import TestClient
+
+    from kgnorm.methods.router.linker import routes_from_options
+    from kgnorm.review.desk import ReviewDesk
+    from kgnorm.serve import create_app
+
+    store = f"ladybug://{tmp_path}/graph"  # serve's reads on both stores: test_serve_http
+    models = _models(capsys, tmp_path, store, tiny_bert_dir)
+    routes = [f"Disease={models['dis']}", f"Chemical={models['chem']}"]
+    _annotate(capsys, store, routes, write_jsonl(tmp_path / "docs.jsonl", DOCS), tmp_path / "o.jsonl", "jsonl", "-q")
+    desk = ReviewDesk(store, model=routes_from_options(routes))
+    try:
+        client = TestClient(create_app(desk, "token-0123456789abcdef"))
+        page = client.get("/documents/p1").text
+        assert 'data-type-class="t0"> <mark class="t0">Disease</mark> 2' in page  # a colour per type, a filter each
+        assert 'data-type-class="t1"> <mark class="t1">Chemical</mark> 4' in page
+        mentions = {(m["text"].lower(), m["type"]): m["uid"] for m in client.get("/api/documents/p1").json()["mentions"]}
+        for (text, typ), uid in mentions.items():
+            m = client.get(f"/api/mentions/{uid}").json()
+            onto = WANT[text][1]
+            # the model's candidates come from the mention's type's linker: its own ontology
+            assert m["ontology"] == onto and m["candidates_from"] == "model" and m["candidates"]
+            assert {c["ontology"] for c in m["candidates"]} == {onto}, (text, m["candidates"])
+        # MESH:D003924 is in both: the disease mention's details are the disease ontology's concept
+        dm = client.get(f"/api/mentions/{mentions[('type 2 diabetes', 'Disease')]}").json()
+        assert dm["candidates"][0]["uid"] == SHARED and dm["candidates"][0]["parents"] == [
+            {"uid": "MESH:C", "name": "disease"}]
+        # the search box offers the mention's ontology's concepts (all of them without one)
+        hits = client.get("/api/concepts", params={"q": "type 2"}).json()["concepts"]
+        assert sorted(h["ontology"] for h in hits) == ["chem", "dis"]
+        hits = client.get("/api/concepts", params={"q": SHARED, "ontology": "chem"}).json()["concepts"]
+        assert [(h["uid"], h["ontology"]) for h in hits] == [(SHARED, "chem")]
+    finally:
+        desk.close()
