@@ -139,9 +139,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
             writer.close()
         out.publish()
     report.seconds = time.perf_counter() - started
-    unrouted = getattr(linking.linker, "unrouted", None) or {}  # a router's types with no route (in-process)
-    report.notes += [f"{n:,} mention(s) of type {t or '(none)'}: no linker for that type (not linked)"
-                     for t, n in sorted(unrouted.items())]
+    report.notes += linking.unrouted_notes()
     if write:
         report.run_uid = run.uid
     if report.n_documents == 0:

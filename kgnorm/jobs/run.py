@@ -140,6 +140,12 @@ class LinkingModel:
 
         return router_label(self.meta)
 
+    def unrouted_notes(self) -> list[str]:
+        """A router's mention types that had no linker (in-process runs: the driver's linker counts them)."""
+        unrouted = getattr(self.linker, "unrouted", None) or {}
+        return [f"{n:,} mention(s) of type {t or '(none)'}: no linker for that type (not linked)"
+                for t, n in sorted(unrouted.items())]
+
     def run_record(self, kind: str, key: dict[str, Any], params: dict[str, Any]) -> RunRecord:
         """The Run of this model: its uid from `key` (the same key again replaces the run)."""
         from kgnorm.jobs.models import linker_method
