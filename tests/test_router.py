@@ -60,7 +60,7 @@ name: metformin
 
 [Term]
 id: {SHARED}
-name: type 2 diabetes
+name: diabetes mellitus, type 2
 """
 
 DOCS = [{"id": "p1", "title": "Metformin and glucose in type 2 diabetes.",
@@ -200,6 +200,14 @@ def test_a_router_directory_and_a_default_route(two_types, capsys, tmp_path, sto
     _annotate(capsys, store, [f"Disease={models['dis']}", f"Chemical={models['chem']}"], src,
               tmp_path / "flags.jsonl", "jsonl", "--no-write")
     assert (tmp_path / "dir.jsonl").read_text() == (tmp_path / "flags.jsonl").read_text()
+    # eval link routes gold mentions by their type too (the store holds both ontologies' ids)
+    gold = tmp_path / "gold.concept"
+    gold.write_text("p1||14|21||Chemical||glucose||MESH:D005947\np1||25|40||Disease||type 2 diabetes||MESH:D003924\n"
+                    "p2||0|15||Disease||Type 2 diabetes||MESH:D003924\np2||24|33||Chemical||metformin||MESH:D008687\n")
+    code, out, err = run(capsys, "eval", "link", "--model", str(router), "--gold", str(gold), "--format", "json",
+                         "--store", store)
+    assert code == 0, err
+    assert json.loads(out)["full"]["acc1"] == 1.0 and json.loads(out)["full"]["n"] == 4
     # a plain DIR beside TYPE=DIR links the types no route names; a type with no route at all stays unlinked
     _annotate(capsys, store, [f"Chemical={models['chem']}", models["dis"]], src, tmp_path / "default.jsonl", "jsonl",
               "--no-write")
@@ -303,6 +311,17 @@ def test_serve_colours_filters_and_offers_candidates_by_type(two_types, capsys, 
         dm = client.get(f"/api/mentions/{mentions[('type 2 diabetes', 'Disease')]}").json()
         assert dm["candidates"][0]["uid"] == SHARED and dm["candidates"][0]["parents"] == [
             {"uid": "MESH:C", "name": "disease"}]
+        # the document names each mention's concept in its own ontology, a review's choice included
+        view = {m["uid"]: m for m in client.get("/api/documents/p1").json()["mentions"]}
+        dis_uid = mentions[("type 2 diabetes", "Disease")]
+        assert (view[dis_uid]["ontology"], view[dis_uid]["concept_name"]) == ("dis", "type 2 diabetes")
+        assert all(m["ontology"] == WANT[m["text"].lower()][1] for m in view.values())
+        r = client.post(f"/api/mentions/{dis_uid}/review", json={"decision": "concept", "concept": SHARED,
+                                                                  "ontology": "chem", "reviewer": "t"},
+                        headers={"X-Kgnorm-Token": "token-0123456789abcdef"})
+        assert r.status_code == 200 and r.json()["ontology"] == "chem", r.text
+        view = {m["uid"]: m for m in client.get("/api/documents/p1").json()["mentions"]}
+        assert (view[dis_uid]["ontology"], view[dis_uid]["concept_name"]) == ("chem", "diabetes mellitus, type 2")
         # the search box offers the mention's ontology's concepts (all of them without one)
         hits = client.get("/api/concepts", params={"q": "type 2"}).json()["concepts"]
         assert sorted(h["ontology"] for h in hits) == ["chem", "dis"]

@@ -38,18 +38,23 @@ class RouterLinker:
         if not routes:
             raise KgnormError("a router needs at least one route (TYPE=DIR)")
         self.routes = {_route_key(t): linker for t, linker in routes.items()}
-        self.unrouted: dict[str, int] = {}  # mention type -> queries no route took (not linked)
+        self.unrouted: dict[str, int] = {}  # mention type -> mentions no route took (not linked)
 
     def route(self, mention_type: str) -> PartLinker | None:
-        return self.routes.get(_route_key(mention_type)) or self.routes.get(ANY_TYPE)
+        linker = self.routes.get(_route_key(mention_type))
+        return linker if linker is not None else self.routes.get(ANY_TYPE)
 
     def link_parts(self, queries: list[str], mentions: list[Any], whole: list[bool], top_k: int) -> list[list[Hit]]:
         out: list[list[Hit]] = [[] for _ in queries]
         by_linker: dict[int, tuple[PartLinker, list[int]]] = {}
+        counted: set[int] = set()  # a composite mention's parts share its Mention: counted once
         for i, m in enumerate(mentions):
-            linker = self.route(getattr(m, "type", "") or "")
+            typ = getattr(m, "type", "") or ""
+            linker = self.route(typ)
             if linker is None:
-                self.unrouted[m.type] = self.unrouted.get(m.type, 0) + 1
+                if id(m) not in counted:
+                    counted.add(id(m))
+                    self.unrouted[typ] = self.unrouted.get(typ, 0) + 1
                 continue
             by_linker.setdefault(id(linker), (linker, []))[1].append(i)
         for linker, idx in by_linker.values():
