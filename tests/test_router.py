@@ -329,3 +329,30 @@ def test_serve_colours_filters_and_offers_candidates_by_type(two_types, capsys, 
         assert [(h["uid"], h["ontology"]) for h in hits] == [(SHARED, "chem")]
     finally:
         desk.close()
+
+
+def test_the_dictionary_refinement_matches_each_type_over_its_own_ontology(capsys, tmp_path):
+    """A trained detector's `dictionary` refinement (kgnorm.ner.refine) under a router: each of its types
+    matched over its route's ontology, one tagger of non-overlapping spans."""
+    from types import SimpleNamespace
+
+    from kgnorm.jobs.detectors import TypedTaggers, dictionary_tagger_for
+    from kgnorm.ner.refine import SpanRefinements
+
+    store = f"ladybug://{tmp_path}/graph"
+    for name, obo in (("dis", DISEASES), ("chem", CHEMICALS)):
+        (tmp_path / f"{name}.obo").write_text(obo, encoding="utf-8")
+        code, _, err = run(capsys, "ingest", "obo", str(tmp_path / f"{name}.obo"), "--ontology", name, "--store",
+                           store, "-q")
+        assert code == 0, err
+    detector = SimpleNamespace(refinements=SpanRefinements(dictionary=True), types=("Chemical", "Disease"))
+    text = "Glucose and metformin in type 2 diabetes with a neoplasm; diabetes mellitus, type 2 diabetes."
+    for routes in ({"Disease": "dis", "Chemical": "chem"}, {"*": "dis", "chemical": "chem"}):
+        notes: list[str] = []
+        _, tagger = dictionary_tagger_for(detector, store, routes, notes)
+        assert isinstance(tagger, TypedTaggers) and not notes
+        assert [(s.text, s.type) for s in tagger.detect([text])[0]] == [
+            ("Glucose", "Chemical"), ("metformin", "Chemical"), ("type 2 diabetes", "Disease"),
+            ("neoplasm", "Disease"), ("diabetes mellitus, type 2", "Chemical")]  # the overlapping disease match goes
+    _, one = dictionary_tagger_for(detector, store, "dis", notes)  # one ontology: the first type, as before
+    assert not isinstance(one, TypedTaggers) and one.types == ("Chemical",)

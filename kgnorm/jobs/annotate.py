@@ -118,7 +118,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
         confidence = mention_confidence(ner, linking.label, linking.meta, min_confidence, report.notes)
         if write:
             check_ontology(session, linking.meta, report.notes)
-        refinements, tagger = dictionary_tagger_for(detector, session, linking.meta.get("ontology"), report.notes)
+        refinements, tagger = dictionary_tagger_for(detector, session, linking.meta.get("ontology")
+                                                    or linking.meta.get("ontologies"), report.notes)
         run = _run_record(linking, ner_label, digest, label, top_k, consistency, refinements, precision, confidence)
         # rank 2 is read for the confidence's margin; outputs and edges keep top_k
         work = AnnotateBatchWork(detector, linking.source, linking.pipeline, consistency,
