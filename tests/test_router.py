@@ -356,3 +356,32 @@ def test_the_dictionary_refinement_matches_each_type_over_its_own_ontology(capsy
             ("neoplasm", "Disease"), ("diabetes mellitus, type 2", "Chemical")]  # the overlapping disease match goes
     _, one = dictionary_tagger_for(detector, store, "dis", notes)  # one ontology: the first type, as before
     assert not isinstance(one, TypedTaggers) and one.types == ("Chemical",)
+
+
+def test_the_router_sends_each_query_and_its_prefetch_to_its_types_linker():
+    from kgnorm.linking.candidates import Hit
+    from kgnorm.linking.linker import link_stream
+    from kgnorm.mentions.types import Mention
+    from kgnorm.methods.router.linker import RouterLinker
+    from kgnorm.text.pipeline import TextPipeline
+
+    class Toy:  # answers every query with its own name, and records what it was asked and told ahead
+        def __init__(self, name):
+            self.method, self.name, self.asked, self.ahead = "toy", name, [], []
+
+        def link_parts(self, queries, mentions, whole, top_k):
+            self.asked += queries
+            return [[Hit(f"{self.name}:{q}", q, 1.0, self.name)] for q in queries]
+
+        def prefetch(self, queries, top_k):
+            self.ahead += queries
+
+    chem, dis = Toy("chem"), Toy("dis")
+    router = RouterLinker({"Chemical": chem, "disease": dis})
+    items = [(Mention(text=t, type=typ, id=str(i)), {}) for i, (t, typ) in enumerate(
+        [("glucose", "Chemical"), ("diabetes", "Disease"), ("BRCA1", "Gene"), ("insulin", "chemical")])]
+    linked = list(link_stream(router, TextPipeline(), items, top_k=1))
+    assert [[h.ontology for h in p[0:1]] for lm in linked for p in lm.parts] == [["chem"], ["dis"], [], ["chem"]]
+    assert (chem.asked, dis.asked, chem.ahead, dis.ahead) == (
+        ["glucose", "insulin"], ["diabetes"], ["glucose", "insulin"], ["diabetes"])
+    assert router.unrouted == {"Gene": 1}

@@ -78,15 +78,20 @@ def link_stream(linker: PartLinker, pipeline: TextPipeline,
     decides from each part's top hits (a mention is nil when any of its parts is).
     Up to `lookahead` mentions are read and prepared ahead of the batch being linked, and their
     queries handed to the linker's ``prefetch`` where it has one (the query encoder fills its
-    fixed-shape calls from them); memory follows `batch_size` + `lookahead`, not the corpus."""
+    fixed-shape calls from them; ``prefetch_parts`` also gets each query's mention, for a linker
+    that routes by it); memory follows `batch_size` + `lookahead`, not the corpus."""
     fetch = max(top_k, nil_classifier.depth) if nil_classifier is not None else top_k
     prefetch = getattr(linker, "prefetch", None)
+    by_mention = getattr(linker, "prefetch_parts", None)  # a linker that routes each query by its mention
     lookahead = LOOKAHEAD if lookahead is None else lookahead
 
     def prepare(batch: list[tuple[Mention, dict[str, str]]]) -> list[LinkedMention]:
         linked = [LinkedMention(m, pipeline.prepare(m, abbr) or [pipeline.normalize_name(m.text)])
                   for m, abbr in batch]
-        if prefetch is not None:
+        if by_mention is not None:
+            by_mention([q for lm in linked for q in lm.queries], [lm.mention for lm in linked for _ in lm.queries],
+                       fetch)
+        elif prefetch is not None:
             prefetch([q for lm in linked for q in lm.queries], fetch)
         return linked
 

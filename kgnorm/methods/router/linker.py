@@ -44,20 +44,32 @@ class RouterLinker:
         linker = self.routes.get(_route_key(mention_type))
         return linker if linker is not None else self.routes.get(ANY_TYPE)
 
+    def _grouped(self, mentions: list[Any]) -> list[tuple[PartLinker, list[int]]]:
+        """The queries' positions grouped by the linker of their mention's type."""
+        groups: dict[int, tuple[PartLinker, list[int]]] = {}
+        for i, m in enumerate(mentions):
+            linker = self.route(getattr(m, "type", "") or "")
+            if linker is not None:
+                groups.setdefault(id(linker), (linker, []))[1].append(i)
+        return list(groups.values())
+
+    def prefetch_parts(self, queries: list[str], mentions: list[Any], top_k: int) -> None:
+        """Queries a later call will link, each handed to its route's ``prefetch`` where it has one
+        (kgnorm.linking.linker.link_stream: the query encoder fills its calls ahead)."""
+        for linker, idx in self._grouped(mentions):
+            ahead = getattr(linker, "prefetch", None)
+            if ahead is not None:
+                ahead([queries[i] for i in idx], top_k)
+
     def link_parts(self, queries: list[str], mentions: list[Any], whole: list[bool], top_k: int) -> list[list[Hit]]:
         out: list[list[Hit]] = [[] for _ in queries]
-        by_linker: dict[int, tuple[PartLinker, list[int]]] = {}
         counted: set[int] = set()  # a composite mention's parts share its Mention: counted once
-        for i, m in enumerate(mentions):
+        for m in mentions:
             typ = getattr(m, "type", "") or ""
-            linker = self.route(typ)
-            if linker is None:
-                if id(m) not in counted:
-                    counted.add(id(m))
-                    self.unrouted[typ] = self.unrouted.get(typ, 0) + 1
-                continue
-            by_linker.setdefault(id(linker), (linker, []))[1].append(i)
-        for linker, idx in by_linker.values():
+            if self.route(typ) is None and id(m) not in counted:
+                counted.add(id(m))
+                self.unrouted[typ] = self.unrouted.get(typ, 0) + 1
+        for linker, idx in self._grouped(mentions):
             got = linker.link_parts([queries[i] for i in idx], [mentions[i] for i in idx], [whole[i] for i in idx],
                                     top_k)
             for i, hits in zip(idx, got):
