@@ -72,9 +72,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
                        collect: bool = False, engine: str = "local", ray: Any = None,
                        ner_precision: str | None = None, threads: int | None = None,
                        overlap: bool | None = None, min_confidence: float | str | None = "auto") -> AnnotateReport:
-    """Annotate the documents of `input`; see the module docstring. `model`: a linking model's
-    directory, or a router's meta sending each mention type to its own linker
-    (kgnorm.methods.router.routes_from_options: ``--model Disease=DIR --model Chemical=DIR``). `top_k`: ranks stored as
+    """Annotate the documents of `input`; see the module docstring. `model`: a linking model's directory,
+    or a router's meta (kgnorm.methods.router: one linker per type). `top_k`: ranks stored as
     LINKED_TO edges (outputs carry rank 1). `engine="ray"`: each batch is detected and linked by
     a pool of Ray actors (`ray`: a kgnorm.jobs.ray_engine.RayOptions), the output the same.
     `ner_precision`: a trained detector's path (auto, fp32, bf16, int8; None: the
@@ -87,7 +86,6 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
     fitted none; a number is that threshold instead; None or ``off`` keeps every mention (each
     still gets its confidence where one was fitted)."""
     from kgnorm.documents.readers import input_digest, read_documents
-    from kgnorm.documents.writers import FORMATS as OUT_FORMATS
     from kgnorm.documents.writers import document_writer
     from kgnorm.jobs.batch_work import AnnotateBatchWork
     from kgnorm.jobs.detectors import detector_for_engine, dictionary_tagger_for
@@ -97,10 +95,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
     from kgnorm.methods.ner.runtime import resolve_precision
     from kgnorm.stores.session import StoreSession
 
-    if top_k < 1 or batch_docs < 1 or write_batch < 1:
-        raise KgnormError("--top-k, --batch-size and --write-batch must be >= 1")
-    if output is not None and output_format not in OUT_FORMATS:
-        raise KgnormError(f"unknown output format {output_format!r}; use one of {', '.join(OUT_FORMATS)}")
+    _check_options(top_k, batch_docs, write_batch, output_format if output is not None else None)
     precision = resolve_precision(ner_precision)   # a bad value fails before anything is read
     check_engine(engine, ray)
     docs, digest, label = read_documents(input, input_format), input_digest(input), str(input)
@@ -118,8 +113,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
         confidence = mention_confidence(ner, linking.label, linking.meta, min_confidence, report.notes)
         if write:
             check_ontology(session, linking.meta, report.notes)
-        refinements, tagger = dictionary_tagger_for(detector, session, linking.meta.get("ontology")
-                                                    or linking.meta.get("ontologies"), report.notes)
+        refinements, tagger = dictionary_tagger_for(detector, session, linking.type_ontologies, report.notes)
         run = _run_record(linking, ner_label, digest, label, top_k, consistency, refinements, precision, confidence)
         # rank 2 is read for the confidence's margin; outputs and edges keep top_k
         work = AnnotateBatchWork(detector, linking.source, linking.pipeline, consistency,
@@ -146,6 +140,16 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
     if report.n_documents == 0:
         report.notes.append(f"{label}: no document with text" + (f" ({report.n_empty} empty)" if report.n_empty else ""))
     return report
+
+
+def _check_options(top_k: int, batch_docs: int, write_batch: int, output_format: str | None) -> None:
+    """The sizes and the output format (None: no output), refused before anything is read."""
+    from kgnorm.documents.writers import FORMATS
+
+    if top_k < 1 or batch_docs < 1 or write_batch < 1:
+        raise KgnormError("--top-k, --batch-size and --write-batch must be >= 1")
+    if output_format is not None and output_format not in FORMATS:
+        raise KgnormError(f"unknown output format {output_format!r}; use one of {', '.join(FORMATS)}")
 
 
 def _batches(docs: Iterable[TextDocument], size: int, report: AnnotateReport) -> Iterator[list[TextDocument]]:

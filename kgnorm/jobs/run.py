@@ -133,6 +133,11 @@ class LinkingModel:
         return [self.ontology] if self.ontology else sorted(set((self.meta.get("ontologies") or {}).values()))
 
     @property
+    def type_ontologies(self) -> str | dict[str, str]:
+        """The model's ontology, or a router's by mention type (``*``: the others) when they differ."""
+        return self.ontology or dict(self.meta.get("ontologies") or {})
+
+    @property
     def label(self) -> str:
         if self.path is not None:
             return str(self.path)
