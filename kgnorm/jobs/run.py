@@ -7,7 +7,8 @@ all of them:
   (:func:`open_linking_model`; a failure there writes nothing);
 - the store opened once for the whole job (:class:`~kgnorm.stores.session.StoreSession`): the
   model's ontology checked, dictionaries read and the run written on one connection;
-- the run record (:meth:`LinkingModel.run_record`);
+- the run record (:meth:`LinkingModel.run_record`; :func:`model_run` for a job done with a model
+  directory it opens itself: hypernyms, match, place);
 - the output file opened once, complete or not at all (:func:`open_output`);
 - a streamed run staged batch by batch and published at the end (:class:`StreamedRun`: all or
   nothing, Ctrl-C included), with its progress bar; a run computed whole written in one
@@ -154,10 +155,8 @@ class LinkingModel:
     def run_record(self, kind: str, key: dict[str, Any], params: dict[str, Any]) -> RunRecord:
         """The Run of this model: its uid from `key` (the same key again replaces the run)."""
         from kgnorm.jobs.models import linker_method
-        from kgnorm.stores.run_ids import run_uid
 
-        return RunRecord(run_uid(kind, model=self.label, **key), kind, linker_method(self.meta), self.label,
-                         params=params)
+        return model_run(kind, self.label, linker_method(self.meta), key, params)
 
     def link_kw(self, top_k: int, batch_size: int) -> dict[str, Any]:
         """What link_stream takes besides the items: ranks, batch and the nil decision."""
@@ -267,6 +266,16 @@ def staged_mention(lm: Any, source_digest: str, source_label: str, write_top_k: 
                                     type, confidence),
                          [LinkEdge(muid, c.uid, score, rank, c.ontology) for c, rank, score in edges_for(lm, write_top_k)],
                          document)
+
+
+def model_run(kind: str, model: str | Path, method: str, key: dict[str, Any], params: dict[str, Any],
+              metrics: dict[str, Any] | None = None) -> RunRecord:
+    """The Run of a job done with a model (every job that writes one): its uid from the model and
+    `key`, so the same model and key again replace it."""
+    from kgnorm.stores.run_ids import run_uid
+
+    return RunRecord(run_uid(kind, model=str(model), **key), kind, method, str(model), params=params,
+                     metrics=dict(metrics or {}))
 
 
 def write_whole_run(store: str | None, write: RunWrite, lock_timeout: float = 30.0) -> None:
