@@ -14,7 +14,10 @@ from kgnorm.cli.common import (EngineOpt, LockTimeoutOpt, QuietOpt, RayAddressOp
 def annotate_cmd(
     ner: Annotated[str, typer.Option("--ner", help="dictionary:ONTOLOGY (the ontology's names in the store) or a "
                                      "trained detector's directory (kgnorm train ner).")],
-    model: Annotated[Path, typer.Option("--model", help="A linking model directory (any model `link` takes).")],
+    model: Annotated[list[str], typer.Option("--model", help="A linking model directory (any model `link` takes); or "
+                                             "TYPE=DIR, repeated, to link each mention type with its own model "
+                                             "(e.g. --model Disease=DIR --model Chemical=DIR; a plain DIR beside "
+                                             "them links the other types).")],
     input: Annotated[Path, typer.Option("--input", help="A file, or a directory of .txt files (--input-format text).")],
     input_format: Annotated[str, typer.Option("--input-format", help="text, jsonl, pubtator or bioc (read for the "
                                               "text only).")] = "text",
@@ -55,8 +58,9 @@ def annotate_cmd(
     setup(quiet)
     from kgnorm.jobs.annotate import annotate_documents
     from kgnorm.jobs.ray_engine import RayOptions
+    from kgnorm.methods.router.linker import routes_from_options
 
-    report = annotate_documents(ner, model, input, input_format=input_format,
+    report = annotate_documents(ner, routes_from_options(model), input, input_format=input_format,
                                 output=output if output else sys.stdout, output_format=output_format, store=store,
                                 write=write, top_k=top_k, consistency=consistency, nil_threshold=nil_threshold,
                                 nil_dev=nil_dev, batch_docs=batch_size, lock_timeout=lock_timeout,
@@ -69,7 +73,8 @@ def annotate_cmd(
 def calibrate_cmd(
     ner: Annotated[Path, typer.Option("--ner", help="A trained detector's directory (kgnorm train ner): the "
                                       "confidence is stored in it.")],
-    model: Annotated[Path, typer.Option("--model", help="The linking model annotate will use with it.")],
+    model: Annotated[list[str], typer.Option("--model", help="The linking model annotate will use with it (or its "
+                                             "TYPE=DIR routes, as in annotate: one fit per type).")],
     dev: Annotated[Path, typer.Option("--dev", help="Annotated dev documents (PubTator, BioC or JSONL) with gold "
                                       "concepts; not the documents you will report figures on.")],
     dev_format: Annotated[Optional[str], typer.Option("--dev-format", help="pubtator, bioc or jsonl (default: "
@@ -85,8 +90,9 @@ def calibrate_cmd(
     detector's directory; `annotate` then drops mentions under it with no flag."""
     setup(quiet)
     from kgnorm.jobs.annotate import calibrate_annotate
+    from kgnorm.methods.router.linker import routes_from_options
 
-    report = calibrate_annotate(ner, model, dev, dev_format=dev_format,
+    report = calibrate_annotate(ner, routes_from_options(model), dev, dev_format=dev_format,
                                 types=[t.strip() for t in types.split(",") if t.strip()] if types else None,
                                 store=store, threads=threads, progress=not quiet)
     print_report(report, quiet)
@@ -98,7 +104,8 @@ def eval_annotate_cmd(
                                               "in one of its formats).")],
     model: Annotated[Optional[Path], typer.Option("--model", help="The linking model: its ontology's alt ids "
                                                   "count.")] = None,
-    ontology: Annotated[Optional[str], typer.Option("--ontology", help="Or the ontology whose alt ids count.")] = None,
+    ontology: Annotated[Optional[str], typer.Option("--ontology", help="Or the ontology whose alt ids count (several: "
+                                                    "comma-separated).")] = None,
     types: Annotated[Optional[str], typer.Option("--types", help="Gold types scored, comma-separated (default: "
                                                  "all); predictions of other types are dropped too.")] = None,
     gold_format: Annotated[Optional[str], typer.Option("--gold-format", help="pubtator, bioc or jsonl (default: "
@@ -107,7 +114,8 @@ def eval_annotate_cmd(
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
-    """NER strict-span, end-to-end mention and document-level concept precision/recall/F1."""
+    """NER strict-span, end-to-end mention and document-level concept precision/recall/F1, overall and,
+    for a run of several types, per type."""
     setup(quiet)
     from kgnorm.evaluation.annotate_eval import report_lines
     from kgnorm.jobs.eval_annotate import evaluate_annotations

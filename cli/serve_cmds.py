@@ -23,8 +23,10 @@ def allowed_hosts(host: str) -> list[str] | None:
 
 def serve_cmd(
     store: StoreOpt = None,
-    model: Annotated[Optional[Path], typer.Option("--model", help="A linking model directory: the mention panel "
-                                                  "and the orphans page offer its top concepts.")] = None,
+    model: Annotated[Optional[list[str]], typer.Option("--model", help="A linking model directory: the mention panel "
+                                                       "and the orphans page offer its top concepts (TYPE=DIR, "
+                                                       "repeated: each mention's from its type's model, as in "
+                                                       "annotate).")] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on (0.0.0.0: every interface; anyone who "
                                       "reaches it and has the token can write reviews).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (0: any free one; the address is printed).")] = 8765,
@@ -40,7 +42,10 @@ def serve_cmd(
     from kgnorm.review.desk import ReviewDesk
     from kgnorm.serve import create_app
 
-    desk = ReviewDesk(store, read_only=read_only, model=str(model) if model else None, lock_timeout=lock_timeout)
+    from kgnorm.methods.router.linker import routes_from_options
+
+    desk = ReviewDesk(store, read_only=read_only, model=routes_from_options(model) if model else None,
+                      lock_timeout=lock_timeout)
     try:
         token = secrets.token_urlsafe(24)
         app = create_app(desk, token, read_only=read_only, reviewer=reviewer or "", allowed_hosts=allowed_hosts(host))

@@ -116,4 +116,4 @@ def test_tsv_rows_and_edges_show_each_concept_at_its_own_rank():
     lm.parts = DictionaryLinker(_Toy(d), "biosyn").link_parts(["dm"], [lm.mention], [True], 5)
     rows = tsv_rows(lm, 5)
     assert [(r[2], r[3]) for r in rows[:2]] == [("1", "MESH:D009223"), ("2", "OMIM:160900")]
-    assert sorted((rank, uid) for uid, rank, _ in edges_for(lm, 2)) == [(1, "MESH:D009223"), (2, "OMIM:160900")]
+    assert sorted((rank, ref.uid) for ref, rank, _ in edges_for(lm, 2)) == [(1, "MESH:D009223"), (2, "OMIM:160900")]

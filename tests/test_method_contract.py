@@ -4,7 +4,7 @@ ontology, and what the method's kind promises holds -- a linker (``index``, ``co
 opens through ``open_linker``, its meta is readable without weights, ``link_parts`` answers one ranked
 list per query part and `kgnorm link` writes rows for every mention; an ``encoder`` encodes names and
 refuses to link; a ``detector`` refuses both. A new entry is tested by registering it: its required
-options are filled by name (ontology, train, linker, member, corpus ...); ``TINY`` only keeps the
+options are filled by name (ontology, train, linker, member, route, corpus ...); ``TINY`` only keeps the
 built-in methods small."""
 from __future__ import annotations
 
@@ -110,7 +110,8 @@ def required_args(name: str, w: dict, given: list[str], out: Path) -> list[str]:
     from kgnorm.methods.options import flags_of
 
     values = {"ontology": ["toy"], "out": [str(out)], "train": [str(w["concept"])], "corpus": [str(w["corpus"])],
-              "linker": [str(w["bases"][0])], "member": [str(b) for b in w["bases"]]}
+              "linker": [str(w["bases"][0])], "member": [str(b) for b in w["bases"]],
+              "route": [f"Disease={w['bases'][0]}", str(w["bases"][1])]}
     args = []
     for f in fields(METHODS[name].options()):
         flag = flags_of(f)[0]
@@ -159,6 +160,7 @@ def test_a_registered_method_keeps_the_contract(name, world, capsys):
     ids = world["ids"]
     assert len(parts) == len(queries)
     assert all(1 <= len(p) <= 3 and all(isinstance(h, Hit) and h.uid in ids for h in p) for p in parts)
+    assert {h.ontology for p in parts for h in p} == {"toy"}  # every hit names the concept's ontology
     code, printed, err = run(capsys, "link", "--model", str(out), "--input", str(world["mentions"]), "--top-k", "2",
                              "--no-write", "--store", world["store"], "-q")
     assert code == 0, err

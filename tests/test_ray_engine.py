@@ -61,6 +61,22 @@ def test_annotate_with_two_workers_writes_the_in_process_pubtator(toy, ray_local
     assert _annotate(toy, tmp_path, "ray.pubtator", engine="ray", ray=TWO) == local
 
 
+def test_a_router_given_as_routes_reaches_the_workers(toy, ray_local, tmp_path):
+    """`annotate --model Disease=DIR` (a router with no directory, kgnorm.methods.router): each worker
+    opens the routes it is sent, and writes the in-process bytes."""
+    from kgnorm.methods.router.linker import router_meta
+
+    store, model, docs = toy
+    routes = router_meta({"Disease": model})
+    out = {}
+    for engine in ("local", "ray"):
+        out[engine] = tmp_path / f"{engine}.jsonl"
+        annotate_documents("dictionary:toyd", routes, docs, input_format="jsonl", output=out[engine],
+                           output_format="jsonl", store=store, write=False, batch_docs=2, progress=False,
+                           engine=engine, ray=TWO)
+    assert out["ray"].read_bytes() == out["local"].read_bytes() and b'"ontology": "toyd"' in out["local"].read_bytes()
+
+
 def test_a_worker_killed_mid_job_is_retried_and_the_output_is_the_same(toy, ray_local, tmp_path, monkeypatch):
     local = _annotate(toy, tmp_path, "local.pubtator")
     marker = tmp_path / "a-worker-died"

@@ -1,7 +1,7 @@
 """`kgnorm serve` as a person uses it (issue 40): the real command on a real port, Debian's chromium
 driven by Selenium through Debian's chromedriver (no browser download). The person opens the
 document list, opens a document, clicks a mention, picks another candidate in the panel, and the
-graph says so (the saved query current_links); a document whose text holds a <script> and a
+graph says so (the saved query current_links), then hides and shows a type's highlights; a document whose text holds a <script> and a
 concept whose name holds an <img onerror> render as text. Ctrl-C stops the server cleanly.
 
 Skipped where chromium or chromedriver is missing, unless KGNORM_REQUIRE_BROWSER is set (CI)."""
@@ -145,6 +145,14 @@ def test_a_curator_picks_another_candidate_and_the_graph_says_so(capsys, served,
     WebDriverWait(browser, 10).until(lambda d: "review" in (d.find_element(
         By.CSS_SELECTOR, f"[data-mention='{uid}']").get_attribute("class") or ""))
     _no_alert(browser)
+    # the search box offers the mention's own ontology; the type filter takes a type's highlights away and back
+    WebDriverWait(browser, 10).until(lambda d: "Another concept (toyd)" in d.find_element(By.ID, "panel").text)
+    box = browser.find_element(By.CSS_SELECTOR, "#types input[data-type-class]")
+    box.click()
+    assert all("filtered" in m.get_attribute("class") for m in browser.find_elements(By.CSS_SELECTOR, "#doctext mark"))
+    box.click()
+    assert not any("filtered" in m.get_attribute("class")
+                   for m in browser.find_elements(By.CSS_SELECTOR, "#doctext mark"))
     # Ctrl-C stops the server cleanly
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) == 0

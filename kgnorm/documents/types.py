@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Annotation:
     """One mention of a document: [start, end) into the document's text; `ids` holds one CURIE
-    per composite part (empty: not linked / nil)."""
+    per composite part (empty: not linked / nil), of `ontology` (the linker's: a run routed by type
+    links each type into its own)."""
 
     start: int
     end: int
@@ -16,6 +17,7 @@ class Annotation:
     ids: tuple[str, ...] = ()
     score: float | None = None
     confidence: float | None = None  # annotate's mention confidence, where one was fitted
+    ontology: str = ""
 
 
 @dataclass

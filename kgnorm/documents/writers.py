@@ -49,7 +49,8 @@ class JsonlWriter:
         obj = {"id": doc.doc_id, "text": doc.text,
                "mentions": [{"start": a.start, "end": a.end, "text": a.text, "type": a.type, "ids": list(a.ids),
                              **({"score": round(a.score, 4)} if a.score is not None else {}),
-                             **({"confidence": round(a.confidence, 4)} if a.confidence is not None else {})}
+                             **({"confidence": round(a.confidence, 4)} if a.confidence is not None else {}),
+                             **({"ontology": a.ontology} if a.ontology else {})}
                             for a in annotations]}
         self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
@@ -92,6 +93,8 @@ class BioCWriter:
                 ann.infons["score"] = f"{a.score:.4f}"
             if a.confidence is not None:
                 ann.infons["confidence"] = f"{a.confidence:.4f}"
+            if a.ontology:
+                ann.infons["ontology"] = a.ontology
             ann.add_location(bioc.BioCLocation(a.start, a.end - a.start))
             home = max((p for p in passages if p.offset <= a.start), key=lambda p: p.offset)
             home.add_annotation(ann)

@@ -73,10 +73,11 @@ def check_offsets(doc: TextDocument, path: str | Path) -> None:
 def score_documents(gold: Iterable[TextDocument], predicted: Mapping[str, list[Annotation]],
                     alt_ids: Mapping[str, Iterable[str]], types: Iterable[str] | None = None,
                     gold_path: str | Path = "gold") -> dict[str, Any]:
-    """{ner, mention, document} scores (see the module docstring), plus counts and notes."""
+    """{ner, mention, document} scores (see the module docstring), plus counts and notes; and
+    ``by_type``, the same three per type, when two or more gold types are also predicted types
+    (a run of several types: each scored on its own gold and predictions, documents included)."""
     canonical = {a: uid for uid, alts in alt_ids.items() for a in alts}
     wanted = set(types) if types else None
-    ner, mention, document = Counts(), Counts(), Counts()
     gold_types: set[str] = set()
     seen: set[str] = set()
     gold_docs = []
@@ -88,26 +89,41 @@ def score_documents(gold: Iterable[TextDocument], predicted: Mapping[str, list[A
         gold_types.update(a.type for a in doc.annotations)
         gold_docs.append((doc.doc_id, doc.annotations))
     dropped = gold_types - wanted if wanted else set()
-    for doc_id, anns in gold_docs:
-        g = [a for a in anns if wanted is None or a.type in wanted]
-        p = [a for a in predicted.get(doc_id, ()) if a.type not in dropped]
+    pairs = [([a for a in anns if wanted is None or a.type in wanted],
+              [a for a in predicted.get(doc_id, ()) if a.type not in dropped]) for doc_id, anns in gold_docs]
+    report: dict[str, Any] = _scores(pairs, canonical)
+    both = sorted({a.type for g, _ in pairs for a in g} & {a.type for _, p in pairs for a in p})
+    if len(both) > 1:
+        report["by_type"] = {t: _scores([([a for a in g if a.type == t], [a for a in p if a.type == t])
+                                         for g, p in pairs], canonical) for t in both}
+    extra = sorted(set(predicted) - seen)
+    notes = [f"{len(extra)} predicted document(s) are not in the gold file and are not scored "
+             f"(first: {extra[0]})"] if extra else []
+    return {**report, "documents": len(gold_docs), "notes": notes}
+
+
+def _scores(pairs: Iterable[tuple[list[Annotation], list[Annotation]]],
+            canonical: Mapping[str, str]) -> dict[str, Any]:
+    """ner, mention and document scores over (gold, predicted) annotations per document."""
+    ner, mention, document = Counts(), Counts(), Counts()
+    for g, p in pairs:
         ner.add({(a.start, a.end) for a in p}, {(a.start, a.end) for a in g})
         mention.add({(a.start, a.end, concept_set(a.ids, canonical)) for a in p},
                     {(a.start, a.end, concept_set(a.ids, canonical)) for a in g})
         document.add(set().union(*(concept_set(a.ids, canonical) for a in p)),
                      set().union(*(concept_set(a.ids, canonical) for a in g)))
-    extra = sorted(set(predicted) - seen)
-    notes = [f"{len(extra)} predicted document(s) are not in the gold file and are not scored "
-             f"(first: {extra[0]})"] if extra else []
-    return {"ner": ner.scores(), "mention": mention.scores(), "document": document.scores(),
-            "documents": len(gold_docs), "notes": notes}
+    return {"ner": ner.scores(), "mention": mention.scores(), "document": document.scores()}
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:
-    lines = [f"{'measure':<10}{'precision':>10}{'recall':>10}{'f1':>10}{'tp':>8}{'pred':>8}{'gold':>8}"]
-    for key in ("ner", "mention", "document"):
-        s = report[key]
-        lines.append(f"{key:<10}{s['precision']:>10.4f}{s['recall']:>10.4f}{s['f1']:>10.4f}"
-                     f"{s['tp']:>8}{s['predicted']:>8}{s['gold']:>8}")
+    width = max([10] + [len(t) + 10 for t in report.get("by_type", {})])
+    lines = [f"{'measure':<{width}}{'precision':>10}{'recall':>10}{'f1':>10}{'tp':>8}{'pred':>8}{'gold':>8}"]
+    rows = [("", report)] + sorted(report.get("by_type", {}).items())
+    for typ, scores in rows:
+        for key in ("ner", "mention", "document"):
+            s = scores[key]
+            label = f"{key} {typ}" if typ else key
+            lines.append(f"{label:<{width}}{s['precision']:>10.4f}{s['recall']:>10.4f}{s['f1']:>10.4f}"
+                         f"{s['tp']:>8}{s['predicted']:>8}{s['gold']:>8}")
     lines.append(f"{report['documents']} gold document(s)")
     return lines

@@ -175,10 +175,15 @@ def known_ids(linker, meta: dict[str, Any], store: Any) -> tuple[set[str], dict[
         alt, known = {}, set(model.uids)
     else:
         alt, known = {}, set()
-    if not known and meta.get("ontology"):
+    # the model's ontology; a router's routes' (one each) when they differ
+    names = [meta["ontology"]] if meta.get("ontology") else sorted(set((meta.get("ontologies") or {}).values()))
+    if not known and names:
         from kgnorm.stores.session import reading
         with reading(store) as st:  # a URI, or the job's open store (kgnorm.stores.session)
-            known, alt = _snapshot_ids(st, meta["ontology"])
+            for name in names:
+                ids, alts = _snapshot_ids(st, name)
+                known |= ids
+                alt.update({u: [*alt.get(u, []), *a] for u, a in alts.items()})
     if not known:
         raise KgnormError("cannot tell which concepts the model links to (no dictionary, no ontology)")
     return _with_alt_ids(known, alt)

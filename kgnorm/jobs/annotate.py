@@ -21,8 +21,8 @@ from kgnorm.errors import KgnormError
 from kgnorm.ner.spans import MentionDetector
 
 DOCUMENT_BATCH = 32
-MENTION_COLUMNS = ["doc_id", "start", "end", "text", "type", "concept_uids", "concept_names", "score", "nil",
-                   "confidence"]
+MENTION_COLUMNS = ["doc_id", "start", "end", "text", "type", "ontology", "concept_uids", "concept_names", "score",
+                   "nil", "confidence"]
 
 
 @dataclass
@@ -63,7 +63,7 @@ class AnnotateReport:
         return lines
 
 
-def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, input: str | Path, *,
+def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | dict[str, Any], input: str | Path, *,
                        input_format: str = "text", output: str | Path | TextIO | None = None,
                        output_format: str = "pubtator", store: str | None = None, write: bool = True,
                        top_k: int = 1, consistency: bool | None = None, nil_threshold: float | str | None = None,
@@ -72,7 +72,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
                        collect: bool = False, engine: str = "local", ray: Any = None,
                        ner_precision: str | None = None, threads: int | None = None,
                        overlap: bool | None = None, min_confidence: float | str | None = "auto") -> AnnotateReport:
-    """Annotate the documents of `input`; see the module docstring. `top_k`: ranks stored as
+    """Annotate the documents of `input`; see the module docstring. `model`: a linking model's directory,
+    or a router's meta (kgnorm.methods.router: one linker per type). `top_k`: ranks stored as
     LINKED_TO edges (outputs carry rank 1). `engine="ray"`: each batch is detected and linked by
     a pool of Ray actors (`ray`: a kgnorm.jobs.ray_engine.RayOptions), the output the same.
     `ner_precision`: a trained detector's path (auto, fp32, bf16, int8; None: the
@@ -85,7 +86,6 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     fitted none; a number is that threshold instead; None or ``off`` keeps every mention (each
     still gets its confidence where one was fitted)."""
     from kgnorm.documents.readers import input_digest, read_documents
-    from kgnorm.documents.writers import FORMATS as OUT_FORMATS
     from kgnorm.documents.writers import document_writer
     from kgnorm.jobs.batch_work import AnnotateBatchWork
     from kgnorm.jobs.detectors import detector_for_engine, dictionary_tagger_for
@@ -95,10 +95,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
     from kgnorm.methods.ner.runtime import resolve_precision
     from kgnorm.stores.session import StoreSession
 
-    if top_k < 1 or batch_docs < 1 or write_batch < 1:
-        raise KgnormError("--top-k, --batch-size and --write-batch must be >= 1")
-    if output is not None and output_format not in OUT_FORMATS:
-        raise KgnormError(f"unknown output format {output_format!r}; use one of {', '.join(OUT_FORMATS)}")
+    _check_options(top_k, batch_docs, write_batch, output_format if output is not None else None)
     precision = resolve_precision(ner_precision)   # a bad value fails before anything is read
     check_engine(engine, ray)
     docs, digest, label = read_documents(input, input_format), input_digest(input), str(input)
@@ -113,13 +110,13 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
             consistency = bool(getattr(detector, "consistency_by_default", False))
         linking = open_linking_model(model, engine=engine, nil_threshold=nil_threshold, nil_dev=nil_dev, store=session)
         report.notes += [linking.nil.note] if linking.nil.note else []
-        confidence = mention_confidence(ner, Path(model), linking.meta, min_confidence, report.notes)
+        confidence = mention_confidence(ner, linking.label, linking.meta, min_confidence, report.notes)
         if write:
             check_ontology(session, linking.meta, report.notes)
-        refinements, tagger = dictionary_tagger_for(detector, session, linking.meta.get("ontology"), report.notes)
+        refinements, tagger = dictionary_tagger_for(detector, session, linking.type_ontologies, report.notes)
         run = _run_record(linking, ner_label, digest, label, top_k, consistency, refinements, precision, confidence)
         # rank 2 is read for the confidence's margin; outputs and edges keep top_k
-        work = AnnotateBatchWork(detector, str(linking.path), linking.pipeline, consistency,
+        work = AnnotateBatchWork(detector, linking.source, linking.pipeline, consistency,
                                  linking.link_kw(max(top_k, 2), 256), dictionary_tagger=tagger,
                                  ner_precision=precision, confidence=confidence)
         started = time.perf_counter()
@@ -137,11 +134,22 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path, inp
             writer.close()
         out.publish()
     report.seconds = time.perf_counter() - started
+    report.notes += linking.unrouted_notes()
     if write:
         report.run_uid = run.uid
     if report.n_documents == 0:
         report.notes.append(f"{label}: no document with text" + (f" ({report.n_empty} empty)" if report.n_empty else ""))
     return report
+
+
+def _check_options(top_k: int, batch_docs: int, write_batch: int, output_format: str | None) -> None:
+    """The sizes and the output format (None: no output), refused before anything is read."""
+    from kgnorm.documents.writers import FORMATS
+
+    if top_k < 1 or batch_docs < 1 or write_batch < 1:
+        raise KgnormError("--top-k, --batch-size and --write-batch must be >= 1")
+    if output_format is not None and output_format not in FORMATS:
+        raise KgnormError(f"unknown output format {output_format!r}; use one of {', '.join(FORMATS)}")
 
 
 def _batches(docs: Iterable[TextDocument], size: int, report: AnnotateReport) -> Iterator[list[TextDocument]]:
@@ -172,7 +180,12 @@ def _run_record(linking: Any, ner_label: str, digest: str, label: str, top_k: in
                 refinements: Any, precision: str | None, confidence: Any) -> Any:
     """The annotate Run. Its key names the detector as the command does, not its content: annotating
     the same input again after the dictionary's ontology or the detector directory changed replaces it."""
-    threshold = {"min_confidence": confidence.threshold} if confidence is not None else {}
+    if confidence is None:
+        threshold = {}
+    elif list(confidence) == [""]:  # one linker: the key Runs have always had
+        threshold = {"min_confidence": confidence[""].threshold}
+    else:
+        threshold = {"min_confidence": {t or "*": c.threshold for t, c in sorted(confidence.items()) if c is not None}}
     nil = linking.nil
     key = dict(ner=ner_label.split("@")[0] if ner_label.startswith("dictionary:") else ner_label, input=digest,
                top_k=top_k, consistency=consistency, nil=nil.threshold, **threshold)
@@ -231,14 +244,16 @@ def _take(out: Any, writer: Any, batch: list[TextDocument], done: Any, report: A
     out.bar.update(len(batch))
 
 
-def mention_confidence(ner: str | Path | MentionDetector, model: Path, meta: dict[str, Any],
-                       min_confidence: float | str | None, notes: list[str]) -> Any:
+def mention_confidence(ner: str | Path | MentionDetector, model: str | Path, meta: dict[str, Any],
+                       min_confidence: float | str | None, notes: list[str]) -> dict[str, Any] | None:
     """The fitted mention confidence (kgnorm.nil.confidence) of this detector directory and linking
-    model, its threshold replaced by a number `min_confidence`; None when off or none was fitted
-    (auto: noted; a number: refused, it has no probability to compare with)."""
+    model, by mention type (one type "" for a single linker; each route's for a router: see
+    kgnorm.methods.mention_confidence.stored_confidences), thresholds replaced by a number
+    `min_confidence`; None when off or none was fitted (auto: noted; a number: refused, it has no
+    probability to compare with)."""
     from dataclasses import replace
 
-    from kgnorm.methods.mention_confidence import linker_identity, stored_confidence
+    from kgnorm.methods.mention_confidence import stored_confidences
 
     off = min_confidence is None or (isinstance(min_confidence, str) and min_confidence.strip().lower() == "off")
     auto = isinstance(min_confidence, str) and min_confidence.strip().lower() == "auto"
@@ -250,10 +265,10 @@ def mention_confidence(ner: str | Path | MentionDetector, model: Path, meta: dic
             raise KgnormError(f"--min-confidence {min_confidence!r}: use auto, off or a probability") from None
         if not 0.0 <= threshold <= 1.0:
             raise KgnormError(f"--min-confidence {threshold}: a probability, between 0 and 1")
-    fitted = None
+    fitted: dict[str, Any] = {}
     if isinstance(ner, (str, Path)) and Path(ner).is_dir():
-        fitted = stored_confidence(ner, linker_identity(model, meta))
-    if fitted is None:
+        fitted = stored_confidences(ner, model, meta)
+    if not any(fitted.values()):
         if threshold is not None:
             raise KgnormError(f"--min-confidence {threshold}: no mention confidence was fitted for this detector and "
                               f"linking model; run `kgnorm calibrate --ner DIR --model {model} --dev FILE` first")
@@ -261,9 +276,12 @@ def mention_confidence(ner: str | Path | MentionDetector, model: Path, meta: dic
             notes.append("mention confidence: none fitted for this detector and linking model (`kgnorm calibrate`); "
                          "every found mention kept")
         return None
-    if off:
-        return replace(fitted, threshold=0.0)
-    return replace(fitted, threshold=threshold) if threshold is not None else fitted
+    missing = sorted(t for t, c in fitted.items() if c is None)
+    if missing and auto:
+        notes.append(f"mention confidence: none fitted for type(s) {', '.join(t or '(others)' for t in missing)} "
+                     "(`kgnorm calibrate`); their mentions kept")
+    new = 0.0 if off else threshold
+    return {t: (replace(c, threshold=new) if c is not None and new is not None else c) for t, c in fitted.items()}
 
 
 def _timed(fn: Any, seconds: dict[str, float], key: str) -> Any:
@@ -282,13 +300,13 @@ def _annotation(lm: Any) -> Annotation:
     top = [p[0] for p in lm.parts if p]
     ids = () if lm.nil or not top or len(top) != len(lm.parts) else tuple(h.uid for h in top)
     score = sum(h.score for h in top) / len(top) if top else None
-    return Annotation(m.start, m.end, m.text, m.type, ids, score, lm.confidence)
+    return Annotation(m.start, m.end, m.text, m.type, ids, score, lm.confidence, top[0].ontology if ids else "")
 
 
 def _row(doc: TextDocument, lm: Any, a: Annotation) -> dict[str, Any]:
     names = "|".join(p[0].name for p in lm.parts if p) if a.ids else ""
     return {"doc_id": doc.doc_id, "start": a.start, "end": a.end, "text": a.text, "type": a.type,
-            "concept_uids": "|".join(a.ids), "concept_names": names, "score": a.score, "nil": not a.ids,
+            "ontology": a.ontology, "concept_uids": "|".join(a.ids), "concept_names": names, "score": a.score, "nil": not a.ids,
             "confidence": lm.confidence, "features": lm.features}
 
 
@@ -296,56 +314,76 @@ def _row(doc: TextDocument, lm: Any, a: Annotation) -> dict[str, Any]:
 class CalibrationReport:
     """What `kgnorm calibrate` fitted: the threshold, the dev figures before and after it (in-sample:
     the threshold was chosen on those documents; benchmarks/annotate_confidence.py cross-fits two
-    halves for the figure to quote), the regression's coefficients."""
+    halves for the figure to quote), the regression's coefficients. A router (one linker per type)
+    gets one fit per type: `by_type` holds each (type -> threshold, fit, coef), and the fields
+    above are the first type's."""
 
     threshold: float
     fit: dict[str, Any]
     coef: dict[str, float]
     notes: list[str] = field(default_factory=list)
+    by_type: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def summary(self) -> list[str]:
-        before, after = self.fit["document_before"], self.fit["document_after"]
-        return [f"mention confidence fitted on {self.fit['dev_documents']:,} dev document(s), "
-                f"{self.fit['dev_mentions']:,} found mention(s) ({self.fit['dev_right']:,} linked right)",
-                f"threshold {self.threshold:.3f}: dev document-level P/R/F1 {before[0]:.4f}/{before[1]:.4f}/"
-                f"{before[2]:.4f} -> {after[0]:.4f}/{after[1]:.4f}/{after[2]:.4f} (in-sample: the threshold was "
-                "chosen on these documents)"]
+        fits = self.by_type.items() if self.by_type else [("", {"threshold": self.threshold, "fit": self.fit})]
+        lines = []
+        for typ, f in fits:
+            fit, of = f["fit"], f" ({typ})" if typ else ""
+            before, after = fit["document_before"], fit["document_after"]
+            lines += [f"mention confidence{of} fitted on {fit['dev_documents']:,} dev document(s), "
+                      f"{fit['dev_mentions']:,} found mention(s) ({fit['dev_right']:,} linked right)",
+                      f"threshold{of} {f['threshold']:.3f}: dev document-level P/R/F1 {before[0]:.4f}/{before[1]:.4f}/"
+                      f"{before[2]:.4f} -> {after[0]:.4f}/{after[1]:.4f}/{after[2]:.4f} (in-sample: the threshold "
+                      "was chosen on these documents)"]
+        return lines
 
 
-def calibrate_annotate(ner: str | Path, model: str | Path, dev: str | Path, *, dev_format: str | None = None,
-                       types: list[str] | None = None, store: str | None = None, threads: int | None = None,
-                       progress: bool = True) -> CalibrationReport:
+def calibrate_annotate(ner: str | Path, model: str | Path | dict[str, Any], dev: str | Path, *,
+                       dev_format: str | None = None, types: list[str] | None = None, store: str | None = None,
+                       threads: int | None = None, progress: bool = True) -> CalibrationReport:
     """Fit the mention confidence (kgnorm.nil.confidence) of `ner` (a trained detector's directory)
     with the linking `model` on annotated `dev` documents, and store it in the detector's directory
     (kgnorm.methods.mention_confidence), where `annotate --min-confidence auto` finds it. The dev
     documents are annotated as `annotate` does (no store write, no threshold) and each found
     mention's rank-1 concepts compared with its document's gold (alt ids folded as `kgnorm eval
-    annotate` folds them)."""
+    annotate` folds them). A router (`model`: its directory or its meta) is fitted type by type,
+    each type's mentions against its own gold, stored under that type's linker."""
     from kgnorm.documents.readers import read_documents, sniff_document_format
     from kgnorm.evaluation.annotate_eval import concept_set
     from kgnorm.evaluation.link_predictions import ontology_ids
-    from kgnorm.methods.mention_confidence import linker_identity, store_confidence
-    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.methods.mention_confidence import linkers_by_type, store_confidence
+    from kgnorm.methods.registry import model_meta
     from kgnorm.nil.confidence import FEATURES, DevMention, fit_confidence
 
     if not Path(ner).is_dir():
         raise KgnormError(f"--ner {ner}: the confidence is stored in a detector's model directory (kgnorm train ner)")
     fmt = dev_format or sniff_document_format(dev)
-    meta = read_model_meta(model)
-    ontology = meta.get("ontology")
-    if not ontology:
+    meta = model_meta(model)
+    ontologies = [meta["ontology"]] if meta.get("ontology") else sorted(set((meta.get("ontologies") or {}).values()))
+    if not ontologies:
         raise KgnormError(f"{model}: the linking model names no ontology")
+    label = model if not isinstance(model, dict) else "router"
     report = annotate_documents(ner, model, dev, input_format=fmt, output=None, write=False, collect=True,
                                 min_confidence="off", progress=progress, threads=threads, store=store)
-    _, alt_ids = ontology_ids(ontology, store)
-    canonical = {a: uid for uid, alts in alt_ids.items() for a in alts}
+    canonical = {a: uid for o in ontologies for uid, alts in ontology_ids(o, store)[1].items() for a in alts}
+    docs = list(read_documents(dev, fmt))
+    linkers = linkers_by_type(label, meta)
     wanted = set(types) if types else None
-    gold = {d.doc_id: concept_set([i for a in d.annotations if wanted is None or a.type in wanted for i in a.ids],
-                                  canonical)
-            for d in read_documents(dev, fmt)}
-    mentions = [DevMention(r["doc_id"], tuple(r["features"]),
-                           concept_set(r["concept_uids"].split("|") if r["concept_uids"] else [], canonical))
-                for r in report.rows]
-    fitted = fit_confidence(mentions, gold, linker_identity(model, meta))
-    store_confidence(ner, fitted)
-    return CalibrationReport(fitted.threshold, fitted.fit, dict(zip(FEATURES, fitted.coef)), report.notes)
+    out, fits = CalibrationReport(0.0, {}, {}, report.notes), []
+    for typ, linker in linkers.items():
+        def mine(t: str) -> bool:  # the types this fit covers: its own, or (for "") every type no other key names
+            return t.strip().casefold() == typ if typ else t.strip().casefold() not in linkers
+        gold = {d.doc_id: concept_set([i for a in d.annotations if (wanted is None or a.type in wanted) and
+                                       (len(linkers) == 1 or mine(a.type)) for i in a.ids], canonical) for d in docs}
+        mentions = [DevMention(r["doc_id"], tuple(r["features"]),
+                               concept_set(r["concept_uids"].split("|") if r["concept_uids"] else [], canonical))
+                    for r in report.rows if len(linkers) == 1 or mine(r["type"])]
+        fits.append(fitted := fit_confidence(mentions, gold, linker, typ))
+        if not out.fit:
+            out.threshold, out.fit, out.coef = fitted.threshold, fitted.fit, dict(zip(FEATURES, fitted.coef))
+        if len(linkers) > 1:
+            out.by_type[typ or "*"] = {"threshold": fitted.threshold, "fit": fitted.fit,
+                                       "coef": dict(zip(FEATURES, fitted.coef))}
+    for fitted in fits:  # stored once every type is fitted: a type that cannot be leaves the directory as it was
+        store_confidence(ner, fitted)
+    return out

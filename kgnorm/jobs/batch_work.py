@@ -17,7 +17,9 @@ from kgnorm.documents.types import TextDocument
 from kgnorm.linking.candidates import LinkedMention, PartLinker
 from kgnorm.mentions.types import Mention
 from kgnorm.ner.spans import MentionDetector, Span
-from kgnorm.nil.confidence import MentionConfidence, mention_features
+from kgnorm.nil.confidence import MentionConfidence, confidence_for, mention_features
+
+Confidences = dict[str, MentionConfidence | None]  # by mention type (kgnorm.nil.confidence.confidence_for)
 from kgnorm.text.pipeline import TextPipeline
 
 EMBED_BATCH = 2048  # names encoded per call, in-process and per Ray task alike
@@ -35,7 +37,8 @@ def batches_of(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield block
 
 
-def _linker(model_dir: str) -> PartLinker:
+def _linker(model_dir: str | dict[str, Any]) -> PartLinker:
+    """The linker of a model directory (or of a router's meta given in memory), behind the query cache."""
     from kgnorm.jobs.models import open_linker
     from kgnorm.linking.query_cache import with_cache
 
@@ -46,7 +49,7 @@ def _linker(model_dir: str) -> PartLinker:
 class LinkBatchWork:
     """`link`: a block of (mention, abbreviations) → its LinkedMentions."""
 
-    model_dir: str
+    model_dir: str | dict[str, Any]  # a directory, or a router's meta (kgnorm.methods.router)
     pipeline: TextPipeline
     link_kw: dict[str, Any]
 
@@ -111,19 +114,20 @@ def detect_batch(detector: MentionDetector, consistency: bool, batch: list[TextD
 
 
 def link_found(linker: PartLinker, pipeline: TextPipeline, consistency: bool, link_kw: dict[str, Any],
-               found: DocumentsFound, confidence: MentionConfidence | None = None) -> DocumentsDone:
+               found: DocumentsFound, confidence: Confidences | None = None) -> DocumentsDone:
     """Link a detected batch (with `consistency`, one concept per string in a document). The second
-    stage of annotate_batch. With a fitted `confidence`, each mention gets its probability and one
-    under the threshold is dropped (counted in ``dropped``)."""
+    stage of annotate_batch. With a fitted `confidence` for a mention's type (kgnorm.nil.confidence_for),
+    the mention gets its probability and is dropped under the threshold (counted in ``dropped``)."""
     from kgnorm.linking.consistency import harmonize_document
     from kgnorm.linking.linker import link_stream
 
     done = DocumentsDone([[] for _ in range(found.n_docs)], propagated=found.propagated)
     for i, span, lm in zip(found.owner, found.spans, link_stream(linker, pipeline, found.items, **link_kw)):
         lm.features = mention_features(span.score, span.source, lm.parts)
-        if confidence is not None:
-            lm.confidence = confidence.probability(lm.features)
-            if lm.confidence < confidence.threshold:
+        fitted = confidence_for(confidence, lm.mention.type)
+        if fitted is not None:
+            lm.confidence = fitted.probability(lm.features)
+            if lm.confidence < fitted.threshold:
                 done.dropped += 1
                 continue
         done.linked[i].append(lm)
@@ -134,7 +138,7 @@ def link_found(linker: PartLinker, pipeline: TextPipeline, consistency: bool, li
 
 def annotate_batch(detector: MentionDetector, linker: PartLinker, pipeline: TextPipeline, consistency: bool,
                    link_kw: dict[str, Any], batch: list[TextDocument],
-                   confidence: MentionConfidence | None = None) -> DocumentsDone:
+                   confidence: Confidences | None = None) -> DocumentsDone:
     """Find the mentions of a batch of documents and link them: detect_batch, then link_found."""
     return link_found(linker, pipeline, consistency, link_kw, detect_batch(detector, consistency, batch),
                       confidence)
@@ -147,13 +151,13 @@ class AnnotateBatchWork:
     (loaded by each worker)."""
 
     detector: MentionDetector | str
-    model_dir: str
+    model_dir: str | dict[str, Any]  # a directory, or a router's meta (kgnorm.methods.router)
     pipeline: TextPipeline
     consistency: bool
     link_kw: dict[str, Any] = field(default_factory=dict)
     dictionary_tagger: Any = None  # a trained detector's `dictionary` refinement's tagger (built by the driver)
     ner_precision: str | None = None  # a trained detector's path (kgnorm.methods.ner.runtime), loaded by a worker
-    confidence: MentionConfidence | None = None  # the fitted mention confidence (kgnorm calibrate), if any
+    confidence: Confidences | None = None  # the fitted mention confidence by type (kgnorm calibrate), if any
 
     def bind(self, detector: MentionDetector, linker: PartLinker) -> Any:
         if self.dictionary_tagger is not None:  # the dictionary refinement, in-process and in each Ray worker alike

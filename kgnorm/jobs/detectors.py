@@ -27,7 +27,7 @@ from kgnorm.errors import KgnormError
 from kgnorm.ner.spans import MentionDetector
 
 __all__ = ["DetectorKind", "DetectorContext", "DETECTORS", "register", "resolve", "kind_of", "build_detector",
-           "detector_for_engine", "dictionary_tagger_for"]
+           "detector_for_engine", "dictionary_tagger_for", "TypedTaggers"]
 
 
 @dataclass(frozen=True)
@@ -124,12 +124,14 @@ def detector_for_engine(ner: str | Path | MentionDetector, store: Any, engine: s
     return build_detector(ner, store, precision, threads)
 
 
-def dictionary_tagger_for(detector: MentionDetector | str, store: Any, ontology: str | None,
+def dictionary_tagger_for(detector: MentionDetector | str, store: Any, ontology: str | dict[str, str] | None,
                           notes: list[str]) -> tuple[Any, Any]:
     """(span refinements, dictionary tagger) of a trained detector (an object, or its directory
     when the Ray workers load it): the tagger over the linker's ontology, read from the store, is
     what the ``dictionary`` refinement (kgnorm.ner.refine) adds matches from; None when no
-    refinement needs it or the ontology is not in the store (then that refinement is off, noted)."""
+    refinement needs it or the ontology is not in the store (then that refinement is off, noted).
+    `ontology` may map each mention type to its own (a router's routes, ``*`` for the others): then
+    each of the detector's types is matched over its ontology, as one tagger (:class:`TypedTaggers`)."""
     if isinstance(detector, str):
         from kgnorm.methods.model_dir import read_model_meta
         from kgnorm.ner.refine import refinements_from_meta
@@ -145,15 +147,46 @@ def dictionary_tagger_for(detector: MentionDetector | str, store: Any, ontology:
     from kgnorm.ner.dictionary import DictionaryDetector
     from kgnorm.stores.session import reading
 
+    by_type = _type_ontologies(types, ontology)
     try:
-        if not ontology:
+        if not by_type:
             raise KgnormError("the linking model names no ontology")
         with reading(store) as st:
-            snap = read_ontology(st, ontology, with_edges=False)
+            snaps = {o: read_ontology(st, o, with_edges=False) for o in dict.fromkeys(by_type.values())}
     except KgnormError as exc:
         notes.append(f"detector: the dictionary refinement is off ({exc})")
         return refinements, None
-    return refinements, DictionaryDetector.from_snapshot(snap, type=types[0])
+    taggers = [DictionaryDetector.from_snapshot(snaps[o], type=t) for t, o in by_type.items()]
+    return refinements, taggers[0] if len(taggers) == 1 else TypedTaggers(taggers)
+
+
+def _type_ontologies(types: tuple[str, ...], ontology: str | dict[str, str] | None) -> dict[str, str]:
+    """Detector type -> the ontology its dictionary matches come from (the first type only, for one
+    ontology: as before routing existed)."""
+    if not isinstance(ontology, dict):
+        return {types[0]: ontology} if ontology else {}
+    routes = {t.strip().casefold(): o for t, o in ontology.items()}
+    found = {t: routes.get(t.casefold(), routes.get("*", "")) for t in types}
+    return {t: o for t, o in found.items() if o}
+
+
+class TypedTaggers:
+    """Several dictionary taggers (one per mention type, each over its ontology) as one: their
+    matches merged leftmost-longest, so the spans do not overlap."""
+
+    def __init__(self, taggers: list[Any]) -> None:
+        self.taggers = taggers
+        self.types = tuple(t for tagger in taggers for t in tagger.types)
+
+    def detect(self, texts: list[str]) -> list[list[Any]]:
+        out = []
+        for found in zip(*(tagger.detect(texts) for tagger in self.taggers)):
+            chosen: list[Any] = []
+            for span in sorted((s for spans in found for s in spans), key=lambda s: (s.start, s.start - s.end)):
+                if not chosen or span.start >= chosen[-1].end:
+                    chosen.append(span)
+            out.append(chosen)
+        return out
 
 
 # ------------------------------------------------------------------ the built-in kinds

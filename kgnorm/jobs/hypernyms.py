@@ -112,13 +112,10 @@ def write_ranking(ranking: HypernymRanking, write_top_k: int = 1, store: str | N
     """Store ranks up to ``write_top_k`` as PREDICTED_IS_A edges of one Run (a free name becomes a
     Mention node; an ontology name's edge starts at its concept); (run uid, edges written).
     The same ranking written again replaces its Run."""
-    from kgnorm.jobs.run import write_whole_run
-    from kgnorm.stores import MentionRow, PredictionEdge, RunRecord, RunWrite
-    from kgnorm.stores.run_ids import run_uid, text_uid
+    from kgnorm.jobs.run import model_run, write_whole_run
+    from kgnorm.stores import MentionRow, PredictionEdge, RunWrite
+    from kgnorm.stores.run_ids import text_uid
 
-    model = str(ranking.model.resolve())
-    uid = run_uid("hypernyms", model=model, root=ranking.root, level=ranking.level, top_k=write_top_k,
-                  names=ranking.names_digest(), ontology=ranking.ontology)
     source_of = dict(ranking.queries)
     best: dict[tuple[str, str, bool], PredictionEdge] = {}
     mentions: dict[str, MentionRow] = {}
@@ -134,10 +131,11 @@ def write_ranking(ranking: HypernymRanking, write_top_k: int = 1, store: str | N
         key = (src, h.uid, is_mention)
         if key not in best or h.score > best[key].score:
             best[key] = PredictionEdge(src, h.uid, float(h.score), int(h.rank), ranking.level, is_mention)
-    run = RunRecord(uid, "hypernyms", ranking.method, model,
-                    params={"root": ranking.root, "level": ranking.level, "top_k": ranking.top_k,
-                            "write_top_k": write_top_k, "names": ranking.names_label(),
-                            "ontology": ranking.ontology})
+    key = dict(root=ranking.root, level=ranking.level, top_k=write_top_k, names=ranking.names_digest(),
+               ontology=ranking.ontology)
+    run = model_run("hypernyms", ranking.model.resolve(), ranking.method, key,
+                    {"root": ranking.root, "level": ranking.level, "top_k": ranking.top_k, "write_top_k": write_top_k,
+                     "names": ranking.names_label(), "ontology": ranking.ontology})
     write_whole_run(store, RunWrite(run, list(mentions.values()), [], list(best.values()), ontology=ranking.ontology),
                     lock_timeout)
-    return uid, len(best)
+    return run.uid, len(best)

@@ -171,6 +171,7 @@ def link_mentions(model: str | Path, mentions: str | Path | Sequence[str] | Sequ
             _take(out, tsv, lm, report, source, alongside, top_k, write_top_k, collect)
             out.flush_if_full()
         out.publish()
+    report.notes += linking.unrouted_notes()
     if not write:
         return report
     if out.staged.abandoned:

@@ -106,24 +106,22 @@ def write_sssom_file(result: MatchResult, output: str | Path | None) -> None:
 def write_mappings(result: MatchResult, store: str | None = None, lock_timeout: float = 30.0) -> tuple[str, int]:
     """The mappings as MAPS_TO edges of one Run (the same match written again replaces it);
     (run uid, edges written)."""
-    from kgnorm.jobs.run import write_whole_run
-    from kgnorm.stores import RunRecord, RunWrite
+    from kgnorm.jobs.run import model_run, write_whole_run
+    from kgnorm.stores import RunWrite
     from kgnorm.stores.base import MappingEdge
-    from kgnorm.stores.run_ids import run_uid
 
     s, t = result.source.ontology, result.target.ontology
     params = {"source": s, "target": t, "xrefs": result.xrefs, "threshold": round(result.calibration.threshold, 6),
               "calibrated_on": result.calibration.fitted_on, "versions": list(result.versions)}
-    uid = run_uid("match", model=str(result.model.path), **params)
     edges = {(d.source_uid, d.target_uid, d.predicate): MappingEdge(d.source_uid, d.target_uid, d.predicate,
                                                                     float(d.confidence), d.justification, s, t)
              for d in result.decisions}
     counts: dict[str, int] = {}
     for e in edges.values():
         counts[e.predicate] = counts.get(e.predicate, 0) + 1
-    run = RunRecord(uid, "match", result.model.method, str(result.model.path), params=params, metrics=counts)
+    run = model_run("match", result.model.path, result.model.method, params, params, counts)
     write_whole_run(store, RunWrite(run, mappings=list(edges.values())), lock_timeout)
-    return uid, len(edges)
+    return run.uid, len(edges)
 
 
 def evaluate_match(gold: str | Path, predictions: str | Path, negatives: str | Path | None = None) -> list[Any]:

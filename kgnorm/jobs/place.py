@@ -159,18 +159,16 @@ def write_placement(placement: Placement, write_top_k: int = 1, store: str | Non
                     lock_timeout: float = 30.0) -> tuple[str, int]:
     """Ranks up to `write_top_k` as PREDICTED_IS_A edges of one Run (level 0: across ontologies);
     (run uid, edges written). The same placement written again replaces its Run."""
-    from kgnorm.jobs.run import write_whole_run
-    from kgnorm.stores import PredictionEdge, RunRecord, RunWrite
-    from kgnorm.stores.run_ids import run_uid
+    from kgnorm.jobs.run import model_run, write_whole_run
+    from kgnorm.stores import PredictionEdge, RunWrite
 
     params = {"source": placement.source.ontology, "target": placement.target.ontology, "top_k": placement.top_k,
               "write_top_k": write_top_k, "unmatched_only": placement.unmatched_only}
-    uid = run_uid("place", model=str(placement.model.path), **params)
     edges = [PredictionEdge(s, t, float(score), i + 1, 0) for s, ranked in sorted(placement.ranked.items())
              for i, (t, score) in enumerate(ranked[:write_top_k])]
-    run = RunRecord(uid, "place", placement.model.method, str(placement.model.path), params=params)
+    run = model_run("place", placement.model.path, placement.model.method, params, params)
     write_whole_run(store, RunWrite(run, predictions=edges), lock_timeout)
-    return uid, len(edges)
+    return run.uid, len(edges)
 
 
 def evaluate_place(gold: str | Path, predictions: str | Path) -> Any:

@@ -166,12 +166,12 @@ def ray_map(work: BlockWork, blocks: Iterable[list[Any]], opts: RayOptions) -> I
                 ray.kill(a)
 
 
-def ray_link_stream(model_dir: str, pipeline: Any, items: Iterable[tuple[Mention, dict[str, str]]],
+def ray_link_stream(model_dir: Any, pipeline: Any, items: Iterable[tuple[Mention, dict[str, str]]],
                     opts: RayOptions, **link_kw: Any) -> Iterator[LinkedMention]:
     """What :func:`kgnorm.linking.linker.link_stream` yields, in the same order, computed by
     `opts.workers` actors (blocks of `opts.block` mentions, default 2048)."""
     from kgnorm.jobs.batch_work import LinkBatchWork, batches_of
 
-    work = LinkBatchWork(str(model_dir), pipeline, link_kw)
+    work = LinkBatchWork(model_dir if isinstance(model_dir, dict) else str(model_dir), pipeline, link_kw)
     for _, linked in ray_map(work, batches_of(items, opts.block or 2048), opts):
         yield from linked

@@ -40,35 +40,34 @@ def relink_orphans(model: str | Path, *, store: str | None = None, top_k: int = 
                    depth: int = RELINK_DEPTH) -> LinkReport:
     """Link the orphans of the model's ontology with the model; write the run (and the TSV rows
     to `output`, in `link`'s layout; a path is written as link writes it: complete or not at all).
-    Each orphan takes its best candidates among the model's top `depth` that are still concepts."""
-    from kgnorm.jobs.models import open_linker
-    from kgnorm.jobs.run import open_output
+    Each orphan takes its best candidates among the model's top `depth` that are still concepts.
+    On the job skeleton (kgnorm.jobs.run): the model opened first, the store once, its ontology
+    checked as `link` checks it, the run named by the model."""
+    from kgnorm.jobs.run import check_ontology, open_linking_model, open_output
     from kgnorm.linking.linker import TSV_HEADER, edges_for, tsv_rows
-    from kgnorm.stores import LinkEdge, RunRecord, RunWrite, open_store
-    from kgnorm.stores.run_ids import run_uid
+    from kgnorm.stores import LinkEdge, RunWrite
+    from kgnorm.stores.session import StoreSession
 
     if top_k < 1 or write_top_k < 1:
         raise KgnormError("--top-k and --write-top-k must be >= 1")
-    model = Path(model)
-    linker, meta = open_linker(model)
-    onto = meta.get("ontology") or ""
-    if not onto:
-        raise KgnormError(f"{model}: --relink-orphans needs a model built on an ontology of the store")
     deep = max(depth, top_k, write_top_k)
     report = LinkReport(None, top_k=top_k)
     with ExitStack() as stack:
-        st = stack.enter_context(open_store(store, lock_timeout=lock_timeout))
-        if st.ontology_info(onto) is None:
-            raise KgnormError(f"the model's ontology {onto!r} is not in {st.uri}")
+        session = stack.enter_context(StoreSession(store, write=True, lock_timeout=lock_timeout))
+        linking = open_linking_model(model, store=session)
+        onto = linking.ontology
+        if not onto:
+            raise KgnormError(f"{model}: --relink-orphans needs a model built on an ontology of the store")
+        check_ontology(session, linking.meta, report.notes)
+        st = session.get()
         rows = st.orphans(onto)
         if not rows:
             report.notes.append(f"no orphan mentions of {onto} in {st.uri}: nothing to relink")
             return report
         digest = hashlib.sha1("\n".join(r.uid for r in rows).encode("utf-8")).hexdigest()
-        uid = run_uid("link", model=str(model.resolve()), orphans_of=onto, input=digest, top_k=write_top_k)
-        run = RunRecord(uid, "link", linker.method, str(model.resolve()),
-                        params={"input": f"orphans of {onto}", "relink_orphans": len(rows),
-                                "write_top_k": write_top_k, "search_depth": deep})
+        run = linking.run_record("link", dict(orphans_of=onto, input=digest, top_k=write_top_k),
+                                 {"input": f"orphans of {onto}", "relink_orphans": len(rows),
+                                  "write_top_k": write_top_k, "search_depth": deep})
         fh = open_output(stack, output)
         tsv = csv.writer(fh, delimiter="\t", lineterminator="\n") if fh is not None else None
         if tsv is not None:
@@ -76,10 +75,10 @@ def relink_orphans(model: str | Path, *, store: str | None = None, top_k: int = 
         links: list[LinkEdge] = []
         still: set[str] = set()
         past = 0  # orphans linked below the model's top candidate (it is no longer in the ontology)
-        for row, lm, demoted in _surviving(st, onto, linker, meta, rows, deep, batch_size):
+        for row, lm, demoted in _surviving(st, onto, linking, rows, deep, batch_size):
             if tsv is not None:
                 tsv.writerows(tsv_rows(lm, top_k))
-            edges = [LinkEdge(row.uid, c, score, rank) for c, rank, score in edges_for(lm, write_top_k)]
+            edges = [LinkEdge(row.uid, c.uid, score, rank, c.ontology) for c, rank, score in edges_for(lm, write_top_k)]
             links += edges
             if not edges:
                 still.add(row.uid)
@@ -87,25 +86,25 @@ def relink_orphans(model: str | Path, *, store: str | None = None, top_k: int = 
         report.notes += _notes(onto, past, len(still), deep)
         st.write_run(RunWrite(run, mentions=rows, links=links, ontology=onto,
                               relinked=[r.uid for r in rows if r.uid not in still]))
-    report.run_uid, report.n_mentions, report.n_edges = uid, len(rows), len(links)
+    report.run_uid, report.n_mentions, report.n_edges = run.uid, len(rows), len(links)
     report.edge_note = f" (the orphans of {onto}; {len(still):,} still orphans)" if still else \
         f" (the orphans of {onto})"
     return report
 
 
-def _surviving(st: Any, onto: str, linker: Any, meta: dict[str, Any], rows: list[MentionRow], depth: int,
+def _surviving(st: Any, onto: str, linking: Any, rows: list[MentionRow], depth: int,
                batch_size: int) -> Iterator[tuple[MentionRow, LinkedMention, bool]]:
     """(orphan, its ranking cut to the candidates still in `onto`, whether the model's top one
     was cut), `batch_size` orphans at a time: the store is asked about each batch's candidates
     once, and memory follows the batch, not the number of orphans."""
-    from kgnorm.linking.linker import link_stream, pipeline_from_meta
+    from kgnorm.linking.linker import link_stream
     from kgnorm.text.abbreviations import find_abbreviations
 
     items = ((Mention(text=r.text, doc_id=r.doc_id, start=r.start, end=r.end, context=r.context,
                       id=r.mention_id or r.uid), find_abbreviations(r.context) if r.context else {})
              for r in rows)
     retired = st.retired_ids(onto)
-    stream = zip(rows, link_stream(linker, pipeline_from_meta(meta), items, top_k=depth, batch_size=batch_size))
+    stream = zip(rows, link_stream(linking.linker, linking.pipeline, items, top_k=depth, batch_size=batch_size))
     while chunk := list(islice(stream, max(1, batch_size))):
         now = _current(st, onto, sorted({h.uid for _, lm in chunk for p in lm.parts for h in p}), retired)
         for row, lm in chunk:

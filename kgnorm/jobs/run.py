@@ -7,7 +7,8 @@ all of them:
   (:func:`open_linking_model`; a failure there writes nothing);
 - the store opened once for the whole job (:class:`~kgnorm.stores.session.StoreSession`): the
   model's ontology checked, dictionaries read and the run written on one connection;
-- the run record (:meth:`LinkingModel.run_record`);
+- the run record (:meth:`LinkingModel.run_record`; :func:`model_run` for a job done with a model
+  directory it opens itself: hypernyms, match, place);
 - the output file opened once, complete or not at all (:func:`open_output`);
 - a streamed run staged batch by batch and published at the end (:class:`StreamedRun`: all or
   nothing, Ctrl-C included), with its progress bar; a run computed whole written in one
@@ -22,7 +23,7 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TextIO
+from typing import Any, Callable, Iterable, Iterator, Mapping, TextIO
 
 from kgnorm.errors import KgnormError
 from kgnorm.jobs.ray_engine import RayOptions
@@ -92,41 +93,70 @@ def output_label(output: str | Path | TextIO | None) -> str | None:
 
 
 def check_ontology(store: str | GraphStore | StoreSession | None, meta: dict[str, Any], notes: list[str]) -> None:
-    """The model's ontology must be in the store; a version other than the model's is noted."""
+    """The model's ontology must be in the store (each route's, for a router); a version other
+    than the model's is noted."""
     from kgnorm.methods.model_dir import check_ontology_version
     from kgnorm.stores.session import reading
 
-    if not meta.get("ontology"):
+    metas = [m for m in ([meta] if meta.get("ontology") else meta.get("member_meta") or []) if m.get("ontology")]
+    if not metas:
         return
     with reading(store) as st:
-        row = st.ontology_info(meta["ontology"])
-        if row is None:
-            raise KgnormError(f"the model's ontology {meta['ontology']!r} is not in {st.uri}")
-        check_ontology_version(meta, meta["ontology"], row.get("version") or "", notes.append)
+        for m in metas:
+            row = st.ontology_info(m["ontology"])
+            if row is None:
+                raise KgnormError(f"the model's ontology {m['ontology']!r} is not in {st.uri}")
+            check_ontology_version(m, m["ontology"], row.get("version") or "", notes.append)
 
 
 @dataclass
 class LinkingModel:
     """A linking model opened for a run: its linker (None when Ray workers hold it and no nil
-    threshold is fitted here), meta, text pipeline and nil decision."""
+    threshold is fitted here), meta, text pipeline and nil decision. `source` is what a worker
+    opens (the directory, or a router's meta given in memory: kgnorm.methods.router), `label`
+    what the Run records as its model."""
 
-    path: Path  # resolved
+    path: Path | None  # resolved; None for a model given in memory
     linker: Any
     meta: dict[str, Any]
     pipeline: Any
     nil: Any  # kgnorm.nil.fit.NilDecision
+    source: Any = None
 
     @property
     def ontology(self) -> str:
+        """The model's one ontology; "" for a router (each route stamps its own on its hits)."""
         return self.meta.get("ontology") or ""
+
+    @property
+    def ontologies(self) -> list[str]:
+        """Every ontology the model links into (a router's routes: one each)."""
+        return [self.ontology] if self.ontology else sorted(set((self.meta.get("ontologies") or {}).values()))
+
+    @property
+    def type_ontologies(self) -> str | dict[str, str]:
+        """The model's ontology, or a router's by mention type (``*``: the others) when they differ."""
+        return self.ontology or dict(self.meta.get("ontologies") or {})
+
+    @property
+    def label(self) -> str:
+        if self.path is not None:
+            return str(self.path)
+        from kgnorm.methods.router.linker import router_label
+
+        return router_label(self.meta)
+
+    def unrouted_notes(self) -> list[str]:
+        """A router's mention types that had no linker (in-process runs: the driver's linker counts them)."""
+        unrouted = getattr(self.linker, "unrouted", None) or {}
+        return [f"{n:,} mention(s) of type {t or '(none)'}: no linker for that type (not linked)"
+                for t, n in sorted(unrouted.items())]
 
     def run_record(self, kind: str, key: dict[str, Any], params: dict[str, Any]) -> RunRecord:
         """The Run of this model: its uid from `key` (the same key again replaces the run)."""
         from kgnorm.jobs.models import linker_method
-        from kgnorm.stores.run_ids import run_uid
 
-        return RunRecord(run_uid(kind, model=str(self.path), **key), kind, linker_method(self.meta), str(self.path),
-                         params=params)
+        return model_run(kind, self.label, linker_method(self.meta), key, params)
 
     def link_kw(self, top_k: int, batch_size: int) -> dict[str, Any]:
         """What link_stream takes besides the items: ranks, batch and the nil decision."""
@@ -139,31 +169,33 @@ class LinkingModel:
         if engine == "ray":
             from kgnorm.jobs.ray_engine import ray_link_stream
 
-            return ray_link_stream(str(self.path), self.pipeline, items, ray or RayOptions(), **link_kw)
+            return ray_link_stream(self.source, self.pipeline, items, ray or RayOptions(), **link_kw)
         from kgnorm.linking.linker import link_stream
         from kgnorm.linking.query_cache import with_cache
 
         return link_stream(with_cache(self.linker), self.pipeline, items, **link_kw)
 
 
-def open_linking_model(model: str | Path, *, engine: str = "local", nil_threshold: float | str | None = None,
-                       nil_dev: str | Path | None = None, nil_strategy: str = "auto",
-                       nil_input_format: str | None = None, nil_batch: int = 256,
+def open_linking_model(model: str | Path | Mapping[str, Any], *, engine: str = "local",
+                       nil_threshold: float | str | None = None, nil_dev: str | Path | None = None,
+                       nil_strategy: str = "auto", nil_input_format: str | None = None, nil_batch: int = 256,
                        store: str | GraphStore | StoreSession | None = None, **pipeline_kw: Any) -> LinkingModel:
-    """The model in `model` for a run (with Ray the workers load it: the driver only when it fits a
-    nil threshold on `nil_dev`), and its nil decision (kgnorm.nil.fit), made before anything is
-    written. `pipeline_kw`: the text pipeline's overrides (abbreviations, composites)."""
+    """The model in `model` (a directory, or a router's meta: kgnorm.methods.router.routes_from_options)
+    for a run (with Ray the workers load it: the driver only when it fits a nil threshold on
+    `nil_dev`), and its nil decision (kgnorm.nil.fit), made before anything is written.
+    `pipeline_kw`: the text pipeline's overrides (abbreviations, composites)."""
     from kgnorm.jobs.models import model_meta, open_linker
     from kgnorm.linking.linker import pipeline_from_meta
     from kgnorm.nil.fit import nil_decision, parse_nil_option
 
     auto_nil = parse_nil_option(nil_threshold, nil_dev, nil_strategy)
-    path = Path(model)
-    linker, meta = open_linker(path) if engine == "local" or auto_nil else (None, model_meta(path))
+    source: Any = dict(model) if isinstance(model, Mapping) else str(Path(model).resolve())
+    linker, meta = open_linker(source) if engine == "local" or auto_nil else (None, model_meta(source))
     pipeline = pipeline_from_meta(meta, **pipeline_kw)
     nil = nil_decision(linker, meta, pipeline, nil_threshold, nil_dev, nil_strategy, nil_input_format, nil_batch,
                        store)
-    return LinkingModel(path.resolve(), linker, meta, pipeline, nil)
+    path = None if isinstance(model, Mapping) else Path(source)
+    return LinkingModel(path, linker, meta, pipeline, nil, source)
 
 
 class StreamedRun:
@@ -232,7 +264,18 @@ def staged_mention(lm: Any, source_digest: str, source_label: str, write_top_k: 
     muid = mention_uid(source_digest, m.mention_id)
     return StagedMention(MentionRow(muid, m.text, m.doc_id, m.start, m.end, m.context, m.mention_id, source_label,
                                     type, confidence),
-                         [LinkEdge(muid, c, score, rank) for c, rank, score in edges_for(lm, write_top_k)], document)
+                         [LinkEdge(muid, c.uid, score, rank, c.ontology) for c, rank, score in edges_for(lm, write_top_k)],
+                         document)
+
+
+def model_run(kind: str, model: str | Path, method: str, key: dict[str, Any], params: dict[str, Any],
+              metrics: dict[str, Any] | None = None) -> RunRecord:
+    """The Run of a job done with a model (every job that writes one): its uid from the model and
+    `key`, so the same model and key again replace it."""
+    from kgnorm.stores.run_ids import run_uid
+
+    return RunRecord(run_uid(kind, model=str(model), **key), kind, method, str(model), params=params,
+                     metrics=dict(metrics or {}))
 
 
 def write_whole_run(store: str | None, write: RunWrite, lock_timeout: float = 30.0) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Protocol
 
+from kgnorm.graph.refs import ConceptRef
 from kgnorm.mentions.types import Mention
 
 
@@ -34,11 +35,18 @@ class RankedConcept:
 
 @dataclass(frozen=True)
 class Hit:
-    """One concept at one rank of one part: what the TSV row and the edge show."""
+    """One concept at one rank of one part: what the TSV row and the edge show. `ontology`: the
+    ontology of the linker that ranked it (every linker adapter stamps its own), so a run that
+    links into several ontologies still says which concept each hit is."""
 
     uid: str
     name: str
     score: float
+    ontology: str = ""
+
+    @property
+    def ref(self) -> ConceptRef:
+        return ConceptRef(self.ontology, self.uid)
 
 
 @dataclass

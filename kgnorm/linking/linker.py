@@ -10,6 +10,7 @@ import os
 from collections import deque
 from typing import Any, Iterable, Iterator
 
+from kgnorm.graph.refs import ConceptRef
 from kgnorm.linking.candidates import Hit, LinkedMention, PartLinker
 from kgnorm.mentions.types import Mention
 from kgnorm.text.pipeline import TextPipeline
@@ -21,18 +22,20 @@ LOOKAHEAD = int(os.environ.get("KGNORM_LINK_LOOKAHEAD", "8192"))
 
 class DictionaryLinker:
     """Adapter for name-dictionary models (BioSyn and every encoder with a name index):
-    concepts ranked by :func:`kgnorm.linking.concepts.link_concepts`, one per rank."""
+    concepts ranked by :func:`kgnorm.linking.concepts.link_concepts`, one per rank, each hit
+    stamped with the model's `ontology`."""
 
-    def __init__(self, model: Any, method: str) -> None:
+    def __init__(self, model: Any, method: str, ontology: str = "") -> None:
         self.model = model
         self.method = method
+        self.ontology = ontology
 
     def link_parts(self, queries: list[str], mentions: list[Mention], whole: list[bool],
                    top_k: int) -> list[list[Hit]]:
         from kgnorm.linking.concepts import link_concepts
 
         names = self.model.dictionary.names
-        return [[Hit(c.uid, names[c.row], c.score) for c in ranked]
+        return [[Hit(c.uid, names[c.row], c.score, self.ontology) for c in ranked]
                 for ranked in link_concepts(self.model, queries, top_k)]
 
     def prefetch(self, queries: list[str], top_k: int) -> None:
@@ -46,16 +49,17 @@ class ContextLinker:
     """Adapter for context models (BioCoM): each part is embedded inside its mention's sentence; the
     model's ``link([(text, context), ...], top_k=)`` answers ``(uid, score)`` pairs per item."""
 
-    def __init__(self, model: Any, method: str = "biocom") -> None:
+    def __init__(self, model: Any, method: str = "biocom", ontology: str = "") -> None:
         self.model = model
         self.method = method
+        self.ontology = ontology
 
     def link_parts(self, queries: list[str], mentions: list[Mention], whole: list[bool],
                    top_k: int) -> list[list[Hit]]:
         # a whole mention is found in its sentence by its surface text; a composite part is not
         items = [(m.text if w else q, m.context or m.text) for q, m, w in zip(queries, mentions, whole)]
         out = self.model.link(items, top_k=top_k)
-        return [[Hit(uid, uid, float(score)) for uid, score in cands] for cands in out]
+        return [[Hit(uid, uid, float(score), self.ontology) for uid, score in cands] for cands in out]
 
 
 def pipeline_from_meta(meta: dict[str, Any], **overrides: Any) -> TextPipeline:
@@ -74,15 +78,20 @@ def link_stream(linker: PartLinker, pipeline: TextPipeline,
     decides from each part's top hits (a mention is nil when any of its parts is).
     Up to `lookahead` mentions are read and prepared ahead of the batch being linked, and their
     queries handed to the linker's ``prefetch`` where it has one (the query encoder fills its
-    fixed-shape calls from them); memory follows `batch_size` + `lookahead`, not the corpus."""
+    fixed-shape calls from them; ``prefetch_parts`` also gets each query's mention, for a linker
+    that routes by it); memory follows `batch_size` + `lookahead`, not the corpus."""
     fetch = max(top_k, nil_classifier.depth) if nil_classifier is not None else top_k
     prefetch = getattr(linker, "prefetch", None)
+    by_mention = getattr(linker, "prefetch_parts", None)  # a linker that routes each query by its mention
     lookahead = LOOKAHEAD if lookahead is None else lookahead
 
     def prepare(batch: list[tuple[Mention, dict[str, str]]]) -> list[LinkedMention]:
         linked = [LinkedMention(m, pipeline.prepare(m, abbr) or [pipeline.normalize_name(m.text)])
                   for m, abbr in batch]
-        if prefetch is not None:
+        if by_mention is not None:
+            by_mention([q for lm in linked for q in lm.queries], [lm.mention for lm in linked for _ in lm.queries],
+                       fetch)
+        elif prefetch is not None:
             prefetch([q for lm in linked for q in lm.queries], fetch)
         return linked
 
@@ -138,16 +147,16 @@ def candidate_sets(linked: LinkedMention) -> list[list[str]]:
     return [[h.uid for h in part] for part in linked.parts]
 
 
-def edges_for(linked: LinkedMention, write_top_k: int) -> list[tuple[str, int, float]]:
-    """(concept uid, rank, score) edges of one mention; each part's concept gets its own edge."""
+def edges_for(linked: LinkedMention, write_top_k: int) -> list[tuple[ConceptRef, int, float]]:
+    """(concept, rank, score) edges of one mention; each part's concept gets its own edge."""
     if linked.nil:
         return []
-    out: dict[tuple[str, int], float] = {}
+    out: dict[tuple[ConceptRef, int], float] = {}
     for rank, hits in linked.ranks(write_top_k):
         for h in hits:
-            key = (h.uid, rank)
+            key = (h.ref, rank)
             out[key] = max(out.get(key, float("-inf")), h.score)
-    return [(uid, rank, score) for (uid, rank), score in out.items()]
+    return [(ref, rank, score) for (ref, rank), score in out.items()]
 
 
 def training_pairs(pipeline: TextPipeline, items: Iterable[tuple[Mention, dict[str, str]]]

@@ -27,7 +27,8 @@ What a method provides (``kgnorm/methods/<name>/``, or ``package``):
     model for linking only. A model without ``link`` is refused ("has no name index").
   - ``context`` (BioCoM): ``model.link([(text, sentence), ...], top_k=)`` → per item ``(uid, score)``
     pairs; linked through :class:`~kgnorm.linking.linker.ContextLinker`.
-  - ``wrapper`` (rerank, ensemble): a directory over other model directories. ``opener``
+  - ``wrapper`` (rerank, ensemble, router): a directory over other model directories (or, for a
+    router built from the command line, its meta alone: :func:`source_meta`). ``opener``
     (``module:function``, ``(model_dir, meta) -> (linker, meta)``) returns a
     :class:`~kgnorm.linking.candidates.PartLinker` -- ``method`` and ``link_parts(queries, mentions,
     whole, top_k) -> list[list[Hit]]``, one list per query part -- and ``meta_reader``
@@ -40,7 +41,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from kgnorm.errors import KgnormError
 from kgnorm.methods.model_dir import read_model_meta
@@ -127,6 +128,9 @@ for _entry in (Method("biosyn", "kgnorm.methods.biosyn.model:load_biosyn",
                Method("ensemble", "kgnorm.methods.ensemble.linker:load_ensemble", kind=WRAPPER,
                       opener="kgnorm.methods.ensemble.linker:open_ensemble_dir",
                       meta_reader="kgnorm.methods.ensemble.linker:ensemble_meta"),
+               Method("router", "kgnorm.methods.router.linker:load_router", kind=WRAPPER,
+                      opener="kgnorm.methods.router.linker:open_router_dir",
+                      meta_reader="kgnorm.methods.router.linker:read_router_meta"),
                Method("rerank", "kgnorm.methods.rerank.wrapper:load_rerank", kind=WRAPPER,
                       opener="kgnorm.methods.rerank.wrapper:open_rerank",
                       meta_reader="kgnorm.methods.rerank.wrapper:rerank_meta")):
@@ -161,10 +165,22 @@ def load_encoder(model_dir: str | Path) -> Any:
     return entry.load()(model_dir)
 
 
-def model_meta(model_dir: str | Path) -> dict[str, Any]:
+def source_meta(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """A model directory's meta, or a wrapper's meta given in memory (a router built from
+    `annotate --model TYPE=DIR ...`: kgnorm.methods.router), which has no directory."""
+    if isinstance(source, Mapping):
+        entry = METHODS.get(str(source.get("method")))
+        if entry is None or entry.kind != WRAPPER:
+            raise KgnormError(f"a model given without a directory must be a wrapper (got {source.get('method')!r})")
+        return dict(source)
+    return read_model_meta(source)
+
+
+def model_meta(model_dir: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     """The meta :func:`open_linker` returns, without loading any weights (what a Ray driver needs:
-    the text pipeline, the ontology, the method): a wrapper's ``meta_reader``, else the directory's."""
-    meta = read_model_meta(model_dir)
+    the text pipeline, the ontology, the method): a wrapper's ``meta_reader``, else the directory's.
+    `model_dir` may be a wrapper's meta (:func:`source_meta`)."""
+    meta = source_meta(model_dir)
     entry = METHODS.get(meta["method"])
     if entry is not None and entry.kind == WRAPPER and entry.meta_reader:
         return _resolve(entry.meta_reader)(model_dir, meta)
@@ -180,16 +196,17 @@ def run_method(meta: dict[str, Any]) -> str:
     return RERANKED if meta.get("reranker") else meta["method"]
 
 
-def open_linker(model_dir: str | Path) -> tuple[Any, dict[str, Any]]:
+def open_linker(model_dir: str | Path | Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     """The linker (a :class:`kgnorm.linking.candidates.PartLinker`) of a model directory and the meta
     the job needs, by the method's kind: an ``index`` model behind
     :class:`~kgnorm.linking.linker.DictionaryLinker`, wrapped by its cross-encoder when the directory
     holds one (a ``reranker`` block: `train biosyn --rerank`); a ``context`` model behind
     :class:`~kgnorm.linking.linker.ContextLinker`; a ``wrapper`` (a reranker directory naming its
-    linker, an ensemble of members, each opened this way) by its ``opener``."""
+    linker, an ensemble of members, a router of one linker per mention type, each opened this way)
+    by its ``opener``; `model_dir` may be a wrapper's meta (:func:`source_meta`)."""
     from kgnorm.linking.linker import ContextLinker, DictionaryLinker
 
-    meta = read_model_meta(model_dir)
+    meta = source_meta(model_dir)
     entry = entry_for(meta, model_dir)
     if entry.kind == WRAPPER:
         return _resolve(entry.opener)(model_dir, meta)
@@ -197,10 +214,10 @@ def open_linker(model_dir: str | Path) -> tuple[Any, dict[str, Any]]:
         raise KgnormError(f"{model_dir}: a {meta['method']} model has no name index to link with")
     model = _resolve(entry.linker)(model_dir) if entry.linker else load_encoder(model_dir)
     if entry.kind == CONTEXT:
-        return ContextLinker(model, meta["method"]), meta
+        return ContextLinker(model, meta["method"], meta.get("ontology") or ""), meta
     if not hasattr(model, "link"):
         raise KgnormError(f"{model_dir}: a {meta['method']} model has no name index to link with")
-    linker: Any = DictionaryLinker(model, meta["method"])
+    linker: Any = DictionaryLinker(model, meta["method"], meta.get("ontology") or "")
     block = meta.get("reranker")
     if block:
         from kgnorm.methods.rerank.wrapper import reranked

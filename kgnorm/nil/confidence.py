@@ -47,6 +47,7 @@ class MentionConfidence:
     threshold: float
     features: tuple[str, ...] = FEATURES
     fit: dict[str, Any] = field(default_factory=dict)
+    type: str = ""  # the mention type it was fitted on ("": all the types the linker links)
 
     def probability(self, features: Sequence[float]) -> float:
         z = self.intercept + sum(c * (x - m) / s for c, x, m, s in zip(self.coef, features, self.mean, self.scale))
@@ -61,7 +62,19 @@ class MentionConfidence:
         if tuple(entry.get("features", ())) != FEATURES:
             raise ValueError(f"mention confidence over {entry.get('features')}, this kgnorm reads {FEATURES}")
         return cls(dict(entry["linker"]), tuple(entry["coef"]), float(entry["intercept"]), tuple(entry["mean"]),
-                   tuple(entry["scale"]), float(entry["threshold"]), FEATURES, dict(entry.get("fit", {})))
+                   tuple(entry["scale"]), float(entry["threshold"]), FEATURES, dict(entry.get("fit", {})),
+                   str(entry.get("type", "")))
+
+
+def confidence_for(confidences: Mapping[str, MentionConfidence | None] | None,
+                   mention_type: str) -> MentionConfidence | None:
+    """The confidence of a mention of `mention_type` (a run routed by type: each type's linker and
+    detector scores differ): its type's own (keys casefolded), else the one of every other type
+    (key "")."""
+    if not confidences:
+        return None
+    key = mention_type.strip().casefold()
+    return confidences[key] if key in confidences else confidences.get("")
 
 
 @dataclass
@@ -94,7 +107,7 @@ def document_prf(mentions: Sequence[DevMention], gold: Mapping[str, frozenset[st
 
 
 def fit_confidence(mentions: Sequence[DevMention], gold: Mapping[str, frozenset[str]],
-                   linker: dict[str, str]) -> MentionConfidence:
+                   linker: dict[str, str], mention_type: str = "") -> MentionConfidence:
     """Fit the logistic regression (label: every rank-1 concept of the mention is one of its
     document's gold concepts) and choose the threshold with the best document-level F1 on the same
     documents (ties: the lower threshold, which keeps more)."""
@@ -106,8 +119,9 @@ def fit_confidence(mentions: Sequence[DevMention], gold: Mapping[str, frozenset[
     linked = [m for m in mentions if m.concepts]
     labels = np.array([bool(m.concepts) and m.concepts <= gold.get(m.doc_id, frozenset()) for m in linked])
     if len(linked) < 20 or labels.all() or not labels.any():
+        of = f" of type {mention_type}" if mention_type else ""
         raise KgnormError(f"calibrating needs dev documents with right and wrong links: {len(linked)} linked "
-                          f"mention(s), {int(labels.sum())} right")
+                          f"mention(s){of}, {int(labels.sum())} right")
     x = np.array([m.features for m in linked], dtype=np.float64)
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
@@ -124,4 +138,5 @@ def fit_confidence(mentions: Sequence[DevMention], gold: Mapping[str, frozenset[
     fit = {"dev_documents": len(gold), "dev_mentions": len(mentions), "dev_linked": len(linked),
            "dev_right": int(labels.sum()), "document_before": [round(v, 4) for v in before],
            "document_after": [round(v, 4) for v in best[2]]}
-    return MentionConfidence(linker, fitted.coef, fitted.intercept, fitted.mean, fitted.scale, best[1], FEATURES, fit)
+    return MentionConfidence(linker, fitted.coef, fitted.intercept, fitted.mean, fitted.scale, best[1], FEATURES, fit,
+                             mention_type)

@@ -23,7 +23,7 @@ RETRY_S = 2.0
 
 
 class ReviewDesk:
-    def __init__(self, store: str | None, *, read_only: bool = False, model: str | Path | None = None,
+    def __init__(self, store: str | None, *, read_only: bool = False, model: str | Path | dict[str, Any] | None = None,
                  lock_timeout: float = 2.0, retry_s: float = RETRY_S) -> None:
         self.uri = check_store_uri(store)
         self.read_only = read_only
@@ -141,10 +141,10 @@ class ReviewDesk:
         if self._linker is None:
             return None
         with self.reading() as st:
-            rows = st.query("MATCH (m:Mention {uid: $m}) RETURN m.text, m.context", {"m": mention_uid}).rows
+            rows = st.query("MATCH (m:Mention {uid: $m}) RETURN m.text, m.context, m.type", {"m": mention_uid}).rows
         if not rows:
             return []
-        return self._linker.top(rows[0][0], rows[0][1] or "", k)
+        return self._linker.top(rows[0][0], rows[0][1] or "", k, rows[0][2] or "")
 
     def close(self) -> None:
         self._stop.set()
@@ -163,7 +163,7 @@ class ReviewDesk:
 class _ModelCandidates:
     """A model directory's linker, loaded once, asked for one mention at a time."""
 
-    def __init__(self, model: str | Path) -> None:
+    def __init__(self, model: str | Path | dict[str, Any]) -> None:
         from kgnorm.methods.registry import open_linker
         from kgnorm.linking.linker import pipeline_from_meta
 
@@ -171,13 +171,17 @@ class _ModelCandidates:
         self.pipeline = pipeline_from_meta(meta)
         self._lock = threading.Lock()
 
-    def top(self, text: str, context: str, k: int) -> list[dict[str, Any]]:
+    def top(self, text: str, context: str, k: int, mention_type: str = "") -> list[dict[str, Any]]:
+        """The model's top-k for one mention: a router links it with its type's linker, so the
+        candidates come from the mention's own ontology (each names it)."""
         from kgnorm.linking.linker import link_stream
         from kgnorm.mentions.types import Mention
         from kgnorm.text.abbreviations import find_abbreviations
 
-        item = (Mention(text=text, context=context, id="q"), find_abbreviations(context) if context else {})
+        item = (Mention(text=text, context=context, id="q", type=mention_type),
+                find_abbreviations(context) if context else {})
         with self._lock:
             linked = next(iter(link_stream(self.linker, self.pipeline, [item], top_k=k, batch_size=1, lookahead=0)))
         return [{"uid": "|".join(h.uid for h in hits), "name": " + ".join(h.name for h in hits),
-                 "score": float(sum(h.score for h in hits) / len(hits))} for _, hits in linked.ranks(k)]
+                 "score": float(sum(h.score for h in hits) / len(hits)), "ontology": hits[0].ontology}
+                for _, hits in linked.ranks(k)]

@@ -11,6 +11,7 @@ import json
 from typing import Any, Callable, Iterable, Sequence
 
 from kgnorm.errors import KgnormError
+from kgnorm.graph.refs import ConceptRef
 from kgnorm.review.records import WITH_CONCEPT, Review
 from kgnorm.stores import GraphStore, redact
 from kgnorm.stores.stages import PUBLISHED, STAGING
@@ -176,15 +177,18 @@ def document_view(store: GraphStore, doc_id: str, pending: Sequence[Review] = ()
         if r.added is not None and r.added.document_uid == uid and r.added.uid not in mentions:
             a = r.added
             mentions[a.uid] = _mention(a.uid, a.start, a.end, a.type, a.text, None)
-    names: dict[str, str] = {}
+    names: dict[ConceptRef, str] = {}
     for m in mentions.values():
         m["review"] = _overlay(reviews.get(m["uid"]), pend.get(m["uid"]))
         m["concept"] = _state(m["review"], m["machine_concept"])
-        if m["concept"] and m["concept"] == m["machine_concept"]:
-            names[m["concept"]] = m["machine_concept_name"]
-    names.update(concept_names(store, sorted({m["concept"] for m in mentions.values() if m["concept"]} - set(names))))
+        # the current concept's ontology: a uid two ontologies share names the mention's own
+        m["ontology"] = ((m["review"] or {}).get("ontology") or m["machine_ontology"]) if m["concept"] else ""
+        if m["concept"] and (m["concept"], m["ontology"]) == (m["machine_concept"], m["machine_ontology"]):
+            names[ConceptRef(m["ontology"], m["concept"])] = m["machine_concept_name"]
+    wanted = {ConceptRef(m["ontology"], m["concept"]) for m in mentions.values() if m["concept"]} - set(names)
+    names.update(concept_names(store, sorted(wanted)))
     for m in mentions.values():
-        m["concept_name"] = names.get(m["concept"] or "", "") if m["concept"] else ""
+        m["concept_name"] = names.get(ConceptRef(m["ontology"], m["concept"]), "") if m["concept"] else ""
     listed = sorted(mentions.values(), key=lambda m: (m["start"] if m["start"] is not None else -1, m["end"] or 0,
                                                       m["uid"]))
     return {"doc_id": did or "", "uid": uid, "title": title or "", "text": text or "", "text_missing": not text,
@@ -192,35 +196,40 @@ def document_view(store: GraphStore, doc_id: str, pending: Sequence[Review] = ()
 
 
 def _mention(uid: str, start: Any, end: Any, typ: Any, text: Any, link: Sequence[Any] | None) -> dict[str, Any]:
-    concept, name, score = (link or (None, "", None))[:3]
+    """`link`: the machine's best (concept uid, name, score[, ontology]), None for none."""
+    concept, name, score, onto = (*(link or (None, "", None)), "")[:4]
     return {"uid": uid, "start": start, "end": end, "type": typ or "", "text": text or "", "concept": None,
             "concept_name": "", "machine_concept": concept, "machine_concept_name": name or "", "score": score,
-            "review": None}
+            "machine_ontology": onto or "", "review": None}
 
 
 def _document_mentions(store: GraphStore, doc_uid: str) -> dict[str, dict[str, Any]]:
     """uid -> mention of a document, with its best machine link (rank 1, highest score)."""
     rows = store.query("MATCH (d:Document {uid: $d})<-[:`IN`]-(m:Mention) WITH DISTINCT m "
                        "OPTIONAL MATCH (m)-[l:LINKED_TO]->(c:Concept) "
-                       "RETURN m.uid, m.start, m.`end`, m.type, m.text, c.uid, c.name, l.score, l.rank",
+                       "RETURN m.uid, m.start, m.`end`, m.type, m.text, c.uid, c.name, l.score, l.rank, c.ontology",
                        {"d": doc_uid}).rows
     best: dict[str, tuple[Any, ...]] = {}
     out: dict[str, dict[str, Any]] = {}
-    for uid, start, end, typ, text, cuid, cname, score, rank in rows:
+    for uid, start, end, typ, text, cuid, cname, score, rank, conto in rows:
         key = (rank if rank is not None else 1 << 30, -(score or 0.0))
         if uid not in out or (cuid is not None and (best.get(uid) is None or key < best[uid])):
-            out[uid] = _mention(uid, start, end, typ, text, (cuid, cname, score) if cuid is not None else None)
+            out[uid] = _mention(uid, start, end, typ, text, (cuid, cname, score, conto) if cuid is not None else None)
             best[uid] = key if cuid is not None else None
     return out
 
 
-def concept_names(store: GraphStore, uids: Sequence[str]) -> dict[str, str]:
-    """uid -> name (index lookups through ConceptId; a uid of several ontologies: the first)."""
-    if not uids:
-        return {}
-    rows = store.query("UNWIND $u AS x MATCH (:ConceptId {uid: x})-[:IDENTIFIES]->(c:Concept) "
-                       "RETURN c.uid, c.name, c.ontology ORDER BY c.ontology DESC", {"u": list(uids)}).rows
-    return {uid: name or "" for uid, name, _ in rows}
+def concept_names(store: GraphStore, refs: Sequence[ConceptRef]) -> dict[ConceptRef, str]:
+    """ref -> name (index lookups: by key for a ref naming its ontology; through ConceptId for a
+    bare uid, the first ontology's when several have it)."""
+    out = {ConceptRef.from_key(key): name or "" for key, name in store.rows_for(
+        "UNWIND $u AS x MATCH (c:Concept {key: x}) RETURN c.key, c.name", [r.key for r in refs if r.ontology])}
+    bare = [r.uid for r in refs if not r.ontology]
+    if bare:
+        rows = store.query("UNWIND $u AS x MATCH (:ConceptId {uid: x})-[:IDENTIFIES]->(c:Concept) "
+                           "RETURN c.uid, c.name, c.ontology ORDER BY c.ontology DESC", {"u": bare}).rows
+        out.update({ConceptRef("", uid): name or "" for uid, name, _ in rows})
+    return out
 
 
 # -- mentions and concepts -------------------------------------------------------------
@@ -239,7 +248,7 @@ def mention_view(store: GraphStore, uid: str, pending: Sequence[Review] = (),
     else:
         raise NotFound(f"no mention {uid!r}")
     links = _mention_links(store, uid)
-    out = _mention(uid, start, end, typ, text, links[0][:3] if links else None)
+    out = _mention(uid, start, end, typ, text, (*links[0][:3], links[0][5]) if links else None)
     history = [_stored_review(r[:5]) | {"uid": r[5]} for r in store.query(
         "MATCH (m:Mention {uid: $m})-[:REVIEWED]->(r:Review) "
         "RETURN r.decision, r.concept_uid, r.ontology, r.reviewer, r.created_at, r.uid ORDER BY r.created_at DESC",
@@ -248,12 +257,17 @@ def mention_view(store: GraphStore, uid: str, pending: Sequence[Review] = (),
                      reverse=True)
     out["review"] = history[0] if history else None
     out["concept"] = _state(out["review"], out["machine_concept"])
+    # the mention's ontology: its reviewed concept's, else its machine link's (what candidates and search offer)
+    out["ontology"] = (out["review"] or {}).get("ontology") or out["machine_ontology"]
     if model_candidates is not None:
-        cands = [{"uid": c["uid"], "name": c.get("name", ""), "score": c.get("score"), "rank": i + 1}
-                 for i, c in enumerate(model_candidates)]
+        cands = [{"uid": c["uid"], "name": c.get("name", ""), "score": c.get("score"), "rank": i + 1,
+                  "ontology": c.get("ontology", "")} for i, c in enumerate(model_candidates)]
+        out["ontology"] = out["ontology"] or next((c["ontology"] for c in cands if c["ontology"]), "")
     else:
-        cands = [{"uid": u, "name": n or "", "score": s, "rank": rank} for u, n, s, rank, _ in links]
-    details = concept_details(store, [c["uid"] for c in cands] + ([out["concept"]] if out["concept"] else []))
+        cands = [{"uid": u, "name": n or "", "score": s, "rank": rank, "ontology": o or ""}
+                 for u, n, s, rank, _, o in links]
+    details = concept_details(store, [c["uid"] for c in cands] + ([out["concept"]] if out["concept"] else []),
+                              prefer=out["ontology"])
     out["concept_name"] = details.get(out["concept"] or "", {}).get("name", "")
     out.update(doc_id=doc_id or "", document_uid=doc_uid or "", reviews=history,
                candidates_from="model" if model_candidates is not None else "store",
@@ -273,16 +287,18 @@ def _with_details(candidate: dict[str, Any], details: dict[str, Any] | None) -> 
 
 
 def _mention_links(store: GraphStore, uid: str) -> list[tuple[Any, ...]]:
-    """(concept uid, name, score, rank, run) of a mention's LINKED_TO edges, best first, one per concept."""
+    """(concept uid, name, score, rank, run, ontology) of a mention's LINKED_TO edges, best first, one per concept."""
     rows = store.query("MATCH (m:Mention {uid: $m})-[l:LINKED_TO]->(c:Concept) "
-                       "RETURN c.uid, c.name, l.score, l.rank, l.run", {"m": uid}).rows
+                       "RETURN c.uid, c.name, l.score, l.rank, l.run, c.ontology", {"m": uid}).rows
     rows.sort(key=lambda r: (r[3] if r[3] is not None else 1 << 30, -(r[2] or 0.0), r[0]))
     seen: set[str] = set()
     return [tuple(r) for r in rows if not (r[0] in seen or seen.add(r[0]))]
 
 
-def concept_details(store: GraphStore, uids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """uid -> {name, ontology, synonyms, definition, parents: [{uid, name}]} (index lookups)."""
+def concept_details(store: GraphStore, uids: Sequence[str], prefer: str = "") -> dict[str, dict[str, Any]]:
+    """uid -> {name, ontology, synonyms, definition, parents: [{uid, name}]} (index lookups); a uid
+    of several ontologies (MEDIC's and MeSH's MESH:D003924) is the concept of `prefer` (the
+    mention's ontology) when it has one there, else of the first ontology."""
     wanted = list(dict.fromkeys(u for u in uids if u))
     if not wanted:
         return {}
@@ -290,7 +306,8 @@ def concept_details(store: GraphStore, uids: Sequence[str]) -> dict[str, dict[st
                        "OPTIONAL MATCH (c)-[:IS_A]->(p:Concept) "
                        "RETURN c.uid, c.ontology, c.name, c.synonyms, c.definition, p.uid, p.name", {"u": wanted}).rows
     out: dict[str, dict[str, Any]] = {}
-    for uid, onto, name, syns, definition, puid, pname in sorted(rows, key=lambda r: (r[0], r[1], r[5] or "")):
+    for uid, onto, name, syns, definition, puid, pname in sorted(rows, key=lambda r: (r[0], r[1] != prefer, r[1],
+                                                                                      r[5] or "")):
         d = out.setdefault(uid, {"name": name or "", "ontology": onto or "", "synonyms": list(syns or []),
                                  "definition": definition or "", "parents": []})
         if puid is not None and onto == d["ontology"] and puid not in {p["uid"] for p in d["parents"]}:
@@ -358,20 +375,24 @@ def _concept_mentions(store: GraphStore, key: str, uid: str, onto: str) -> dict[
             "more": len(linked) > MAX_LISTED or len(reviewed) > MAX_LISTED}
 
 
-def search_concepts(store: GraphStore, prefix: str, limit: Any = 20) -> list[dict[str, Any]]:
+def search_concepts(store: GraphStore, prefix: str, limit: Any = 20, ontology: str = "") -> list[dict[str, Any]]:
     """Type-ahead: an exact uid first, then names starting with `prefix`, then names and synonyms
-    containing it (case-insensitive; each step bounded by `limit`)."""
+    containing it (case-insensitive; each step bounded by `limit`); with `ontology` (the mention's),
+    that ontology's concepts only."""
     n, q = bounded(limit, 100, 20), (prefix or "").strip()[:MAX_QUERY]
     if not q:
         return []
-    p, ret = {"q": q, "lq": q.lower()}, f"RETURN c.uid, c.name, c.ontology ORDER BY size(c.name), c.uid LIMIT {n}"
-    rows = store.query("MATCH (:ConceptId {uid: $q})-[:IDENTIFIES]->(c:Concept) RETURN c.uid, c.name, c.ontology",
-                       p).rows
-    rows += store.query(f"MATCH (c:Concept) WHERE toLower(c.name) STARTS WITH $lq {ret}", p).rows
+    onto = (ontology or "").strip()[:MAX_QUERY]
+    p, ret = {"q": q, "lq": q.lower(), "o": onto}, f"RETURN c.uid, c.name, c.ontology ORDER BY size(c.name), c.uid LIMIT {n}"
+    mine = " AND c.ontology = $o" if onto else ""
+    rows = store.query("MATCH (:ConceptId {uid: $q})-[:IDENTIFIES]->(c:Concept) "
+                       f"{'WHERE c.ontology = $o ' if onto else ''}RETURN c.uid, c.name, c.ontology", p).rows
+    rows += store.query(f"MATCH (c:Concept) WHERE toLower(c.name) STARTS WITH $lq{mine} {ret}", p).rows
     if len(rows) < n:
         # a parameter inside any() trips LadybugDB's parser: bind it first (as search.cypher does)
-        rows += store.query("WITH $lq AS needle MATCH (c:Concept) WHERE toLower(c.name) CONTAINS needle "
-                            f"OR any(s IN c.synonyms WHERE toLower(s) CONTAINS needle) {ret}", p).rows
+        rows += store.query(f"WITH $lq AS needle, $o AS o MATCH (c:Concept) WHERE (toLower(c.name) CONTAINS needle "
+                            f"OR any(s IN c.synonyms WHERE toLower(s) CONTAINS needle)){mine.replace('$o', 'o')} {ret}",
+                            p).rows
     seen: set[tuple[str, str]] = set()
     hits = [{"uid": u, "name": name or "", "ontology": onto or ""} for u, name, onto in rows
             if not ((u, onto) in seen or seen.add((u, onto)))]

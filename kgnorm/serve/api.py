@@ -54,7 +54,8 @@ def read_routes(s: Served) -> list[Route]:
 
     async def concepts(request: Request) -> JSONResponse:
         p = request.query_params
-        return json_response({"concepts": await s.view(views.search_concepts, p.get("q", ""), p.get("limit", 20))})
+        return json_response({"concepts": await s.view(views.search_concepts, p.get("q", ""), p.get("limit", 20),
+                                                       p.get("ontology", ""))})
 
     async def runs(request: Request) -> JSONResponse:
         return json_response(await s.view(views.runs_view, pending=True))

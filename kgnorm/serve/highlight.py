@@ -9,6 +9,8 @@ from typing import Any, Sequence
 
 LOW_SCORE = 0.5  # a machine link scored below this is marked as doubtful
 PALETTE = 8  # entity types cycle through this many colours (t0 .. t7 in app.css)
+# PubTator's types keep one colour on every page; any other type takes the next colour free on its page
+KNOWN_TYPES = ("Disease", "Chemical", "Gene", "Species", "Mutation", "CellLine", "Phenotype")
 
 
 @dataclass
@@ -22,10 +24,25 @@ class Piece:
 
 
 def type_class(typ: str, types: list[str]) -> str:
-    """A stable colour per entity type within one page (the order types first appear in)."""
+    """A colour per entity type: a known type's own on every page (KNOWN_TYPES), any other the next
+    one free on this page (`types`: the other types in the order they first appear)."""
+    if typ in KNOWN_TYPES:
+        return f"t{KNOWN_TYPES.index(typ) % PALETTE}"
     if typ not in types:
         types.append(typ)
-    return f"t{types.index(typ) % PALETTE}"
+    return f"t{(len(KNOWN_TYPES) + types.index(typ)) % PALETTE}"
+
+
+def type_legend(mentions: Sequence[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    """(type, its colour class, how many mentions) of a page's types, in the order they appear: the
+    legend and the type filter of the document page."""
+    types: list[str] = []
+    counts: dict[str, int] = {}
+    for m in mentions:
+        t = m.get("type") or ""
+        counts[t] = counts.get(t, 0) + 1
+    seen = [t for t in dict.fromkeys(m.get("type") or "" for m in mentions)]
+    return [(t, type_class(t, types), counts[t]) for t in seen]
 
 
 def mark_classes(m: dict[str, Any]) -> list[str]:

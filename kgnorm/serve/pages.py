@@ -16,7 +16,7 @@ from starlette.templating import Jinja2Templates
 
 from kgnorm.review import views
 from kgnorm.serve.api import orphans_with_candidates
-from kgnorm.serve.highlight import LOW_SCORE, mark_classes, placed, segments
+from kgnorm.serve.highlight import LOW_SCORE, mark_classes, placed, segments, type_legend
 from kgnorm.serve.state import Served
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -56,7 +56,8 @@ def page_routes(s: Served) -> list[Route]:
         doc = await s.view(views.document_view, request.path_params["doc_id"], pending=True)
         ok, bad = placed(doc["text"], doc["mentions"])
         pieces = segments(doc["text"], ok) if doc["text"] else []
-        return render(request, "document.html", doc=doc, pieces=pieces, unplaced=bad)
+        return render(request, "document.html", doc=doc, pieces=pieces, unplaced=bad,
+                      types=type_legend(ok) if doc["text"] else [])
 
     async def concept(request: Request) -> Response:
         c = await s.view(views.concept_view, request.path_params["uid"], request.query_params.get("ontology", ""))

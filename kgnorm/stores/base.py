@@ -17,6 +17,7 @@ from typing import Any, Iterable, Sequence
 from kgnorm.stores.cypher_files import fill_slots, saved_query
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
+from kgnorm.graph.refs import ConceptRef
 from kgnorm.stores.reingest import LoadSummary, ReingestReads, retired_records  # noqa: F401  (re-exported)
 from kgnorm.stores.stages import STAGING, owner_is_gone
 
@@ -92,10 +93,18 @@ class DocumentRow:
 
 @dataclass
 class LinkEdge:
+    """LINKED_TO from a mention to a concept of `ontology` (the linker that ranked it; "": the
+    run's ontology, or the one concept the store has with that uid)."""
+
     mention_uid: str
     concept_uid: str
     score: float
     rank: int
+    ontology: str = ""
+
+    @property
+    def ref(self) -> ConceptRef:
+        return ConceptRef(self.ontology, self.concept_uid)
 
 
 @dataclass
@@ -131,8 +140,9 @@ class MappingEdge:
 class RunWrite:
     """Everything one run writes, applied atomically and idempotently (same run uid twice = one copy).
 
-    Concept uids are those of `ontology` (the model's dictionary); without it a uid must name
-    one concept in the store. `relinked` (``link --relink-orphans``): mentions whose ORPHAN_OF
+    A link names its concept's ontology (:attr:`LinkEdge.ontology`), so one run may link into
+    several; a link that names none, and every prediction, is of `ontology` (the model's
+    dictionary); without that either, a uid must name one concept in the store. `relinked` (``link --relink-orphans``): mentions whose ORPHAN_OF
     edges to `ontology` go in the same transaction."""
 
     run: RunRecord
@@ -143,10 +153,19 @@ class RunWrite:
     relinked: list[str] = field(default_factory=list)  # mentions no longer ORPHAN_OF `ontology` once written
     mappings: list[MappingEdge] = field(default_factory=list)  # MAPS_TO edges, keyed by their own ontologies
 
-    def concept_uids(self) -> list[str]:
-        uids = {e.concept_uid for e in self.links} | {e.hypernym_uid for e in self.predictions}
-        uids |= {e.source_uid for e in self.predictions if not e.source_is_mention}
-        return sorted(uids)
+    def link_ref(self, edge: LinkEdge) -> ConceptRef:
+        """The concept a link points at: of its own ontology, else the run's."""
+        return ConceptRef(edge.ontology or self.ontology, edge.concept_uid)
+
+    def ref(self, uid: str) -> ConceptRef:
+        """A concept of the run's ontology (a prediction's ends)."""
+        return ConceptRef(self.ontology, uid)
+
+    def refs(self) -> list[ConceptRef]:
+        """Every concept the run writes to."""
+        refs = {self.link_ref(e) for e in self.links} | {self.ref(e.hypernym_uid) for e in self.predictions}
+        refs |= {self.ref(e.source_uid) for e in self.predictions if not e.source_is_mention}
+        return sorted(refs)
 
 
 class GraphStore(ReingestReads, ABC):
@@ -177,12 +196,12 @@ class GraphStore(ReingestReads, ABC):
 
     @abstractmethod
     def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
-                   keys: dict[str, str], documents: Sequence[DocumentRow] = (),
+                   keys: dict[ConceptRef, str], documents: Sequence[DocumentRow] = (),
                    in_edges: Sequence[tuple[str, str]] = ()) -> None:
         """One batch, in one transaction: `new` mentions (and `documents`) created and listed under
-        `stage`, to be undone should the run fail; `links` written under the staging tag (`keys`:
-        uid -> key); `in_edges` (mention uid, document uid): IN edges of the run's mentions, new or
-        not, written under the staging tag as the links are."""
+        `stage`, to be undone should the run fail; `links` written under the staging tag (`keys`: each
+        edge's :attr:`LinkEdge.ref` -> its key); `in_edges` (mention uid, document uid): IN edges of
+        the run's mentions, new or not, written under the staging tag as the links are."""
 
     @abstractmethod
     def stage_publish(self, run: RunRecord, stage: str) -> None:
@@ -255,33 +274,43 @@ class GraphStore(ReingestReads, ABC):
         rows = self.run_saved("ontology_info", {"name": name}).records()
         return rows[0] if rows else None
 
-    def concept_keys(self, uids: list[str], ontology: str = "") -> dict[str, str]:
-        """uid → concept key (see `concept_key`) of the given uids found in the store: those of
-        `ontology`, or, without one, of any ontology as long as the uid names one concept."""
+    def ref_keys(self, refs: Iterable[ConceptRef]) -> dict[ConceptRef, str]:
+        """The stored key of each of `refs` found in the store: a ref naming its ontology is that
+        ontology's concept (index lookups by key); a bare uid (no ontology) must name one concept
+        of the whole store, else the uid is ambiguous (StoreError)."""
+        wanted = set(refs)
+        named = sorted(r.key for r in wanted if r.ontology)
+        have = {row[0] for row in self.rows_for("UNWIND $u AS x MATCH (c:Concept {key: x}) RETURN c.key", named)}
+        out = {r: r.key for r in wanted if r.ontology and r.key in have}
         found: dict[str, list[str]] = {}
-        for uid, key, onto in self.uid_lookup(uids):
-            if not ontology or onto == ontology:
-                found.setdefault(uid, []).append(key)
+        for uid, key, _ in self.uid_lookup(sorted(r.uid for r in wanted if not r.ontology)):
+            found.setdefault(uid, []).append(key)
         shared = sorted(u for u, keys in found.items() if len(keys) > 1)
         if shared:
             raise StoreError(f"concept {shared[0]} is in several ontologies of the store: "
                              "say which one (the model's ontology)")
-        return {u: keys[0] for u, keys in found.items()}
+        out.update({ConceptRef("", u): keys[0] for u, keys in found.items()})
+        return out
+
+    def concept_keys(self, uids: list[str], ontology: str = "") -> dict[str, str]:
+        """uid → concept key of the given uids found in the store: those of `ontology`, or,
+        without one, of any ontology as long as the uid names one concept (:meth:`ref_keys`)."""
+        return {r.uid: key for r, key in self.ref_keys(ConceptRef(ontology, u) for u in uids).items()}
 
     def uid_lookup(self, uids: list[str]) -> list[tuple[str, str, str]]:
         """(uid, key, ontology) of every concept that has one of `uids` (index lookups by uid)."""
         return [tuple(r) for r in self.rows_for(
             "UNWIND $u AS x MATCH (i:ConceptId {uid: x})-[:IDENTIFIES]->(c:Concept) RETURN c.uid, c.key, c.ontology", uids)]
 
-    def run_keys(self, write: RunWrite) -> dict[str, str]:
+    def run_keys(self, write: RunWrite) -> dict[ConceptRef, str]:
         """Concept keys for every concept a run writes to; a missing one fails the whole write."""
-        uids = write.concept_uids()
-        keys = self.concept_keys(uids, write.ontology)
-        missing = [u for u in uids if u not in keys]
+        refs = write.refs()
+        keys = self.ref_keys(refs)
+        missing = [r for r in refs if r not in keys]
         if missing:
-            where = f" of ontology {write.ontology}" if write.ontology else ""
+            where = f" of ontology {missing[0].ontology}" if missing[0].ontology else ""
             raise StoreError(f"writing run {write.run.uid} failed, store unchanged: {len(missing)} concept(s)"
-                             f"{where} not in the store (first: {missing[0]})")
+                             f"{where} not in the store (first: {missing[0].uid})")
         return keys
 
     def mapping_keys(self, write: RunWrite) -> None:
@@ -291,7 +320,7 @@ class GraphStore(ReingestReads, ABC):
         missing = [k for k in keys if k not in have]
         if missing:
             raise StoreError(f"writing run {write.run.uid} failed, store unchanged: {len(missing)} mapped "
-                             f"concept(s) not in the store (first: {missing[0].replace('|', ' ', 1)})")
+                             f"concept(s) not in the store (first: {ConceptRef.from_key(missing[0])})")
 
     def xref_edges_for(self, graph: OntologyGraph) -> list[tuple[str, str, str]]:
         """XREF (from key, to key, source) between `graph` and concepts already in the store.
@@ -318,7 +347,7 @@ class GraphStore(ReingestReads, ABC):
 def concept_key(ontology: str, uid: str) -> str:
     """A concept's identity in the store: its ontology and its uid, so that two ontologies that
     share CURIEs (MeSH and MEDIC) each keep their own node; `uid` stays a queryable property."""
-    return f"{ontology}|{uid}"
+    return ConceptRef(ontology, uid).key
 
 
 def concept_records(graph: OntologyGraph) -> Iterable[dict[str, Any]]:

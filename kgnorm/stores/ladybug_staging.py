@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from kgnorm.errors import StoreError
+from kgnorm.graph.refs import ConceptRef
 from kgnorm.stores.base import STALE_MENTIONS, DocumentRow, LinkEdge, MentionRow, RunRecord
 from kgnorm.stores.stages import PUBLISHED, STAGING, stage_owner
 
@@ -66,7 +67,7 @@ class LadybugStaging:
         self._transaction(lambda: self._copy("Run", pd.DataFrame([row])))
 
     def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
-                   keys: dict[str, str], documents: Sequence[DocumentRow] = (),
+                   keys: dict[ConceptRef, str], documents: Sequence[DocumentRow] = (),
                    in_edges: Sequence[tuple[str, str]] = ()) -> None:
         tag = self._stage_node(stage)[1]
 
@@ -77,7 +78,7 @@ class LadybugStaging:
             self._copy(self.staged_rel(stage), pd.DataFrame({"uid": [m.uid for m in new] + [d.uid for d in documents]}))
             self._copy("`IN`", pd.DataFrame([(m, d, tag) for m, d in in_edges], columns=["from", "to", "run"]))
             self._copy("LINKED_TO", pd.DataFrame(
-                [(e.mention_uid, keys[e.concept_uid], float(e.score), int(e.rank), run.method, tag)
+                [(e.mention_uid, keys[e.ref], float(e.score), int(e.rank), run.method, tag)
                  for e in links], columns=["from", "to", "score", "rank", "method", "run"]),
                 ' (from="Mention", to="Concept")')
 

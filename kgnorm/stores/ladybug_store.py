@@ -23,7 +23,7 @@ from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
 from kgnorm.stores.reingest import RETIRED_COLUMNS
 from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite, concept_columns,
-                                ontology_record, redact, refused_read_only, retired_records)
+                                concept_key, ontology_record, redact, refused_read_only, retired_records)
 from kgnorm.stores.ladybug_staging import MENTION_COLUMNS, LadybugStaging, one_line as _one_line
 
 
@@ -156,8 +156,8 @@ class LadybugStore(LadybugStaging, GraphStore):
         # Arrow tables COPY faster than DataFrames of Python lists (list columns stay columnar).
         columns = concept_columns(graph)
         concepts = pa.Table.from_pydict({k: columns[k] for k in CONCEPT_COLUMNS})
-        key = graph.name + "|"  # concept_key(graph.name, uid)
-        is_a = pa.Table.from_pydict({"from": [key + c for c, _ in graph.is_a], "to": [key + p for _, p in graph.is_a]})
+        is_a = pa.Table.from_pydict({"from": [concept_key(graph.name, c) for c, _ in graph.is_a],
+                                     "to": [concept_key(graph.name, p) for _, p in graph.is_a]})
         keep = set(graph.concepts)
         retired = pd.DataFrame(retired_records(graph.name, summary.retired), columns=RETIRED_COLUMNS)
 
@@ -195,7 +195,6 @@ class LadybugStore(LadybugStaging, GraphStore):
         and the LINKED_TO edges into a `moved` concept re-aimed at its successor (`moved_from` set),
         as frames to COPY back after its concepts are replaced."""
         o = {"o": ontology}
-        key = ontology + "|"
         links = []
         for *row, uid, was in self.query(
                 "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) WHERE c.ontology = $o "
@@ -203,7 +202,7 @@ class LadybugStore(LadybugStaging, GraphStore):
             if uid in keep:
                 links.append([*row, was or ""])
             elif uid in moved:
-                links.append([row[0], key + moved[uid], *row[2:], was or uid])
+                links.append([row[0], concept_key(ontology, moved[uid]), *row[2:], was or uid])
         out = [("LINKED_TO", pd.DataFrame(links, columns=["from", "to", "score", "rank", "method", "run",
                                                           "moved_from"]), ' (from="Mention", to="Concept")')]
         cols = ["from", "to", "score", "rank", "level", "method", "run"]
@@ -259,11 +258,12 @@ class LadybugStore(LadybugStaging, GraphStore):
                 self._copy("Mention", pd.DataFrame(new, columns=MENTION_COLUMNS))
             if write.links:
                 self._copy("LINKED_TO", pd.DataFrame(
-                    [(e.mention_uid, key[e.concept_uid], float(e.score), int(e.rank), run.method, run.uid)
+                    [(e.mention_uid, key[write.link_ref(e)], float(e.score), int(e.rank), run.method, run.uid)
                      for e in write.links],
                     columns=["from", "to", "score", "rank", "method", "run"]), ' (from="Mention", to="Concept")')
             for from_mention, label in ((False, "Concept"), (True, "Mention")):
-                rows = [(e.source_uid if from_mention else key[e.source_uid], key[e.hypernym_uid], float(e.score),
+                rows = [(e.source_uid if from_mention else key[write.ref(e.source_uid)], key[write.ref(e.hypernym_uid)],
+                         float(e.score),
                          int(e.rank), int(e.level), run.method, run.uid)
                         for e in write.predictions if e.source_is_mention == from_mention]
                 self._copy("PREDICTED_IS_A", pd.DataFrame(

@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from kgnorm.stores.bolt_read import ACCESS_MODE_ERROR, read_checked
 from kgnorm.stores.cypher_files import schema_statements
 from kgnorm.errors import StoreError
+from kgnorm.graph.refs import ConceptRef
 from kgnorm.graph.ontology_graph import OntologyGraph
 from kgnorm.stores.base import (STALE_MENTIONS, DocumentRow, GraphStore, LinkEdge, LoadSummary, MentionRow,
                                 QueryResult, RunRecord, RunWrite, concept_records, concept_key, ontology_record,
@@ -182,9 +183,9 @@ class Neo4jStore(GraphStore):
         maps = [{"s": s, "t": t, "p": e.predicate, "c": float(e.confidence), "j": e.justification}
                 for e in write.mappings for s, t in [e.keys()]]
         mentions = [vars(m) for m in write.mentions]
-        links = [{"m": e.mention_uid, "c": key[e.concept_uid], "score": float(e.score), "rank": int(e.rank)}
+        links = [{"m": e.mention_uid, "c": key[write.link_ref(e)], "score": float(e.score), "rank": int(e.rank)}
                  for e in write.links]
-        preds = {flag: [{"s": e.source_uid if flag else key[e.source_uid], "h": key[e.hypernym_uid],
+        preds = {flag: [{"s": e.source_uid if flag else key[write.ref(e.source_uid)], "h": key[write.ref(e.hypernym_uid)],
                          "score": float(e.score), "rank": int(e.rank), "level": int(e.level)}
                         for e in write.predictions if e.source_is_mention == flag]
                  for flag in (False, True)}
@@ -230,13 +231,13 @@ class Neo4jStore(GraphStore):
         self._write(lambda tx: tx.run("CREATE (r:Run) SET r = $row", row=row).consume(), f"writing run {run.uid}")
 
     def stage_rows(self, stage: str, run: RunRecord, new: list[MentionRow], links: list[LinkEdge],
-                   keys: dict[str, str], documents: Sequence[DocumentRow] = (),
+                   keys: dict[ConceptRef, str], documents: Sequence[DocumentRow] = (),
                    in_edges: Sequence[tuple[str, str]] = ()) -> None:
         mentions = [vars(m) for m in new]
         staged = [{"m": m.uid} for m in new]
         docs = [vars(d) for d in documents]
         joins = [{"m": m, "d": d} for m, d in in_edges]
-        rows = [{"m": e.mention_uid, "c": keys[e.concept_uid], "score": float(e.score), "rank": int(e.rank)}
+        rows = [{"m": e.mention_uid, "c": keys[e.ref], "score": float(e.score), "rank": int(e.rank)}
                 for e in links]
 
         def work(tx: Any) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kgnorm.errors import StoreError
+from kgnorm.graph.refs import ConceptRef
 from kgnorm.graph.ontology_graph import OntologyGraph, RetiredId
 from kgnorm.graph.versions import plan_version
 
@@ -158,6 +159,6 @@ class ReingestReads:
 
 def retired_records(ontology: str, retired: dict[str, RetiredId]) -> list[dict[str, Any]]:
     """RetiredId node rows, keyed like concepts (kgnorm.stores.base.concept_key: ontology|uid)."""
-    return [{"key": f"{ontology}|{r.uid}", "uid": r.uid, "ontology": ontology, "name": r.name or "",
+    return [{"key": ConceptRef(ontology, r.uid).key, "uid": r.uid, "ontology": ontology, "name": r.name or "",
              "replaced_by": list(r.replaced_by), "consider": list(r.consider)}
             for r in sorted(retired.values(), key=lambda r: r.uid)]

@@ -20,7 +20,7 @@ would need a second string-keyed index in the store, whose memory LadybugDB does
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -41,7 +41,8 @@ def abandoned_note(stages: list[str]) -> str:
 
 @dataclass
 class StagedMention:
-    """One mention of a batch and its edges (to any concept: those not in the store are skipped)."""
+    """One mention of a batch and its edges (to any concept, each of its own ontology or the run's:
+    those not in the store are skipped)."""
 
     row: MentionRow
     links: list[LinkEdge] = field(default_factory=list)
@@ -109,9 +110,10 @@ class StagedRun:
                 first[it.row.uid] = it
         accepted = list(first.values())
         new = [it.row for it in accepted if it.row.uid not in stored]  # the others: nodes an earlier run made
-        links = [e for it in accepted for e in it.links]
-        keys = self.store.concept_keys(sorted({e.concept_uid for e in links}), self.ontology)
-        kept = [e for e in links if e.concept_uid in keys]
+        links = [e if e.ontology or not self.ontology else replace(e, ontology=self.ontology)
+                 for it in accepted for e in it.links]  # an edge naming no ontology is of the run's
+        keys = self.store.ref_keys(e.ref for e in links)
+        kept = [e for e in links if e.ref in keys]
         if documents or any(it.document for it in accepted):
             have = self.store.document_uids(sorted({d.uid for d in documents}))
             docs = list({d.uid: d for d in documents if d.uid not in have}.values())

@@ -53,7 +53,7 @@ def fuse(rankings: Sequence[Sequence[Hit]], fusion: str, top_k: int, *, depth: i
     n = len(rankings)
     rrf: dict[str, list[float]] = {}   # summed with math.fsum: exact ties stay ties in any member order
     prob: dict[str, list[float]] = {}
-    name: dict[str, tuple[int, str]] = {}
+    name: dict[str, tuple[int, str, str]] = {}  # uid -> (rank, name, ontology) of its best-ranking member
     order: dict[str, int] = {}
     cut = [list(r[:depth] if depth is not None else r) for r in rankings]
     probs = [member_probabilities(r, temperature) for r in cut]
@@ -66,9 +66,9 @@ def fuse(rankings: Sequence[Sequence[Hit]], fusion: str, top_k: int, *, depth: i
             rrf.setdefault(h.uid, []).append((rrf_k + 1) / (rrf_k + rank + 1))
             prob.setdefault(h.uid, []).append(ps[rank])
             if h.uid not in name:
-                name[h.uid] = (rank, h.name)
+                name[h.uid] = (rank, h.name, h.ontology)
     rrf_v = {u: math.fsum(v) / n for u, v in rrf.items()}
     prob_v = {u: math.fsum(v) / n for u, v in prob.items()}
     first, second = (rrf_v, prob_v) if fusion == "rrf" else (prob_v, rrf_v)
     ranked = sorted(order, key=lambda u: (-first[u], -second[u], order[u]))
-    return [Hit(u, name[u][1], first[u]) for u in ranked[:max(0, int(top_k))]]
+    return [Hit(u, name[u][1], first[u], name[u][2]) for u in ranked[:max(0, int(top_k))]]

@@ -50,11 +50,16 @@
   let current = null;
 
   const marks = (uid) => doc.querySelectorAll('[data-mention="' + CSS.escape(uid) + '"]');
-  function order() {
+  function order() {  // the mentions j/k visit: those of the types shown
     const seen = [];
-    doc.querySelectorAll("[data-mention]").forEach((m) => { if (!seen.includes(m.dataset.mention)) seen.push(m.dataset.mention); });
+    doc.querySelectorAll("[data-mention]:not(.filtered)").forEach((m) => { if (!seen.includes(m.dataset.mention)) seen.push(m.dataset.mention); });
     return seen;
   }
+
+  // the type filter: a type unticked loses its highlight, and clicks and j/k pass it by
+  doc.querySelectorAll("[data-type-class]").forEach((box) => box.addEventListener("change", () => {
+    doc.querySelectorAll("#doctext mark." + CSS.escape(box.dataset.typeClass)).forEach((e) => e.classList.toggle("filtered", !box.checked));
+  }));
 
   function stateClasses(m) {
     const out = [];
@@ -143,11 +148,12 @@
         timer = setTimeout(async () => {
           const q = box.value.trim();
           if (!q) { results.replaceChildren(); return; }
-          try { results.replaceChildren(...(await api("GET", "/api/concepts?q=" + enc(q))).concepts.map((c) => candidate(c, false))); }
+          const own = m.ontology ? "&ontology=" + enc(m.ontology) : "";  // the mention's own ontology's concepts
+          try { results.replaceChildren(...(await api("GET", "/api/concepts?q=" + enc(q) + own)).concepts.map((c) => candidate(c, false))); }
           catch (e) { msg.textContent = e.message; }
         }, 200);
       });
-      parts.push(el("h3", { text: "Another concept" }), box, results);
+      parts.push(el("h3", { text: "Another concept" + (m.ontology ? " (" + m.ontology + ")" : "") }), box, results);
     }
     if (m.reviews.length) parts.push(el("h3", { text: "History" }), el("ul", {}, ...m.reviews.map((r) => el("li", { class: "muted", text: r.created_at.slice(0, 19) + " " + r.decision + (r.concept_uid ? " " + r.concept_uid : "") + (r.reviewer ? " by " + r.reviewer : "") + (r.pending ? " (pending)" : "") }))));
     panel.replaceChildren(...parts);
@@ -173,7 +179,7 @@
 
   doc.addEventListener("click", (e) => {
     const m = e.target.closest("[data-mention]");
-    if (!m || !doc.contains(m)) return;
+    if (!m || !doc.contains(m) || m.classList.contains("filtered")) return;
     const sel = window.getSelection();
     if (sel && !sel.isCollapsed && textRoot && textRoot.contains(sel.anchorNode)) return;  // selecting text to add
     e.preventDefault();
