@@ -1,0 +1,137 @@
+"""`kgnorm check` (issue 52): a store made by the real jobs (ingest, link --write of a PubTator file,
+a review through the ReviewDesk) is sound on both stores; the same store broken by hand on purpose
+(Cypher writes, a journal line) fails with a line for each thing broken, and the API says the same."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from annotate_fixtures import build
+from cli_runner import run
+from kgnorm import Workbench
+from kgnorm.review.desk import ReviewDesk
+from kgnorm.review.journal import ReviewJournal
+from kgnorm.review.records import Review
+from kgnorm.stores import embedded_path
+from test_cli_journey import journey_store as store  # noqa: F401  (a fresh store of each kind)
+
+DOCS = [("1001", "Ataxia telangiectasia and breast cancer.",
+         "Carriers of ataxia telangiectasia mutations have breast cancer more often.",
+         [("Ataxia telangiectasia", "TOYD:0001"), ("breast cancer", "TOYD:0002")]),
+        ("1002", "Ovarian cancer in families.", "No link between ovarian cancer and colorectal cancer was seen.",
+         [("Ovarian cancer", "TOYD:0003"), ("colorectal cancer", "TOYD:0004")])]
+
+
+def _pubtator(path) -> None:
+    lines = []
+    for pmid, title, abstract, spans in DOCS:
+        text = f"{title} {abstract}"
+        lines += [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
+        for mention, gold in spans:
+            start = text.index(mention)
+            lines.append(f"{pmid}\t{start}\t{start + len(mention)}\t{mention}\tDisease\t{gold}")
+        lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _json(capsys, store: str, cypher: str, *params: str) -> list[dict]:
+    code, out, err = run(capsys, "query", cypher, *params, "--format", "json", "--store", store)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _write(capsys, store: str, cypher: str, *params: str) -> None:
+    code, _, err = run(capsys, "query", cypher, *params, "--write", "--store", store)
+    assert code == 0, err
+
+
+def _check(capsys, store: str) -> tuple[int, str, dict]:
+    code, out, err = run(capsys, "check", "--store", store)
+    jcode, jout, jerr = run(capsys, "check", "--format", "json", "--store", store)
+    assert code == jcode and not err and not jerr, (err, jerr)
+    return code, out, json.loads(jout)
+
+
+@pytest.fixture
+def sound(capsys, tmp_path, store, tiny_bert_dir) -> dict:
+    """The store after ingest, link --write of two documents and one review; what was reviewed."""
+    model = build(tmp_path, capsys, store, tiny_bert_dir)
+    src = tmp_path / "docs.pubtator"
+    _pubtator(src)
+    code, _, err = run(capsys, "link", "--model", str(model), "--input", str(src), "--output",
+                       str(tmp_path / "links.tsv"), "--store", store, "-q")
+    assert code == 0, err
+    mention = _json(capsys, store, "MATCH (m:Mention) WHERE m.text = 'breast cancer' RETURN m.uid AS uid")[0]["uid"]
+    desk = ReviewDesk(store)
+    try:
+        review = desk.record(mention, "concept", "TOYD:0003", reviewer="ann")
+    finally:
+        desk.close()
+    return {"store": store, "mention": mention, "review": review.uid}
+
+
+def test_a_store_made_by_the_jobs_is_sound(capsys, sound):
+    code, out, rep = _check(capsys, sound["store"])
+    assert code == 0, out
+    assert out.strip().splitlines() == [f"sound: 1 Ontology, 5 Concept, 4 Mention, 2 Document, 1 Review, "
+                                        f"{rep['read']['Run']} Run"]
+    assert rep["sound"] is True and rep["findings"] == []
+    assert rep["read"]["Run"] >= 1
+    assert Workbench(sound["store"]).check().sound
+
+
+def test_a_store_broken_by_hand_fails_with_a_line_for_each_break(capsys, sound):
+    store, mention = sound["store"], sound["mention"]
+    # a document deleted under its mentions
+    _write(capsys, store, "MATCH (d:Document) WHERE d.doc_id = '1002' DETACH DELETE d")
+    # a mention offset past its document's text
+    _write(capsys, store, "MATCH (m:Mention) WHERE m.text = 'Ataxia telangiectasia' SET m.`end` = 5000")
+    # a staged run a process on another machine left behind, and edges of a run that is no Run
+    _write(capsys, store, "CREATE (:Run {uid: 'link-left~staging', kind: 'staging', method: 'biosyn', "
+                          "model_path: '', params_json: '{}', created_at: '2026-01-01T00:00:00+00:00', "
+                          "metrics_json: '{\"owner\": {\"pid\": 1, \"host\": \"another-host\"}}'})")
+    _write(capsys, store, "MATCH (m:Mention)-[l:LINKED_TO]->() WHERE m.text = 'Ovarian cancer' SET l.run = 'link-gone'")
+    # a concept deleted, so the ontology holds fewer concepts than were loaded
+    _write(capsys, store, "MATCH (c:Concept) WHERE c.uid = 'TOYD:0000' DETACH DELETE c")
+    # the reviewed mention deleted under its review
+    _write(capsys, store, "MATCH (m:Mention) WHERE m.uid = $m DETACH DELETE m", "--param", f"m={mention}")
+    path = embedded_path(store)
+    if path is not None:  # a journal line whose review is in no store (the embedded store's journal)
+        ReviewJournal.beside(path).append(Review("f00d" * 8, "nowhere:m1", "nil", reviewer="bob",
+                                                 created_at="2026-01-02T00:00:00+00:00", doc_id="1001"))
+    code, out, rep = _check(capsys, store)
+    assert code == 1 and rep["sound"] is False
+    lines = out.strip().splitlines()
+    assert lines[-1].startswith("not sound: ")
+    problems = {f["check"]: f["message"] for f in rep["findings"] if f["problem"]}
+    want = {"mention-without-document", "offsets", "staged-run", "edge-run", "ontology", "review"}
+    assert set(problems) == want | ({"journal"} if path is not None else set())
+    assert "'1002'" in problems["mention-without-document"] and "Ovarian cancer" in problems["mention-without-document"]
+    assert "'1001'" in problems["offsets"] and "5000" in problems["offsets"]
+    assert "link-left~staging" in problems["staged-run"] and "another-host" in problems["staged-run"]
+    assert "'link-gone'" in problems["edge-run"] and "1 LINKED_TO" in problems["edge-run"]
+    assert "toyd holds 4 concept(s), but 5 were loaded" in problems["ontology"]
+    assert sound["review"] in problems["review"] and "the mention is gone" in problems["review"]
+    if path is not None:
+        assert "f00d" * 8 in problems["journal"] and "1 review(s)" in problems["journal"]
+    for check, message in problems.items():  # one line each in the text report
+        assert sum(1 for line in lines if line == f"problem: {check}: {message}") == 1
+    report = Workbench(store).check()
+    assert not report.sound and {f.check for f in report.problems()} == set(problems)
+
+
+def test_orphans_are_notes_and_a_missing_store_is_an_error(capsys, tmp_path, sound):
+    store = sound["store"]
+    # the reviewed concept goes from the store: the review waits for a person, no fault
+    _write(capsys, store, "MATCH (c:Concept) WHERE c.uid = 'TOYD:0003' SET c.ontology = 'elsewhere'")
+    _write(capsys, store, "MATCH (o:Ontology) WHERE o.name = 'toyd' SET o.concept_count = 4")
+    _write(capsys, store, "CREATE (:Ontology {name: 'elsewhere', version: '', source_path: '', format: 'obo', "
+                          "loaded_at: '', concept_count: 1})")
+    code, out, rep = _check(capsys, store)
+    assert code == 0, out
+    notes = [f for f in rep["findings"] if not f["problem"]]
+    assert [f["check"] for f in notes] == ["reviewed-orphan"] and "TOYD:0003" in notes[0]["message"]
+    assert out.splitlines()[0].startswith("note: reviewed-orphan: ")
+    code, _, err = run(capsys, "check", "--store", str(tmp_path / "nothing-here"))
+    assert code == 1 and err.startswith("kgnorm: error: no store at")
