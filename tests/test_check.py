@@ -135,3 +135,27 @@ def test_orphans_are_notes_and_a_missing_store_is_an_error(capsys, tmp_path, sou
     assert out.splitlines()[0].startswith("note: reviewed-orphan: ")
     code, _, err = run(capsys, "check", "--store", str(tmp_path / "nothing-here"))
     assert code == 1 and err.startswith("kgnorm: error: no store at")
+
+
+def test_a_store_made_by_annotate_with_an_added_span_is_sound(capsys, tmp_path, store, tiny_bert_dir):
+    from annotate_fixtures import write_jsonl
+    from kgnorm.review.records import AddedMention
+
+    model = build(tmp_path, capsys, store, tiny_bert_dir)
+    src = write_jsonl(tmp_path / "docs.jsonl")
+    args = ["annotate", "--ner", "dictionary:toyd", "--model", str(model), "--input", str(src), "--input-format",
+            "jsonl", "--output", str(tmp_path / "out.pubtator"), "--store", store, "-q"]
+    assert run(capsys, *args)[0] == 0
+    doc = _json(capsys, store, "MATCH (d:Document) WHERE d.doc_id = 'd2' RETURN d.uid AS uid, d.text AS text")[0]
+    start = doc["text"].index("link")
+    desk = ReviewDesk(store)
+    try:
+        desk.record("", "concept", "TOYD:0002", reviewer="a", added=AddedMention(doc["uid"], start, start + 4, "link"))
+    finally:
+        desk.close()
+    assert run(capsys, *args)[0] == 0  # annotating again keeps the added span in its document
+    code, out, rep = _check(capsys, store)
+    assert code == 0 and rep["findings"] == [], out
+    _write(capsys, store, "MATCH (m:Mention)-[i:`IN`]->(:Document) WHERE m.text = 'link' DELETE i")
+    code, out, rep = _check(capsys, store)
+    assert code == 1 and [f["check"] for f in rep["findings"]] == ["mention-without-document"], out
