@@ -125,6 +125,9 @@ def read_bioc(path: Path) -> Iterator[TextDocument]:
         raise InputError(f"not BioC XML: {exc.msg}", path, exc.lineno) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"not valid UTF-8: {exc.reason}", path) from None
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # the bioc library on a well-formed
+        # file that is not BioC: a root other than <collection>, an offset or length missing or not a number
+        raise InputError(f"not BioC XML ({type(exc).__name__}: {exc})", path) from None
 
 
 def _bioc_document(doc, path: Path) -> TextDocument:
