@@ -6,7 +6,11 @@ defect. Reports, per reader, the inputs tried, loaded and rejected and the disti
 exception and innermost kgnorm frame) with how many inputs hit each; `--keep DIR` writes the first
 input of each defect there (the test suite keeps the fixed ones in tests/fixtures/fuzz/regressions).
 
-    python benchmarks/fuzz_readers.py --examples 1000 [--reader obo …] [--seed N] [--keep DIR] [--no-record]
+    python benchmarks/fuzz_readers.py --examples 1000 [--ingest 50] [--reader obo …] [--seed N] [--keep DIR] [--no-record]
+
+`--ingest N` then feeds N mutated inputs of each ontology loader through `kgnorm ingest` into an
+embedded store holding the seed: each must exit 0 and leave a store `kgnorm check` finds sound, or
+exit 1 with one stderr line naming the file and leave the store as it was (no half-written store).
 
 `--seed N` draws other inputs (default: derandomized, the same inputs every run, as in the tests).
 """
@@ -21,12 +25,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from _report import append, record  # noqa: E402
-from fuzz_inputs import HANG_S, Tally, fuzz, targets  # noqa: E402
+from fuzz_inputs import HANG_S, INGESTED, Tally, _cli, fuzz, fuzz_ingest, ingest_formats, targets  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--examples", type=int, default=1000, help="mutated inputs per reader (default 1000)")
+    ap.add_argument("--ingest", type=int, default=50, help="mutated inputs per ontology loader through "
+                    "`kgnorm ingest` into a store (default 50; 0: none)")
     ap.add_argument("--reader", action="append", help="only this reader (repeatable); default all")
     ap.add_argument("--seed", type=int, default=None, help="draw other inputs (default: derandomized)")
     ap.add_argument("--keep", type=Path, default=None, help="write the first input of each defect here")
@@ -44,17 +50,30 @@ def main() -> int:
                   f"{len(tally.defects)} defect(s)", flush=True)
             if args.keep:
                 _keep(args.keep, tally)
+        for t in (t for t in chosen if args.ingest and t.name in ingest_formats()):
+            t0 = time.perf_counter()
+            tally = _through_ingest(t, args.ingest, args.seed)
+            tallies.append((tally, time.perf_counter() - t0))
+            print(f"{tally.target}: {tally.tried} tried, {tally.loaded} loaded, {tally.rejected} rejected, "
+                  f"{len(tally.defects)} defect(s)", flush=True)
+            if args.keep:
+                _keep(args.keep, tally)
     body = _table(tallies, args.examples)
-    tried = sum(t.tried for t, _ in tallies)
     defects = sum(len(t.defects) for t, _ in tallies)
-    hit = sum(n for t, _ in tallies for _, n in t.defects.values())
     if args.no_record:
         print(body)
     else:
         append(f"Fuzzing the readers: {len(tallies)} readers x {args.examples} mutated inputs", body)
         if not args.reader:
-            record("reliability", f"Reader fuzzing: mutated inputs over {len(tallies)} readers, defects",
-                   f"{defects} distinct defect(s) in {hit} of {tried:,} inputs (0 tracebacks, 0 hangs is the target)")
+            read = [t for t, _ in tallies if "(" not in t.target]
+            ingested = [t for t, _ in tallies if "(" in t.target]
+            record("reliability", f"Reader fuzzing: mutated inputs over {len(read)} readers",
+                   f"{sum(len(t.defects) for t in read)} defects in {sum(t.tried for t in read):,} inputs "
+                   f"({args.examples} per reader); target 0 tracebacks, 0 hangs")
+            if ingested:
+                record("reliability", f"Mutated ontologies through kgnorm ingest ({len(ingested)} loaders)",
+                       f"{sum(len(t.defects) for t in ingested)} defects in {sum(t.tried for t in ingested):,} "
+                       f"inputs; target 0 tracebacks, 0 partial stores, store sound after each")
     return 1 if defects else 0
 
 
@@ -73,9 +92,22 @@ def _table(tallies: list[tuple[Tally, float]], examples: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _through_ingest(target, examples: int, seed: int | None) -> Tally:
+    """A fresh embedded store holding the target's first seed, then the mutated inputs ingested over it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kgnorm-fuzz-store-") as tmp:
+        store = f"ladybug://{tmp}/graph"
+        code, err = _cli(["ingest", ingest_formats()[target.name], str(target.seeds[0]), "--ontology", INGESTED,
+                          "--store", store, "-q"])
+        if code:
+            raise SystemExit(f"ingesting the seed {target.seeds[0]} failed: {err}")
+        return fuzz_ingest(target, examples, store, seed=seed)
+
+
 def _keep(folder: Path, tally: Tally) -> None:
     for i, (o, _) in enumerate(tally.defects.values()):
-        d = folder / tally.target
+        d = folder / tally.target.replace(" (kgnorm ingest)", "")
         d.mkdir(parents=True, exist_ok=True)
         (d / o.fixture_name(i)).write_bytes(o.data)
 

@@ -159,3 +159,25 @@ def test_a_store_made_by_annotate_with_an_added_span_is_sound(capsys, tmp_path, 
     _write(capsys, store, "MATCH (m:Mention)-[i:`IN`]->(:Document) WHERE m.text = 'link' DELETE i")
     code, out, rep = _check(capsys, store)
     assert code == 1 and [f["check"] for f in rep["findings"]] == ["mention-without-document"], out
+
+
+def test_a_store_of_an_earlier_kgnorm_is_one_line_until_a_write_upgrades_it(capsys, tmp_path):
+    import ladybug as lb
+    from pathlib import Path
+
+    from kgnorm.stores.cypher_files import split_statements
+
+    path = tmp_path / "old"
+    db = lb.Database(str(path))
+    conn = lb.Connection(db)
+    for stmt in split_statements((Path(__file__).parent / "fixtures/ladybug_schema_0_1.cypher").read_text()):
+        conn.execute(stmt)
+    conn.execute("CREATE (o:Ontology {name: 'medic', version: '1', concept_count: 0})")
+    conn.close()
+    db.close()
+    code, out, err = run(capsys, "check", "--store", str(path))
+    assert code == 1 and out == "" and len(err.strip().splitlines()) == 1
+    assert "made by an earlier kgnorm" in err and "any command that writes the store" in err
+    _write(capsys, str(path), "RETURN 1 AS x")
+    code, out, _ = run(capsys, "check", "--store", str(path))
+    assert code == 0 and out.startswith("sound: 1 Ontology, 0 Concept")

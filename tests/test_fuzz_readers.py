@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from fuzz_inputs import FIX, fuzz, run_one, targets
+from fuzz_inputs import FIX, INGESTED, _cli, fuzz, fuzz_ingest, ingest_formats, run_one, targets
 
 EXAMPLES = 200  # per reader: 2 to 7 s each on one core, under a minute in all
+THROUGH_INGEST = 4  # per ontology loader, through `kgnorm ingest` into a store (about a second each)
 REGRESSIONS = FIX / "fuzz" / "regressions"
 
 
@@ -27,6 +28,17 @@ def _quiet_readers():
 def test_mutated_inputs_load_or_fail_in_one_line(target):
     tally = fuzz(target, EXAMPLES)
     assert tally.tried == EXAMPLES
+    assert not tally.defects, "\n".join(tally.lines())
+
+
+@pytest.mark.parametrize("target", [t for t in targets() if t.name in ingest_formats()], ids=lambda t: t.name)
+def test_mutated_ontologies_through_ingest_leave_the_store_as_it_was_or_sound(tmp_path, target):
+    store = f"ladybug://{tmp_path}/graph"
+    code, err = _cli(["ingest", ingest_formats()[target.name], str(target.seeds[0]), "--ontology", INGESTED,
+                      "--store", store, "-q"])
+    assert code == 0, err
+    tally = fuzz_ingest(target, THROUGH_INGEST, store)
+    assert tally.tried == THROUGH_INGEST
     assert not tally.defects, "\n".join(tally.lines())
 
 

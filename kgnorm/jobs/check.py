@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kgnorm.errors import KgnormError
+from kgnorm.errors import KgnormError, StoreError
 from kgnorm.review.journal import ReviewJournal
 from kgnorm.review.records import REVIEW_RUN, applied
 from kgnorm.stores import GraphStore, check_store_uri, embedded_path, open_store, store_exists
@@ -73,9 +73,16 @@ def check_store(store: str | None = None, lock_timeout: float = 30.0) -> CheckRe
         raise KgnormError(f"no store at {uri}")
     report = CheckReport(redact(uri))
     with open_store(uri, read_only=True, lock_timeout=lock_timeout) as st:
-        report.read = _node_counts(st)
-        for step in (_runs, _homeless_mentions, _offsets, _lost_reviews, _orphans, _ontologies):
-            report.findings.extend(step(st))
+        try:
+            report.read = _node_counts(st)
+            for step in (_runs, _homeless_mentions, _offsets, _lost_reviews, _orphans, _ontologies):
+                report.findings.extend(step(st))
+        except StoreError as exc:
+            if "does not exist" not in str(exc):
+                raise
+            raise StoreError(f"{report.store} was made by an earlier kgnorm and lacks what check reads "
+                             f"({str(exc).removeprefix('query failed: ')}); any command that writes the store "
+                             "brings its tables up to date") from None
         path = embedded_path(uri)
         if path is not None:
             report.findings.extend(_journal(st, ReviewJournal.beside(path)))
