@@ -31,12 +31,16 @@ TOKENS = [b"\t", b"\n", b"\r\n", b"\r", b"|", b"||", b"\"", b"'", b"<", b">", b"
           b"\xff", b"\xc3", b"\xef\xbb\xbf", b"-1", b"0", b"99999999999999999999", b"1e308", b"NaN", b"inf",
           b" ", b"#", b"[", b"]", b"{", b"}", b",", b":", b"!", b"\\", b"]]>", b"<![CDATA[", b"<!--", b"-->",
           b"<?xml version='1.0'?>", b"<!DOCTYPE x [<!ENTITY a \"aaaaaaaaaa\">]>", b"null", b"true", b"[]", b"{}",
-          b"is_a: ", b"[Term]\n", b"id: ", b"synonym: \"x\" EXACT []\n", b"\xe2\x80\xa8", b"\xf0\x9f\x98\x80"]
+          b"is_a: ", b"[Term]\n", b"id: ", b"synonym: \"x\" EXACT []\n", b"\xe2\x80\xa8", b"\xf0\x9f\x98\x80",
+          # big things: a field past the csv module's limit, nesting past the parsers' recursion limits
+          b"x" * 200_000, b"\"" + b"y" * 200_000, b"[" * 100_000 + b"]" * 100_000, b"{\"a\":" * 50_000 + b"1" + b"}" * 50_000,
+          b"<a>" * 20_000 + b"</a>" * 20_000,
+          "²".encode(), "１２".encode(), "٣".encode()]  # digits str.isdigit() takes and int() refuses (or takes)
 
-FIELDS = [b"", b" ", b"-1", b"0", b"1", b"99999999999999999999", b"1.5", b"NaN", b"x" * 300, b"\"", b"a|b", b":",
-          b"MESH:", b"C0000000", b"D000000", b"\\", b"2099-13-45", b"\x00"]
+FIELDS = [b"", b" ", b"-1", b"0", b"1", b"99999999999999999999", b"1.5", b"NaN", b"x" * 300, b"x" * 200_000, b"\"", b"a|b", b":",
+          b"MESH:", b"C0000000", b"D000000", b"\\", b"2099-13-45", b"\x00", "C00²0001".encode(), "１".encode()]
 JSON_VALUES = [None, True, False, 0, -1, 1.5e308, 2 ** 70, "", "x", "-1", [], {}, [[]], [None], {"a": {}}, ["x", 1],
-               "\u2028", float("nan")]
+               "\u2028", float("nan"), "x" * 200_000]
 
 # one edit: (kind, position, argument); positions are taken modulo the data's length when applied;
 # field, json and xml edits change one field, JSON value or XML element of data that has them
@@ -58,6 +62,7 @@ EDITS = st.one_of(
     st.tuples(st.just("swaplines"), st.integers(0, 1 << 20), st.integers(0, 1 << 20)),
     st.tuples(st.just("truncate"), st.integers(0, 1 << 20), st.just(0)),
     st.tuples(st.just("splice"), st.integers(0, 1 << 20), st.integers(0, 1 << 20)),
+    st.tuples(st.just("gzip"), st.integers(0, 1 << 20), st.booleans()),
 )
 
 
@@ -92,6 +97,11 @@ def mutate(data: bytes, edits: list[tuple[str, int, Any]]) -> bytes:
         elif kind == "splice" and n:
             src = arg % n
             data = data[:at] + data[src:src + 32] + data[at:]
+        elif kind == "gzip":  # loaders read gzip by its magic bytes: whole, or cut short
+            import gzip
+
+            packed = gzip.compress(data, mtime=0)
+            data = packed[:pos % (len(packed) + 1)] if arg else packed
         elif kind == "field":
             data = _field(data, pos, arg)
         elif kind == "json":

@@ -79,6 +79,8 @@ def read_jsonl(path: Path) -> Iterator[TextDocument]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"not JSON: {exc.msg} (column {exc.colno})", path, lineno) from None
+        except RecursionError:
+            raise InputError("not JSON kgnorm reads: nested too deeply", path, lineno) from None
         if not isinstance(obj, dict):
             raise InputError("expected a JSON object", path, lineno)
         doc_id = obj.get("id")

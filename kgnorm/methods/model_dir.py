@@ -84,6 +84,8 @@ def read_dir_json(directory: str | Path, name: str, *, no_dir: str, no_file: str
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise InputError(f"unreadable {name} ({e})", path) from None
+    except RecursionError:
+        raise InputError(f"unreadable {name} (nested too deeply)", path) from None
 
 
 def read_model_meta(directory: str | Path, method: str | None = None) -> dict[str, Any]:
@@ -111,7 +113,8 @@ def _check_fields(meta: dict[str, Any], path: Path) -> None:
     if not isinstance(meta["method"], str):
         raise InputError(f"'method' is {meta['method']!r}, not a method's name", path)
     version = meta.get("format_version", 1)
-    if isinstance(version, bool) or not isinstance(version, int) and not (isinstance(version, str) and version.isdigit()):
+    number = isinstance(version, int) and not isinstance(version, bool)
+    if not number and not (isinstance(version, str) and version.isascii() and version.isdigit()):
         raise InputError(f"'format_version' is {version!r}, not a whole number", path)
     if not isinstance(meta.get("text_pipeline", {}), dict):
         raise InputError(f"'text_pipeline' is {meta['text_pipeline']!r}, not an object of options", path)
