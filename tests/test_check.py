@@ -98,8 +98,11 @@ def test_a_store_broken_by_hand_fails_with_a_line_for_each_break(capsys, sound):
     _write(capsys, store, "MATCH (m:Mention) WHERE m.uid = $m DETACH DELETE m", "--param", f"m={mention}")
     path = embedded_path(store)
     if path is not None:  # a journal line whose review is in no store (the embedded store's journal)
-        ReviewJournal.beside(path).append(Review("f00d" * 8, "nowhere:m1", "nil", reviewer="bob",
-                                                 created_at="2026-01-02T00:00:00+00:00", doc_id="1001"))
+        journal = ReviewJournal.beside(path)
+        journal.append(Review("f00d" * 8, "nowhere:m1", "nil", reviewer="bob",
+                              created_at="2026-01-02T00:00:00+00:00", doc_id="1001"))
+        with open(journal.path, "a", encoding="utf-8") as fh:  # a damaged line, then a torn last write
+            fh.write('{"uid": "half"\n{"uid": "torn", "mention')
     code, out, rep = _check(capsys, store)
     assert code == 1 and rep["sound"] is False
     lines = out.strip().splitlines()
@@ -114,9 +117,11 @@ def test_a_store_broken_by_hand_fails_with_a_line_for_each_break(capsys, sound):
     assert "toyd holds 4 concept(s), but 5 were loaded" in problems["ontology"]
     assert sound["review"] in problems["review"] and "the mention is gone" in problems["review"]
     if path is not None:
-        assert "f00d" * 8 in problems["journal"] and "1 review(s)" in problems["journal"]
-    for check, message in problems.items():  # one line each in the text report
-        assert sum(1 for line in lines if line == f"problem: {check}: {message}") == 1
+        journal_lines = [f["message"] for f in rep["findings"] if f["check"] == "journal"]
+        assert len(journal_lines) == 2 and "line(s) 3" in journal_lines[0] and "damaged" in journal_lines[0]
+        assert "f00d" * 8 in journal_lines[1] and "1 review(s)" in journal_lines[1]
+    for f in rep["findings"]:  # one line each in the text report
+        assert sum(1 for line in lines if line == f"problem: {f['check']}: {f['message']}") == 1
     report = Workbench(store).check()
     assert not report.sound and {f.check for f in report.problems()} == set(problems)
 
