@@ -4,6 +4,8 @@ a review through the ReviewDesk) is sound on both stores; the same store broken 
 from __future__ import annotations
 
 import json
+import os
+import socket
 
 import pytest
 
@@ -68,7 +70,7 @@ def sound(capsys, tmp_path, store, tiny_bert_dir) -> dict:
         review = desk.record(mention, "concept", "TOYD:0003", reviewer="ann")
     finally:
         desk.close()
-    return {"store": store, "mention": mention, "review": review.uid}
+    return {"store": store, "mention": mention, "review": review.uid, "model": model, "tmp": tmp_path}
 
 
 def test_a_store_made_by_the_jobs_is_sound(capsys, sound):
@@ -79,6 +81,14 @@ def test_a_store_made_by_the_jobs_is_sound(capsys, sound):
     assert rep["sound"] is True and rep["findings"] == []
     assert rep["read"]["Run"] >= 1
     assert Workbench(sound["store"]).check().sound
+    # mentions of a file without text (a TSV with a type column) are in no document, and rightly so
+    tsv = sound["tmp"] / "mentions.tsv"
+    tsv.write_text("id\ttext\tdoc_id\ttype\nm1\tbreast carcinoma\t9\tDisease\n", encoding="utf-8")
+    code, _, err = run(capsys, "link", "--model", str(sound["model"]), "--input", str(tsv), "--output",
+                       str(sound["tmp"] / "tsv-links.tsv"), "--store", sound["store"], "-q")
+    assert code == 0, err
+    code, out, _ = _check(capsys, sound["store"])
+    assert code == 0 and "5 Mention" in out, out
 
 
 def test_a_store_broken_by_hand_fails_with_a_line_for_each_break(capsys, sound):
@@ -133,6 +143,12 @@ def test_orphans_are_notes_and_a_missing_store_is_an_error(capsys, tmp_path, sou
     _write(capsys, store, "MATCH (o:Ontology) WHERE o.name = 'toyd' SET o.concept_count = 4")
     _write(capsys, store, "CREATE (:Ontology {name: 'elsewhere', version: '', source_path: '', format: 'obo', "
                           "loaded_at: '', concept_count: 1})")
+    # a run being staged by a process that is alive on this host is work in progress, no fault
+    owner = json.dumps({"owner": {"pid": os.getpid(), "host": socket.gethostname()}})
+    _write(capsys, store, "CREATE (:Run {uid: 'link-now~staging', kind: 'staging', method: 'biosyn', "
+                          "model_path: '', params_json: '{}', created_at: '', metrics_json: $o})", "--param",
+           f"o={json.dumps(owner)}")
+    assert _json(capsys, store, "MATCH (r:Run) WHERE r.kind = 'staging' RETURN r.uid AS uid") == [{"uid": "link-now~staging"}]
     code, out, rep = _check(capsys, store)
     assert code == 0, out
     notes = [f for f in rep["findings"] if not f["problem"]]

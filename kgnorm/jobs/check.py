@@ -113,10 +113,12 @@ def _runs(st: GraphStore) -> list[Finding]:
             continue
         meta = _json(r["metrics_json"])
         stage_of[meta.get("edge_run") or r["uid"]] = r["uid"]
+        if _running(meta):  # its process is writing it now (this host, alive): no fault
+            continue
         if r["kind"] == PUBLISHED:
             out.append(Finding("staged-run", f"run {r['uid']} was published but its staging record is left "
                                              "(the process stopped before removing it)"))
-        elif not _running(meta):
+        else:
             out.append(Finding("staged-run", f"run {r['uid']} ({r['method']}, started {r['created_at']}) was "
                                              f"staged but neither published nor rolled back{_owner(meta)}"))
     dangling: dict[str, list[str]] = defaultdict(list)
