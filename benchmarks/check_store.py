@@ -58,7 +58,8 @@ def main() -> None:
         return
     append("kgnorm check: time to read a big store", body)
     if (args.documents, args.mentions) == (100_000, 1_000_000):
-        record("reliability", "kgnorm check, 100k documents and 1M mentions (LadybugDB)",
+        docs, mentions = report["read"]["Document"], report["read"]["Mention"]
+        record("reliability", f"kgnorm check, {docs / 1000:.0f}k documents and {mentions / 1000:.0f}k mentions (LadybugDB)",
                f"{wall:.1f} s, peak RSS {rss:.0f} MB")
 
 
