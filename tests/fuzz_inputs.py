@@ -254,6 +254,18 @@ def _model_meta(path: Path) -> Any:
     return pipeline_from_meta(meta)
 
 
+def _sparse(path: Path) -> Any:
+    from kgnorm.linking.sparse import SparseScorer
+
+    return SparseScorer.load(path)
+
+
+def _name_index(path: Path) -> Any:
+    from kgnorm.linking.name_index import NameIndex
+
+    return NameIndex.load(path, use_gpu=False)
+
+
 def targets() -> list[Target]:
     fz = FIX / "fuzz"
     return [
@@ -272,6 +284,8 @@ def targets() -> list[Target]:
         Target("mention-tsv", [fz / "mentions.tsv"], _mentions("tsv")),
         Target("sssom", [fz / "mappings.sssom.tsv"], _sssom),
         Target("model-json", [fz / "model/kgnorm-model.json"], _model_meta),
+        Target("sparse-json", [fz / "model/sparse"], _sparse, "*.json"),  # a model's sparse scorer
+        Target("index-json", [fz / "model/index"], _name_index, "*.json"),  # a model's name index
     ]
 
 
