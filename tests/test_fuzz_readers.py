@@ -12,7 +12,7 @@ import pytest
 
 from fuzz_inputs import FIX, INGESTED, _cli, fuzz, fuzz_ingest, ingest_formats, run_one, targets
 
-EXAMPLES = 200  # per reader: 2 to 7 s each on one core, under a minute in all
+EXAMPLES = 150  # per reader: 2 to 5 s each on one core, under a minute in all
 THROUGH_INGEST = 4  # per ontology loader, through `kgnorm ingest` into a store (about a second each)
 REGRESSIONS = FIX / "fuzz" / "regressions"
 
