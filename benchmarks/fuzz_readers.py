@@ -69,8 +69,8 @@ def main() -> int:
         if not args.reader:
             read = [t for t, _ in tallies if "(" not in t.target]
             ingested = [t for t, _ in tallies if "(" in t.target]
-            record("reliability", f"Fuzzed readers ({len(read)} formats): defects",
-                   f"{sum(len(t.defects) for t in read)} in {sum(t.tried for t in read):,} inputs")
+            record("reliability", "Fuzzed readers: defects",
+                   f"{sum(len(t.defects) for t in read)} in {sum(t.tried for t in read):,} inputs ({len(read)} formats)")
             if ingested:
                 record("reliability", "Fuzzed ontologies through kgnorm ingest: defects",
                        f"{sum(len(t.defects) for t in ingested)} in {sum(t.tried for t in ingested):,} inputs "
