@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kgnorm.cli import (annotate_cmds, biocom_cmds, encoder_cmds, export_cmds, hierarchy_cmds, ingest, link_cmds,
+from kgnorm.cli import (annotate_cmds, biocom_cmds, check_cmds, encoder_cmds, export_cmds, hierarchy_cmds, ingest, link_cmds,
                         match_cmds, pretrain_cmds, query, serve_cmds, train_cmds)
 from kgnorm.errors import KgnormError
 from kgnorm.stores.base import redact
@@ -63,6 +63,7 @@ app.add_typer(ingest.app, name="ingest")
 app.command("query")(query.query)
 app.command("ontologies")(query.ontologies)
 app.command("compact")(ingest.compact_cmd)
+app.command("check")(check_cmds.check_cmd)
 
 app.add_typer(train_cmds.train_app, name="train")  # one command per registered method
 

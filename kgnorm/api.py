@@ -19,6 +19,7 @@ from kgnorm.stores import check_store_uri
 if TYPE_CHECKING:  # pandas and the stores' types load on first use
     import pandas as pd
 
+    from kgnorm.jobs.check import CheckReport
     from kgnorm.stores import LoadSummary, QueryResult
     from kgnorm.stores.ladybug_compact import CompactSummary
 
@@ -59,6 +60,13 @@ class Workbench:
         from kgnorm.jobs.compact import compact_store
 
         return compact_store(self.store, self.lock_timeout)[1]
+
+    def check(self) -> CheckReport:
+        """Read the whole store (and an embedded store's review journal) for what is inconsistent
+        (`kgnorm check`): ``report.sound``, and ``report.findings``, a line each; the store is only read."""
+        from kgnorm.jobs.check import check_store
+
+        return check_store(self.store, self.lock_timeout)
 
     def ontologies(self) -> pd.DataFrame:
         """The ontologies in the store with concept and edge counts."""

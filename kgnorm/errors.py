@@ -1,7 +1,10 @@
 """Exceptions the CLI turns into one-line messages and a non-zero exit."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+_LINE_BREAKS = re.compile(r"\s*[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+\s*")  # what str.splitlines splits on
 
 
 class KgnormError(Exception):
@@ -26,7 +29,8 @@ class InputError(KgnormError):
             where += ": "
         elif record:
             where = f"record {record}: "
-        super().__init__(where + message)
+        # one line whatever the cause said (lxml's messages end in "\n, line 1, column 3")
+        super().__init__(where + _LINE_BREAKS.sub(" ", message).strip())
 
 
 class StoreError(KgnormError):

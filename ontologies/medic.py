@@ -151,7 +151,10 @@ def _load_ctd(path: Path, graph: OntologyGraph, stats: dict[str, int], delimiter
             continue
         if not line.strip():
             continue
-        fields = line.split("\t") if delimiter == "\t" else next(csv.reader([line]))
+        try:
+            fields = line.split("\t") if delimiter == "\t" else next(csv.reader([line]))
+        except csv.Error as exc:  # a field past the csv module's size limit
+            raise InputError(f"unreadable CSV row ({exc})", path=path, line=lineno) from None
         if len(fields) not in (8, 9):
             raise InputError(f"expected 8 or 9 {'TAB' if delimiter == chr(9) else 'comma'}-"
                              f"separated columns, found {len(fields)}", path=path, line=lineno)

@@ -78,7 +78,7 @@ class _Cuis:
 
 
 def _cui_number(cui: str) -> int | None:
-    return int(cui[1:]) if len(cui) == 8 and cui[0] == "C" and cui[1:].isdigit() else None
+    return int(cui[1:]) if len(cui) == 8 and cui[0] == "C" and cui[1:].isascii() and cui[1:].isdigit() else None
 
 
 def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = False,
@@ -162,7 +162,7 @@ def _ranks(meta: Path) -> dict[tuple[str, str], int] | None:
     path = meta / "MRRANK.RRF"
     if not path.exists():
         return None
-    return {(f[1], f[2]): int(f[0]) for _, f in rows(path, COLUMNS["MRRANK"]) if f[0].isdigit()}
+    return {(f[1], f[2]): int(f[0]) for _, f in rows(path, COLUMNS["MRRANK"]) if f[0].isascii() and f[0].isdigit()}
 
 
 def _read_conso(path: Path, sabs: set[str] | None, langs: set[str] | None, suppress: bool,

@@ -79,6 +79,8 @@ def read_jsonl(path: Path) -> Iterator[TextDocument]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"not JSON: {exc.msg} (column {exc.colno})", path, lineno) from None
+        except RecursionError:
+            raise InputError("not JSON kgnorm reads: nested too deeply", path, lineno) from None
         if not isinstance(obj, dict):
             raise InputError("expected a JSON object", path, lineno)
         doc_id = obj.get("id")
@@ -125,6 +127,9 @@ def read_bioc(path: Path) -> Iterator[TextDocument]:
         raise InputError(f"not BioC XML: {exc.msg}", path, exc.lineno) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"not valid UTF-8: {exc.reason}", path) from None
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # the bioc library on a well-formed
+        # file that is not BioC: a root other than <collection>, an offset or length missing or not a number
+        raise InputError(f"not BioC XML ({type(exc).__name__}: {exc})", path) from None
 
 
 def _bioc_document(doc, path: Path) -> TextDocument:

@@ -70,7 +70,7 @@ def declared_detectors(default: int) -> int:
     value = os.environ.get(DETECTORS_ENV, "").strip()
     if not value:
         return default
-    if not value.isdigit() or int(value) < 1:
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
         raise KgnormError(f"{DETECTORS_ENV}={value!r}: expected a positive integer")
     return int(value)
 

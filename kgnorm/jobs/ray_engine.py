@@ -72,7 +72,7 @@ def check_address(address: str, timeout: float = 5.0) -> None:
         return
     hostport = address.split("://", 1)[-1].rstrip("/")
     host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not (port.isascii() and port.isdigit()):
         raise KgnormError(f"--ray-address {address!r}: expected HOST:PORT or ray://HOST:PORT")
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()

@@ -262,20 +262,28 @@ class NameIndex:
                       and hasattr(faiss, "IO_FLAG_MMAP_IFC"))
             flags = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY if mapped else 0
             index = faiss.read_index(str(d / INDEX_FILE), flags)
-        except (OSError, ValueError, RuntimeError) as e:
+        except (OSError, ValueError, RuntimeError, AttributeError) as e:  # AttributeError: no JSON object
             raise KgnormError(f"{d}: not a saved name index ({e})") from None
-        obj = cls(meta["dim"], kind=meta["kind"], fp16=meta["fp16"], use_gpu=use_gpu,
-                  hnsw_m=meta.get("hnsw_m", 32), ef_search=meta.get("ef_search", 128),
-                  ef_construction=meta.get("ef_construction", 200), nlist=meta.get("nlist"),
-                  nprobe=meta.get("nprobe", 32))
+        try:  # a damaged or hand-edited index.json: one line, not a traceback
+            obj = cls(meta["dim"], kind=meta["kind"], fp16=meta["fp16"], use_gpu=use_gpu,
+                      hnsw_m=meta.get("hnsw_m", 32), ef_search=meta.get("ef_search", 128),
+                      ef_construction=meta.get("ef_construction", 200), nlist=meta.get("nlist"),
+                      nprobe=meta.get("nprobe", 32))
+        except KgnormError as e:  # an option the index refuses (an unknown kind)
+            raise KgnormError(f"{d}: {INDEX_META}: {e}") from None
+        except (AttributeError, KeyError, TypeError, ValueError) as e:
+            raise KgnormError(f"{d}: not a saved name index ({type(e).__name__}: {e} in {INDEX_META})") from None
         if index.d != obj.dim:
             raise KgnormError(f"{d}: index dimension {index.d} != recorded {obj.dim}")
-        if obj.kind == "hnsw":
-            faiss.downcast_index(index).hnsw.efSearch = obj.ef_search
-        if obj.kind == "ivf":
-            ivf = faiss.extract_index_ivf(index)
-            ivf.nprobe = obj.nprobe
-            ivf.make_direct_map()
+        try:
+            if obj.kind == "hnsw":
+                faiss.downcast_index(index).hnsw.efSearch = obj.ef_search
+            if obj.kind == "ivf":
+                ivf = faiss.extract_index_ivf(index)
+                ivf.nprobe = obj.nprobe
+                ivf.make_direct_map()
+        except (AttributeError, RuntimeError) as e:
+            raise KgnormError(f"{d}: {INDEX_META} says kind {obj.kind}, which {INDEX_FILE} is not ({e})") from None
         obj.index = index
         obj.mapped = mapped
         return obj

@@ -329,14 +329,19 @@ class SparseScorer:
             D = sp.load_npz(d / "names.npz")
         except (OSError, ValueError) as e:
             raise KgnormError(f"{d}: not a saved sparse scorer ({e})") from None
-        obj = cls(analyzer=cfg["analyzer"], ngram_range=tuple(cfg["ngram_range"]),
-                  lowercase=cfg.get("lowercase", True),
-                  dense_df_fraction=cfg.get("dense_df_fraction"),
-                  max_dense_terms=cfg.get("max_dense_terms", 256),
-                  chunk_budget=cfg.get("chunk_budget", 1 << 24),
-                  dense_budget=cfg.get("dense_budget", 1 << 27),
-                  precision=precision or cfg.get("precision", "auto"), n_threads=n_threads)
-        obj.vocabulary = {str(t): int(i) for t, i in vocab.items()}
+        try:  # a damaged or hand-edited file: one line, not a traceback
+            obj = cls(analyzer=cfg["analyzer"], ngram_range=tuple(cfg["ngram_range"]),
+                      lowercase=cfg.get("lowercase", True),
+                      dense_df_fraction=cfg.get("dense_df_fraction"),
+                      max_dense_terms=cfg.get("max_dense_terms", 256),
+                      chunk_budget=cfg.get("chunk_budget", 1 << 24),
+                      dense_budget=cfg.get("dense_budget", 1 << 27),
+                      precision=precision or cfg.get("precision", "auto"), n_threads=n_threads)
+            obj.vocabulary = {str(t): int(i) for t, i in vocab.items()}
+        except KgnormError as e:  # an option the scorer refuses
+            raise KgnormError(f"{d}: {SPARSE_FILE}: {e}") from None
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+            raise KgnormError(f"{d}: not a saved sparse scorer ({type(e).__name__}: {e})") from None
         obj.idf = np.asarray(idf, dtype=np.float32)
         if D.shape[1] != len(obj.vocabulary) or len(obj.idf) != len(obj.vocabulary):
             raise KgnormError(f"{d}: sparse scorer files disagree on the vocabulary size")

@@ -129,10 +129,14 @@ def read_sssom(path: str | Path) -> MappingSet:
                          path, n_meta + 1)
     prefixes = set(metadata.get("curie_map") or {}) | set(BUILTIN)
     mappings = []
-    for i, row in enumerate(csv.reader(io.StringIO("\n".join(body[1:])), delimiter="\t")):
-        if not any(cell.strip() for cell in row):
-            continue
-        mappings.append(_mapping(path, n_meta + 2 + i, header, row, prefixes))
+    rows = csv.reader(io.StringIO("\n".join(body[1:])), delimiter="\t")
+    try:
+        for i, row in enumerate(rows):
+            if not any(cell.strip() for cell in row):
+                continue
+            mappings.append(_mapping(path, n_meta + 2 + i, header, row, prefixes))
+    except csv.Error as exc:  # a field past the csv module's size limit
+        raise InputError(f"unreadable TSV row ({exc})", path, n_meta + 1 + rows.line_num) from None
     return MappingSet(mappings, metadata)
 
 
@@ -148,6 +152,8 @@ def _metadata(path: Path, block: list[str]) -> dict[str, Any]:
         line = mark.line + 1 if mark is not None else 1
         why = getattr(exc, "problem", None) or "not YAML"
         raise InputError(f"bad metadata block: {why}", path, line) from None
+    except RecursionError:
+        raise InputError("bad metadata block: nested too deeply", path, 1) from None
     if not isinstance(meta, dict):
         raise InputError("bad metadata block: not a YAML mapping of keys to values", path, 1)
     cmap = meta.get("curie_map", {})

@@ -84,6 +84,8 @@ def read_dir_json(directory: str | Path, name: str, *, no_dir: str, no_file: str
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise InputError(f"unreadable {name} ({e})", path) from None
+    except RecursionError:
+        raise InputError(f"unreadable {name} (nested too deeply)", path) from None
 
 
 def read_model_meta(directory: str | Path, method: str | None = None) -> dict[str, Any]:
@@ -96,12 +98,26 @@ def read_model_meta(directory: str | Path, method: str | None = None) -> dict[st
                                  f"train one with `kgnorm train …`")
     if not isinstance(meta, dict) or "method" not in meta:
         raise KgnormError(f"{path}: model meta has no 'method'")
+    _check_fields(meta, path)
     if int(meta.get("format_version", 1)) > FORMAT_VERSION:
         raise KgnormError(f"{path}: format_version {meta['format_version']} is newer than "
                           f"this kgnorm understands ({FORMAT_VERSION})")
     if method is not None and meta["method"] != method:
         raise KgnormError(f"{d} holds a {meta['method']!r} model, not a {method} one")
     return meta
+
+
+def _check_fields(meta: dict[str, Any], path: Path) -> None:
+    """The fields every command reads before the weights, of the right type (a hand-edited or
+    damaged file is one line, not a traceback deep in a loader)."""
+    if not isinstance(meta["method"], str):
+        raise InputError(f"'method' is {meta['method']!r}, not a method's name", path)
+    version = meta.get("format_version", 1)
+    number = isinstance(version, int) and not isinstance(version, bool)
+    if not number and not (isinstance(version, str) and version.isascii() and version.isdigit()):
+        raise InputError(f"'format_version' is {version!r}, not a whole number", path)
+    if not isinstance(meta.get("text_pipeline", {}), dict):
+        raise InputError(f"'text_pipeline' is {meta['text_pipeline']!r}, not an object of options", path)
 
 
 def update_meta(model_dir: str | Path, **extra: Any) -> dict[str, Any]:

@@ -54,7 +54,7 @@ def fill_slots(cypher: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]
             value = default
         else:
             raise KgnormError(f"query needs --param {name}=N (an integer)")
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        if isinstance(value, str) and value.strip().lstrip("-").isascii() and value.strip().lstrip("-").isdigit():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):  # not true → 1, not 2.9 → 2
             raise KgnormError(f"--param {name} must be an integer, got {value!r}")

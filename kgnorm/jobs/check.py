@@ -1,0 +1,254 @@
+"""`kgnorm check` as a library call: read the whole graph (and an embedded store's review journal)
+and say, one finding a line, what is inconsistent, the first thing to run after a crash.
+
+Every write kgnorm makes is one transaction or a staged run published in one, so a sound store
+holds none of these; each one names what a killed process or a hand-made write left behind:
+edges whose run tag names no Run node, runs staged but neither published nor rolled back,
+mentions that lost their document, mention offsets outside their document's text, reviews whose
+mention is gone, journaled reviews not in the store, and ontologies whose concept count differs
+from the one recorded when they were loaded. Orphans (mentions and reviews whose concept a new
+ontology version removed) are reported as notes: they wait for a person, and are no fault.
+The store is only read (LadybugDB read-only, Neo4j READ sessions); the queries are the saved
+``check_*`` queries in cypher/queries, shared by both backends."""
+from __future__ import annotations
+
+import json
+import socket
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kgnorm.errors import KgnormError, StoreError
+from kgnorm.review.journal import ReviewJournal
+from kgnorm.review.records import REVIEW_RUN, Review, applied
+from kgnorm.stores import GraphStore, check_store_uri, embedded_path, open_store, store_exists
+from kgnorm.stores.stages import PUBLISHED, STAGING, owner_is_gone
+
+SHOWN = 5  # examples named in a finding's line
+
+
+@dataclass
+class Finding:
+    """One line of the report: `check` names what was checked, `problem` False for a note."""
+
+    check: str
+    message: str
+    problem: bool = True
+    count: int = 1
+
+
+@dataclass
+class CheckReport:
+    store: str
+    findings: list[Finding] = field(default_factory=list)
+    read: dict[str, int] = field(default_factory=dict)  # what was read: nodes per label
+
+    @property
+    def sound(self) -> bool:
+        return not any(f.problem for f in self.findings)
+
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.problem]
+
+    def lines(self) -> list[str]:
+        """The text report: a line per finding, then the verdict."""
+        out = [f"{'problem' if f.problem else 'note'}: {f.check}: {f.message}" for f in self.findings]
+        read = ", ".join(f"{n:,} {label}" for label, n in self.read.items())
+        n = len(self.problems())
+        out.append(f"sound: {read}" if n == 0 else f"not sound: {n} problem(s) in {read}")
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """The JSON report (`kgnorm check --format json`)."""
+        return {"store": self.store, "sound": self.sound, "read": self.read,
+                "findings": [asdict(f) for f in self.findings]}
+
+
+def check_store(store: str | None = None, lock_timeout: float = 30.0) -> CheckReport:
+    """Read the store and its journal; a missing embedded store is one clear error."""
+    from kgnorm.stores import redact
+
+    uri = check_store_uri(store)
+    if not store_exists(uri):
+        raise KgnormError(f"no store at {uri}")
+    report = CheckReport(redact(uri))
+    with open_store(uri, read_only=True, lock_timeout=lock_timeout) as st:
+        try:
+            report.read = _node_counts(st)
+            for step in (_runs, _homeless_mentions, _offsets, _lost_reviews, _orphans, _ontologies):
+                report.findings.extend(step(st))
+        except StoreError as exc:
+            if "does not exist" not in str(exc):
+                raise
+            raise StoreError(f"{report.store} was made by an earlier kgnorm and lacks what check reads "
+                             f"({str(exc).removeprefix('query failed: ')}); any command that writes the store "
+                             "brings its tables up to date") from None
+        path = embedded_path(uri)
+        if path is not None:
+            report.findings.extend(_journal(st, ReviewJournal.beside(path)))
+    return report
+
+
+def _node_counts(st: GraphStore) -> dict[str, int]:
+    out = {}
+    for label in ("Ontology", "Concept", "Mention", "Document", "Review", "Run"):
+        out[label] = int(st.query(f"MATCH (n:{label}) RETURN count(n)").rows[0][0])
+    return out
+
+
+def _examples(items: list[str]) -> str:
+    more = f", … ({len(items) - SHOWN} more)" if len(items) > SHOWN else ""
+    return ", ".join(items[:SHOWN]) + more
+
+
+def _runs(st: GraphStore) -> list[Finding]:
+    """Stages left by killed processes, and edges whose run tag names no Run node."""
+    runs = st.run_saved("check_runs").records()
+    known = {r["uid"] for r in runs}
+    stage_of: dict[str, str] = {}  # edge tag -> staging uid (LadybugDB stages a new run under its own uid)
+    out: list[Finding] = []
+    for r in runs:
+        if r["kind"] not in (STAGING, PUBLISHED):
+            continue
+        meta = _json(r["metrics_json"])
+        stage_of[meta.get("edge_run") or r["uid"]] = r["uid"]
+        if _running(meta):  # its process is writing it now (this host, alive): no fault
+            continue
+        if r["kind"] == PUBLISHED:
+            out.append(Finding("staged-run", f"run {r['uid']} was published but its staging record is left "
+                                             "(the process stopped before removing it)"))
+        else:
+            out.append(Finding("staged-run", f"run {r['uid']} ({r['method']}, started {r['created_at']}) was "
+                                             f"staged but neither published nor rolled back{_owner(meta)}"))
+    dangling: dict[str, list[str]] = defaultdict(list)
+    for edge, run, n in st.run_saved("check_edge_runs").rows:
+        if run in known or run in stage_of or (run or "") in ("", REVIEW_RUN):
+            continue
+        dangling[run].append(f"{n:,} {edge}")
+    for run, edges in sorted(dangling.items()):
+        out.append(Finding("edge-run", f"{' and '.join(edges)} edge(s) carry run {run!r}, which is no Run in "
+                                       "the store (a write stopped halfway, or edited by hand)"))
+    return out
+
+
+def _json(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _running(meta: dict[str, Any]) -> bool:
+    """True when the stage's process may still be writing it (this host, alive): not a fault."""
+    owner = meta.get("owner")
+    if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
+        return False
+    return not owner_is_gone(json.dumps(meta))
+
+
+def _owner(meta: dict[str, Any]) -> str:
+    owner = meta.get("owner")
+    if isinstance(owner, dict) and owner.get("host") not in (None, socket.gethostname()):
+        return f" (written from host {owner.get('host')}, pid {owner.get('pid')}: if that process is still " \
+               "running, this is its run in progress)"
+    return " (its process is gone: the next writer on this host removes it)"
+
+
+def _homeless_mentions(st: GraphStore) -> list[Finding]:
+    sources = [r[0] for r in st.run_saved("check_document_sources").rows if r[0]]
+    rows = st.run_saved("check_homeless_mentions", {"sources": sources}).records()
+    by_doc: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for r in rows:
+        by_doc[(r["source"] or "", r["doc_id"] or "")].append(f"{r['mention_uid']} {r['mention']!r}")
+    return [Finding("mention-without-document", f"{len(ms)} mention(s) of document {doc!r} ({source}) are in no "
+                                                f"document: {_examples(ms)}", count=len(ms))
+            for (source, doc), ms in sorted(by_doc.items())]
+
+
+def _offsets(st: GraphStore) -> list[Finding]:
+    """The query's candidates, checked again against the text's length in code points (what offsets
+    count): LadybugDB's size() counts grapheme clusters, fewer where characters combine."""
+    rows = st.run_saved("check_offsets").records()
+    lengths = {uid: len(text or "") for uid, text in st.rows_for(
+        "UNWIND $u AS x MATCH (d:Document {uid: x}) RETURN d.uid, d.text", sorted({r["document_uid"] for r in rows}))}
+    by_doc: dict[tuple[str, str, str, int], list[str]] = defaultdict(list)
+    for r in rows:
+        n = lengths.get(r["document_uid"], 0)
+        if r["start"] is not None and r["end"] is not None and 0 <= r["start"] <= r["end"] <= n:
+            continue
+        key = (r["source"] or "", r["doc_id"] or "", r["document_uid"], n)
+        by_doc[key].append(f"{r['mention_uid']} at {r['start']}-{r['end']}")
+    return [Finding("offsets", f"document {doc!r} ({source}) has {len(ms)} mention(s) whose offsets fall outside "
+                               f"its text of {n:,} characters: {_examples(ms)}", count=len(ms))
+            for (source, doc, _, n), ms in sorted(by_doc.items())]
+
+
+def _lost_reviews(st: GraphStore) -> list[Finding]:
+    out = []
+    for r in st.run_saved("check_lost_reviews").records():
+        what = (f"review {r['review']} ({r['decision']} by {r['reviewer'] or 'anonymous'}, {r['created_at']}) "
+                f"of mention {r['mention_uid']} in document {r['doc_id']!r}")
+        if r["mentions"]:
+            out.append(Finding("review", f"{what} hangs from mention(s) {', '.join(r['mentions'])} instead"))
+        else:
+            out.append(Finding("review", f"{what}: the mention is gone"))
+    for r in st.run_saved("reviewed_orphans").records():
+        out.append(Finding("reviewed-orphan", f"mention {r['mention_uid']} {r['mention']!r} in document "
+                           f"{r['doc_id']!r} was reviewed as {r['was_reviewed_as']}, which {r['ontology']} no longer "
+                           "has: a person settles it on the review page", problem=False))
+    return out
+
+
+def _orphans(st: GraphStore) -> list[Finding]:
+    return [Finding("orphans", f"{r['mentions']:,} mention(s) are orphans of {r['ontology']} (their concept went "
+                    f"in a re-ingest): `kgnorm link --relink-orphans` or a person settles them",
+                    problem=False, count=int(r["mentions"])) for r in st.run_saved("check_orphans").records()]
+
+
+def _ontologies(st: GraphStore) -> list[Finding]:
+    out = []
+    for r in st.run_saved("check_ontologies").records():
+        if r["recorded"] is None or int(r["recorded"]) < 0:
+            out.append(Finding("ontology", f"{r['stored']:,} concept(s) of ontology {r['ontology']!r}, which has "
+                                           "no Ontology record", count=int(r["stored"])))
+        elif int(r["recorded"]) != int(r["stored"]):
+            out.append(Finding("ontology", f"ontology {r['ontology']} holds {r['stored']:,} concept(s), but "
+                                           f"{r['recorded']:,} were loaded", count=abs(int(r["recorded"]) - int(r["stored"]))))
+    return out
+
+
+def _journal(st: GraphStore, journal: ReviewJournal) -> list[Finding]:
+    out = _damaged_lines(journal.path)
+    reviews = journal.reviews()
+    there = applied(st, [r.uid for r in reviews]) if reviews else set()
+    missing = [r for r in reviews if r.uid not in there]
+    if missing:
+        names = [f"{r.uid} ({r.decision} of {r.mention_uid} by {r.reviewer or 'anonymous'}, {r.created_at})"
+                 for r in missing]
+        out.append(Finding("journal", f"{len(missing)} review(s) in the journal {journal.path} are not in the store: "
+                                      f"{_examples(names)}; `kgnorm serve` (or Workbench.review) writes them when it "
+                                      "opens the store", count=len(missing)))
+    return out
+
+
+def _damaged_lines(path: Path) -> list[Finding]:
+    """Journal lines that are no review (the journal skips them): a damaged file. The last line
+    cut short by a crash mid-write (no line end) is not one: that review was never acknowledged."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    lines = raw.split(b"\n")
+    bad = []
+    for i, line in enumerate(lines[:-1], 1):  # lines[-1]: after the last line end ("" or a torn write)
+        try:
+            Review.from_record(json.loads(line))
+        except (ValueError, TypeError, AttributeError):
+            if line.strip():
+                bad.append(str(i))
+    if not bad:
+        return []
+    return [Finding("journal", f"{len(bad)} line(s) of the journal {path} are no review (damaged): line(s) "
+                               f"{_examples(bad)}", count=len(bad))]
