@@ -271,6 +271,8 @@ def targets() -> list[Target]:
     return [
         Target("obo", [FIX / "obo/hp_mini.obo", FIX / "obo/real_oddities.obo"], _loader("obo")),
         Target("mesh-xml", [FIX / "mesh/desc_tree.xml", FIX / "mesh/release/supp2099.xml"], _loader("mesh")),
+        Target("mesh-tables", [FIX / "mesh/tables"], _loader("mesh"), "*.tsv"),
+        Target("table", [FIX / "table/vocab.tsv"], _loader("table")),
         Target("medic", [FIX / "medic/CTD_diseases.tsv", FIX / "medic/CTD_diseases.csv",
                          FIX / "medic/medic_01Jan2099.txt"], _loader("medic")),
         Target("snomed-rf2", [FIX / "snomed/SnomedCT_InternationalRF2_PRODUCTION_20990131T120000Z"],

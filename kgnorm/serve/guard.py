@@ -35,7 +35,7 @@ def check_token(request: Request, token: str) -> None:
 async def read_json(request: Request) -> dict[str, Any]:
     """The request's JSON object; 413 past MAX_BODY bytes (declared or streamed), 400 if not an object."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
+    if declared is not None and (not (declared.isascii() and declared.isdigit()) or int(declared) > MAX_BODY):
         raise HTTPException(413, f"request body over {MAX_BODY} bytes")
     body = bytearray()
     async for chunk in request.stream():
