@@ -10,8 +10,10 @@ distinct mention texts per second.
 Dev files only (no test split). Each `link` is a fresh process; the exports of the onnx engine are
 made beforehand (a first run per row, not scored or timed) so both rows score what a user's runs
 write. With --repeats N the two rows' `link` runs alternate N times (A B A B ...: paired on a
-shared machine) and each row's fastest run is reported beside all of them. Figures are appended to
-benchmarks/LOG.md.
+shared machine) and each row's fastest run is reported beside all of them. --speed-mentions N adds
+a speed-only row on a larger input: benchmarks/throughput.py's corpus (NCBI-disease + BC5CDR train and
+dev, N mentions; not scored, it holds training mentions), linked by the --pair models alternately
+with each row. Figures are appended to benchmarks/LOG.md.
 """
 from __future__ import annotations
 
@@ -72,12 +74,48 @@ def distinct_texts(tsv: Path) -> int:
     return len({line.split("\t")[col] for line in lines[1:]})
 
 
+def short_command(args) -> str:
+    """The command as docs/results.md shows it (the --pair paths are in benchmarks/LOG.md)."""
+    return f"python benchmarks/query_engine.py --rows {args.rows} …"
+
+
+def speed_rows(kgnorm: str, args, base_row: str, new_row: str, tmp: Path, loads: list[float]) -> str:
+    """The speed-only table: each --pair model linking the throughput corpus, the rows alternated."""
+    from throughput import corpus
+
+    n, texts = corpus(tmp / "speed.pubtator", args.speed_mentions)
+    lines = []
+    for model in dict.fromkeys(p.split("=", 2)[1] for p in args.pair):
+        secs: dict[str, list[float]] = {base_row: [], new_row: []}
+        for _ in range(max(1, args.repeats)):
+            for row in (base_row, new_row):
+                secs[row].append(link(kgnorm, model, str(tmp / "speed.pubtator"), tmp / "speed.tsv", ENGINES[row]))
+        loads.append(os.getloadavg()[0])
+        rate = {row: texts / min(secs[row]) for row in secs}
+        runs = " / ".join(", ".join(f"{x:.1f}" for x in secs[row]) for row in (base_row, new_row))
+        lines.append(f"| {model} | {n:,} | {texts:,} | {runs} | {rate[base_row]:,.0f} / {rate[new_row]:,.0f} "
+                     f"({rate[new_row] / rate[base_row]:.2f}x) |")
+        print(lines[-1], flush=True)
+        if args.record:
+            record("speed", f"link distinct mentions/s, {new_row} vs {base_row} ({n:,} mentions, {Path(model).name})"
+                   .replace("onnx-", ""),
+                   f"{rate[new_row]:,.0f} vs {rate[base_row]:,.0f} ({rate[new_row] / rate[base_row]:.2f}x; load "
+                   f"{loads[-1]:.1f})", short_command(args))
+    return ("\nSpeed only: `link` on benchmarks/throughput.py's corpus (NCBI-disease + BC5CDR train and dev, whole "
+            "documents), rows alternated as above; distinct/s over each row's fastest run.\n\n"
+            f"| model | mentions | distinct texts | link s, {base_row} / {new_row} | distinct/s, {base_row} / {new_row} |\n"
+            "|---|---|---|---|---|\n" + "\n".join(lines) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pair", action="append", required=True, help="NAME=MODEL_DIR=DEV_FILE")
     ap.add_argument("--rows", default="torch,onnx", help="BASELINE,NEW among " + ", ".join(ENGINES))
     ap.add_argument("--repeats", type=int, default=1, help="timed link runs per row, alternated (default 1)")
-    ap.add_argument("--record", action="store_true", help="add the Δ Acc@1 and speed figures to results.jsonl")
+    ap.add_argument("--record", action="store_true", help="add the Δ Acc@1 figures (and --speed-mentions' speed) "
+                    "to results.jsonl")
+    ap.add_argument("--speed-mentions", type=int, default=0, help="also time link on this many mentions of the "
+                    "throughput corpus (speed only)")
     args = ap.parse_args()
     base_row, new_row = args.rows.split(",")
     kgnorm = str(Path(sys.executable).with_name("kgnorm"))
@@ -108,11 +146,9 @@ def main() -> None:
                      f"{runs} | {texts} | {rate[base_row]:,.0f} / {rate[new_row]:,.0f} |")
         print(lines[-1], flush=True)
         if args.record:
-            record("linking", f"{name} dev Acc@1, {new_row} against {base_row} queries",
-                   f"{f4(o['acc1'])} against {f4(t['acc1'])} ({o['acc1'] - t['acc1']:+.4f})")
-            record("speed", f"link on {name} dev, distinct mentions/s, {new_row} against {base_row} (whole process)",
-                   f"{rate[new_row]:,.0f} against {rate[base_row]:,.0f} ({rate[new_row] / rate[base_row]:.2f}x; "
-                   f"{texts} distinct texts, fastest of {len(secs[new_row])} alternated runs)")
+            record("linking", f"{name} dev Acc@1, {new_row} vs {base_row}".replace("onnx-", ""),
+                   f"{f4(o['acc1'])} vs {f4(t['acc1'])} ({o['acc1'] - t['acc1']:+.4f})", short_command(args))
+    speed = speed_rows(kgnorm, args, base_row, new_row, tmp, loads) if args.speed_mentions else ""
     append(f"query engine on dev: {base_row} against {new_row}",
            "Each TSV is written by `kgnorm link --no-write` in a fresh process with the row's environment, and "
            "scored by `kgnorm eval link --model M --gold DEV --predictions TSV --allow-unknown-gold --format json` "
@@ -120,10 +156,10 @@ def main() -> None:
            f"{base_row} = {WHAT[base_row]}; {new_row} = {WHAT[new_row]}. link s: every run of each row (whole "
            f"process, start-up included; the rows alternated {max(1, args.repeats)} time(s)); distinct/s: the dev "
            "set's distinct mention texts over the row's fastest run. 1-min load average "
-           + ", ".join(f"{x:.1f}" for x in loads) + " (start, then after each dev set).\n\n"
+           + ", ".join(f"{x:.1f}" for x in loads) + " (start, then after each dev set and each speed row).\n\n"
            f"| dev set | n | {base_row} Acc@1 / Acc@5 | {new_row} Acc@1 / Acc@5 | Δ Acc@1 | rank-1 concept changes | "
            f"mentions with any rank change | link s, {base_row} / {new_row} | distinct texts | distinct/s, "
-           f"{base_row} / {new_row} |\n|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(lines) + "\n")
+           f"{base_row} / {new_row} |\n|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(lines) + "\n" + speed)
 
 
 if __name__ == "__main__":

@@ -166,3 +166,32 @@ def test_link_on_the_int8_path_ranks_like_fp32_and_ignores_the_batch(tiny_bert_d
     for batch, ahead in ((3, 7), (64, 0)):
         monkeypatch.setattr(linker, "LOOKAHEAD", ahead)
         assert tsv(batch) == want
+
+
+def test_link_fast_takes_the_int8_path(tiny_bert_dir, tmp_path, monkeypatch, capsys):
+    """`link --fast` is KGNORM_QUERY_PRECISION=int8 for the run (the int8 graph is made and run); a
+    variable that says otherwise is refused, not overridden."""
+    import os
+
+    from cli_runner import run
+    from kgnorm.encoders.dense import DenseEncoder
+    from kgnorm.encoders.onnx_query import GRAPH_FILES
+    from kgnorm.linking.dictionary import NameDictionary
+    from kgnorm.methods.biosyn.model import BioSynModel
+
+    names = _texts(7, 12)
+    encoder = DenseEncoder(tiny_bert_dir, pooling="mean", max_length=12, device="cpu")
+    model_dir = BioSynModel(encoder, NameDictionary.from_entries([(n, f"MESH:D{i}") for i, n in enumerate(names)]),
+                            k_sparse=3, k_dense=3).save(tmp_path / "m")
+    (tmp_path / "in.tsv").write_text("id\ttext\nm1\theart failure\nm2\tacute pain\n", encoding="utf-8")
+    monkeypatch.setenv("KGNORM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(QUERY_ENGINE_ENV, "onnx")
+    monkeypatch.setenv(QUERY_PRECISION_ENV, "auto")  # restored after the test: --fast sets it in-process
+    args = ["link", "--model", str(model_dir), "--input", str(tmp_path / "in.tsv"), "--no-write", "-q"]
+    code, out, err = run(capsys, *args, "--fast")
+    assert code == 0, err
+    assert out.count("\n") == 1 + 2 * 5 and os.environ[QUERY_PRECISION_ENV] == "int8"
+    assert list((tmp_path / "cache").rglob(GRAPH_FILES["int8"]))
+    monkeypatch.setenv(QUERY_PRECISION_ENV, "fp32")
+    code, out, err = run(capsys, *args, "--fast")
+    assert code != 0 and "contradicts" in err

@@ -99,6 +99,16 @@ def query_engine(engine: str | None = None, flags: frozenset[str] | None = None)
     return value
 
 
+def ask_query_precision(value: str) -> None:
+    """Take `value` as ``$KGNORM_QUERY_PRECISION`` for this process and the processes it starts (Ray
+    workers): what ``link --fast`` asks for (int8) where the variable says nothing else."""
+    if os.environ.get(QUERY_PRECISION_ENV, "").strip().lower() not in ("", "auto", value):
+        from kgnorm.errors import KgnormError
+
+        raise KgnormError(f"{QUERY_PRECISION_ENV}={os.environ[QUERY_PRECISION_ENV]} contradicts the {value} asked for")
+    os.environ[QUERY_PRECISION_ENV] = value
+
+
 def query_path(precision: str | None = None, flags: frozenset[str] | None = None,
                engine: str = "torch") -> tuple[str, int]:
     """(precision, rows) of the query encoder: `precision` or ``$KGNORM_QUERY_PRECISION``
