@@ -63,6 +63,9 @@ def link_cmd(
     if fast:
         from kgnorm.linking.cpu_features import ask_query_precision
 
+        if ray_address:  # a running cluster's workers do not see this process's environment
+            raise KgnormError("--fast with --ray-address: set KGNORM_QUERY_PRECISION=int8 in the workers' "
+                              "environment instead")
         ask_query_precision("int8")
     if relink_orphans == (input is not None):
         raise KgnormError("give --input, or --relink-orphans (not both)")

@@ -195,3 +195,5 @@ def test_link_fast_takes_the_int8_path(tiny_bert_dir, tmp_path, monkeypatch, cap
     monkeypatch.setenv(QUERY_PRECISION_ENV, "fp32")
     code, out, err = run(capsys, *args, "--fast")
     assert code != 0 and "contradicts" in err
+    code, out, err = run(capsys, *args, "--fast", "--engine", "ray", "--ray-address", "127.0.0.1:1")
+    assert code != 0 and "workers' environment" in err
