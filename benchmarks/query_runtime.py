@@ -1,19 +1,24 @@
-"""The BioSyn query encoder at inference: torch (the current path) against ONNX Runtime fp32 and
-int8 (dynamic quantization), torch int8 (dynamic quantization), and 2 intra-op threads; speed on
-the distinct mention texts of the throughput corpus, vector drift, and NCBI-disease dev Acc@1.
+"""The BioSyn query encoder at inference, encoding only: torch (fp32, int8 dynamic quantization)
+against ONNX Runtime fp32 and int8, on 1 or 2 intra-op threads; speed on the distinct mention
+texts of the throughput corpus, vector drift from the first path, and whether a text's vector
+stays the same when the other texts of its calls change.
 
     python benchmarks/query_runtime.py --model DIR [--queries N] [--paths torch,ort,...]
 
 Every path runs kgnorm's fixed-shape query encoding (kgnorm.encoders.fixed_shape: same-length
 calls of exactly 8 rows, or `-rN`: N rows, e.g. `-r1`, or `-r32` as `link` calls): only the
-network's forward call is swapped. "ranks = torch" counts dev mentions whose top-5 concept list
-equals the torch path's. Dev only (no test split). Needs `pip install onnxruntime onnx` for the
-ORT paths. Figures go to benchmarks/LOG.md.
+network's forward call is swapped. int8 paths: `torch-int8` (torch dynamic quantization),
+`ort-int8` (onnxruntime's quantize_dynamic, per-tensor 8-bit weights), `ort-int8pc7` (its
+per-channel 7-bit weights, as the int8 detector), `kg-int8` (the product's graph,
+kgnorm.encoders.int8_query: per-channel 7-bit weights, activations quantized per token). The
+dev Acc@1 of the product's paths is benchmarks/query_engine.py's (`--rows onnx-fp32,onnx-int8`):
+this script no longer swaps the network under `link` (the onnx engine opens its own). Needs
+`pip install onnxruntime onnx` for the ORT paths. Figures go to benchmarks/LOG.md.
 """
 from __future__ import annotations
 
 import argparse
-import io
+import os
 import re
 import sys
 import tempfile
@@ -68,8 +73,11 @@ class _Hidden(torch.nn.Module):
                           token_type_ids=token_type_ids).last_hidden_state
 
 
-def export(model, tmp: Path) -> tuple[Path, Path]:
+def export(model, tmp: Path) -> dict[str, Path]:
+    """The encoder's last hidden state as ONNX: fp32, and quantized three ways (module docstring)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from kgnorm.encoders.int8_query import quantize_query_graph
 
     ids = torch.ones((8, 6), dtype=torch.long)
     fp32 = tmp / "query.onnx"
@@ -77,9 +85,39 @@ def export(model, tmp: Path) -> tuple[Path, Path]:
                       input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["hidden"],
                       dynamic_axes={n: {0: "b", 1: "t"} for n in ("input_ids", "attention_mask", "token_type_ids")},
                       opset_version=17)
-    int8 = tmp / "query.int8.onnx"
-    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
-    return fp32, int8
+    graphs = {"ort": fp32, "ort-int8": tmp / "query.int8.onnx", "ort-int8pc7": tmp / "query.int8pc7.onnx",
+              "kg-int8": tmp / "query.kg-int8.onnx"}
+    quantize_dynamic(str(fp32), str(graphs["ort-int8"]), weight_type=QuantType.QInt8)
+    quantize_dynamic(str(fp32), str(graphs["ort-int8pc7"]), weight_type=QuantType.QInt8, per_channel=True,
+                     reduce_range=True)
+    quantize_query_graph(fp32, graphs["kg-int8"])
+    return graphs
+
+
+def network(name: str, threads: int, torch_model, graphs: dict[str, Path]):
+    if name == "torch":
+        return torch_model
+    if name == "torch-int8":
+        return torch.ao.quantization.quantize_dynamic(torch_model, {torch.nn.Linear}, dtype=torch.qint8)
+    return OrtModel(graphs[name], threads, torch_model.config)
+
+
+def timed(enc, model, queries: list[str], rows: int, threads: int) -> tuple[np.ndarray, float]:
+    """Fixed-shape vectors of `queries` through `model` on `threads` threads, and their wall seconds."""
+    from kgnorm.encoders.fixed_shape import TorchCalls, encode_fixed_shape
+
+    enc.model = model
+    calls = TorchCalls(enc)
+    orig = torch.set_num_threads
+    torch.set_num_threads = lambda k: orig(threads)  # fixed_shape pins 1 torch thread; -2t lifts it
+    try:
+        encode_fixed_shape(calls, queries[:64], rows)  # warm-up
+        t0 = time.perf_counter()
+        vecs = encode_fixed_shape(calls, queries, rows)
+        return vecs, time.perf_counter() - t0
+    finally:
+        torch.set_num_threads = orig
+        orig(1)
 
 
 def main() -> None:
@@ -87,12 +125,9 @@ def main() -> None:
     add_data_option(ap)
     ap.add_argument("--model", required=True)
     ap.add_argument("--queries", type=int, default=20_000, help="mentions of the throughput corpus (distinct texts timed)")
-    ap.add_argument("--paths", default="torch,torch-2t,torch-int8-r1,ort,ort-2t,ort-int8,ort-int8-r1")
+    ap.add_argument("--paths", default="torch-r32,ort-r32,ort-int8-r32,ort-int8pc7-r32,kg-int8-r32")
     args = ap.parse_args()
-    import kgnorm.encoders.fixed_shape as fs
-    import kgnorm.methods.biosyn.model as bm
-    from kgnorm.jobs.evaluate import evaluate_model
-    from kgnorm.jobs.link import link_mentions
+    from kgnorm.encoders.fixed_shape import TorchCalls, encode_fixed_shape
     from kgnorm.linking.linker import pipeline_from_meta
     from kgnorm.mentions.readers import read_mentions_with_abbreviations
     from kgnorm.methods.model_dir import read_model_meta
@@ -106,65 +141,35 @@ def main() -> None:
                                  for q in (pipe.prepare(m, a) or [pipe.normalize_name(m.text)])))
     enc = load_encoder(args.model).encoder
     torch_model = enc.model
-    fp32 = int8 = None
-    real_encode = fs.encode_fixed_shape
-    dev = args.data / DEV
-    rows, ref_vecs, ref_ranks = [], None, None
+    graphs = export(torch_model, tmp) if any(p.startswith(("ort", "kg")) for p in args.paths.split(",")) else {}
+    rows, ref, loads = [], None, [os.getloadavg()[0]]
     for path in args.paths.split(","):
         name, rows_tag = re.fullmatch(r"(.+?)(?:-r(\d+))?", path).groups()
-        rows_per_call = int(rows_tag) if rows_tag else fs.ROWS
+        rows_per_call = int(rows_tag) if rows_tag else 8
         threads = 2 if name.endswith("-2t") else 1
         name = name.removesuffix("-2t")
-        if name.startswith("ort") and fp32 is None:
-            fp32, int8 = export(torch_model, tmp)
-        model = {"torch": lambda: torch_model,
-                 "torch-int8": lambda: torch.ao.quantization.quantize_dynamic(torch_model, {torch.nn.Linear},
-                                                                             dtype=torch.qint8),
-                 "ort": lambda: OrtModel(fp32, threads, torch_model.config),
-                 "ort-int8": lambda: OrtModel(int8, threads, torch_model.config)}[name]()
+        model = network(name, threads, torch_model, graphs)
+        vecs, wall = timed(enc, model, queries, rows_per_call, threads)
         enc.model = model
-
-        def encode(encoder, texts, rows=rows_per_call, threads=threads, model=model):
-            encoder.model = model  # a model opened by eval/link gets this path's network
-            torch.set_num_threads(threads)  # fixed_shape pins 1 torch thread; -2t lifts it for torch
-            if threads == 1:
-                return real_encode(encoder, texts, rows=rows)
-            orig = torch.set_num_threads
-            torch.set_num_threads = lambda k: orig(threads)
-            try:
-                return real_encode(encoder, texts, rows=rows)
-            finally:
-                torch.set_num_threads = orig
-                orig(1)
-
-        bm.encode_fixed_shape = encode
-        encode(enc, queries[:64])  # warm-up
-        t0 = time.perf_counter()
-        vecs = encode(enc, queries)
-        wall = time.perf_counter() - t0
-        ref_vecs = vecs if ref_vecs is None else ref_vecs
-        drift = float(np.abs(vecs - ref_vecs).max())
-        cos = float(np.min(np.sum(vecs * ref_vecs, 1) / (np.linalg.norm(vecs, axis=1) * np.linalg.norm(ref_vecs, axis=1))))
-        rep = evaluate_model(args.model, dev)
-        acc1 = rep["full"]["acc1"]
-        out = io.StringIO()
-        link_mentions(args.model, dev, write=False, output=out, progress=False, top_k=5)
-        ranks = [line.split("\t")[3] for line in out.getvalue().splitlines()[1:]]
-        ref_ranks = ranks if ref_ranks is None else ref_ranks
-        same = sum(a == b for a, b in zip(ranks, ref_ranks)) / max(1, len(ranks))
-        rows.append(f"| {path} | {threads} | {rows_per_call} | {len(queries) / wall:,.0f} | {drift:.2e} | {cos:.6f} "
-                    f"| {acc1:.4f} | {same:.4f} |")
+        shuffled = np.random.default_rng(0).permutation(len(queries))  # other neighbours in every call
+        again = encode_fixed_shape(TorchCalls(enc), [queries[i] for i in shuffled], rows_per_call)
+        stable = bool(np.array_equal(again, vecs[shuffled]))
+        ref = vecs if ref is None else ref
+        cos = np.sum(vecs * ref, 1) / (np.linalg.norm(vecs, axis=1) * np.linalg.norm(ref, axis=1))
+        rows.append(f"| {path} | {threads} | {rows_per_call} | {len(queries) / wall:,.0f} | "
+                    f"{float(np.abs(vecs - ref).max()):.2e} | {float(cos.min()):.4f} | {float(cos.mean()):.5f} | "
+                    f"{'yes' if stable else 'no'} |")
         print(rows[-1], flush=True)
     enc.model = torch_model
+    loads.append(os.getloadavg()[0])
     body = (f"Query encoder of `{args.model}` on the {len(queries):,} distinct normalized query texts of {n:,} "
-            "mentions (NCBI-disease + BC5CDR train/dev); encoding only, in one process, after a warm-up call. "
-            f"Dev: {DEV} (Acc@1 by `eval link`'s scorer; ranks = torch: share of TSV rank rows whose concept "
-            "equals the first row's path). ORT = onnxruntime "
-            f"{__import__('onnxruntime').__version__ if fp32 else '-'} (CPUExecutionProvider), int8 = dynamic "
-            "quantization of the Linear/MatMul weights. -r1: 1-row calls (an int8 activation scale is per call: "
-            "only 1-row calls keep a query's vector independent of its batch). **Shared, loaded 2-core machine: "
-            "compare rows of this section only.**\n\n"
-            "| path | threads | rows/call | queries/s | max abs diff vs first | min cosine | dev Acc@1 | ranks = first |\n"
+            "mentions (NCBI-disease + BC5CDR train/dev); encoding only, in one process, after a warm-up call; "
+            "the paths in the order listed. ORT = onnxruntime "
+            f"{__import__('onnxruntime').__version__ if graphs else '-'} (CPUExecutionProvider). "
+            "Paths: script docstring. batch-free: the same vectors when the texts come in another order (other "
+            "texts share each call). 1-min load average " + " → ".join(f"{x:.1f}" for x in loads)
+            + ". **Shared 2-core machine: compare rows of this section only.**\n\n"
+            "| path | threads | rows/call | queries/s | max abs diff vs first | min cosine | mean cosine | batch-free |\n"
             "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     append("query encoder runtimes: torch vs ONNX Runtime (fp32, int8)", body)
 

@@ -20,6 +20,12 @@ ConsOpt = Annotated[Optional[bool], typer.Option(
                                            "or resolved short form (a vote weighted by score; a confident link "
                                            "keeps its own). Default: the model's setting, else off.")]
 
+# measured cost of --fast (benchmarks/LOG.md, "query engine on dev: onnx-fp32 against onnx-int8", issue 51)
+FAST_HELP = ("int8 query encoder (KGNORM_QUERY_PRECISION=int8; onnx engine, any CPU, fastest where it declares "
+             "VNNI/AMX). Measured against fp32 queries: link 1.12-1.17x distinct mentions/s (2 loaded cores); dev "
+             "Acc@1 NCBI-disease / BC5CDR: BioSyn trained 1 short epoch 0.0000 / +0.0019, untrained +0.0013 / "
+             "-0.0017; untrained DILBERT 0.0000 / -0.0033.")
+
 
 def link_cmd(
     model: Annotated[Path, typer.Option("--model", help="A trained model directory.")],
@@ -50,9 +56,17 @@ def link_cmd(
                                  "left orphans (their concept went without a single successor).")] = False,
     store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
     engine: EngineOpt = "local", workers: WorkersOpt = 2, ray_address: RayAddressOpt = None,
+    fast: Annotated[bool, typer.Option("--fast", help=FAST_HELP)] = False,
 ) -> None:
     """Link mentions to concepts; TSV out, LINKED_TO edges into the store."""
     setup(quiet)
+    if fast:
+        from kgnorm.linking.cpu_features import ask_query_precision
+
+        if ray_address:  # a running cluster's workers do not see this process's environment
+            raise KgnormError("--fast with --ray-address: set KGNORM_QUERY_PRECISION=int8 in the workers' "
+                              "environment instead")
+        ask_query_precision("int8")
     if relink_orphans == (input is not None):
         raise KgnormError("give --input, or --relink-orphans (not both)")
     if relink_orphans:

@@ -174,7 +174,7 @@ def test_the_engine_is_chosen_from_declared_facts(monkeypatch):
     monkeypatch.setenv(QUERY_PRECISION_ENV, "bf16")  # bf16 asked for by name: a torch path
     assert query_engine() == "torch"
     assert query_engine("onnx") == "onnx"
-    with pytest.raises(KgnormError, match="fp32 only"):
+    with pytest.raises(KgnormError, match="runs auto, fp32 or int8"):
         query_path(engine="onnx")
     monkeypatch.setenv(QUERY_PRECISION_ENV, "auto")
     assert query_path(engine="onnx", flags=frozenset({"amx_bf16"}))[0] == "fp32"

@@ -10,8 +10,13 @@ from ``vocab.txt``) as ``tokenizer.json``, so the run-time tokenizer (the ``toke
 normalizes and splits exactly as the torch path does. Only the export imports torch; a run that
 finds the export cached starts in well under a second.
 
+The int8 path (``precision="int8"``; kgnorm.linking.cpu_features.query_path chooses it) runs the
+same export quantized by kgnorm.encoders.int8_query (per-channel 7-bit weights, activations per
+token), cached beside it under a name that says how it was quantized.
+
 The calls keep kgnorm.encoders.fixed_shape's contract: same-length texts in calls of a fixed number
-of rows, on one intra-op thread, so a text's vector does not depend on the rest of its batch."""
+of rows, on one intra-op thread, so a text's vector does not depend on the rest of its batch (on
+the int8 path too: each token's activations are quantized by their own range)."""
 from __future__ import annotations
 
 import contextlib
@@ -22,18 +27,23 @@ from typing import Sequence
 
 import numpy as np
 
+from kgnorm.encoders.int8_query import INT8_SCHEME
 from kgnorm.errors import KgnormError
 from kgnorm.model_cache import cached_export, model_digest
 
-__all__ = ["OnnxQueryEncoder", "query_export", "EXPORT_FILES"]
+__all__ = ["OnnxQueryEncoder", "query_export", "EXPORT_FILES", "GRAPH_FILES", "PRECISIONS"]
 
 EXPORT_FILES = ("tokenizer.json", "query.json", "query.onnx")  # query.onnx last: there means complete
 EXPORT_VERSION = 1  # bumped when the exported graph changes for the same model
+# the graph each precision runs; the int8 file's name says how it was quantized (kgnorm.encoders.int8_query)
+GRAPH_FILES = {"fp32": "query.onnx", "int8": f"query.{INT8_SCHEME}.onnx"}
+PRECISIONS = tuple(GRAPH_FILES)
 
 
-def query_export(encoder_dir: str | Path, pooling: str, normalize: bool) -> Path:
+def query_export(encoder_dir: str | Path, pooling: str, normalize: bool, precision: str = "fp32") -> Path:
     """The cached export folder of the encoder in `encoder_dir` with this pooling (made on a miss:
-    that run imports torch and transformers)."""
+    that run imports torch and transformers); for ``int8`` the folder holding the quantized graph
+    too (made from the fp32 export, which is cached on the way)."""
     key = f"{model_digest(encoder_dir)}-{pooling}{'-norm' if normalize else ''}-v{EXPORT_VERSION}"
 
     def make(tmp: Path) -> None:
@@ -41,7 +51,18 @@ def query_export(encoder_dir: str | Path, pooling: str, normalize: bool) -> Path
 
         export_dense(DenseEncoder(encoder_dir, pooling=pooling, device="cpu", normalize=normalize), tmp)
 
-    return cached_export("query-onnx", key, EXPORT_FILES, make)
+    folder = cached_export("query-onnx", key, EXPORT_FILES, make)
+    if precision == "fp32":
+        return folder
+    if precision != "int8":
+        raise KgnormError(f"the onnx query engine runs {' or '.join(PRECISIONS)}, not {precision!r}")
+
+    def quantize(tmp: Path) -> None:
+        from kgnorm.encoders.int8_query import quantize_query_graph
+
+        quantize_query_graph(folder / GRAPH_FILES["fp32"], tmp / GRAPH_FILES["int8"])
+
+    return cached_export("query-onnx", key, (GRAPH_FILES["int8"],), quantize)
 
 
 def export_dense(encoder, folder: Path) -> None:
@@ -93,19 +114,22 @@ def _pooled(encoder):
 
 class OnnxQueryEncoder:
     """A fixed-shape query backend (kgnorm.encoders.fixed_shape) over a cached export: ids from the
-    ``tokenizers`` package, vectors from one ONNX Runtime session on `threads` intra-op threads."""
+    ``tokenizers`` package, vectors from one ONNX Runtime session on `threads` intra-op threads,
+    running the export's graph of `precision` (fp32 or int8)."""
 
-    precision = "fp32"
     overlap_safe = True  # a session's run is thread-safe and needs no process-wide setting
 
-    def __init__(self, folder: str | Path, max_length: int, threads: int = 1) -> None:
+    def __init__(self, folder: str | Path, max_length: int, threads: int = 1, precision: str = "fp32") -> None:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
         except ImportError:
             raise KgnormError("the onnx query engine needs onnxruntime and tokenizers "
                               "(pip install 'kgnorm[onnx]'), or KGNORM_QUERY_ENGINE=torch") from None
+        if precision not in GRAPH_FILES:
+            raise KgnormError(f"the onnx query engine runs {' or '.join(PRECISIONS)}, not {precision!r}")
         folder = Path(folder)
+        self.precision = precision
         info = json.loads((folder / "query.json").read_text(encoding="utf-8"))
         self.folder = folder
         self.dim = int(info["dim"])
@@ -119,12 +143,13 @@ class OnnxQueryEncoder:
         so.intra_op_num_threads = max(1, int(threads))
         so.inter_op_num_threads = 1
         so.log_severity_level = 3
-        self.session = ort.InferenceSession(str(folder / "query.onnx"), so, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(str(folder / GRAPH_FILES[precision]), so, providers=["CPUExecutionProvider"])
 
     @classmethod
     def for_encoder_dir(cls, encoder_dir: str | Path, pooling: str, max_length: int, normalize: bool,
-                        threads: int = 1) -> OnnxQueryEncoder:
-        return cls(query_export(encoder_dir, pooling, normalize), max_length, threads)
+                        threads: int = 1, precision: str = "fp32") -> OnnxQueryEncoder:
+        """The encoder of `encoder_dir` on `precision` (what a linker's ``query_path`` chose)."""
+        return cls(query_export(encoder_dir, pooling, normalize, precision), max_length, threads, precision)
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(list(texts))]

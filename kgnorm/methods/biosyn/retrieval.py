@@ -313,7 +313,8 @@ class BioSynLinker(BioSynRetrieval):
         parts = load_parts(d, use_gpu=False, engine="onnx")
         e = parts.meta.get("encoder", {})
         encoder = OnnxQueryEncoder.for_encoder_dir(d / e.get("path", "encoder"), e.get("pooling", "cls"),
-                                                   e.get("max_length", 25), e.get("normalize", False), threads)
+                                                   e.get("max_length", 25), e.get("normalize", False), threads,
+                                                   query_path(engine="onnx")[0])
         check_dim(d, parts.index, encoder.dim)
         return cls(encoder, parts)
 

@@ -107,7 +107,7 @@ class DilbertLinker(DistanceSpace, IndexedNamesMixin):
         e = meta.get("encoder", {})
         encoder = OnnxQueryEncoder.for_encoder_dir(
             d / e.get("path", "encoder"), e.get("pooling", "mean"), e.get("max_length", 25),
-            bool(e.get("normalize", False)) or distance == "cosine", threads)
+            bool(e.get("normalize", False)) or distance == "cosine", threads, query_path(engine="onnx")[0])
         check_indexed_dim(d, index.dim, encoder.dim, distance)
         return cls(encoder, dictionary, index, distance, meta)
 
