@@ -30,7 +30,7 @@ Choices (documented, configurable where it matters):
 * A dictionary of more than ``pool_above`` names (MeSH's chemicals: 676k, 55x MEDIC; one
   encoding of it takes longer than an epoch of training) is encoded whole once at the start;
   after each epoch only its *pool* is encoded again: the names any training or dev query can
-  reach (its sparse and its first dense top ``pool_depth``, found without gold) and the training
+  reach (its sparse and its first dense top ``pool_depth``, 32, found without gold) and the training
   gold names. The other rows keep their vectors of the start, which no query ranks near its top.
   The selected model's index is encoded whole once at the end, so what is saved is exact
   (``exact_index``; off for a selection that the refit replaces). The vectors of the start are
@@ -104,7 +104,7 @@ class BioSynConfig(ResumableConfig):
     max_seconds: float | None = None            # time budget: no epoch expected to end past it
     exclude_query_name: bool = False            # never a candidate: the name identical to the query
     pool_above: int | None = 200_000            # more names than this: re-encode only the pool per epoch
-    pool_depth: int = 64                        # per query: sparse and first dense top names in the pool
+    pool_depth: int = 32                        # per query: sparse and first dense top names in the pool
     exact_index: bool = True                    # pooled: encode the saved index whole at the end (a
                                                 # selection the refit replaces needs no exact index)
 
