@@ -132,6 +132,7 @@ def _train_phase(opts: Options, snap, phase: Phase, quiet: bool, hierarchy=None)
                            seed=opts.seed, max_steps_per_epoch=opts.max_steps, initial_sparse_weight=opts.sparse_weight,
                            exclude_query_name=opts.exclude_query_name,
                            hard_negatives=opts.hard_negatives if negatives is not None else 0,
+                           query_vectors_from_names=opts.from_names and opts.train is None,
                            max_seconds=None if phase.max_minutes is None else phase.max_minutes * 60)
         label = "refit epoch" if phase.refit else "epoch"
 

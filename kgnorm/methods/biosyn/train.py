@@ -95,6 +95,7 @@ class BioSynConfig(ResumableConfig):
     max_seconds: float | None = None            # time budget: no epoch expected to end past it
     exclude_query_name: bool = False            # never a candidate: the name identical to the query
     hard_negatives: int = 0                     # candidates per query drawn from its negative pool
+    query_vectors_from_names: bool = False      # a query that is a dictionary name takes its row's vector
 
     _RESUMABLE = ("epochs", "eval_batch_size", "encode_batch_size", "checkpoint_every_steps",
                   "checkpoint_every_seconds", "max_seconds")
@@ -117,7 +118,7 @@ class BioSynTask(TrainingTask):
         self.n_sparse = self.top_k - int(self.top_k * cfg.dense_ratio)
         # with exclude_query_name, the row holding the query's own text is never a candidate (with
         # merged training mentions every query finds itself, and the loss is ~0 from the start)
-        row_of = {name: r for r, name in enumerate(self.names)}
+        self.row_of = row_of = {name: r for r, name in enumerate(self.names)}
         self.exclude = [row_of.get(q, -1) for q in queries] if cfg.exclude_query_name else None
         self.fetch = self.top_k + (1 if self.exclude else 0)
         self.q_sparse = model.sparse.transform(queries)         # sparse candidates: once
@@ -136,6 +137,20 @@ class BioSynTask(TrainingTask):
         return self.model.encode(self.names, batch_size=self.cfg.encode_batch_size,
                                  progress=self.progress)
 
+    def _query_vectors(self) -> np.ndarray:
+        """The queries' vectors with the current weights; with ``query_vectors_from_names``, a query that is
+        a dictionary name takes that row's vector, just encoded (training on an ontology's own names:
+        every query is one, and encoding them again would double the epoch's encoding)."""
+        if not self.cfg.query_vectors_from_names:
+            return self.model.encode(self.queries, batch_size=self.cfg.encode_batch_size)
+        rows = np.array([self.row_of.get(q, -1) for q in self.queries], np.int64)
+        out = np.empty((len(rows), self.dict_vecs.shape[1]), self.dict_vecs.dtype)
+        out[rows >= 0] = self.dict_vecs[rows[rows >= 0]]
+        rest = np.flatnonzero(rows < 0)
+        if len(rest):
+            out[rest] = self.model.encode([self.queries[i] for i in rest], batch_size=self.cfg.encode_batch_size)
+        return out
+
     def start_epoch(self, epoch: int, saved: dict | None) -> int:
         cfg, n = self.cfg, len(self.queries)
         self.t_enc = 0.0
@@ -145,7 +160,7 @@ class BioSynTask(TrainingTask):
             t0 = time.perf_counter()
             if self.dict_vecs is None:
                 self.dict_vecs = self._encode_names()
-            q_vecs = self.model.encode(self.queries, batch_size=cfg.encode_batch_size)
+            q_vecs = self._query_vectors()
             _, d_idx = NameIndex.build(self.dict_vecs, use_gpu="auto").search(q_vecs, self.fetch)
             self.t_enc = time.perf_counter() - t0
             cand = combine_candidates(self.s_idx, d_idx, self.top_k, self.n_sparse, len(self.names),
