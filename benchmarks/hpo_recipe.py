@@ -129,6 +129,29 @@ def score(gold: Path, pred: Path, store: str) -> dict:
                                     "--format", "json"))
 
 
+def tagger_ablation(store: str, docs) -> str:
+    """The dictionary tagger alone (no linking, no consistency) on GSC+ dev, strict-span NER, with its
+    folds switched off one at a time: what each contributes."""
+    from kgnorm.evaluation.annotate_eval import strict_span_prf
+    from kgnorm.graph.views import read_ontology
+    from kgnorm.ner.dictionary import DictionaryDetector
+    from kgnorm.ner.spans import Span
+    from kgnorm.stores import open_store
+
+    with open_store(store, read_only=True) as st:
+        snap = read_ontology(st, "hpo")
+    gold = [[Span(a.start, a.end, a.text, "Phenotype") for a in d.annotations] for d in docs]
+    rows = ["| tagger | root | NER P | NER R | NER F1 |", "|---|---|---|---|---|"]
+    for label, root, kw in (("all folds", ROOT_HPO, {}), ("no plural folding", ROOT_HPO, {"plurals": False}),
+                            ("no other word order", ROOT_HPO, {"any_order": False}),
+                            ("neither", ROOT_HPO, {"plurals": False, "any_order": False}),
+                            ("all folds, whole ontology", None, {})):
+        tagger = DictionaryDetector.from_snapshot(snap, type="Phenotype", root=root, **kw)
+        r = strict_span_prf(gold, tagger.detect([d.text for d in docs]))
+        rows.append(f"| {label} | {root or 'none'} | {f4(r['precision'])} | {f4(r['recall'])} | {f4(r['f1'])} |")
+    return "\n".join(rows) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_data_option(ap)
@@ -165,10 +188,12 @@ def main() -> None:
     lines = [f"| {name} | {f4(r['mention']['precision'])} | {f4(r['mention']['recall'])} | {f4(r['mention']['f1'])} | "
              f"{f4(r['ner']['f1'])} | {f4(r['document']['f1'])} | {rate:,.0f} | {'' if whole is None else f'{whole:,.0f}'} |"
              for name, r, rate, whole in rows]
+    body_ablation = "\nThe dictionary tagger alone on the same text (strict spans, no consistency):\n\n" + \
+        tagger_ablation(args.store, docs)
     body = (f"GSC+ dev (22 abstracts, 173 Phenotype mentions), raw text, mention = strict span + concept set. "
             f"Model: {args.model} {args.label}. Speed over {args.speed_copies} copies of the dev abstracts "
             f"({args.speed_copies * len(docs)} abstracts), one process each, "
-            f"{os.cpu_count()} cores.\n\n" + head + "\n".join(lines) + "\n")
+            f"{os.cpu_count()} cores.\n\n" + head + "\n".join(lines) + "\n" + body_ablation)
     if args.no_log:
         print(body)
         return

@@ -143,3 +143,26 @@ def test_dictionary_spec_options(world, tiny_bert_dir, capsys):
     for bad in ("dictionary:tinyhp,depth=2", "dictionary:tinyhp,root=HP:9999999"):
         with pytest.raises(Exception, match="root"):
             resolve(bad, DetectorContext(store))
+
+
+def test_name_queries_take_sibling_names_as_hard_negatives():
+    import numpy as np
+
+    from kgnorm.graph.hierarchy import Hierarchy
+    from kgnorm.linking.dictionary import NameDictionary
+    from kgnorm.methods.biosyn.train import with_hard_negatives
+    from kgnorm.training.ontology_names import ontology_name_queries
+
+    names = {"R": ["root"], "A": ["left ventricle", "lv"], "B": ["right ventricle", "rv"], "C": ["atrium"]}
+    d = NameDictionary.from_entries((n, u) for u, ns in names.items() for n in ns)
+    h = Hierarchy.from_edges(names, [("A", "R"), ("B", "R"), ("C", "R")])
+    q = ontology_name_queries(d, h)
+    # C has one name: no query; A's negatives are B's and C's names, never its own
+    assert [p for p, _ in q.pairs] == ["left ventricle", "lv", "right ventricle", "rv"]
+    rows = {d.names[r] for r in q.negatives[0]}
+    assert rows == {"right ventricle", "rv", "atrium"}
+    gold = [{d.index_of("lv"): 1}]
+    cand = np.array([[d.index_of("lv"), d.index_of("root"), d.index_of("left ventricle")]])
+    out = with_hard_negatives(cand, [q.negatives[0]], gold, 1, np.random.default_rng(0))
+    assert out[0, 0] == d.index_of("lv")  # the gold candidate stays
+    assert d.names[out[0, 2]] in rows and out[0, 1] == d.index_of("root")
