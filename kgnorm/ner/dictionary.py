@@ -99,6 +99,7 @@ class DictionaryDetector(MentionDetector):
         self._bags: dict[frozenset[str], int] = {}
         self._bag_words = 0
         self._bag_vocabulary: set[str] = set()
+        self._variant: dict[str, str] = {}   # word -> its variant class (learn_word_variants)
         self.stats = DictionaryStats()
         stop = _stop_words()
         # normalized short name -> the case-kept forms it may match (None: any case)
@@ -185,6 +186,52 @@ class DictionaryDetector(MentionDetector):
                     found.append((first, last))
         return found
 
+    def learn_word_variants(self, concepts: Sequence[Sequence[str]], min_count: int = 3,
+                            max_cluster: int = 6) -> None:
+        """Words the ontology itself uses for one another, for the any-order matching: two names of
+        one concept whose content words differ in one word each ("Abnormality of the nose" / "Nasal
+        abnormality") pair those words; pairs seen in at least ``min_count`` concepts join one
+        variant class (classes of at most ``max_cluster`` words), folded to one word on both sides,
+        so "ocular abnormalities" can meet "Abnormality of the eye" (FastHPOCR's token clusters do
+        this from a vocabulary built with GPT-4). Only the span is found this way; the linker then
+        links its text."""
+        from collections import Counter
+
+        pairs: Counter[tuple[str, str]] = Counter()
+        for names in concepts:
+            bags = {frozenset(w for w in self._fold(normalize(n)).split(" ") if w not in _FUNCTION_WORDS)
+                    for n in names}
+            bags = [b for b in bags if 2 <= len(b) <= 4]
+            for i, a in enumerate(bags):
+                for b in bags[i + 1:]:
+                    x, y = a - b, b - a
+                    if len(x) == 1 and len(y) == 1 and a & b:
+                        pairs[tuple(sorted((next(iter(x)), next(iter(y)))))] += 1  # type: ignore[arg-type]
+        parent: dict[str, str] = {}
+        members: dict[str, set[str]] = {}
+
+        def find(w: str) -> str:
+            while parent.get(w, w) != w:
+                w = parent[w]
+            return w
+        for (x, y), n in pairs.most_common():
+            if n < min_count:
+                break
+            rx, ry = find(x), find(y)
+            if rx == ry or len(members.get(rx, {rx})) + len(members.get(ry, {ry})) > max_cluster:
+                continue
+            root, other = sorted((rx, ry))
+            parent[other] = root
+            members[root] = members.get(root, {root}) | members.pop(other, {other})
+        self._variant = {w: find(w) for w in parent}
+        bags = dict(self._bags)
+        self._bags, self._bag_vocabulary = {}, set()
+        for bag, n in bags.items():
+            folded = frozenset(self._variant.get(w, w) for w in bag)
+            if len(folded) == n:
+                self._bags.setdefault(folded, n)
+                self._bag_vocabulary.update(folded)
+
     def _fold(self, key: str) -> str:
         return " ".join(singular(w) for w in key.split(" ")) if self.plurals else key
 
@@ -199,7 +246,10 @@ class DictionaryDetector(MentionDetector):
             if len(keep) == 1 and root not in {c.uid for c in concepts}:
                 raise KgnormError(f"root {root!r} is not a concept of ontology {snapshot.name!r}")
             concepts = [c for c in concepts if c.uid in keep]
-        return cls((n for c in concepts for n in c.all_names()), type, **guards)
+        detector = cls((n for c in concepts for n in c.all_names()), type, **guards)
+        if detector._bags:
+            detector.learn_word_variants([c.all_names() for c in concepts])
+        return detector
 
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
         return [self._detect_one(text) for text in texts]
@@ -228,7 +278,8 @@ class DictionaryDetector(MentionDetector):
                 continue  # "(G6PD) deficiency" is not the name "G6PD deficiency"
             found.append((first, last))
         if self._bags:
-            found += self._any_order(text, words, lowered)
+            variant = self._variant
+            found += self._any_order(text, words, [variant.get(w, w) for w in lowered] if variant else lowered)
         return self._leftmost_longest(text, words, found)
 
     def _case_matches(self, text: str, words: list[tuple[int, int]], first: int, last: int,
