@@ -84,7 +84,8 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
                                   refusal=f"ontology {opts.ontology!r} has no IS_A edges: --from-names takes its hard "
                                           "negatives from siblings (use --hard-negatives 0)") \
         if opts.from_names and opts.hard_negatives > 0 else read_snapshot(store, opts.ontology, hierarchy=False)
-    block = run_phases(opts, lambda phase: _train_phase(opts, snap, phase, quiet, view), quiet, opts.refit_minutes)
+    extra = {"hierarchy": view} if view is not None else {}  # the siblings of --from-names
+    block = run_phases(opts, lambda phase: _train_phase(opts, snap, phase, quiet, **extra), quiet, opts.refit_minutes)
     if opts.reviewed is not None:
         from kgnorm.methods.model_dir import update_meta
         from kgnorm.methods.refit import file_sha256
