@@ -12,7 +12,9 @@ from kgnorm.cli.common import (EngineOpt, LockTimeoutOpt, QuietOpt, RayAddressOp
 
 
 def annotate_cmd(
-    ner: Annotated[str, typer.Option("--ner", help="dictionary:ONTOLOGY (the ontology's names in the store) or a "
+    ner: Annotated[str, typer.Option("--ner", help="dictionary:ONTOLOGY (the ontology's names in the store; "
+                                     "dictionary:ONTOLOGY,root=UID,type=TYPE keeps the concepts under UID and types the "
+                                     "mentions TYPE: HPO defaults to Phenotype under HP:0000118) or a "
                                      "trained detector's directory (kgnorm train ner).")],
     model: Annotated[list[str], typer.Option("--model", help="A linking model directory (any model `link` takes); or "
                                              "TYPE=DIR, repeated, to link each mention type with its own model "

@@ -20,7 +20,8 @@ def test_longest_match_on_word_boundaries_with_punctuation_folded() -> None:
     text = "Familial breast  cancer type 2, breast-cancer and Alzheimer’s disease; cancers."
     got = spans(d, text)
     assert got == [(9, 30, "breast  cancer type 2"), (32, 45, "breast-cancer"),
-                   (50, 69, "Alzheimer’s disease")]  # "cancers" is not "cancer"
+                   (50, 69, "Alzheimer’s disease"), (71, 78, "cancers")]  # plurals fold: "cancers" is "cancer"
+    assert spans(DictionaryDetector(NAMES, plurals=False), text)[-1] == (50, 69, "Alzheimer’s disease")
 
 
 def test_short_names_keep_their_case_and_stop_words_are_never_names() -> None:
@@ -61,3 +62,16 @@ def test_a_match_never_spans_a_bracket_or_a_clause_break() -> None:
     d = DictionaryDetector(["G6PD deficiency", "glucose-6-phosphate dehydrogenase deficiency", "fever"])
     text = "glucose-6-phosphate dehydrogenase (G6PD) deficiency; fever. G6PD deficiency"
     assert [t for _, _, t in spans(d, text)] == ["fever", "G6PD deficiency"]
+
+
+def test_word_variants_learnt_from_the_ontology_meet_another_word_order() -> None:
+    from kgnorm.graph.views import ConceptNames, OntologySnapshot
+
+    # three concepts name the same organ by noun and adjective: "nasal" is a variant of "nose"
+    concepts = [ConceptNames(f"X:{i}", f"Abnormality of the nose {w}", [f"Nasal {w} abnormality"], [])
+                for i, w in enumerate(("tip", "bridge", "septum"))]
+    concepts.append(ConceptNames("X:9", "Abnormality of the nose", [], []))
+    d = DictionaryDetector.from_snapshot(OntologySnapshot("t", "1", concepts, []))
+    assert [t for _, _, t in spans(d, "Two nasal abnormalities were seen.")] == ["nasal abnormalities"]
+    plain = DictionaryDetector(n for c in concepts for n in c.all_names())  # no variants without concepts
+    assert spans(plain, "Two nasal abnormalities were seen.") == []

@@ -191,18 +191,57 @@ class TypedTaggers:
 
 # ------------------------------------------------------------------ the built-in kinds
 def dictionary(arg: str, ctx: DetectorContext) -> tuple[MentionDetector, str]:
-    """``dictionary:ONT``: every name of ontology ONT in the store, matched in the text
-    (kgnorm.ner.dictionary); no training."""
+    """``dictionary:ONT[,root=UID][,type=TYPE]``: every name of ontology ONT in the store (of the
+    concepts under UID only, with ``root``), matched in the text (kgnorm.ner.dictionary); no training.
+    The mentions' type and the root default from the ontology's id space (:data:`ID_SPACES`: HPO's
+    ``HP`` ids give ``Phenotype`` mentions under HP:0000118, phenotypic abnormality), else ``Disease``."""
     from kgnorm.graph.views import read_ontology
     from kgnorm.ner.dictionary import DictionaryDetector
     from kgnorm.stores.session import reading
 
-    onto = arg.strip()
+    onto, options = _dictionary_spec(arg)
+    with reading(ctx.store) as st:
+        snap = read_ontology(st, onto, with_edges=True)
+    type_, root = id_space_defaults(c.uid for c in snap.concepts)
+    type_, root = options.get("type", type_), options.get("root", root)
+    root = None if root in ("", "none") else root
+    detector = DictionaryDetector.from_snapshot(snap, type=type_, root=root)
+    # the label names the run: a MEDIC run keeps its old label (no root, Disease)
+    extra = "".join(f",{k}={v}" for k, v in (("root", root), ("type", type_ if type_ != "Disease" else None)) if v)
+    return detector, f"dictionary:{onto}{extra}@{snap.version}"
+
+
+# The entity type of the mentions of an ontology whose concept ids are mostly in an id space, and the
+# root its tagger keeps by default: what a user of that ontology expects (`--ner dictionary:hpo` finds
+# phenotypes, not HPO's modes of inheritance, onsets or frequencies). `dictionary:ONT,type=...,root=...`
+# overrides either; an id space not listed gives Disease mentions over the whole ontology.
+ID_SPACES: dict[str, tuple[str, str | None]] = {"HP": ("Phenotype", "HP:0000118")}
+
+
+def id_space_defaults(uids: Any) -> tuple[str, str | None]:
+    """(mention type, root) for an ontology's uids (:data:`ID_SPACES`, by their most common prefix)."""
+    from collections import Counter
+
+    counts = Counter(u.split(":", 1)[0] for u in uids if ":" in u)
+    if counts:
+        space = counts.most_common(1)[0][0]
+        if space in ID_SPACES:
+            return ID_SPACES[space]
+    return "Disease", None
+
+
+def _dictionary_spec(arg: str) -> tuple[str, dict[str, str]]:
+    """``ONT[,root=UID][,type=TYPE]`` → (ONT, options)."""
+    onto, *rest = [part.strip() for part in arg.split(",")]
     if not onto:
         raise KgnormError("--ner dictionary:ONTOLOGY needs an ontology name (e.g. dictionary:medic)")
-    with reading(ctx.store) as st:
-        snap = read_ontology(st, onto, with_edges=False)
-    return DictionaryDetector.from_snapshot(snap), f"dictionary:{onto}@{snap.version}"
+    options = {}
+    for part in rest:
+        key, sep, value = part.partition("=")
+        if not sep or key not in ("root", "type"):
+            raise KgnormError(f"--ner dictionary:{arg}: {part!r} is not root=UID or type=TYPE")
+        options[key] = value.strip()
+    return onto, options
 
 
 def trained_ner(arg: str, ctx: DetectorContext) -> tuple[Any, str]:
@@ -216,7 +255,10 @@ def trained_ner(arg: str, ctx: DetectorContext) -> tuple[Any, str]:
 
 for _entry in (
     DetectorKind("dictionary", "kgnorm.jobs.detectors:dictionary", arg="ONTOLOGY",
-                 help="An ontology's names in the store, longest match on word boundaries; no training."),
+                 help="An ontology's names in the store, longest match on word boundaries, plurals folded; "
+                      "no training. dictionary:ONTOLOGY,root=UID,type=TYPE keeps the concepts under UID and "
+                      "names the mentions' type (defaults: HPO's ids give Phenotype under HP:0000118, "
+                      "else Disease, whole ontology)."),
     DetectorKind("ner", "kgnorm.jobs.detectors:trained_ner", directory=True,
                  help="A token classifier trained by `kgnorm train ner`."),
 ):

@@ -27,7 +27,9 @@ class Options:
 
     ontology: str = option(MISSING, help='Ontology name in the store (the dictionary).')
     out: Path = out_option()
-    train: Path | None = option(None, help='Training mentions (.concept, PubTator or TSV). Without it the model is built untrained (index only).')
+    train: Path | None = option(None, help='Training mentions (.concept, PubTator or TSV). Without it the model is built untrained (index only), unless --from-names.')
+    from_names: bool = option(False, '--from-names/--untrained', help="Without --train: learn from the ontology's own names (each name of a concept with synonyms is a query, the concept's other names its positives, its siblings' names hard negatives), for an ontology with no annotated corpus; --dev (any mention file) then selects the epoch and is never trained on. --untrained (the default): the index only.")
+    hard_negatives: int = option(3, help='With --from-names: candidates per query drawn each epoch from the names of its siblings (0: retrieval alone picks the negatives).')
     reviewed: Path | None = option(None, help='Links people reviewed, as training mentions added to --train (or alone): the file `kgnorm export reviewed --format concept` writes (any mention layout; sniffed). Recorded in the model metadata.')
     dev: Path | None = dev_mentions()
     input_format: str | None = input_format()
@@ -64,6 +66,8 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
         raise KgnormError(f"--pooling must be cls or mean, got {opts.pooling!r}")
     if opts.preset not in PRESETS:
         raise KgnormError(f"unknown --preset {opts.preset!r} ({', '.join(PRESETS)})")
+    if opts.from_names and opts.train is not None:
+        raise KgnormError("--from-names trains on the ontology's names instead of --train mentions: give one of them")
     if opts.rerank and opts.train is None:
         raise KgnormError("--rerank needs --train (the reranker learns from the linker's candidates for them)")
     check_file(opts.train, "training mentions file")
@@ -73,9 +77,15 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     opts.sparse_weight = recipe["sparse_weight"] if opts.sparse_weight is None else opts.sparse_weight
     opts.exclude_query_name = recipe["exclude_query_name"] if opts.exclude_query_name is None else opts.exclude_query_name
     opts.max_minutes = recipe["max_minutes"] if opts.max_minutes is None else opts.max_minutes
+    if opts.from_names:  # else every query finds its own name and there is nothing to learn
+        opts.exclude_query_name = True
     set_threads(opts.threads)
-    _, snap, _ = read_snapshot(store, opts.ontology, hierarchy=False)
-    block = run_phases(opts, lambda phase: _train_phase(opts, snap, phase, quiet), quiet, opts.refit_minutes)
+    view, snap, _ = read_snapshot(store, opts.ontology, hierarchy=opts.from_names,
+                                  refusal=f"ontology {opts.ontology!r} has no IS_A edges: --from-names takes its hard "
+                                          "negatives from siblings (use --hard-negatives 0)") \
+        if opts.from_names and opts.hard_negatives > 0 else read_snapshot(store, opts.ontology, hierarchy=False)
+    extra = {"hierarchy": view} if view is not None else {}  # the siblings of --from-names
+    block = run_phases(opts, lambda phase: _train_phase(opts, snap, phase, quiet, **extra), quiet, opts.refit_minutes)
     if opts.reviewed is not None:
         from kgnorm.methods.model_dir import update_meta
         from kgnorm.methods.refit import file_sha256
@@ -92,7 +102,7 @@ def train(opts: Options, store: str | None = None, quiet: bool = False) -> Path:
     return opts.out
 
 
-def _train_phase(opts: Options, snap, phase: Phase, quiet: bool):
+def _train_phase(opts: Options, snap, phase: Phase, quiet: bool, hierarchy=None):
     """One model directory: selection (train, dev selection) or refit (train + dev, no dev)."""
     from kgnorm.methods.biosyn.model import BioSynModel
     from kgnorm.methods.biosyn.train import BioSynConfig, start_vectors, train_biosyn
@@ -101,6 +111,14 @@ def _train_phase(opts: Options, snap, phase: Phase, quiet: bool):
     dictionary, search_dict, train_pairs, dev_pairs = names_and_mentions(snap, opts.train, opts.dev, opts.input_format,
                                                                          opts.merge_train, refit=phase.refit,
                                                                          reviewed=opts.reviewed)
+    negatives = None
+    if opts.from_names and not train_pairs:
+        from kgnorm.training.ontology_names import ontology_name_queries
+
+        names = ontology_name_queries(dictionary, hierarchy)
+        train_pairs, negatives = names.pairs, (names.negatives if opts.hard_negatives > 0 else None)
+        note(f"training on the ontology's names: {len(train_pairs):,} names of concepts with synonyms as queries"
+             + (f", up to {opts.hard_negatives} sibling names among each one's candidates" if negatives else ""), quiet)
     model = BioSynModel.create(search_dict, encoder=opts.encoder, pooling=opts.pooling, max_length=opts.max_length,
                                sparse_weight=opts.sparse_weight)
     mentions = "training + dev" if phase.refit else "training"
@@ -115,6 +133,8 @@ def _train_phase(opts: Options, snap, phase: Phase, quiet: bool):
                            seed=opts.seed, max_steps_per_epoch=opts.max_steps, initial_sparse_weight=opts.sparse_weight,
                            exclude_query_name=opts.exclude_query_name,
                            exact_index=phase.refit or not refit_wanted(opts) or opts.keep_checkpoints,
+                           hard_negatives=opts.hard_negatives if negatives is not None else 0,
+                           query_vectors_from_names=opts.from_names and opts.train is None,
                            max_seconds=None if phase.max_minutes is None else phase.max_minutes * 60)
         label = "refit epoch" if phase.refit else "epoch"
 
@@ -125,7 +145,7 @@ def _train_phase(opts: Options, snap, phase: Phase, quiet: bool):
                  + f"{rec['seconds']:.0f}s", quiet)
 
         result = train_biosyn(model, search_dict, train_pairs, dev_pairs, out, cfg, resume=opts.resume,
-                              progress=not quiet, ontology=onto, on_epoch=epoch_line)
+                              progress=not quiet, ontology=onto, on_epoch=epoch_line, negatives=negatives)
         msg = (f"trained {result.epochs_completed} epoch(s) in {result.train_seconds:.0f}s on {result.info['n_queries']:,} "
                f"queries")
         if result.best_value is not None:

@@ -70,7 +70,7 @@ from kgnorm.methods.biosyn.model import BioSynModel, load_biosyn, save_biosyn
 from kgnorm.methods.model_dir import selected_model
 from kgnorm.methods.biosyn.sampling import combine_candidates, gold_concepts
 from kgnorm.losses.marginal_nll import marginal_nll
-from kgnorm.training.checkpoints import ResumableConfig
+from kgnorm.training.checkpoints import ResumableConfig, digest
 from kgnorm.training.loop import LoopConfig, TrainingLoop, TrainResult
 from kgnorm.training.task import TrainingTask
 from kgnorm.training.queries import DevQueries, prepare_queries, query_fingerprint
@@ -107,6 +107,8 @@ class BioSynConfig(ResumableConfig):
     pool_depth: int = 32                        # per query: sparse and first dense top names in the pool
     exact_index: bool = True                    # pooled: encode the saved index whole at the end (a
                                                 # selection the refit replaces needs no exact index)
+    hard_negatives: int = 0                     # candidates per query drawn from its negative pool
+    query_vectors_from_names: bool = False      # a query that is a dictionary name takes its row's vector
 
     _RESUMABLE = ("epochs", "eval_batch_size", "encode_batch_size", "checkpoint_every_steps",
                   "checkpoint_every_seconds", "max_seconds", "pool_above", "pool_depth", "exact_index")
@@ -118,8 +120,9 @@ class BioSynTask(TrainingTask):
 
     def __init__(self, model: BioSynModel, dictionary: NameDictionary, queries: list[str],
                  golds: list[frozenset[str]], dev: DevQueries, cfg: BioSynConfig, out: Path,
-                 ontology: dict | None, progress: bool) -> None:
+                 ontology: dict | None, progress: bool, negative_pools: list[list[int]] | None = None) -> None:
         self.model, self.cfg, self.out, self.ontology, self.progress = model, cfg, out, ontology, progress
+        self.negative_pools = negative_pools if cfg.hard_negatives > 0 else None
         self.queries, self.dev = queries, dev
         self.names = dictionary.names
         self.gold_rows = gold_concepts(dictionary, golds)
@@ -128,7 +131,7 @@ class BioSynTask(TrainingTask):
         self.n_sparse = self.top_k - int(self.top_k * cfg.dense_ratio)
         # with exclude_query_name, the row holding the query's own text is never a candidate (with
         # merged training mentions every query finds itself, and the loss is ~0 from the start)
-        row_of = {name: r for r, name in enumerate(self.names)}
+        self.row_of = row_of = {name: r for r, name in enumerate(self.names)}
         self.exclude = [row_of.get(q, -1) for q in queries] if cfg.exclude_query_name else None
         self.fetch = self.top_k + (1 if self.exclude else 0)
         self.q_sparse = model.sparse.transform(queries)         # sparse candidates: once
@@ -175,6 +178,20 @@ class BioSynTask(TrainingTask):
         rows = np.unique(np.concatenate([np.asarray(sparse).ravel(), np.asarray(dense).ravel(), gold]))
         return rows[(rows >= 0) & (rows < len(self.names))]
 
+    def _query_vectors(self) -> np.ndarray:
+        """The queries' vectors with the current weights; with ``query_vectors_from_names``, a query that is
+        a dictionary name takes that row's vector, just encoded (training on an ontology's own names:
+        every query is one, and encoding them again would double the epoch's encoding)."""
+        if not self.cfg.query_vectors_from_names:
+            return self.model.encode(self.queries, batch_size=self.cfg.encode_batch_size)
+        rows = np.array([self.row_of.get(q, -1) for q in self.queries], np.int64)
+        out = np.empty((len(rows), self.dict_vecs.shape[1]), self.dict_vecs.dtype)
+        out[rows >= 0] = self.dict_vecs[rows[rows >= 0]]
+        rest = np.flatnonzero(rows < 0)
+        if len(rest):
+            out[rest] = self.model.encode([self.queries[i] for i in rest], batch_size=self.cfg.encode_batch_size)
+        return out
+
     def start_epoch(self, epoch: int, saved: dict | None) -> int:
         cfg, n = self.cfg, len(self.queries)
         self.t_enc = 0.0
@@ -184,11 +201,14 @@ class BioSynTask(TrainingTask):
             t0 = time.perf_counter()
             if self.dict_vecs is None:
                 self.dict_vecs = self._encode_names()
-            q_vecs = self.model.encode(self.queries, batch_size=cfg.encode_batch_size)
+            q_vecs = self._query_vectors()
             _, d_idx = NameIndex.build(self.dict_vecs, use_gpu="auto").search(q_vecs, self.fetch)
             self.t_enc = time.perf_counter() - t0
             cand = combine_candidates(self.s_idx, d_idx, self.top_k, self.n_sparse, len(self.names),
                                       self.exclude)
+            if self.negative_pools is not None:
+                cand = with_hard_negatives(cand, self.negative_pools, self.gold_rows, cfg.hard_negatives,
+                                           np.random.default_rng([cfg.seed, epoch, 1]))
             labels = np.zeros(cand.shape, np.float32)
             for i in range(n):
                 labels[i] = [self.gold_rows[i].get(int(c), 0) for c in cand[i]]
@@ -249,15 +269,37 @@ class BioSynTask(TrainingTask):
             self.model.sparse_weight.copy_(state["sparse_weight"].to(self.model.sparse_weight.device))
 
 
+def with_hard_negatives(cand: np.ndarray, pools: Sequence[Sequence[int]], gold_rows: Sequence[dict[int, int]],
+                        k: int, rng: np.random.Generator) -> np.ndarray:
+    """The candidate lists with their last ``k`` slots (at most) given to rows drawn from each query's
+    negative pool that are neither candidates already nor gold -- hard negatives the retrieval may
+    not have offered (an ontology's sibling names, kgnorm.training.ontology_names)."""
+    out = cand.copy()
+    for i, pool in enumerate(pools):
+        taken = set(int(c) for c in out[i])
+        free = [r for r in pool if r not in taken and r not in gold_rows[i]]
+        if not free:
+            continue
+        drawn = rng.choice(len(free), size=min(k, len(free)), replace=False)
+        # never overwrite a gold candidate: fill the last non-gold slots
+        slots = [j for j in range(out.shape[1] - 1, -1, -1) if int(out[i, j]) not in gold_rows[i]][:len(drawn)]
+        for j, d in zip(slots, drawn):
+            out[i, j] = free[int(d)]
+    return out
+
+
 def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
                  train: Sequence[tuple[str, set[str]]],
                  dev: Sequence[tuple[str, set[str]]] | None, out_dir: str | Path,
                  config: BioSynConfig | None = None, resume: bool = True,
                  progress: bool = True, ontology: dict | None = None,
-                 on_epoch: Callable[[dict], None] | None = None) -> TrainResult:
+                 on_epoch: Callable[[dict], None] | None = None,
+                 negatives: Sequence[Sequence[int]] | None = None) -> TrainResult:
     """Train ``model`` in place on ``train`` (normalized query, gold uids) against
     ``dictionary``; write the selected model to ``out_dir`` and return it. ``on_epoch``
-    receives each epoch's history record (a log line where progress bars are hidden)."""
+    receives each epoch's history record (a log line where progress bars are hidden).
+    ``negatives``: per ``train`` pair, dictionary rows of its hard negatives (``hard_negatives``
+    of them join its candidates each epoch)."""
     cfg = config or BioSynConfig()
     if cfg.top_k < 1 or not 0.0 <= cfg.dense_ratio <= 1.0 or cfg.batch_size < 1:
         raise KgnormError("BioSynConfig: need top_k >= 1, 0 <= dense_ratio <= 1, batch_size >= 1")
@@ -278,9 +320,18 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
     if not queries:
         raise KgnormError("no training queries with a gold uid")
     dev_queries = DevQueries.from_pairs(dev, cfg.eval_top_k, cfg.eval_batch_size)
+    pools = None
+    extra = {}
+    if negatives is not None:
+        by_pair = {}
+        for (text, gold), rows in zip(train, negatives, strict=True):
+            by_pair.setdefault((text, frozenset({gold} if isinstance(gold, str) else gold)), []).extend(rows)
+        pools = [list(dict.fromkeys(by_pair.get((q, g), ()))) for q, g in zip(queries, golds)]
+        extra["negatives"] = digest(",".join(map(str, p)) for p in pools)
 
-    fingerprint = query_fingerprint(cfg, queries, golds, dictionary, model.encoder, objective="concept-marginal")
-    task = BioSynTask(model, dictionary, queries, golds, dev_queries, cfg, out, ontology, progress)
+    fingerprint = query_fingerprint(cfg, queries, golds, dictionary, model.encoder, objective="concept-marginal",
+                                    **extra)
+    task = BioSynTask(model, dictionary, queries, golds, dev_queries, cfg, out, ontology, progress, pools)
     res = loop.run(task, fingerprint)
     res.model = selected_model(out, load_biosyn, model, str(model.device))
     if task.pooled and cfg.exact_index:

@@ -1,0 +1,43 @@
+"""One form per noun for dictionary matching: a text says "papules", "anomalies" or "vertebrae" where
+the ontology names "Papule", "Anomaly" and "Vertebra". :func:`singular` folds a lowercased word to a
+singular-like key (Harman's 1991 S-stemmer, plus the Latin plurals of anatomy); the dictionary tagger
+folds its names and the text alike, so only the equality of folded words matters: a key need not
+be an English word ("diabetes" and "diabetes" both give "diabete"). British "ae"/"oe" inside a word
+fold to "e" ("naevus": "nevus"). Words of 3 letters or fewer, and words with a digit, are kept as
+they are ("has", "gas", "ms", "t4s")."""
+from __future__ import annotations
+
+import re
+
+__all__ = ["singular"]
+
+_UK = re.compile(r"(ae|oe)(?=[a-z])")
+
+
+def _us_spelling(word: str) -> str:
+    """British "ae"/"oe" inside a word as American "e": naevus, haemorrhage, oedema (HPO gives UK
+    spellings as synonyms for some names only); words under 6 letters are kept ("toes", "does")."""
+    return _UK.sub("e", word) if len(word) >= 6 and ("ae" in word or "oe" in word) else word
+
+# Latin and Greek plurals anatomy and pathology use, longest ending first (ending, singular ending)
+_LATIN = (("omata", "oma"), ("ae", "a"))
+_KEEP = ("ss", "us", "is")
+
+
+def singular(word: str) -> str:
+    """The folded form of a lowercased ``word`` (module docstring)."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for ending, single in _LATIN:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return _us_spelling(word[: -len(ending)]) + single
+    word = _us_spelling(word)
+    if word.endswith("i") and len(word) >= 4:   # nevi, foci, emboli, calculi
+        return word[:-1] + "us"
+    if word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if word.endswith("s") and not word.endswith(_KEEP):
+        return word[:-1]
+    return word
