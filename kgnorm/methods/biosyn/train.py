@@ -27,7 +27,7 @@ Choices (documented, configurable where it matters):
 * The dictionary is encoded once per epoch, under ``inference_mode`` with length-sorted
   batches: at the end of an epoch for the dev evaluation and the saved index, and the same
   vectors give the next epoch's dense candidates.
-* A dictionary of more than ``pool_above`` names (MeSH's chemicals: 676k, 55x MEDIC; one
+* A dictionary of more than ``pool_above`` names (MeSH's chemicals: 565k, 45x MEDIC; one
   encoding of it takes longer than an epoch of training) is encoded whole once at the start;
   after each epoch only its *pool* is encoded again: the names any training or dev query can
   reach (its sparse and its first dense top ``pool_depth``, 32, found without gold) and the training
@@ -344,7 +344,7 @@ def start_vectors(model: BioSynModel, names: Sequence[str], batch_size: int = 25
                   progress: bool = False) -> np.ndarray:
     """The vectors of `names` under the starting encoder (its weights as saved in its directory),
     cached on disk by the encoder's content and settings and the names (kgnorm.model_cache): a large
-    dictionary is encoded once for the untrained model, the selection and the refit alike (676k
+    dictionary is encoded once for the untrained model, the selection and the refit alike (565k
     MeSH chemical names take about 35 CPU-minutes)."""
     import json
 
