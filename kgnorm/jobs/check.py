@@ -16,12 +16,11 @@ import json
 import socket
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import KgnormError, StoreError
 from kgnorm.review.journal import ReviewJournal
-from kgnorm.review.records import REVIEW_RUN, Review, applied
+from kgnorm.review.records import REVIEW_RUN, applied
 from kgnorm.stores import GraphStore, check_store_uri, embedded_path, open_store, store_exists
 from kgnorm.stores.stages import PUBLISHED, STAGING, owner_is_gone
 
@@ -220,8 +219,9 @@ def _ontologies(st: GraphStore) -> list[Finding]:
 
 
 def _journal(st: GraphStore, journal: ReviewJournal) -> list[Finding]:
-    out = _damaged_lines(journal.path)
-    reviews = journal.reviews()
+    reviews, damaged = journal.scan()
+    out = [Finding("journal", f"{len(damaged)} line(s) of the journal {journal.path} are no review (damaged): "
+                              f"line(s) {_examples([str(i) for i in damaged])}", count=len(damaged))] if damaged else []
     there = applied(st, [r.uid for r in reviews]) if reviews else set()
     missing = [r for r in reviews if r.uid not in there]
     if missing:
@@ -231,24 +231,3 @@ def _journal(st: GraphStore, journal: ReviewJournal) -> list[Finding]:
                                       f"{_examples(names)}; `kgnorm serve` (or Workbench.review) writes them when it "
                                       "opens the store", count=len(missing)))
     return out
-
-
-def _damaged_lines(path: Path) -> list[Finding]:
-    """Journal lines that are no review (the journal skips them): a damaged file. The last line
-    cut short by a crash mid-write (no line end) is not one: that review was never acknowledged."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    lines = raw.split(b"\n")
-    bad = []
-    for i, line in enumerate(lines[:-1], 1):  # lines[-1]: after the last line end ("" or a torn write)
-        try:
-            Review.from_record(json.loads(line))
-        except (ValueError, TypeError, AttributeError):
-            if line.strip():
-                bad.append(str(i))
-    if not bad:
-        return []
-    return [Finding("journal", f"{len(bad)} line(s) of the journal {path} are no review (damaged): line(s) "
-                               f"{_examples(bad)}", count=len(bad))]

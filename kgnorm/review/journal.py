@@ -40,12 +40,22 @@ class ReviewJournal:
                 return []
             stamp = (st.st_mtime_ns, st.st_size)
             if stamp != self._read[0]:
-                out: list[Review] = []
-                with open(self.path, encoding="utf-8") as fh:
-                    for line in fh:
-                        try:
-                            out.append(Review.from_record(json.loads(line)))
-                        except (ValueError, TypeError):
-                            continue
-                self._read = (stamp, out)
+                self._read = (stamp, self.scan()[0])
             return list(self._read[1])
+
+    def scan(self) -> tuple[list[Review], list[int]]:
+        """(every review journaled, the numbers of the lines that are no review: a damaged file). A
+        last line without its line end (a write a crash cut short, never acknowledged) is not damage."""
+        try:
+            lines = self.path.read_bytes().split(b"\n")
+        except FileNotFoundError:
+            return [], []
+        reviews: list[Review] = []
+        damaged: list[int] = []
+        for i, line in enumerate(lines, 1):
+            try:
+                reviews.append(Review.from_record(json.loads(line)))
+            except (ValueError, TypeError, AttributeError):
+                if i < len(lines) and line.strip():
+                    damaged.append(i)
+        return reviews, damaged
