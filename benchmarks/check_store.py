@@ -18,30 +18,19 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import OFFLINE_ENV, append, record, run_child  # noqa: E402
-from serve_pages import build_store  # noqa: E402
+from serve_pages import add_store_options, store_for  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--documents", type=int, default=100_000)
-    ap.add_argument("--mentions", type=int, default=1_000_000)
-    ap.add_argument("--concepts", type=int, default=20_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--store", type=Path, help="keep the built store here (reused when it exists)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-report", action="store_true", help="print, do not append to benchmarks/LOG.md")
+    add_store_options(ap, repeat=3)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kgnorm-check-bench-") as tmp:
-        path = args.store or Path(tmp) / "graph"
-        t0 = time.perf_counter()
-        if not path.exists():
-            build_store(f"ladybug://{path}", Path(tmp), args.documents, args.mentions, args.concepts, args.seed)
-        built = time.perf_counter() - t0
+        path, built = store_for(args, Path(tmp))
         cmd = [sys.executable, "-m", "kgnorm.cli", "check", "--format", "json", "--store", str(path)]
         report = json.loads(subprocess.run(cmd, capture_output=True, text=True).stdout)
         if not report["sound"]:

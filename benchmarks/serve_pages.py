@@ -37,6 +37,26 @@ def synthetic_obo(path: Path, n: int, rng: random.Random) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def add_store_options(ap: argparse.ArgumentParser, repeat: int) -> None:
+    """The options of a benchmark over a built review store (this script's, benchmarks/check_store.py's)."""
+    ap.add_argument("--documents", type=int, default=100_000)
+    ap.add_argument("--mentions", type=int, default=1_000_000)
+    ap.add_argument("--concepts", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--store", type=Path, help="keep the built store here (reused when it exists)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-report", action="store_true", help="print, do not append to benchmarks/LOG.md")
+
+
+def store_for(args: argparse.Namespace, tmp: Path) -> tuple[Path, float]:
+    """(the store's path, seconds to build or find it): --store when given and there, else built."""
+    path = args.store or tmp / "graph"
+    t0 = time.perf_counter()
+    if not path.exists():
+        build_store(f"ladybug://{path}", tmp, args.documents, args.mentions, args.concepts, args.seed)
+    return path, time.perf_counter() - t0
+
+
 def build_store(uri: str, work: Path, n_docs: int, n_mentions: int, n_concepts: int, seed: int) -> None:
     from kgnorm.jobs.ingest import ingest
     from kgnorm.stores import DocumentRow, LinkEdge, MentionRow, RunRecord, open_store
@@ -120,20 +140,10 @@ RESULT_ROWS = {"document page (HTML), 30 mentions": "Document page (HTML, 30 men
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--documents", type=int, default=100_000)
-    ap.add_argument("--mentions", type=int, default=1_000_000)
-    ap.add_argument("--concepts", type=int, default=20_000)
-    ap.add_argument("--repeat", type=int, default=30)
-    ap.add_argument("--store", type=Path, help="keep the built store here (reused when it exists)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-report", action="store_true", help="print, do not append to benchmarks/LOG.md")
+    add_store_options(ap, repeat=30)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kgnorm-serve-bench-") as tmp:
-        path = args.store or Path(tmp) / "graph"
-        t0 = time.perf_counter()
-        if not path.exists():
-            build_store(f"ladybug://{path}", Path(tmp), args.documents, args.mentions, args.concepts, args.seed)
-        built = time.perf_counter() - t0
+        path, built = store_for(args, Path(tmp))
         results = measure(f"ladybug://{path}", args.repeat, args.documents, args.seed)
     lines = [f"Store: {args.documents:,} documents, about {args.mentions:,} mentions (one document in ten with 30), "
              f"{args.concepts:,} concepts; built (or found) in {built:.0f} s through a StagedRun.", "",
