@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgnorm.text.abbreviations import (abbreviations_from_mentions, best_long_form, expand,
-                                       find_abbreviations)
+from kgnorm.text.abbreviations import (abbreviations_from_mentions, best_long_form, document_abbreviations,
+                                       expand, find_abbreviations)
 
 APC = ("Most colon cancers arise from mutations in the gene encoding adenomatous polyposis coli "
        "(APC), a protein required for ubiquitin-mediated degradation of beta-catenin, but a small "
@@ -118,6 +118,19 @@ def test_mentions_partly_annotated_definition() -> None:
     assert abbreviations_from_mentions(pmid_10365197) == {"CIMD": "mood disorder"}
     # the head's initials must end the short form: "AIDS" is not "... cardiomyopathy"
     assert abbreviations_from_mentions([("cardiomyopathy", 10, 24), ("AIDS", 26, 30)]) == {}
+
+
+def test_mentions_definition_site_by_first_letter() -> None:
+    # chemical short forms spelled from another name: "cyclosporine (CsA)", "cisplatin (CDDP)"
+    assert abbreviations_from_mentions([("cyclosporine", 210, 222), ("CsA", 224, 227),
+                                        ("CsA", 487, 490)]) == {"CsA": "cyclosporine"}
+    assert abbreviations_from_mentions([("cisplatin", 0, 9), ("CDDP", 11, 15)]) == {"CDDP": "cisplatin"}
+    # a word is not a short form, nor a SF with another first letter
+    assert abbreviations_from_mentions([("peripheral neurotoxicity", 0, 24), ("Pain", 26, 30)]) == {}
+    assert abbreviations_from_mentions([("etoposide", 0, 9), ("VP-16", 11, 16)]) == {}
+    text = "Patients on cyclosporine (CsA) were switched. CsA levels fell."
+    spans = [("cyclosporine", 12, 24), ("CsA", 26, 29), ("CsA", 46, 49)]
+    assert document_abbreviations("", text, spans)["CsA"] == "cyclosporine"
 
 
 def test_mentions_far_from_definition_need_exact_initials() -> None:

@@ -238,7 +238,10 @@ def abbreviations_from_mentions(spans: Iterable[tuple[str, int, int]]) -> dict[s
        hemorrhage (SAH)" gives "subarachnoid hemorrhage"), or whose word initials end the SF:
        the mention is the head of a longer definition that was only partly annotated
        ("contrast-induced nephropathy (CIN)" with the mention "nephropathy" gives
-       "nephropathy"); likewise ``SF (LF)`` when the whole LF mention spells the SF.
+       "nephropathy"); likewise ``SF (LF)`` when the whole LF mention spells the SF. Failing
+       both, a SF of two or more capitals or digits that shares its first letter with the
+       mention before it ("cyclosporine (CsA)", "cisplatin (CDDP)", "Fujimycine (FK506)"):
+       chemical short forms often come from another name than the one written.
     2. Otherwise a one-word short form with two or more capitals (a plural ``s`` allowed)
        whose letters are exactly the word initials of one other mention ("VSD" -> "ventricular
        septal defects"); ambiguous initials resolve nothing.
@@ -263,6 +266,8 @@ def abbreviations_from_mentions(spans: Iterable[tuple[str, int, int]]) -> dict[s
                 found.setdefault(b, lf)
             elif len(_initials(a)) < len(letters(b)) and letters(b).endswith(_initials(a)):
                 found.setdefault(b, a)
+            elif _first_letter_site(a, b):
+                found.setdefault(b, a)
         elif (short_form(a) and (len(b.split()) > 2 or len(b) > len(a))
               and best_long_form(a, b) == b and _accept(a, b)):
             found.setdefault(a, b)
@@ -279,6 +284,13 @@ def abbreviations_from_mentions(spans: Iterable[tuple[str, int, int]]) -> dict[s
         if len(longs) == 1:
             found[t] = next(iter(longs))
     return found
+
+
+def _first_letter_site(long: str, short: str) -> bool:
+    """``LF (SF)`` between two mentions whose letters do not spell the SF: trusted when the SF
+    starts with the LF's first letter and has at least two capitals or digits ("Pain" is a word)."""
+    return (long[0].lower() == short[0].lower() and len(long.split()) <= 4
+            and sum(c.isupper() or c.isdigit() for c in short) >= 2)
 
 
 def _title_initials(title: str, short: str) -> str | None:
