@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from kgnorm.errors import InputError, KgnormError
 
@@ -171,6 +172,11 @@ class NameDictionary:
     def index_of(self, name: str) -> int | None:
         """Row of an exact name, or None."""
         return self._row.get(name)
+
+    @property
+    def rows_by_name(self) -> Mapping[str, int]:
+        """Name -> row, read-only (the dictionary's own map: no second copy of 500k names)."""
+        return MappingProxyType(self._row)
 
     def mention_count(self, i: int, uid: str) -> int:
         """Training mentions with the text of row ``i`` whose gold was ``uid`` (0 if none)."""
