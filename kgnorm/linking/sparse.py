@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from kgnorm.errors import KgnormError
-from kgnorm.linking.sparse_topk import BF16_ERR, PRECISIONS, auto_uses_bf16, topk_chunk
+from kgnorm.linking.sparse_topk import BF16_ERR, PRECISIONS, _csr_todense, auto_uses_bf16, topk_chunk
 
 __all__ = ["SparseScorer", "SPARSE_FILE", "PRECISIONS", "BF16_ERR", "auto_uses_bf16"]
 
@@ -147,8 +147,13 @@ class SparseScorer:
         n_pad = -(-n // bs) * bs
         D = self._D
         dt = np.zeros((len(self._dense_terms), n_pad), dtype=np.float32)
-        if len(self._dense_terms):
-            dt[:, :n] = D[:, self._dense_terms].T.toarray()
+        if len(self._dense_terms):  # written in place: no second terms x names array (330 MB for MeSH's chemicals)
+            sub = D[:, self._dense_terms].T.tocsr()
+            if _csr_todense is not None:
+                _csr_todense(sub.shape[0], n_pad, sub.indptr, sub.indices, sub.data, dt)
+            else:  # pragma: no cover - scipy without the private kernel
+                dt[:, :n] = sub.toarray()
+            del sub
         rt = D[:, self._rare_terms].T.tocsr()
         rt = sp.csr_matrix((rt.data, rt.indices, rt.indptr), shape=(rt.shape[0], n_pad))
         dtb = None
