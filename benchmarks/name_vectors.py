@@ -4,6 +4,10 @@ and the whole `kgnorm link` process (wall, peak RSS) for each storage.
 
     python benchmarks/name_vectors.py --model DIR --work DIR [--corpora ncbi,bc5cdr] [--link bc5cdr]
 
+--before DIR: a checkout of kgnorm from before this change (`git archive BASE | tar -x -C DIR`, with
+DIR/kgnorm/cli and DIR/kgnorm/ontologies linked to DIR/cli and DIR/ontologies) whose `link` runs the
+given model first, with PYTHONPATH=DIR: the reference row of the same run.
+
 --model: a BioSyn model directory whose index holds float32 vectors (e.g. the untrained MEDIC model
 `kgnorm train biosyn --ontology medic` writes without training data). For each storage the model is
 copied to WORK/STORAGE with its index rebuilt from those float32 vectors in that storage (the
@@ -67,6 +71,7 @@ def main() -> None:
     ap.add_argument("--corpora", default="ncbi,bc5cdr", help=f"dev sets scored ({', '.join(CORPORA)})")
     ap.add_argument("--link", default="bc5cdr", help="the corpus whose mentions the timed `link` runs on")
     ap.add_argument("--label", default="", help="what the model is, for the log (e.g. 'untrained BioSyn, MEDIC')")
+    ap.add_argument("--before", type=Path, default=None, help="a checkout from before (see above): the reference row")
     ap.add_argument("--no-append", action="store_true")
     args = ap.parse_args()
     work = args.work.resolve()
@@ -78,13 +83,23 @@ def main() -> None:
     rows = [f"| storage | index file | {head} | `link` {CORPORA[args.link][0]}: wall | peak RSS |",
             "|---|---:|" + "---|" * len(corpora) + "---:|---:|"]
     results = {}
+    link_input = str(DATA / CORPORA[args.link][1])
+    if args.before:
+        before = args.before.resolve()
+        wall, rss = run_child([sys.executable, "-m", "kgnorm.cli", "link", "--model", str(args.model.resolve()),
+                               "--input", link_input, "--output", "/dev/null", "--no-write", "-q"],
+                              env={**env, "PYTHONPATH": str(before)})
+        rows.append(f"| before (the model as given, kgnorm {before.name}) | | " + " | " * len(corpora)
+                    + f"{wall:.1f} s | {rss:,.0f} MB |")
+        results["before"] = ({}, wall, rss)
+        print(rows[-1], flush=True)
     for storage in args.storages.split(","):
         model = work / storage
         variant(args.model.resolve(), model, storage)
         size = sum(f.stat().st_size for f in (model / "index").iterdir()) / 2**20
         accs = {c: evaluate(model, DATA / CORPORA[c][1]) for c in corpora}
         wall, rss = run_child([sys.executable, "-m", "kgnorm.cli", "link", "--model", str(model), "--input",
-                               str(DATA / CORPORA[args.link][1]), "--output", "/dev/null", "--no-write", "-q"], env=env)
+                               link_input, "--output", "/dev/null", "--no-write", "-q"], env=env)
         results[storage] = (accs, wall, rss)
         cells = " | ".join(f"{a['acc1']:.4f} / {a['acc5']:.4f} (n={a['n']})" for a in accs.values())
         rows.append(f"| {storage} | {size:,.0f} MB | {cells} | {wall:.1f} s | {rss:,.0f} MB |")
@@ -93,9 +108,13 @@ def main() -> None:
     notes = []
     if base:
         for storage, (accs, _, rss) in results.items():
-            if storage != "fp32":
+            if storage not in ("fp32", "before"):
                 deltas = ", ".join(f"{CORPORA[c][0]} {accs[c]['acc1'] - base[0][c]['acc1']:+.4f}" for c in corpora)
                 notes.append(f"- {storage} against fp32: Acc@1 {deltas}; peak RSS {rss - base[2]:+,.0f} MB")
+    if "before" in results:
+        for storage, (_, wall, rss) in results.items():
+            if storage != "before":
+                notes.append(f"- {storage} against before: peak RSS {rss - results['before'][2]:+,.0f} MB")
     body = "\n".join([f"Model: {args.label or args.model}; each storage's index rebuilt from its float32 vectors "
                       "(kgnorm.linking.vector_storage), memory-mapped at link time. `kgnorm eval link` "
                       "(--allow-unknown-gold) on each dev set; `kgnorm link --no-write` on the "
@@ -109,7 +128,8 @@ def main() -> None:
     for storage, (accs, wall, rss) in results.items():
         for c, a in accs.items():
             record("linking", f"{args.label or 'model'}, {storage} name vectors, {CORPORA[c][0]} Acc@1", f"{a['acc1']:.4f}")
-        record("memory", f"link, {CORPORA[args.link][0]} mentions, {args.label or 'model'}, {storage} name vectors",
+        what = "kgnorm before issue 51, fp32 name vectors" if storage == "before" else f"{storage} name vectors"
+        record("memory", f"link, {CORPORA[args.link][0]} mentions, {args.label or 'model'}, {what}",
                f"peak RSS {rss:,.0f} MB, {wall:.1f} s (shared machine)")
 
 

@@ -30,6 +30,11 @@ from kgnorm.linking.sparse_topk import BF16_ERR, PRECISIONS, _csr_todense, auto_
 __all__ = ["SparseScorer", "SPARSE_FILE", "PRECISIONS", "BF16_ERR", "auto_uses_bf16"]
 
 SPARSE_FILE = "sparse.json"
+# floats of one chunk's queries x names buffer, per thread: 16 MB (MEDIC: 58 queries a chunk). Models
+# written before saved 1 << 24 (64 MB a thread, 165 MB of `link`'s peak on MEDIC with two threads);
+# a saved value above this is read as this, since the top-k does not depend on it (benchmarks/LOG.md)
+CHUNK_BUDGET = 1 << 22
+MIN_CHUNK_ROWS = 32  # queries a chunk at least: a large dictionary's dense block is read once per chunk
 
 
 _WHITE_SPACES = re.compile(r"\s\s+")  # what scikit-learn collapses before taking n-grams
@@ -68,7 +73,7 @@ class SparseScorer:
 
     def __init__(self, analyzer: str = "char", ngram_range: tuple[int, int] = (1, 2),
                  lowercase: bool = True, dense_df_fraction: float | None = None,
-                 max_dense_terms: int = 256, chunk_budget: int = 1 << 24,
+                 max_dense_terms: int = 256, chunk_budget: int = CHUNK_BUDGET,
                  dense_budget: int = 1 << 27, precision: str = "auto",
                  n_threads: int | None = None) -> None:
         if analyzer not in ("char", "char_wb", "word"):
@@ -262,7 +267,7 @@ class SparseScorer:
         if k <= 0 or nq == 0:
             return (np.zeros((nq, max(k, 0)), np.float32), np.zeros((nq, max(k, 0)), np.int64))
         bs, n_pad, dt, dtb, rt = self._layout(k)
-        chunk = int(max(1, min(1024, self.chunk_budget // n_pad)))
+        chunk = int(max(1, min(1024, max(MIN_CHUNK_ROWS, self.chunk_budget // n_pad))))
         starts = list(range(0, nq, chunk))
         scores = np.empty((nq, k), np.float32)
         idx = np.empty((nq, k), np.int64)
@@ -339,7 +344,7 @@ class SparseScorer:
                       lowercase=cfg.get("lowercase", True),
                       dense_df_fraction=cfg.get("dense_df_fraction"),
                       max_dense_terms=cfg.get("max_dense_terms", 256),
-                      chunk_budget=cfg.get("chunk_budget", 1 << 24),
+                      chunk_budget=min(cfg.get("chunk_budget", CHUNK_BUDGET), CHUNK_BUDGET),
                       dense_budget=cfg.get("dense_budget", 1 << 27),
                       precision=precision or cfg.get("precision", "auto"), n_threads=n_threads)
             obj.vocabulary = {str(t): int(i) for t, i in vocab.items()}
