@@ -116,6 +116,7 @@ def test_a_biosyn_model_with_smaller_vectors_links_the_float32_top_1(tiny_bert_d
         assert meta["index"]["storage"] == s and meta["index"]["fp16"] == (s == "fp16")
         linker = BioSynLinker.load(tmp_path / s)
         assert linker.index.storage == s and linker.index.mapped
+        assert linker._stored_rows() is not None  # a name as query takes its stored vector on any flat storage
         links[s] = linker.link(MENTIONS + [n for n, _ in ENTRIES], top_k=3)
     assert [r[0].name_idx for r in links[storage]] == [r[0].name_idx for r in links["fp32"]]
     for got, want in zip(links[storage], links["fp32"]):
