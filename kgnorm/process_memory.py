@@ -1,9 +1,9 @@
 """glibc's malloc keeps one arena per thread that allocates (up to 8 per core), and what a thread
 frees stays in its arena: `link`'s search threads (the sparse top-k's, the query calls') each grow
 one. Capped at :data:`ARENAS` for a linking run, the freed blocks are reused across threads: the
-whole `kgnorm link` on BC5CDR-disease dev with MEDIC peaked 445-451 MB instead of 493-512 MB, at no
-measured cost in wall time (benchmarks/LOG.md, "link memory: malloc arenas"). ``MALLOC_ARENA_MAX``
-set by the user stands; elsewhere than glibc this does nothing."""
+whole `kgnorm link` on BC5CDR-disease dev with MEDIC (8-bit name vectors) peaked at 449-468 MB instead
+of 538-547 MB, walls within the noise of a shared machine (benchmarks/LOG.md, "link memory: malloc
+arenas"). ``MALLOC_ARENA_MAX`` set by the user stands; elsewhere than glibc this does nothing."""
 from __future__ import annotations
 
 import ctypes
