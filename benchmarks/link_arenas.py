@@ -41,8 +41,9 @@ def main() -> None:
             "alternated, 1 thread (OMP). Other jobs share the machine: walls are noisy.\n\n" + "\n".join(rows))
     append("link memory: malloc arenas (issue 51)", body)
     best = {n: statistics.median(r for _, r in runs) for n, runs in got.items()}
-    record("memory", f"link, {args.gold} mentions, {args.label or 'model'}, malloc arenas capped / glibc default",
-           " / ".join(f"{v:,.0f} MB" for v in best.values()) + " peak RSS (median)")
+    record("memory", f"link {args.gold}, {args.label or args.model.name}: malloc arenas capped / glibc's",
+           " / ".join(f"{v:,.0f} MB" for v in best.values()) + " peak RSS (median)",
+           "python benchmarks/link_arenas.py --model DIR")
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("--storages", default="fp32,fp16,sq8")
     ap.add_argument("--corpora", default="ncbi,bc5cdr", help=f"dev sets scored ({', '.join(CORPORA)})")
     ap.add_argument("--link", default="bc5cdr", help="the corpus whose mentions the timed `link` runs on")
-    ap.add_argument("--label", default="", help="what the model is, for the log (e.g. 'untrained BioSyn, MEDIC')")
+    ap.add_argument("--label", default="", help="what the model is, short (e.g. 'MEDIC, untrained')")
     ap.add_argument("--before", type=Path, default=None, help="a checkout from before (see above): the reference row")
     ap.add_argument("--no-append", action="store_true")
     args = ap.parse_args()
@@ -125,12 +125,14 @@ def main() -> None:
         print(body)
         return
     append("Name vectors: float32, float16 and 8-bit storage (issue 51)", body)
+    short = "python benchmarks/name_vectors.py --model DIR" + (" --before BASE" if args.before else "") + " …"
+    label = args.label or args.model.name
     for storage, (accs, wall, rss) in results.items():
         for c, a in accs.items():
-            record("linking", f"{args.label or 'model'}, {storage} name vectors, {CORPORA[c][0]} Acc@1", f"{a['acc1']:.4f}")
-        what = "kgnorm before issue 51, fp32 name vectors" if storage == "before" else f"{storage} name vectors"
-        record("memory", f"link, {CORPORA[args.link][0]} mentions, {args.label or 'model'}, {what}",
-               f"peak RSS {rss:,.0f} MB, {wall:.1f} s (shared machine)")
+            record("linking", f"{label}, {storage} name vectors, {CORPORA[c][0]} Acc@1", f"{a['acc1']:.4f}", short)
+        what = "before (fp32)" if storage == "before" else f"{storage} name vectors"
+        record("memory", f"link {CORPORA[args.link][0]}, {label}, {what}",
+               f"peak RSS {rss:,.0f} MB, {wall:.1f} s; shared machine", short)
 
 
 if __name__ == "__main__":
