@@ -31,8 +31,8 @@ __all__ = ["SparseScorer", "SPARSE_FILE", "PRECISIONS", "BF16_ERR", "auto_uses_b
 
 SPARSE_FILE = "sparse.json"
 # floats of one chunk's queries x names buffer, per thread: 16 MB (MEDIC: 58 queries a chunk). Models
-# written before saved 1 << 24 (64 MB a thread, 165 MB of `link`'s peak on MEDIC with two threads);
-# a saved value above this is read as this, since the top-k does not depend on it (benchmarks/LOG.md)
+# written before saved 1 << 24 (64 MB a thread, each thread's buffer and sparse product in `link`'s
+# peak); a saved value above this is read as this, since the top-k does not depend on it
 CHUNK_BUDGET = 1 << 22
 MIN_CHUNK_ROWS = 32  # queries a chunk at least: a large dictionary's dense block is read once per chunk
 
