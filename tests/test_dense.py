@@ -120,4 +120,8 @@ def test_loaded_flat_index_is_mapped_and_add_copies_first(tmp_path):
     assert NameIndex.load(tmp_path / "ix").ntotal == 300  # the file is unchanged
     half = NameIndex.build(x, fp16=True, use_gpu=False)
     half.save(tmp_path / "half")
-    assert not NameIndex.load(tmp_path / "half", use_gpu=False).mapped
+    mapped_half = NameIndex.load(tmp_path / "half", use_gpu=False)
+    assert mapped_half.mapped and mapped_half.storage == "fp16"  # scalar-quantizer codes are mapped too
+    mapped_half.add(extra)
+    assert not mapped_half.mapped and mapped_half.ntotal == 302
+    assert NameIndex.load(tmp_path / "half").ntotal == 300

@@ -187,6 +187,9 @@ def open_linking_model(model: str | Path | Mapping[str, Any], *, engine: str = "
     from kgnorm.jobs.models import model_meta, open_linker
     from kgnorm.linking.linker import pipeline_from_meta
     from kgnorm.nil.fit import nil_decision, parse_nil_option
+    from kgnorm.process_memory import limit_malloc_arenas
+
+    limit_malloc_arenas()  # before the search threads start (kgnorm.process_memory)
 
     auto_nil = parse_nil_option(nil_threshold, nil_dev, nil_strategy)
     source: Any = dict(model) if isinstance(model, Mapping) else str(Path(model).resolve())

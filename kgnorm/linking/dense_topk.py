@@ -10,6 +10,8 @@ depend on the other queries of the call); names left out provably score below th
 broken by the lower name index. ``KGNORM_DENSE_PRECISION=fp32`` forces the float32 product."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from kgnorm.linking.cpu_features import declared_bf16
@@ -17,6 +19,7 @@ from kgnorm.linking.cpu_features import declared_bf16
 DENSE_PRECISION_ENV = "KGNORM_DENSE_PRECISION"  # auto (default), fp32 or bf16
 REL_ERR = 2.0 ** -8 + 2.0 ** -9 + 2.0 ** -12
 CHUNK = 256  # queries per product: memory ~ CHUNK x names floats (+ kept names x dim)
+NAME_BLOCK = 16384  # names per product of OrtFlatSearch: CHUNK x NAME_BLOCK scores, NAME_BLOCK x dim decoded
 
 
 def dense_uses_bf16() -> bool:
@@ -68,21 +71,27 @@ class Bf16Names:
 
 class OrtFlatSearch:
     """Exact float32 top-k of a flat inner-product index without torch: one ONNX Runtime graph
-    (``Gemm(q, names, transB) -> TopK``) on one intra-op thread, the names fed from the index's own
-    storage (no copy). What the ``onnx`` query engine searches with (torch's product and top-k
-    need torch imported; FAISS's own flat search pays a heap per query)."""
+    (``Gemm(q, names, transB) -> TopK``) on one intra-op thread, run over :data:`NAME_BLOCK` names at
+    a time and merged, so memory is queries x block, not queries x names (256 x 543k floats for
+    MeSH's chemicals). The names are the index's own float32 storage (no copy), or its codes with
+    ``decode`` turning a block of them into float32 (kgnorm.linking.vector_storage: each block
+    decoded once per call). What the ``onnx`` query engine searches with (torch's product and
+    top-k need torch imported; FAISS's own flat search pays a heap per query), and any engine
+    over fp16 or 8-bit vectors."""
 
-    def __init__(self, xb: np.ndarray, threads: int = 1) -> None:
+    def __init__(self, xb: np.ndarray, threads: int = 1, decode: Callable[[np.ndarray], np.ndarray] | None = None,
+                 dim: int | None = None) -> None:
         import onnxruntime as ort
         from onnx import TensorProto, helper
 
-        self.xb = xb
+        self.xb, self.decode = xb, decode
+        dim = xb.shape[1] if dim is None else int(dim)
         graph = helper.make_graph(
             [helper.make_node("Gemm", ["q", "names"], ["s"], transB=1),
              helper.make_node("TopK", ["s", "k"], ["scores", "rows"], axis=1, largest=1, sorted=1)],
             "flat_topk",
-            [helper.make_tensor_value_info("q", TensorProto.FLOAT, ["n", xb.shape[1]]),
-             helper.make_tensor_value_info("names", TensorProto.FLOAT, ["m", xb.shape[1]]),
+            [helper.make_tensor_value_info("q", TensorProto.FLOAT, ["n", dim]),
+             helper.make_tensor_value_info("names", TensorProto.FLOAT, ["m", dim]),
              helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
             [helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["n", "k"]),
              helper.make_tensor_value_info("rows", TensorProto.INT64, ["n", "k"])])
@@ -94,9 +103,25 @@ class OrtFlatSearch:
         self.session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
     def topk(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(float32 scores, int64 rows) ``[len(q), k]``, best first; `CHUNK` queries per call."""
-        kk = np.array([k], np.int64)
-        parts = [self.session.run(None, {"q": q[s:s + CHUNK], "names": self.xb, "k": kk})
-                 for s in range(0, len(q), CHUNK)]
-        return (np.concatenate([p[0] for p in parts]).astype(np.float32, copy=False),
-                np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False))
+        """(float32 scores, int64 rows) ``[len(q), k]``, best first (ties: the lower row)."""
+        n = self.xb.shape[0]
+        best: tuple[np.ndarray, np.ndarray] | None = None
+        for start in range(0, n, NAME_BLOCK):
+            names = self.xb[start:start + NAME_BLOCK]
+            if self.decode is not None:
+                names = self.decode(names)
+            kk = np.array([min(k, len(names))], np.int64)
+            parts = [self.session.run(None, {"q": q[s:s + CHUNK], "names": names, "k": kk})
+                     for s in range(0, len(q), CHUNK)]
+            scores = np.concatenate([p[0] for p in parts]).astype(np.float32, copy=False)
+            rows = np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False) + start
+            best = (scores, rows) if best is None else _merge(best, (scores, rows), k)
+        return best
+
+
+def _merge(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], k: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """The k best of two top-k lists per query: score descending, then the lower row."""
+    scores, rows = np.concatenate([a[0], b[0]], 1), np.concatenate([a[1], b[1]], 1)
+    order = np.lexsort((rows, -scores), axis=-1)[:, :k]
+    return np.take_along_axis(scores, order, 1), np.take_along_axis(rows, order, 1)

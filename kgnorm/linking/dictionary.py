@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from kgnorm.errors import InputError, KgnormError
 
@@ -85,8 +86,10 @@ class NameDictionary:
         self.uids = [tuple(u) for u in self.uids]
         if not self.counts:
             self.counts = [(0,) * len(u) for u in self.uids]
-        else:
-            self.counts = [tuple(int(x) for x in c) for c in self.counts]
+        else:  # equal count tuples shared: most rows of an ontology's dictionary hold (0,)
+            memo: dict[tuple, tuple[int, ...]] = {}
+            self.counts = [memo.get(k) or memo.setdefault(k, tuple(int(x) for x in k))
+                           for k in map(tuple, self.counts)]
             if len(self.counts) != len(self.uids) or any(
                     len(c) != len(u) for c, u in zip(self.counts, self.uids)):
                 raise KgnormError("NameDictionary: counts do not match the uids")
@@ -172,6 +175,11 @@ class NameDictionary:
         """Row of an exact name, or None."""
         return self._row.get(name)
 
+    @property
+    def rows_by_name(self) -> Mapping[str, int]:
+        """Name -> row, read-only (the dictionary's own map: no second copy of 500k names)."""
+        return MappingProxyType(self._row)
+
     def mention_count(self, i: int, uid: str) -> int:
         """Training mentions with the text of row ``i`` whose gold was ``uid`` (0 if none)."""
         us = self.uids[i]
@@ -227,6 +235,7 @@ class NameDictionary:
         uids: list[tuple[str, ...]] = []
         flags: list[bool] = []
         counts: list[tuple[int, ...]] = []
+        shared: dict[str, tuple[str, ...]] = {}  # one tuple (and uid strings) per distinct uids field
         with open(path, encoding="utf-8", newline="\n") as f:
             header = f.readline().rstrip("\n")
             if header.split("\t")[:2] != ["name", "uids"]:
@@ -239,7 +248,7 @@ class NameDictionary:
                 if len(parts) < 2 or not parts[1]:
                     raise InputError("expected name<TAB>uids[<TAB>source]", path=path, line=ln)
                 names.append(_unescape(parts[0]))
-                uids.append(tuple(parts[1].split("|")))
+                uids.append(shared.get(parts[1]) or shared.setdefault(parts[1], tuple(parts[1].split("|"))))
                 flags.append(len(parts) > 2 and parts[2] == "mention")
                 try:
                     cs = tuple(int(x) for x in parts[3].split("|")) if len(parts) > 3 else ()

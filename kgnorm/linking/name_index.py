@@ -7,9 +7,11 @@
 * ``"ivf"``: ``IndexIVFFlat`` over an ``IndexFlatIP`` coarse quantizer (approximate,
   needs training on the vectors; ``nlist`` defaults to ~4 sqrt(n), ``nprobe`` to 32).
 
-``fp16=True`` stores the vectors as float16 (``IndexScalarQuantizer``/``IndexHNSWSQ``/
-``IndexIVFScalarQuantizer`` with ``QT_fp16``): half the memory, scores within float16
-rounding of the exact ones. On a machine where faiss has ``StandardGpuResources`` and a GPU
+``storage`` (kgnorm.linking.vector_storage): ``fp32`` (the default of :meth:`NameIndex.build`), ``fp16``
+or ``sq8`` stores the vectors as float16 or 8 bits a dimension (``IndexScalarQuantizer``/
+``IndexHNSWSQ``/``IndexIVFScalarQuantizer`` with ``QT_fp16``/``QT_8bit``): a half or a quarter of
+the memory, scores those of the rounded vectors; ``auto`` chooses by size (what the linkers'
+saved indexes take). ``fp16=True`` is ``storage="fp16"`` (older callers and index.json files). On a machine where faiss has ``StandardGpuResources`` and a GPU
 is present, flat and IVF indexes are searched on the GPU (``use_gpu="auto"``); the CPU index
 is kept for saving and for :meth:`NameIndex.reconstruct`.
 
@@ -33,6 +35,7 @@ from kgnorm.errors import KgnormError
 from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.dense_topk import Bf16Names, OrtFlatSearch, dense_uses_bf16
 from kgnorm.linking.dictionary import NameDictionary
+from kgnorm.linking.vector_storage import Decoder, codes_view, quantizer_type, storage_for
 from kgnorm.progress import progress_bar
 
 __all__ = ["KINDS", "INDEX_FILE", "INDEX_META", "gpu_available", "NameIndex", "IndexedNamesMixin"]
@@ -60,17 +63,27 @@ def _as_f32(x: np.ndarray, dim: int | None = None) -> np.ndarray:
     return x
 
 
+def _flat_storage(index: faiss.Index) -> str | None:
+    """The storage a read flat index holds (None: neither a flat nor a known scalar-quantizer index)."""
+    if isinstance(index, faiss.IndexFlat):
+        return "fp32"
+    if isinstance(index, faiss.IndexScalarQuantizer):
+        return next((s for s in ("fp16", "sq8") if index.sq.qtype == quantizer_type(s)), None)
+    return None
+
+
 class NameIndex:
     """Inner-product index; ``search`` returns ``(scores float32 [n,k], idx int64 [n,k])``."""
 
     def __init__(self, dim: int, kind: str = "flat", fp16: bool = False,
                  use_gpu: bool | str = "auto", hnsw_m: int = 32, ef_search: int = 128,
-                 ef_construction: int = 200, nlist: int | None = None, nprobe: int = 32) -> None:
+                 ef_construction: int = 200, nlist: int | None = None, nprobe: int = 32,
+                 storage: str = "fp32") -> None:
         if kind not in KINDS:
             raise KgnormError(f"unknown index kind {kind!r} (choose from {', '.join(KINDS)})")
         self.dim = int(dim)
         self.kind = kind
-        self.fp16 = bool(fp16)
+        self.storage = "fp16" if fp16 else storage if storage == "auto" else storage_for(0, dim, storage)
         self.use_gpu = use_gpu
         self.hnsw_m = int(hnsw_m)
         self.ef_search = int(ef_search)
@@ -85,16 +98,23 @@ class NameIndex:
         self.engine = "torch"  # "onnx": flat search through ONNX Runtime, torch never imported
         self.mapped = False  # the vectors are a read-only memory map of names.faiss
 
+    @property
+    def fp16(self) -> bool:
+        """Whether the vectors are stored as float16 (``storage == "fp16"``)."""
+        return self.storage == "fp16"
+
     # ------------------------------------------------------------------ building
     def _make(self, n: int) -> faiss.Index:
         d, ip = self.dim, faiss.METRIC_INNER_PRODUCT
+        self.storage = storage_for(n, d, self.storage)
+        quantized = self.storage != "fp32"
         if self.kind == "flat":
-            if self.fp16:
-                return faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_fp16, ip)
+            if quantized:
+                return faiss.IndexScalarQuantizer(d, quantizer_type(self.storage), ip)
             return faiss.IndexFlatIP(d)
         if self.kind == "hnsw":
-            if self.fp16:
-                idx = faiss.IndexHNSWSQ(d, faiss.ScalarQuantizer.QT_fp16, self.hnsw_m, ip)
+            if quantized:
+                idx = faiss.IndexHNSWSQ(d, quantizer_type(self.storage), self.hnsw_m, ip)
             else:
                 idx = faiss.IndexHNSWFlat(d, self.hnsw_m, ip)
             idx.hnsw.efConstruction = self.ef_construction
@@ -103,9 +123,8 @@ class NameIndex:
         nlist = self.nlist or max(1, min(int(4 * math.sqrt(max(n, 1))), max(n // 39, 1)))
         self.nlist = nlist
         quant = faiss.IndexFlatIP(d)
-        if self.fp16:
-            idx = faiss.IndexIVFScalarQuantizer(quant, d, nlist,
-                                                faiss.ScalarQuantizer.QT_fp16, ip)
+        if quantized:
+            idx = faiss.IndexIVFScalarQuantizer(quant, d, nlist, quantizer_type(self.storage), ip)
         else:
             idx = faiss.IndexIVFFlat(quant, d, nlist, ip)
         self._quantizer = quant  # faiss' wrapper also keeps it alive; belt and braces
@@ -115,6 +134,7 @@ class NameIndex:
     @classmethod
     def build(cls, vectors: np.ndarray, kind: str = "flat", fp16: bool = False,
               use_gpu: bool | str = "auto", **kw) -> NameIndex:
+        """An index over ``vectors``; ``storage`` (kw, default fp32) as in the module docstring."""
         x = _as_f32(vectors)
         obj = cls(x.shape[1], kind=kind, fp16=fp16, use_gpu=use_gpu, **kw)
         obj.add(x)
@@ -123,14 +143,12 @@ class NameIndex:
     def add(self, vectors: np.ndarray) -> None:
         x = _as_f32(vectors, self.dim)
         if self.mapped:  # faiss aborts the process on adding to a mapped index: copy it first
-            owned = faiss.IndexFlatIP(self.dim)
-            owned.add(np.array(self._flat_vectors()))
-            self.index, self.mapped = owned, False
+            self.index, self.mapped = faiss.deserialize_index(faiss.serialize_index(self.index)), False
         if self.index is None:
             self.index = self._make(len(x))
             if not self.index.is_trained:
                 if len(x) == 0:
-                    raise KgnormError("cannot train an IVF index on no vectors")
+                    raise KgnormError(f"cannot train a {self.kind} {self.storage} index on no vectors")
                 self.index.train(x)
         self.index.add(x)
         if self.kind == "ivf":
@@ -175,7 +193,12 @@ class NameIndex:
         if k <= 0 or len(q) == 0:
             return np.zeros((len(q), max(k, 0)), np.float32), np.zeros((len(q), max(k, 0)), np.int64)
         searcher = self._searcher()
-        if searcher is self.index and self.kind == "flat" and not self.fp16:
+        if searcher is self.index and self.kind == "flat" and self.storage != "fp32":
+            if self._ort_flat is None:  # a block of names decoded at a time (kgnorm.linking.vector_storage)
+                self._ort_flat = OrtFlatSearch(codes_view(self.index), decode=Decoder(self.index, self.storage),
+                                               dim=self.dim)
+            return self._ort_flat.topk(q, k)
+        if searcher is self.index and self.kind == "flat":
             if self.engine == "onnx":  # exact fp32, no torch (kgnorm.linking.dense_topk.OrtFlatSearch)
                 if self._ort_flat is None:
                     self._ort_flat = OrtFlatSearch(self._flat_vectors())
@@ -235,7 +258,7 @@ class NameIndex:
 
     # ------------------------------------------------------------------ files
     def meta(self) -> dict:
-        return {"kind": self.kind, "fp16": self.fp16, "dim": self.dim, "ntotal": self.ntotal,
+        return {"kind": self.kind, "storage": self.storage, "fp16": self.fp16, "dim": self.dim, "ntotal": self.ntotal,
                 "hnsw_m": self.hnsw_m, "ef_search": self.ef_search,
                 "ef_construction": self.ef_construction, "nlist": self.nlist,
                 "nprobe": self.nprobe}
@@ -252,14 +275,14 @@ class NameIndex:
 
     @classmethod
     def load(cls, directory: str | Path, use_gpu: bool | str = "auto") -> NameIndex:
-        """A flat float32 index is memory-mapped read-only where faiss can (its
+        """A flat index (any storage) is memory-mapped read-only where faiss can (its
         ``IO_FLAG_MMAP_IFC``): loading reads no vectors, the page cache is shared between
-        processes, and ``add`` copies it first."""
+        processes, and ``add`` copies it first. An index.json without ``storage`` (written before
+        it) is fp32, or fp16 where it says ``fp16``."""
         d = Path(directory)
         try:
             meta = json.loads((d / INDEX_META).read_text(encoding="utf-8"))
-            mapped = (meta.get("kind") == "flat" and not meta.get("fp16")
-                      and hasattr(faiss, "IO_FLAG_MMAP_IFC"))
+            mapped = meta.get("kind") == "flat" and hasattr(faiss, "IO_FLAG_MMAP_IFC")
             flags = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY if mapped else 0
             index = faiss.read_index(str(d / INDEX_FILE), flags)
         except (OSError, ValueError, RuntimeError, AttributeError) as e:  # AttributeError: no JSON object
@@ -268,13 +291,15 @@ class NameIndex:
             obj = cls(meta["dim"], kind=meta["kind"], fp16=meta["fp16"], use_gpu=use_gpu,
                       hnsw_m=meta.get("hnsw_m", 32), ef_search=meta.get("ef_search", 128),
                       ef_construction=meta.get("ef_construction", 200), nlist=meta.get("nlist"),
-                      nprobe=meta.get("nprobe", 32))
+                      nprobe=meta.get("nprobe", 32), storage=meta.get("storage", "fp32"))
         except KgnormError as e:  # an option the index refuses (an unknown kind)
             raise KgnormError(f"{d}: {INDEX_META}: {e}") from None
         except (AttributeError, KeyError, TypeError, ValueError) as e:
             raise KgnormError(f"{d}: not a saved name index ({type(e).__name__}: {e} in {INDEX_META})") from None
         if index.d != obj.dim:
             raise KgnormError(f"{d}: index dimension {index.d} != recorded {obj.dim}")
+        if obj.kind == "flat" and _flat_storage(index) != obj.storage:
+            raise KgnormError(f"{d}: {INDEX_META} says {obj.storage} vectors, which {INDEX_FILE} does not hold")
         try:
             if obj.kind == "hnsw":
                 faiss.downcast_index(index).hnsw.efSearch = obj.ef_search
@@ -301,6 +326,7 @@ class IndexedNamesMixin:
     index: NameIndex | None
     index_kind: str = "flat"
     index_fp16: bool = False
+    index_storage: str = "fp32"  # kgnorm.linking.vector_storage; BioSyn's saved index: "auto"
 
     def set_dictionary(self, dictionary: NameDictionary) -> None:
         if len(dictionary) == 0:
@@ -346,7 +372,7 @@ class IndexedNamesMixin:
         if len(vectors) != len(d):
             raise KgnormError(f"{len(vectors)} vectors for {len(d)} dictionary names")
         self.index = NameIndex.build(self._index_vectors(np.asarray(vectors, np.float32)),
-                                     kind=self.index_kind, fp16=self.index_fp16)
+                                     kind=self.index_kind, fp16=self.index_fp16, storage=self.index_storage)
         return self.index
 
     def retrieve(self, queries: Sequence[str], top_k: int = 5, batch_size: int = 512,

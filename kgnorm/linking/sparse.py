@@ -25,11 +25,16 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from kgnorm.errors import KgnormError
-from kgnorm.linking.sparse_topk import BF16_ERR, PRECISIONS, auto_uses_bf16, topk_chunk
+from kgnorm.linking.sparse_topk import BF16_ERR, PRECISIONS, _csr_todense, auto_uses_bf16, topk_chunk
 
 __all__ = ["SparseScorer", "SPARSE_FILE", "PRECISIONS", "BF16_ERR", "auto_uses_bf16"]
 
 SPARSE_FILE = "sparse.json"
+# floats of one chunk's queries x names buffer, per thread: 16 MB (MEDIC: 58 queries a chunk). Models
+# written before saved 1 << 24 (64 MB a thread, each thread's buffer and sparse product in `link`'s
+# peak); a saved value above this is read as this, since the top-k does not depend on it
+CHUNK_BUDGET = 1 << 22
+MIN_CHUNK_ROWS = 32  # queries a chunk at least: a large dictionary's dense block is read once per chunk
 
 
 _WHITE_SPACES = re.compile(r"\s\s+")  # what scikit-learn collapses before taking n-grams
@@ -68,7 +73,7 @@ class SparseScorer:
 
     def __init__(self, analyzer: str = "char", ngram_range: tuple[int, int] = (1, 2),
                  lowercase: bool = True, dense_df_fraction: float | None = None,
-                 max_dense_terms: int = 256, chunk_budget: int = 1 << 24,
+                 max_dense_terms: int = 256, chunk_budget: int = CHUNK_BUDGET,
                  dense_budget: int = 1 << 27, precision: str = "auto",
                  n_threads: int | None = None) -> None:
         if analyzer not in ("char", "char_wb", "word"):
@@ -147,8 +152,13 @@ class SparseScorer:
         n_pad = -(-n // bs) * bs
         D = self._D
         dt = np.zeros((len(self._dense_terms), n_pad), dtype=np.float32)
-        if len(self._dense_terms):
-            dt[:, :n] = D[:, self._dense_terms].T.toarray()
+        if len(self._dense_terms):  # written in place: no second terms x names array (330 MB for MeSH's chemicals)
+            sub = D[:, self._dense_terms].T.tocsr()
+            if _csr_todense is not None:
+                _csr_todense(sub.shape[0], n_pad, sub.indptr, sub.indices, sub.data, dt)
+            else:  # pragma: no cover - scipy without the private kernel
+                dt[:, :n] = sub.toarray()
+            del sub
         rt = D[:, self._rare_terms].T.tocsr()
         rt = sp.csr_matrix((rt.data, rt.indices, rt.indptr), shape=(rt.shape[0], n_pad))
         dtb = None
@@ -257,7 +267,7 @@ class SparseScorer:
         if k <= 0 or nq == 0:
             return (np.zeros((nq, max(k, 0)), np.float32), np.zeros((nq, max(k, 0)), np.int64))
         bs, n_pad, dt, dtb, rt = self._layout(k)
-        chunk = int(max(1, min(1024, self.chunk_budget // n_pad)))
+        chunk = int(max(1, min(1024, max(MIN_CHUNK_ROWS, self.chunk_budget // n_pad))))
         starts = list(range(0, nq, chunk))
         scores = np.empty((nq, k), np.float32)
         idx = np.empty((nq, k), np.int64)
@@ -334,7 +344,7 @@ class SparseScorer:
                       lowercase=cfg.get("lowercase", True),
                       dense_df_fraction=cfg.get("dense_df_fraction"),
                       max_dense_terms=cfg.get("max_dense_terms", 256),
-                      chunk_budget=cfg.get("chunk_budget", 1 << 24),
+                      chunk_budget=min(cfg.get("chunk_budget", CHUNK_BUDGET), CHUNK_BUDGET),
                       dense_budget=cfg.get("dense_budget", 1 << 27),
                       precision=precision or cfg.get("precision", "auto"), n_threads=n_threads)
             obj.vocabulary = {str(t): int(i) for t, i in vocab.items()}

@@ -4,7 +4,8 @@ Exact top-k without a queries x names matrix
 --------------------------------------------
 With character unigrams almost every name shares some n-gram with every query, so the sparse
 product is nearly dense and a plain ``Q @ D.T`` + ``argsort`` is slow. :meth:`SparseScorer.topk`
-works on a chunk of queries at a time (memory bounded by ``chunk_budget`` floats):
+works on a chunk of queries at a time (memory bounded by ``chunk_budget`` floats a thread, or
+by 32 queries' rows where a dictionary is larger than that: kgnorm.linking.sparse.MIN_CHUNK_ROWS):
 
 * the n-grams found in more than ``dense_df_fraction`` of the names (default 1/16, or 1/64
   with the bf16 pre-filter below; unigrams and the commonest bigrams; at most

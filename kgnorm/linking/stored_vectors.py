@@ -1,15 +1,17 @@
 """A query that is itself a dictionary name takes the name's stored vector on the link path.
 
 About 45% of the distinct mentions of NCBI-disease + BC5CDR are dictionary names (benchmarks/LOG.md,
-"throughput"), so that many fewer encoder calls. Only over an exact float32 flat index, whose vectors
-are the model's own, written with it (HNSW, IVF and fp16 indexes always encode). The choice is per
+"throughput"), so that many fewer encoder calls. Only over a flat index, whose vectors are the model's
+own, written with it: float32 exactly, float16 or 8-bit ones as stored (kgnorm.linking.vector_storage;
+the Acc@1 of each against float32 is measured in benchmarks/name_vectors.py); HNSW and IVF indexes
+always encode. The choice is per
 text, so the output is the same in any batch, order or Ray block. The linkers of BioSyn and DILBERT
 (their ONNX Runtime engines) both take it.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -32,14 +34,14 @@ def stored_name_vectors() -> bool:
     return value == "stored"
 
 
-def exact_name_rows(dictionary: NameDictionary | None, index: NameIndex | None) -> dict[str, int] | None:
-    """Name -> dictionary row where the index stores each name's exact float32 vector, else None."""
-    if dictionary is None or index is None or index.kind != "flat" or index.fp16:
+def exact_name_rows(dictionary: NameDictionary | None, index: NameIndex | None) -> Mapping[str, int] | None:
+    """Name -> dictionary row where a flat index stores each name's vector (the dictionary's own map), else None."""
+    if dictionary is None or index is None or index.kind != "flat":
         return None
-    return {n: i for i, n in enumerate(dictionary.names)}
+    return dictionary.rows_by_name
 
 
-def stored_or_encoded(queries: Sequence[str], rows: dict[str, int] | None, index: NameIndex, dim: int,
+def stored_or_encoded(queries: Sequence[str], rows: Mapping[str, int] | None, index: NameIndex, dim: int,
                       encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
     """float32 ``[len(queries), dim]``: a name's stored vector (the first `dim` columns of its indexed
     vector) where `rows` has the query, else ``encode`` of the rest, in one call."""

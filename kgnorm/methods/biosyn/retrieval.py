@@ -6,7 +6,7 @@ the saved dictionary, index and sparse scorer. :class:`~kgnorm.methods.biosyn.mo
 two engines differ only in the query vectors."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,9 @@ class BioSynRetrieval:
     # a query that is a dictionary name takes that name's stored vector instead of an encoder call
     # (the link path: BioSynLinker); the trainer's model always encodes
     reuse_name_vectors = False
-    _name_rows: dict[str, int] | None = None
+    _name_rows: Mapping[str, int] | None = None
+    # how the saved index stores its vectors: by the dictionary's size (kgnorm.linking.vector_storage)
+    index_storage = "auto"
 
     def set_dictionary(self, dictionary: NameDictionary, refit_sparse: bool | None = True) -> None:
         """Search ``dictionary`` from now on. ``refit_sparse=True`` refits vocabulary and idf
@@ -81,7 +83,8 @@ class BioSynRetrieval:
             vectors = self.encode(d.names, batch_size=batch_size, progress=progress)
         if len(vectors) != len(d):
             raise KgnormError(f"{len(vectors)} vectors for {len(d)} names")
-        self.index = NameIndex.build(vectors, kind=self.index_kind, fp16=self.index_fp16)
+        self.index = NameIndex.build(vectors, kind=self.index_kind, fp16=self.index_fp16,
+                                     storage=self.index_storage)
         self.index.engine = self.engine
         self._query_vectors = None  # the weights may have changed: vectors encoded ahead are stale
         return self.index
@@ -103,9 +106,9 @@ class BioSynRetrieval:
         rows = self._stored_rows()
         self.query_vectors.submit([q for q in queries if q not in rows] if rows else queries)
 
-    def _stored_rows(self) -> dict[str, int] | None:
+    def _stored_rows(self) -> Mapping[str, int] | None:
         """Name -> dictionary row where a query that is a name may take the name's stored vector
-        (kgnorm.linking.stored_vectors): the link path (``reuse_name_vectors``) over an exact float32 index."""
+        (kgnorm.linking.stored_vectors): the link path (``reuse_name_vectors``) over a flat index."""
         if not self.reuse_name_vectors:
             return None
         if self._name_rows is None:

@@ -10,7 +10,7 @@ space (kgnorm.linking.distance_space), the same candidates.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ class DilbertLinker(DistanceSpace, IndexedNamesMixin):
         _, rows = query_path(engine=self.engine)
         self.query_vectors = QueryVectors(encoder, rows=rows, workers=default_workers(), overlap=None)
         self.reuse_name_vectors = stored_name_vectors()
-        self._rows: dict[str, int] | None = None
+        self._rows: Mapping[str, int] | None = None
 
     def set_dictionary(self, dictionary: NameDictionary) -> None:
         """Search `dictionary` from now on (`eval link --nil-fraction` swaps in a reduced one): its
@@ -62,7 +62,7 @@ class DilbertLinker(DistanceSpace, IndexedNamesMixin):
         index.engine = self.engine
         return index
 
-    def _stored_rows(self) -> dict[str, int] | None:
+    def _stored_rows(self) -> Mapping[str, int] | None:
         """Name -> row of the index searched now, where its vectors are exact (kgnorm.linking.stored_vectors)."""
         if not self.reuse_name_vectors or self.index is None:
             return None
