@@ -12,7 +12,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from kgnorm.errors import KgnormError
 from kgnorm.graph.refs import ConceptRef
-from kgnorm.review.records import WITH_CONCEPT, Review
+from kgnorm.review.records import WITH_CONCEPT, WITHDRAW, Review
+from kgnorm.review.reviewers import agreement, all_reviews, conflict, reviewer_rates
 from kgnorm.stores import GraphStore, redact
 from kgnorm.stores.stages import PUBLISHED, STAGING
 
@@ -38,13 +39,17 @@ def _review(r: Review | None, pending: bool) -> dict[str, Any] | None:
     if r is None:
         return None
     return {"decision": r.decision, "concept_uid": r.concept_uid, "ontology": r.ontology, "reviewer": r.reviewer,
-            "created_at": r.created_at, "pending": pending}
+            "created_at": r.created_at, "pending": pending, "propagated_from": r.propagated_from,
+            "elapsed_ms": r.elapsed_ms}
 
 
 def _stored_review(row: Sequence[Any]) -> dict[str, Any]:
-    decision, concept, onto, reviewer, at = row
-    return {"decision": decision, "concept_uid": concept or "", "ontology": onto or "", "reviewer": reviewer or "",
-            "created_at": at or "", "pending": False}
+    decision, concept, onto, reviewer, at, *more = row
+    out = {"decision": decision, "concept_uid": concept or "", "ontology": onto or "", "reviewer": reviewer or "",
+           "created_at": at or "", "pending": False}
+    if more:  # (propagated_from, elapsed_ms) where the query reads them
+        out.update(propagated_from=more[0] or "", elapsed_ms=more[1])
+    return out
 
 
 def latest_pending(pending: Iterable[Review]) -> dict[str, Review]:
@@ -57,9 +62,10 @@ def latest_pending(pending: Iterable[Review]) -> dict[str, Review]:
 
 
 def _overlay(stored: dict[str, Any] | None, pend: Review | None) -> dict[str, Any] | None:
-    """The review that counts: a pending one newer than the stored one wins."""
+    """The review that counts: a pending one newer than the stored one wins (a pending withdrawal:
+    none counts)."""
     if pend is not None and (stored is None or pend.created_at >= stored["created_at"]):
-        return _review(pend, True)
+        return None if pend.decision == WITHDRAW else _review(pend, True)
     return stored
 
 
@@ -189,10 +195,24 @@ def document_view(store: GraphStore, doc_id: str, pending: Sequence[Review] = ()
     names.update(concept_names(store, sorted(wanted)))
     for m in mentions.values():
         m["concept_name"] = names.get(ConceptRef(m["ontology"], m["concept"]), "") if m["concept"] else ""
+    for muid in _conflicts(store, uid, set(mentions), pending):
+        mentions[muid]["conflict"] = True
     listed = sorted(mentions.values(), key=lambda m: (m["start"] if m["start"] is not None else -1, m["end"] or 0,
                                                       m["uid"]))
     return {"doc_id": did or "", "uid": uid, "title": title or "", "text": text or "", "text_missing": not text,
             "others": others, "mentions": listed}
+
+
+def _conflicts(store: GraphStore, doc_uid: str, mentions: set[str], pending: Sequence[Review]) -> set[str]:
+    """The mentions of a document on which two reviewers' answers differ now."""
+    cols = ("mention_uid", "decision", "concept_uid", "reviewer", "created_at")
+    history: dict[str, list[dict[str, Any]]] = {}
+    for row in store.run_saved("document_reviews", {"d": doc_uid}).rows:
+        history.setdefault(row[0], []).append(dict(zip(cols, row)))
+    for r in pending:
+        if r.mention_uid in mentions:
+            history.setdefault(r.mention_uid, []).append(_review(r, True))
+    return {uid for uid, h in history.items() if uid in mentions and conflict(h)}
 
 
 def _mention(uid: str, start: Any, end: Any, typ: Any, text: Any, link: Sequence[Any] | None) -> dict[str, Any]:
@@ -200,7 +220,7 @@ def _mention(uid: str, start: Any, end: Any, typ: Any, text: Any, link: Sequence
     concept, name, score, onto = (*(link or (None, "", None)), "")[:4]
     return {"uid": uid, "start": start, "end": end, "type": typ or "", "text": text or "", "concept": None,
             "concept_name": "", "machine_concept": concept, "machine_concept_name": name or "", "score": score,
-            "machine_ontology": onto or "", "review": None}
+            "machine_ontology": onto or "", "review": None, "conflict": False}
 
 
 def _document_mentions(store: GraphStore, doc_uid: str) -> dict[str, dict[str, Any]]:
@@ -249,13 +269,11 @@ def mention_view(store: GraphStore, uid: str, pending: Sequence[Review] = (),
         raise NotFound(f"no mention {uid!r}")
     links = _mention_links(store, uid)
     out = _mention(uid, start, end, typ, text, (*links[0][:3], links[0][5]) if links else None)
-    history = [_stored_review(r[:5]) | {"uid": r[5]} for r in store.query(
-        "MATCH (m:Mention {uid: $m})-[:REVIEWED]->(r:Review) "
-        "RETURN r.decision, r.concept_uid, r.ontology, r.reviewer, r.created_at, r.uid ORDER BY r.created_at DESC",
-        {"m": uid}).rows]
+    history = [_stored_review(r[:5] + r[6:]) | {"uid": r[5]} for r in store.run_saved("mention_reviews", {"m": uid}).rows]
     history = sorted([_review(r, True) | {"uid": r.uid} for r in mine] + history, key=lambda r: r["created_at"],
                      reverse=True)
-    out["review"] = history[0] if history else None
+    out["review"] = history[0] if history and history[0]["decision"] != WITHDRAW else None
+    out["conflict"] = conflict(history)
     out["concept"] = _state(out["review"], out["machine_concept"])
     # the mention's ontology: its reviewed concept's, else its machine link's (what candidates and search offer)
     out["ontology"] = (out["review"] or {}).get("ontology") or out["machine_ontology"]
@@ -415,7 +433,8 @@ def runs_view(store: GraphStore, pending: Sequence[Review] = ()) -> dict[str, An
                      "accepted_share": accepted / reviewed if reviewed else None})
     runs += _ingest_runs(store)
     runs.sort(key=lambda r: r["created_at"], reverse=True)
-    return {"runs": runs}
+    reviews = all_reviews(store, pending)
+    return {"runs": runs, "reviewers": reviewer_rates(reviews), "agreement": agreement(reviews)}
 
 
 def _ingest_runs(store: GraphStore) -> list[dict[str, Any]]:
@@ -449,6 +468,10 @@ def _review_tally(store: GraphStore, pending: Sequence[Review]) -> dict[str, tup
     pend = {u: r for u, r in latest_pending(pending).items() if r.added is None}
     for u, r in pend.items():
         decided[u] = (r.decision, r.concept_uid)
+        if r.decision == WITHDRAW:
+            decided.pop(u)
+            links.pop(u, None)
+    pend = {u: r for u, r in pend.items() if r.decision != WITHDRAW}
     todo = [u for u in pend if u not in links]
     if todo:
         for muid, run, cuid in store.query("UNWIND $u AS x MATCH (m:Mention {uid: x})-[l:LINKED_TO]->(c:Concept) "
@@ -503,5 +526,6 @@ def reviews_view(store: GraphStore, pending: Sequence[Review] = ()) -> dict[str,
         if r["current"] and r["mention_uid"] in newest:
             r["current"] = False
     extra = [{k: v for k, v in r.record().items() if k != "added"} | {
-        "current": newest[r.mention_uid] is r, "pending": True, "added": r.added is not None} for r in pending]
+        "current": newest[r.mention_uid] is r and r.decision != WITHDRAW, "pending": True,
+        "added": r.added is not None} for r in pending]
     return {"reviews": stored + extra}
