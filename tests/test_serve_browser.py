@@ -236,6 +236,20 @@ def test_the_queue_a_decision_for_the_same_text_its_time_and_a_withdrawal(capsys
     now = _wait_for(lambda: [r for r in _json(capsys, store, "--saved", "current_links")
                              if r["mention_uid"] == uid and r["source"] == "machine"])
     assert now
-    body = browser.find_element(By.TAG_NAME, "body")
-    body.send_keys(Keys.ESCAPE)
+    # a second reviewer answers otherwise: the document page marks the conflict, /runs the agreement
+    browser.find_element(By.TAG_NAME, "body").send_keys("x")
+    WebDriverWait(browser, 10).until(lambda d: "reviewed" in mark.get_attribute("class"))
+    name = browser.find_element(By.ID, "reviewer")
+    name.clear()
+    name.send_keys("second")
+    mark.click()
+    WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "[data-candidate]"))
+    browser.find_elements(By.CSS_SELECTOR, "[data-candidate]")[0].click()
+    WebDriverWait(browser, 10).until(lambda d: "conflict" in mark.get_attribute("class"))
+    WebDriverWait(browser, 10).until(lambda d: "reviewers disagree" in d.find_element(By.ID, "panel").text)
+    _screenshot(browser, "serve-conflict.png")
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
     _no_alert(browser)
+    browser.get(f"{url}/runs")
+    agreement = browser.find_element(By.ID, "agreement").text
+    assert "browser-test · second" in agreement and "0% (0)" in agreement
