@@ -55,10 +55,14 @@ def test_queue_least_confident_first_one_per_surface_form(served):
     assert q["progress"]["mentions"] == len(every) and q["progress"]["reviewed"] == len(every) - len(todo)
     bc = next(m for m in q["mentions"] if m["text"].lower() == "breast cancer")
     assert bc["same_text"] == len([m for m in todo if m["text"].lower() == "breast cancer"]) - 1 == 2
-    # no calibrated confidence in this store: the linker's margin orders the queue, least sure first
-    assert all(m["confidence"] is None for m in q["mentions"])
-    margins = [m["margin"] for m in q["mentions"]]
-    assert margins == sorted(margins)
+    # no calibrated confidence in this store, and only rank 1 stored (annotate's --top-k 1): no margin
+    # either, so the rank-1 score orders the queue, least sure first
+    assert all(m["confidence"] is None and m["margin"] is None for m in q["mentions"])
+    assert [m["key"] for m in q["mentions"]] == sorted((m["score"] or 0.0) for m in q["mentions"])
+    for m in q["mentions"]:  # each form's least sure mention stands for it
+        same = [x for x in todo if (x["text"].lower(), x["type"]) == (m["text"].lower(), m["type"])]
+        assert m["key"] == min(x["score"] or 0.0 for x in same) and m["concept"] == next(
+            x["machine_concept"] for x in same if x["uid"] == m["uid"])
     doc_order = _queue(c, order="document", limit=200)["mentions"]
     assert [(m["doc_id"], m["start"]) for m in doc_order] == sorted((m["doc_id"], m["start"]) for m in doc_order)
     shuffled = _queue(c, order="random", seed=7, limit=200)["mentions"]

@@ -1,11 +1,11 @@
-// Mentions no one reviewed (no current review), for the review queue: each with its document, its calibrated confidence (null where annotate fitted none) and its machine links at ranks 1 and 2 (the linker's margin), one row per link.  Params: type ('' for every type)
-MATCH (m:Mention)
-WHERE ($type = '' OR m.type = $type)
+// The mentions of some surface forms (texts lower-cased) that no one reviewed and the machine linked, as sure as $most or less (the key of review_queue_forms) and in a document up to $last: the review queue picks each form's first mention among them.  Params: forms (lower-cased texts), type ('' for every type), cap, most, last
+MATCH (m:Mention)-[l:LINKED_TO]->(:Concept)
+WHERE l.rank <= 2 AND toLower(m.text) IN $forms AND ($type = '' OR m.type = $type) AND m.doc_id <= $last
   AND NOT EXISTS { MATCH (m)-[:REVIEWED]->(r:Review) WHERE r.current = true }
-OPTIONAL MATCH (m)-[:`IN`]->(d:Document)
-WITH m, min(d.uid) AS document_uid
-OPTIONAL MATCH (m)-[l:LINKED_TO]->(c:Concept)
-WHERE l.rank <= 2
-RETURN m.uid AS uid, m.doc_id AS doc_id, document_uid, m.start AS start, m.`end` AS `end`, m.text AS text,
-       m.type AS type, m.confidence AS confidence, l.run AS run, l.rank AS rank, l.score AS score,
-       c.uid AS concept, c.ontology AS ontology, c.name AS concept_name;
+WITH m.uid AS uid, m.doc_id AS doc_id, m.start AS start, m.`end` AS `end`, m.text AS text, m.type AS type,
+     m.confidence AS confidence,
+     max(CASE WHEN l.rank = 1 THEN l.score ELSE NULL END) AS s1, max(CASE WHEN l.rank = 2 THEN l.score ELSE NULL END) AS s2
+WITH uid, doc_id, start, `end`, text, type, confidence, s1, s2,
+     coalesce(confidence, CASE WHEN s1 IS NULL THEN 0.0 WHEN s2 IS NULL THEN s1 WHEN s1 - s2 > $cap THEN $cap ELSE s1 - s2 END) AS key
+WHERE key <= $most
+RETURN uid, doc_id, start, `end`, text, type, confidence, s1, s2, key;
