@@ -162,3 +162,23 @@ def test_two_reviewers_agreement_and_conflicts(served):
     _review(c, t2["uid"], {"decision": "withdraw", "reviewer": "rev1"})  # rev1 takes theirs back: no conflict
     assert not next(m for m in _doc(c, "d1")["mentions"] if m["uid"] == t2["uid"])["conflict"]
     assert "rev1 · rev2" in c.get("/runs").text
+
+
+def test_a_pending_review_leaves_the_queue_at_once(stores, monkeypatch):  # noqa: F811
+    """A review the desk could not write yet (another process holds the store) counts as made."""
+    from kgnorm.review.records import Review, now
+
+    lady = stores("ladybug")
+    c = lady.client
+    q = _queue(c, limit=200)
+    top = q["mentions"][0]
+    form = [m for m in _mentions(c, top["text"]) if m["review"] is None and m["type"] == top["type"]]
+    mine = [Review(f"p{i}", m["uid"], "nil", reviewer="cy", created_at=now(), doc_id=m["doc_id"])
+            for i, m in enumerate(form)]
+    monkeypatch.setattr(lady.desk, "pending", lambda: mine)
+    after = _queue(c, limit=200)
+    assert top["uid"] not in {m["uid"] for m in after["mentions"]} and after["forms"] == q["forms"] - 1
+    assert after["progress"]["reviewed"] == q["progress"]["reviewed"] + len(form)
+    withdrawn = Review("p9", form[0]["uid"], "withdraw", reviewer="cy", created_at=now(), doc_id=form[0]["doc_id"])
+    monkeypatch.setattr(lady.desk, "pending", lambda: [*mine, withdrawn])  # unreviewed again
+    assert form[0]["uid"] in {m["uid"] for m in _queue(c, limit=200)["mentions"]}
