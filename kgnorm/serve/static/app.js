@@ -83,6 +83,10 @@
 
   async function refreshQueue(uid, rec) {
     marks(uid).forEach((e) => e.classList.toggle("done", rec.decision !== "withdraw"));
+    progress().catch((e) => { const msg = document.getElementById("panel-msg"); if (msg) msg.textContent = e.message; });
+  }
+
+  async function progress() {  // not awaited: on a big store the count takes seconds, the next text must not wait
     const q = await api("GET", "/api/queue?limit=1&order=" + enc(doc.dataset.order) + "&type=" + enc(doc.dataset.type));
     const set = (id, v) => { const e = document.getElementById(id); if (e) e.textContent = v; };
     set("n-reviewed", q.progress.reviewed);
