@@ -257,8 +257,7 @@ def mention_view(store: GraphStore, uid: str, pending: Sequence[Review] = (),
                  model_candidates: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A mention, its reviews (newest first) and the concepts to choose from: the model's top k when
     one is loaded, else the stored LINKED_TO ranks, each with its synonyms, definition, parents."""
-    rows = store.query("MATCH (m:Mention {uid: $m}) OPTIONAL MATCH (m)-[:`IN`]->(d:Document) "
-                       "RETURN m.uid, m.start, m.`end`, m.type, m.text, m.doc_id, d.uid LIMIT 1", {"m": uid}).rows
+    rows = store.run_saved("mention", {"m": uid}).rows
     mine = [r for r in pending if r.mention_uid == uid]
     if rows:
         _, start, end, typ, text, doc_id, doc_uid = rows[0]
@@ -306,8 +305,7 @@ def _with_details(candidate: dict[str, Any], details: dict[str, Any] | None) -> 
 
 def _mention_links(store: GraphStore, uid: str) -> list[tuple[Any, ...]]:
     """(concept uid, name, score, rank, run, ontology) of a mention's LINKED_TO edges, best first, one per concept."""
-    rows = store.query("MATCH (m:Mention {uid: $m})-[l:LINKED_TO]->(c:Concept) "
-                       "RETURN c.uid, c.name, l.score, l.rank, l.run, c.ontology", {"m": uid}).rows
+    rows = store.run_saved("mention_links", {"m": uid}).rows
     rows.sort(key=lambda r: (r[3] if r[3] is not None else 1 << 30, -(r[2] or 0.0), r[0]))
     seen: set[str] = set()
     return [tuple(r) for r in rows if not (r[0] in seen or seen.add(r[0]))]
@@ -420,9 +418,7 @@ def search_concepts(store: GraphStore, prefix: str, limit: Any = 20, ontology: s
 # -- runs, orphans, reviews ------------------------------------------------------------
 def runs_view(store: GraphStore, pending: Sequence[Review] = ()) -> dict[str, Any]:
     """Every run, newest first, with the share of its rank-1 links people accepted once reviewed."""
-    rows = store.query("MATCH (r:Run) WHERE r.kind <> $s AND r.kind <> $p RETURN r.uid, r.kind, r.method, "
-                       "r.model_path, r.params_json, r.metrics_json, r.created_at ORDER BY r.created_at DESC, r.uid",
-                       {"s": STAGING, "p": PUBLISHED}).rows
+    rows = store.run_saved("runs_listed", {"staging": STAGING, "published": PUBLISHED}).rows
     tally = _review_tally(store, pending)
     runs = []
     for uid, kind, method, model, params, metrics, at in rows:
@@ -439,8 +435,7 @@ def runs_view(store: GraphStore, pending: Sequence[Review] = ()) -> dict[str, An
 
 def _ingest_runs(store: GraphStore) -> list[dict[str, Any]]:
     """An ingest writes no Run node: its Ontology node says what was loaded, from where and when."""
-    rows = store.query("MATCH (o:Ontology) RETURN o.name, o.format, o.source_path, o.version, o.concept_count, "
-                       "o.loaded_at").rows
+    rows = store.run_saved("ontologies").rows
     return [{"uid": f"ingest:{name}", "kind": "ingest", "method": fmt or "", "model_path": "",
              "params": {"ontology": name, "source": redact(src or ""), "version": version or ""},
              "metrics": {"concepts": n}, "created_at": at or "", "reviewed": 0, "accepted": 0, "accepted_share": None}
@@ -459,10 +454,7 @@ def _review_tally(store: GraphStore, pending: Sequence[Review]) -> dict[str, tup
     review's concept is the run's)."""
     decided: dict[str, tuple[str, str]] = {}
     links: dict[str, set[tuple[str, str]]] = {}
-    for muid, run, cuid, decision, concept in store.query(
-            "MATCH (m:Mention)-[:REVIEWED]->(rv:Review) WHERE rv.current = true "
-            "MATCH (m)-[l:LINKED_TO]->(c:Concept) WHERE l.rank = 1 "
-            "RETURN m.uid, l.run, c.uid, rv.decision, rv.concept_uid", {}).rows:
+    for muid, run, cuid, decision, concept in store.run_saved("reviewed_rank1_links").rows:
         decided[muid] = (decision, concept or "")
         links.setdefault(muid, set()).add((run, cuid))
     pend = {u: r for u, r in latest_pending(pending).items() if r.added is None}
@@ -474,8 +466,7 @@ def _review_tally(store: GraphStore, pending: Sequence[Review]) -> dict[str, tup
     pend = {u: r for u, r in pend.items() if r.decision != WITHDRAW}
     todo = [u for u in pend if u not in links]
     if todo:
-        for muid, run, cuid in store.query("UNWIND $u AS x MATCH (m:Mention {uid: x})-[l:LINKED_TO]->(c:Concept) "
-                                           "WHERE l.rank = 1 RETURN m.uid, l.run, c.uid", {"u": todo}).rows:
+        for muid, run, cuid in store.run_saved("rank1_links", {"u": todo}).rows:
             links.setdefault(muid, set()).add((run, cuid))
     out: dict[str, list[int]] = {}
     for muid, pairs in links.items():
@@ -489,8 +480,7 @@ def _review_tally(store: GraphStore, pending: Sequence[Review]) -> dict[str, tup
 
 def orphans_view(store: GraphStore, limit: int = MAX_LISTED) -> dict[str, Any]:
     """Mentions a re-ingest left without a concept (ORPHAN_OF), with the concept they had."""
-    rows = store.query("MATCH (m:Mention)-[r:ORPHAN_OF]->(o:Ontology) RETURN m.uid, m.text, m.doc_id, r.concept_uid, "
-                       f"o.name, r.version, r.run, r.rank ORDER BY m.doc_id, m.uid, r.rank LIMIT {limit + 1}", {}).rows
+    rows = store.run_saved("all_orphans", {"limit": limit + 1}).rows
     items = [{"uid": u, "text": t or "", "doc_id": d or "", "was": was or "", "ontology": onto or "",
               "version": ver or "", "run": run or "", "rank": rank, "candidates": None}
              for u, t, d, was, onto, ver, run, rank in rows[:limit]]
@@ -515,12 +505,10 @@ def with_candidates(view: dict[str, Any], candidates: Callable[[str], list[dict[
 
 def reviews_view(store: GraphStore, pending: Sequence[Review] = ()) -> dict[str, Any]:
     """Every review, oldest first, the pending ones (not in the store yet) last and marked so."""
-    rows = store.query("MATCH (:Mention)-[:REVIEWED]->(r:Review) RETURN r.uid, r.mention_uid, r.doc_id, r.decision, "
-                       "r.concept_uid, r.ontology, r.previous_concept_uid, r.reviewer, r.created_at, r.current "
-                       "ORDER BY r.created_at, r.uid", {}).rows
-    cols = ("uid", "mention_uid", "doc_id", "decision", "concept_uid", "ontology", "previous_concept_uid",
-            "reviewer", "created_at", "current")
-    stored = [dict(zip(cols, r)) | {"pending": False} for r in rows]
+    cols = ("uid", "mention_uid", "doc_id", "mention", "decision", "concept_uid", "ontology", "previous_concept_uid",
+            "reviewer", "created_at", "current", "propagated_from", "elapsed_ms")
+    stored = sorted((dict(zip(cols, r)) | {"pending": False} for r in store.run_saved("reviews").rows),
+                    key=lambda r: (r["created_at"] or "", r["uid"]))
     newest = latest_pending(pending)
     for r in stored:
         if r["current"] and r["mention_uid"] in newest:
