@@ -3,9 +3,10 @@
 Reviews are added, never edited: (:Mention)-[:REVIEWED]->(:Review {decision, concept_uid, ...});
 the newest review of a mention has ``current = true``, unless it is a withdrawal (decision
 ``withdraw``: it ends the review before it and is never current itself, so the mention is
-unreviewed again and every rule that reads ``current`` needs no exception for it). The machine's LINKED_TO edges stay as they
-were, so "the current link" of a mention is its current review's concept when it has one, else the
-machine's rank-1 link (the saved query ``current_links``). A reviewed mention keeps an IN edge of
+unreviewed again and every rule that reads ``current`` needs no exception for it). The machine's
+LINKED_TO edges stay as they were, so "the current link" of a mention is its current review's
+concept when it has one, else the machine's rank-1 link (``link_now``; the saved query
+``current_links`` says the same in Cypher). A reviewed mention keeps an IN edge of
 its own (run ``review``) to its document and is never removed by a later run (STALE_MENTIONS).
 """
 from __future__ import annotations
@@ -69,14 +70,22 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
+def link_now(decision: str | None, reviewed: tuple[str, str], machine: tuple[str, str]) -> tuple[str, str]:
+    """The current-link rule, in Python (the saved query current_links.cypher says it in Cypher):
+    a mention's current review decides ((concept, ontology) for accept and concept, none for nil
+    and not-a-mention); without one (never reviewed, or withdrawn) the machine's best link holds."""
+    if decision is None:
+        return machine
+    return reviewed if decision in WITH_CONCEPT else ("", "")
+
+
 def current_link(store: GraphStore, mention_uid: str) -> tuple[str, str]:
-    """(concept uid, ontology) a mention has now: its current review's (empty for nil and
-    not-a-mention), else the machine's best link, else ("", "")."""
+    """(concept uid, ontology) a mention has now (link_now), ("", "") for none."""
     rows = store.query("MATCH (m:Mention {uid: $m})-[:REVIEWED]->(r:Review) WHERE r.current = true "
                        "RETURN r.decision, r.concept_uid, r.ontology", {"m": mention_uid}).rows
     if rows:
         decision, uid, onto = rows[0]
-        return (uid or "", onto or "") if decision in WITH_CONCEPT else ("", "")
+        return link_now(decision, (uid or "", onto or ""), ("", ""))
     return machine_link(store, mention_uid)
 
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from kgnorm.errors import KgnormError
 from kgnorm.graph.refs import ConceptRef
-from kgnorm.review.records import WITH_CONCEPT, WITHDRAW, Review
+from kgnorm.review.records import WITH_CONCEPT, WITHDRAW, Review, link_now
 from kgnorm.review.reviewers import agreement, all_reviews, conflict, reviewer_rates
 from kgnorm.stores import GraphStore, redact
 from kgnorm.stores.stages import PUBLISHED, STAGING
@@ -70,10 +70,10 @@ def _overlay(stored: dict[str, Any] | None, pend: Review | None) -> dict[str, An
 
 
 def _state(review: dict[str, Any] | None, machine: str | None) -> str | None:
-    """The current concept uid: the review's (None for nil / not_a_mention), else the machine's."""
+    """The current concept uid (records.link_now): the review's (None for nil / not_a_mention), else the machine's."""
     if review is None:
         return machine
-    return (review["concept_uid"] or None) if review["decision"] in WITH_CONCEPT else None
+    return link_now(review["decision"], (review["concept_uid"], ""), ("", ""))[0] or None
 
 
 # -- documents -----------------------------------------------------------------------
@@ -268,7 +268,8 @@ def mention_view(store: GraphStore, uid: str, pending: Sequence[Review] = (),
         raise NotFound(f"no mention {uid!r}")
     links = _mention_links(store, uid)
     out = _mention(uid, start, end, typ, text, (*links[0][:3], links[0][5]) if links else None)
-    history = [_stored_review(r[:5] + r[6:]) | {"uid": r[5]} for r in store.run_saved("mention_reviews", {"m": uid}).rows]
+    history = [_stored_review(r[:5] + r[6:]) | {"uid": r[5]}
+               for r in store.run_saved("mention_reviews", {"m": uid}).rows]
     history = sorted([_review(r, True) | {"uid": r.uid} for r in mine] + history, key=lambda r: r["created_at"],
                      reverse=True)
     out["review"] = history[0] if history and history[0]["decision"] != WITHDRAW else None
