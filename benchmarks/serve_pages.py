@@ -1,5 +1,6 @@
 """How fast `kgnorm serve` answers on a big store (issue 40: a document page for an abstract with 30
-mentions in <= 200 ms on 100,000 documents and 1 million mentions, 2 cores).
+mentions in <= 200 ms on 100,000 documents and 1 million mentions, 2 cores; issue 50: the review
+queue in <= 200 ms there, asked for QUEUE_REPEAT times only, as it scans every mention).
 
 The store is built through the product's own write path (a StagedRun, as `annotate` writes): a
 synthetic ontology of `--concepts` concepts (ingested with `kgnorm ingest obo`), `--documents`
@@ -23,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import append, record  # noqa: E402
 
+QUEUE_REPEAT = 5
 WORDS = ["heart", "attack", "kidney", "renal", "failure", "acute", "chronic", "disease", "syndrome",
          "infarction", "myocardial", "parkinson", "cancer", "tumor", "breast", "lung", "liver", "pain",
          "fever", "diabetes", "hyper", "tension", "neuro", "cardio", "gastro", "nephro", "hepato", "onco"]
@@ -123,7 +125,9 @@ def measure(uri: str, repeat: int, n_docs: int, seed: int) -> dict[str, list[flo
                                  ("documents list, first page (/api/documents?limit=50)",
                                   ["/api/documents?limit=50"] * (repeat + 1)),
                                  ("concept page (HTML)", [f"/concepts/SYN:{rng.randrange(1000):06d}"
-                                                          for _ in range(repeat + 1)])):
+                                                          for _ in range(repeat + 1)]),
+                                 ("review queue (/api/queue?limit=50)",
+                                  ["/api/queue?limit=50"] * (min(repeat, QUEUE_REPEAT) + 1))):
                 timed(client, paths[0], 1)  # warm-up
                 results[label] = [t for p in paths[1:] for t in timed(client, p, 1)]
     finally:
@@ -135,7 +139,8 @@ def measure(uri: str, repeat: int, n_docs: int, seed: int) -> dict[str, list[flo
 RESULT_ROWS = {"document page (HTML), 30 mentions": "Document page (HTML, 30 mentions), 1M-mention store",
                "document JSON (/api/documents/ID), 30 mentions": "Document JSON (/api/documents/ID)",
                "documents list, first page (/api/documents?limit=50)": "Documents list, first page of 50",
-               "concept page (HTML)": "Concept page (HTML)"}
+               "concept page (HTML)": "Concept page (HTML)",
+               "review queue (/api/queue?limit=50)": "Review queue, 50 texts least sure first (/api/queue)"}
 
 
 def main() -> None:

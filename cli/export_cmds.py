@@ -19,6 +19,11 @@ def export_reviewed_cmd(
                                      "`train biosyn --reviewed` takes).")] = "concept",
     ontology: Annotated[Optional[str], typer.Option(
         "--ontology", help="Only the links to this ontology's concepts (default: every reviewed link).")] = None,
+    reviewer: Annotated[Optional[str], typer.Option(
+        "--reviewer", help="Only this reviewer's answers: their newest review of each mention, whoever reviewed "
+                           "it after them (default: each mention's current review).")] = None,
+    resolved_only: Annotated[bool, typer.Option(
+        "--resolved-only", help="Leave out the mentions two reviewers answered differently.")] = False,
     store: StoreOpt = None, quiet: QuietOpt = False,
 ) -> None:
     """The mentions whose current review chose a concept (accept, concept; nil as -1 where the format's
@@ -26,5 +31,6 @@ def export_reviewed_cmd(
     setup(quiet)
     from kgnorm.review.export import check_format, export_reviewed
 
-    report = export_reviewed(store, output, check_format(fmt), ontology=ontology)
+    report = export_reviewed(store, output, check_format(fmt), ontology=ontology, reviewer=reviewer,
+                             resolved_only=resolved_only)
     print_report(report, quiet)

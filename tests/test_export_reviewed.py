@@ -142,3 +142,42 @@ def test_train_biosyn_learns_from_the_reviewed_links(capsys, tmp_path, tiny_bert
     code, _, err = run(capsys, "train", "biosyn", "--ontology", "toyd", "--out", str(tmp_path / "x"),
                        "--reviewed", str(tmp_path / "none.concept"), "--store", store, "-q")
     assert code == 1 and "reviewed mentions file not found" in err
+
+
+def test_export_one_reviewers_answers_and_only_resolved_ones(capsys, tmp_path, store, tiny_bert_dir):
+    """Issue 50: `--reviewer NAME` writes that reviewer's newest answers (whoever reviewed after
+    them), `--resolved-only` leaves out the mentions two reviewers answered differently, and a
+    withdrawn review is written by neither."""
+    from kgnorm.mentions.readers import read_mentions
+
+    model = build(tmp_path, capsys, store, tiny_bert_dir)
+    _annotate(capsys, tmp_path, store, model)
+    bc, cc = _mention(capsys, store, "breast cancer"), _mention(capsys, store, "colorectal cancer")
+    ov, ovl = _mention(capsys, store, "Ovarian cancer"), _mention(capsys, store, "ovarian cancer")
+    desk = ReviewDesk(store)
+    try:
+        desk.record(bc["mention_uid"], "concept", "TOYD:0003", reviewer="ann")
+        desk.record(bc["mention_uid"], "concept", "TOYD:0004", reviewer="bob")  # they disagree; bob's is current
+        acc = desk.record(cc["mention_uid"], "accept", reviewer="ann")
+        desk.record(cc["mention_uid"], "concept", acc.concept_uid, reviewer="bob")  # the same answer
+        desk.record(ovl["mention_uid"], "concept", "TOYD:0003", reviewer="ann")
+        desk.record(ovl["mention_uid"], "withdraw", reviewer="ann")
+        desk.record(ov["mention_uid"], "concept", "TOYD:0003", reviewer="bob")
+    finally:
+        desk.close()
+
+    def exported(*opts: str) -> set:
+        out = tmp_path / "r.concept"
+        code, _, err = run(capsys, "export", "reviewed", "--format", "concept", "--output", str(out), *opts,
+                           "--store", store)
+        assert code == 0, err
+        return {(m.text, tuple(m.gold)) for m in read_mentions(out)}
+
+    cc_row, ov_row = ("colorectal cancer", (acc.concept_uid,)), ("Ovarian cancer", ("TOYD:0003",))
+    assert exported() == {("breast cancer", ("TOYD:0004",)), cc_row, ov_row}
+    assert exported("--reviewer", "ann") == {("breast cancer", ("TOYD:0003",)), cc_row}
+    assert exported("--resolved-only") == {cc_row, ov_row}
+    assert exported("--reviewer", "ann", "--resolved-only") == {cc_row}
+    code, _, err = run(capsys, "export", "reviewed", "--output", str(tmp_path / "n.concept"), "--reviewer", "nobody",
+                       "--store", store)
+    assert code == 1 and "by reviewer 'nobody'" in err and not (tmp_path / "n.concept").exists()

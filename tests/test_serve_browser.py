@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -172,3 +173,83 @@ def test_hostile_text_and_names_render_as_text(capsys, served, browser):
     assert not browser.find_elements(By.CSS_SELECTOR, "img[src='x']")
     _no_alert(browser)
     _screenshot(browser, "serve-concept-escaped.png")
+
+
+def _wait_for(what, timeout: float = 20.0):
+    """Poll `what()` until it gives something true (the page's writes reach the store through the journal)."""
+    deadline = time.monotonic() + timeout
+    got = what()
+    while not got and time.monotonic() < deadline:
+        time.sleep(0.3)
+        got = what()
+    return got
+
+
+def test_the_queue_a_decision_for_the_same_text_its_time_and_a_withdrawal(capsys, served, browser):
+    """Issue 50: the queue serves the least sure text first; a key decides it with its time and for
+    the same text elsewhere, and moves on; the progress counts it; /runs shows the reviewer's pace;
+    on the document page the review is withdrawn and the history lists both, newest first."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    store, url, _, _ = served
+    browser.get(f"{url}/queue")
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr.qrow")
+    texts = [r.find_element(By.TAG_NAME, "strong").text for r in rows]
+    assert len({t.lower() for t in texts}) == len(texts) and "breast cancer" in {t.lower() for t in texts}
+    before = int(browser.find_element(By.ID, "n-reviewed").text)
+    body = browser.find_element(By.TAG_NAME, "body")
+    while True:  # j down to the breast cancer row (its text is in three mentions)
+        body.send_keys("j")
+        WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "tr.qrow.selected"))
+        row = browser.find_element(By.CSS_SELECTOR, "tr.qrow.selected")
+        if row.find_element(By.TAG_NAME, "strong").text.lower() == "breast cancer":
+            break
+    uid = row.get_attribute("data-mention")
+    doc_link = row.find_element(By.TAG_NAME, "a").get_attribute("href")  # its document, at this mention
+    WebDriverWait(browser, 10).until(lambda d: "Candidates" in d.find_element(By.ID, "panel").text)
+    time.sleep(0.6)  # the curator reads for a while
+    body.send_keys("x")  # nil, for this text everywhere
+    WebDriverWait(browser, 10).until(lambda d: "done" in (row.get_attribute("class") or ""))
+    WebDriverWait(browser, 10).until(lambda d: int(d.find_element(By.ID, "n-reviewed").text) == before + 3)
+    assert browser.find_element(By.CSS_SELECTOR, "tr.qrow.selected").get_attribute("data-mention") != uid
+    _screenshot(browser, "serve-queue.png")
+    reviews = _wait_for(lambda: [r for r in _json(capsys, store, "--saved", "reviews") if r["decision"] == "nil"])
+    first = next(r for r in reviews if r["mention_uid"] == uid)
+    assert first["reviewer"] == "browser-test" and first["elapsed_ms"] >= 600 and not first["propagated_from"]
+    copies = [r for r in reviews if r["propagated_from"] == first["review"]]
+    assert len(copies) == 2 and {r["mention"].lower() for r in copies} == {"breast cancer"}
+    browser.get(f"{url}/runs")
+    pace = browser.find_element(By.ID, "reviewers").text
+    assert "browser-test" in pace and "Reviews per hour" in pace
+    # withdraw on the document page: the mention is the machine's again, and the history keeps both
+    browser.get(doc_link)
+    WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.ID, "withdraw"))
+    browser.find_element(By.ID, "withdraw").click()
+    WebDriverWait(browser, 10).until(lambda d: not d.find_elements(By.ID, "withdraw"))
+    history = browser.find_element(By.ID, "history").find_elements(By.TAG_NAME, "li")
+    assert [h.text.split()[2] for h in history] == ["withdraw", "nil"]
+    assert all("by browser-test" in h.text for h in history) and re.search(r" in \d+\.\d s", history[1].text)
+    mark = browser.find_element(By.CSS_SELECTOR, f"mark[data-mention='{uid}']")
+    assert "reviewed" not in mark.get_attribute("class")
+    now = _wait_for(lambda: [r for r in _json(capsys, store, "--saved", "current_links")
+                             if r["mention_uid"] == uid and r["source"] == "machine"])
+    assert now
+    # a second reviewer answers otherwise: the document page marks the conflict, /runs the agreement
+    browser.find_element(By.TAG_NAME, "body").send_keys("x")
+    WebDriverWait(browser, 10).until(lambda d: "reviewed" in mark.get_attribute("class"))
+    name = browser.find_element(By.ID, "reviewer")
+    name.clear()
+    name.send_keys("second")
+    mark.click()
+    WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "[data-candidate]"))
+    browser.find_elements(By.CSS_SELECTOR, "[data-candidate]")[0].click()
+    WebDriverWait(browser, 10).until(lambda d: "conflict" in mark.get_attribute("class"))
+    WebDriverWait(browser, 10).until(lambda d: "reviewers disagree" in d.find_element(By.ID, "panel").text)
+    _screenshot(browser, "serve-conflict.png")
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    _no_alert(browser)
+    browser.get(f"{url}/runs")
+    agreement = browser.find_element(By.ID, "agreement").text
+    assert "browser-test · second" in agreement and "0% (0)" in agreement

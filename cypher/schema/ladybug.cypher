@@ -39,10 +39,15 @@ ALTER TABLE Document ADD IF NOT EXISTS title STRING DEFAULT '';
 ALTER TABLE Document ADD IF NOT EXISTS text STRING DEFAULT '';
 // A person's decision on a mention: (:Mention)-[:REVIEWED]->(:Review). Never edited, only added:
 // the newest review of a mention has current = true, the ones before it false. decision is one of
-// accept | concept | nil | not_a_mention; concept_uid/ontology name the concept chosen (accept,
+// accept | concept | nil | not_a_mention | withdraw; concept_uid/ontology name the concept chosen (accept,
 // concept), previous_concept_uid the concept the mention had before (machine or earlier review).
 CREATE NODE TABLE IF NOT EXISTS Review(uid STRING PRIMARY KEY, mention_uid STRING, doc_id STRING, decision STRING, concept_uid STRING, ontology STRING, previous_concept_uid STRING, reviewer STRING, created_at STRING, current BOOLEAN, run STRING);
 CREATE REL TABLE IF NOT EXISTS REVIEWED(FROM Mention TO Review);
+// Issue 50: a review copied to the other mentions of its text names the one it copies
+// (propagated_from, '' for one a person made); elapsed_ms: the page's time from opening the mention to
+// deciding it (null when not measured). A withdrawal (decision withdraw) is never current.
+ALTER TABLE Review ADD IF NOT EXISTS propagated_from STRING DEFAULT '';
+ALTER TABLE Review ADD IF NOT EXISTS elapsed_ms INT64;
 // Issue 42 (kgnorm match): a concept of one ontology mapped to a concept of another, as one Run;
 // predicate is a SKOS CURIE (skos:exactMatch, skos:broadMatch, skos:narrowMatch), justification a semapv CURIE.
 CREATE REL TABLE IF NOT EXISTS MAPS_TO(FROM Concept TO Concept, predicate STRING, confidence DOUBLE, justification STRING, run STRING);

@@ -16,7 +16,8 @@ from typing import Any, Iterator
 
 from kgnorm.errors import StoreError
 from kgnorm.review.journal import ReviewJournal
-from kgnorm.review.records import AddedMention, Review, applied, apply_review, make_review
+from kgnorm.review.records import (WITHDRAW, AddedMention, Review, applied, apply_review, make_review,
+                                   same_text_reviews)
 from kgnorm.stores import GraphStore, check_store_uri, embedded_path, open_store
 
 RETRY_S = 2.0
@@ -87,18 +88,26 @@ class ReviewDesk:
 
     # -- writes --------------------------------------------------------------------
     def record(self, mention_uid: str, decision: str, concept_uid: str = "", *, reviewer: str = "",
-               ontology: str = "", added: AddedMention | None = None) -> Review:
-        """Check a decision, keep it, and write it to the store now or as soon as the store is free."""
+               ontology: str = "", added: AddedMention | None = None, elapsed_ms: int | None = None,
+               apply_to_same_text: bool = False) -> Review:
+        """Check a decision, keep it, and write it to the store now or as soon as the store is free.
+        `apply_to_same_text`: the same decision for every mention of this text (case-insensitive)
+        and type that no one reviewed yet, each review naming this one (propagated_from)."""
         if self.read_only:
             raise StoreError("this review desk is read-only")
+        pending = self.pending()
+        mine = [r for r in pending if r.mention_uid == mention_uid]
+        reviewed = max(mine, key=lambda r: r.created_at).decision != WITHDRAW if mine else None
         with self.reading() as st:
             review = make_review(st, mention_uid, decision, concept_uid, reviewer=reviewer, ontology=ontology,
-                                 added=added)
+                                 added=added, elapsed_ms=elapsed_ms, reviewed=reviewed)
+            copies = same_text_reviews(st, review, pending) if apply_to_same_text else []
         if self.journal is None:
             with open_store(self.uri) as st:
-                apply_review(st, review)
+                for r in [review, *copies]:
+                    apply_review(st, r)
             return review
-        self.journal.append(review)
+        self.journal.append(review, *copies)
         self.flush()
         return review
 

@@ -2,7 +2,8 @@
 labelled data a deployment makes, and a file in a format kgnorm's own readers take back is what
 turns them into training data (`train biosyn --reviewed FILE`) or into gold for `eval`.
 
-What is written: every mention whose *current* review decided a concept (accept, concept), at its
+What is written: every mention whose *current* review (with ``reviewer``: that reviewer's newest;
+with ``resolved_only``: only where no two reviewers' answers differ) decided a concept (accept, concept), at its
 offsets in its document, with that concept; a mention reviewed ``nil`` is written as an unlinked
 mention where the format's reader reads it back as one (PubTator and .concept: ``-1``; BioC's
 reader keeps ``-1`` as an id, so BioC leaves nil out); ``not_a_mention`` is left out. PubTator and
@@ -20,17 +21,13 @@ from typing import Any, TextIO
 
 from kgnorm.documents.types import Annotation, TextDocument
 from kgnorm.errors import KgnormError
-from kgnorm.review.records import WITH_CONCEPT
+from kgnorm.review.records import WITH_CONCEPT, WITHDRAW
 
 FORMATS = ("pubtator", "bioc", "concept")
 NIL = "-1"
 # BioC: the reader keeps an identifier "-1" as an id, so a nil mention would come back linked to "-1"
 NIL_READ_BACK = {"pubtator": True, "concept": True, "bioc": False}
 
-REVIEWED = ("MATCH (m:Mention)-[:REVIEWED]->(r:Review) WHERE r.current = true AND r.decision IN $decisions "
-            "OPTIONAL MATCH (m)-[:`IN`]->(d:Document) "
-            "RETURN DISTINCT d.uid, d.doc_id, d.title, d.text, m.uid, m.doc_id, m.start, m.`end`, m.text, m.type, "
-            "r.decision, r.concept_uid, r.ontology, r.created_at")
 
 
 @dataclass(frozen=True)
@@ -76,14 +73,40 @@ def check_format(fmt: str) -> str:
     return f
 
 
-def reviewed_mentions(store: Any, ontology: str | None = None, with_nil: bool = True) -> list[ReviewedMention]:
-    """The mentions whose current review decided a concept (and nil, with ``with_nil``), one row per
-    mention and document it is in; ``ontology`` keeps the links to that ontology's concepts."""
-    decisions = list(WITH_CONCEPT) + (["nil"] if with_nil else [])
-    rows = store.query(REVIEWED, {"decisions": decisions}).rows
+def _chosen(rows: list[list[Any]], reviewer: str | None, resolved_only: bool) -> list[list[Any]]:
+    """Per mention and document, the review that is written out: the current one, or with
+    `reviewer` that reviewer's newest (none once withdrawn); with `resolved_only`, none for a
+    mention on which two reviewers' answers differ (kgnorm.review.reviewers.conflict)."""
+    from kgnorm.review.reviewers import conflict
+
+    history: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        history.setdefault(r[4], []).append({"decision": r[10], "concept_uid": r[11] or "", "reviewer": r[14] or "",
+                                             "created_at": r[13] or "", "review": r[16]})
+    disputed = {m for m, h in history.items() if resolved_only and conflict({x["review"]: x for x in h}.values())}
+    out: dict[tuple[Any, str], list[Any]] = {}
+    for r in rows:
+        if r[4] in disputed:
+            continue
+        key = (r[0], r[4])
+        if reviewer is None:
+            if r[15]:
+                out[key] = r
+        elif (r[14] or "") == reviewer and (key not in out or (r[13] or "") > (out[key][13] or "")):
+            out[key] = r
+    return [r for r in out.values() if r[10] != WITHDRAW]
+
+
+def reviewed_mentions(store: Any, ontology: str | None = None, with_nil: bool = True, *,
+                      reviewer: str | None = None, resolved_only: bool = False) -> list[ReviewedMention]:
+    """The mentions whose current review (or `reviewer`'s newest) decided a concept (and nil, with
+    ``with_nil``), one row per mention and document it is in; ``ontology`` keeps the links to that
+    ontology's concepts; ``resolved_only`` leaves out the mentions reviewers disagree on."""
+    decisions = set(WITH_CONCEPT) | ({"nil"} if with_nil else set())
+    rows = _chosen(store.run_saved("reviewed_mentions").rows, reviewer, resolved_only)
     out = []
-    for (_, d_doc, d_title, d_text, _, m_doc, start, end, text, mtype, decision, concept, onto, at) in rows:
-        if ontology is not None and decision in WITH_CONCEPT and onto != ontology:
+    for (_, d_doc, d_title, d_text, _, m_doc, start, end, text, mtype, decision, concept, onto, at, *_) in rows:
+        if decision not in decisions or (ontology is not None and decision in WITH_CONCEPT and onto != ontology):
             continue
         out.append(ReviewedMention((d_doc if d_text else m_doc) or "",  # stores made before issue 40 keep no text
                                    -1 if start is None else int(start), -1 if end is None else int(end),
@@ -176,9 +199,12 @@ def _write_documents(fh: TextIO, fmt: str, docs: list[tuple[TextDocument, list[A
 
 
 def export_reviewed(store: str | None, output: str | Path, fmt: str = "concept", *,
-                    ontology: str | None = None) -> ExportReport:
+                    ontology: str | None = None, reviewer: str | None = None,
+                    resolved_only: bool = False) -> ExportReport:
     """Write the store's reviewed links to `output` in `fmt` (FORMATS); raises KgnormError, and
-    writes nothing, when there is none to write."""
+    writes nothing, when there is none to write. `reviewer`: that reviewer's answers (their newest
+    review of each mention) instead of the current reviews; `resolved_only`: not the mentions two
+    reviewers answered differently."""
     from kgnorm.stores import check_store_uri, open_store
 
     fmt, output = check_format(fmt), Path(output)
@@ -187,7 +213,8 @@ def export_reviewed(store: str | None, output: str | Path, fmt: str = "concept",
     report = ExportReport(output, fmt)
     uri = check_store_uri(store)
     with open_store(uri, read_only=True) as st:
-        mentions = _newest_per_span(reviewed_mentions(st, ontology, with_nil=NIL_READ_BACK[fmt]))
+        mentions = _newest_per_span(reviewed_mentions(st, ontology, with_nil=NIL_READ_BACK[fmt], reviewer=reviewer,
+                                                      resolved_only=resolved_only))
         waiting = pending_reviews(uri, st)
     if waiting:
         report.notes.append(f"{waiting:,} review(s) wait in the journal for the store (another process writes it): "
@@ -198,7 +225,8 @@ def export_reviewed(store: str | None, output: str | Path, fmt: str = "concept",
         docs = as_documents(mentions, report)
         kept = [a for _, anns in docs for a in anns]
     if not kept:
-        what = f" of ontology {ontology!r}" if ontology else ""
+        what = (f" of ontology {ontology!r}" if ontology else "") + (f" by reviewer {reviewer!r}" if reviewer else "")
+        what += " that reviewers agree on" if resolved_only else ""
         if mentions:  # all of them outside the documents the store holds the text of
             raise KgnormError(f"no reviewed mention with a concept{what} in a stored document ({len(mentions):,} "
                               "in none: --format concept writes them); nothing written")

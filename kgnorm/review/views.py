@@ -12,7 +12,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from kgnorm.errors import KgnormError
 from kgnorm.graph.refs import ConceptRef
-from kgnorm.review.records import WITH_CONCEPT, Review
+from kgnorm.review.records import WITH_CONCEPT, WITHDRAW, Review, link_now
+from kgnorm.review.reviewers import agreement, all_reviews, conflict, reviewer_rates
 from kgnorm.stores import GraphStore, redact
 from kgnorm.stores.stages import PUBLISHED, STAGING
 
@@ -38,13 +39,17 @@ def _review(r: Review | None, pending: bool) -> dict[str, Any] | None:
     if r is None:
         return None
     return {"decision": r.decision, "concept_uid": r.concept_uid, "ontology": r.ontology, "reviewer": r.reviewer,
-            "created_at": r.created_at, "pending": pending}
+            "created_at": r.created_at, "pending": pending, "propagated_from": r.propagated_from,
+            "elapsed_ms": r.elapsed_ms}
 
 
 def _stored_review(row: Sequence[Any]) -> dict[str, Any]:
-    decision, concept, onto, reviewer, at = row
-    return {"decision": decision, "concept_uid": concept or "", "ontology": onto or "", "reviewer": reviewer or "",
-            "created_at": at or "", "pending": False}
+    decision, concept, onto, reviewer, at, *more = row
+    out = {"decision": decision, "concept_uid": concept or "", "ontology": onto or "", "reviewer": reviewer or "",
+           "created_at": at or "", "pending": False}
+    if more:  # (propagated_from, elapsed_ms) where the query reads them
+        out.update(propagated_from=more[0] or "", elapsed_ms=more[1])
+    return out
 
 
 def latest_pending(pending: Iterable[Review]) -> dict[str, Review]:
@@ -57,17 +62,18 @@ def latest_pending(pending: Iterable[Review]) -> dict[str, Review]:
 
 
 def _overlay(stored: dict[str, Any] | None, pend: Review | None) -> dict[str, Any] | None:
-    """The review that counts: a pending one newer than the stored one wins."""
+    """The review that counts: a pending one newer than the stored one wins (a pending withdrawal:
+    none counts)."""
     if pend is not None and (stored is None or pend.created_at >= stored["created_at"]):
-        return _review(pend, True)
+        return None if pend.decision == WITHDRAW else _review(pend, True)
     return stored
 
 
 def _state(review: dict[str, Any] | None, machine: str | None) -> str | None:
-    """The current concept uid: the review's (None for nil / not_a_mention), else the machine's."""
+    """The current concept uid (records.link_now): the review's (None for nil / not_a_mention), else the machine's."""
     if review is None:
         return machine
-    return (review["concept_uid"] or None) if review["decision"] in WITH_CONCEPT else None
+    return link_now(review["decision"], (review["concept_uid"], ""), ("", ""))[0] or None
 
 
 # -- documents -----------------------------------------------------------------------
@@ -189,10 +195,24 @@ def document_view(store: GraphStore, doc_id: str, pending: Sequence[Review] = ()
     names.update(concept_names(store, sorted(wanted)))
     for m in mentions.values():
         m["concept_name"] = names.get(ConceptRef(m["ontology"], m["concept"]), "") if m["concept"] else ""
+    for muid in _conflicts(store, uid, set(mentions), pending):
+        mentions[muid]["conflict"] = True
     listed = sorted(mentions.values(), key=lambda m: (m["start"] if m["start"] is not None else -1, m["end"] or 0,
                                                       m["uid"]))
     return {"doc_id": did or "", "uid": uid, "title": title or "", "text": text or "", "text_missing": not text,
             "others": others, "mentions": listed}
+
+
+def _conflicts(store: GraphStore, doc_uid: str, mentions: set[str], pending: Sequence[Review]) -> set[str]:
+    """The mentions of a document on which two reviewers' answers differ now."""
+    cols = ("mention_uid", "decision", "concept_uid", "reviewer", "created_at")
+    history: dict[str, list[dict[str, Any]]] = {}
+    for row in store.run_saved("document_reviews", {"d": doc_uid}).rows:
+        history.setdefault(row[0], []).append(dict(zip(cols, row)))
+    for r in pending:
+        if r.mention_uid in mentions:
+            history.setdefault(r.mention_uid, []).append(_review(r, True))
+    return {uid for uid, h in history.items() if uid in mentions and conflict(h)}
 
 
 def _mention(uid: str, start: Any, end: Any, typ: Any, text: Any, link: Sequence[Any] | None) -> dict[str, Any]:
@@ -200,7 +220,7 @@ def _mention(uid: str, start: Any, end: Any, typ: Any, text: Any, link: Sequence
     concept, name, score, onto = (*(link or (None, "", None)), "")[:4]
     return {"uid": uid, "start": start, "end": end, "type": typ or "", "text": text or "", "concept": None,
             "concept_name": "", "machine_concept": concept, "machine_concept_name": name or "", "score": score,
-            "machine_ontology": onto or "", "review": None}
+            "machine_ontology": onto or "", "review": None, "conflict": False}
 
 
 def _document_mentions(store: GraphStore, doc_uid: str) -> dict[str, dict[str, Any]]:
@@ -237,8 +257,7 @@ def mention_view(store: GraphStore, uid: str, pending: Sequence[Review] = (),
                  model_candidates: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A mention, its reviews (newest first) and the concepts to choose from: the model's top k when
     one is loaded, else the stored LINKED_TO ranks, each with its synonyms, definition, parents."""
-    rows = store.query("MATCH (m:Mention {uid: $m}) OPTIONAL MATCH (m)-[:`IN`]->(d:Document) "
-                       "RETURN m.uid, m.start, m.`end`, m.type, m.text, m.doc_id, d.uid LIMIT 1", {"m": uid}).rows
+    rows = store.run_saved("mention", {"m": uid}).rows
     mine = [r for r in pending if r.mention_uid == uid]
     if rows:
         _, start, end, typ, text, doc_id, doc_uid = rows[0]
@@ -249,13 +268,12 @@ def mention_view(store: GraphStore, uid: str, pending: Sequence[Review] = (),
         raise NotFound(f"no mention {uid!r}")
     links = _mention_links(store, uid)
     out = _mention(uid, start, end, typ, text, (*links[0][:3], links[0][5]) if links else None)
-    history = [_stored_review(r[:5]) | {"uid": r[5]} for r in store.query(
-        "MATCH (m:Mention {uid: $m})-[:REVIEWED]->(r:Review) "
-        "RETURN r.decision, r.concept_uid, r.ontology, r.reviewer, r.created_at, r.uid ORDER BY r.created_at DESC",
-        {"m": uid}).rows]
+    history = [_stored_review(r[:5] + r[6:]) | {"uid": r[5]}
+               for r in store.run_saved("mention_reviews", {"m": uid}).rows]
     history = sorted([_review(r, True) | {"uid": r.uid} for r in mine] + history, key=lambda r: r["created_at"],
                      reverse=True)
-    out["review"] = history[0] if history else None
+    out["review"] = history[0] if history and history[0]["decision"] != WITHDRAW else None
+    out["conflict"] = conflict(history)
     out["concept"] = _state(out["review"], out["machine_concept"])
     # the mention's ontology: its reviewed concept's, else its machine link's (what candidates and search offer)
     out["ontology"] = (out["review"] or {}).get("ontology") or out["machine_ontology"]
@@ -288,8 +306,7 @@ def _with_details(candidate: dict[str, Any], details: dict[str, Any] | None) -> 
 
 def _mention_links(store: GraphStore, uid: str) -> list[tuple[Any, ...]]:
     """(concept uid, name, score, rank, run, ontology) of a mention's LINKED_TO edges, best first, one per concept."""
-    rows = store.query("MATCH (m:Mention {uid: $m})-[l:LINKED_TO]->(c:Concept) "
-                       "RETURN c.uid, c.name, l.score, l.rank, l.run, c.ontology", {"m": uid}).rows
+    rows = store.run_saved("mention_links", {"m": uid}).rows
     rows.sort(key=lambda r: (r[3] if r[3] is not None else 1 << 30, -(r[2] or 0.0), r[0]))
     seen: set[str] = set()
     return [tuple(r) for r in rows if not (r[0] in seen or seen.add(r[0]))]
@@ -402,9 +419,7 @@ def search_concepts(store: GraphStore, prefix: str, limit: Any = 20, ontology: s
 # -- runs, orphans, reviews ------------------------------------------------------------
 def runs_view(store: GraphStore, pending: Sequence[Review] = ()) -> dict[str, Any]:
     """Every run, newest first, with the share of its rank-1 links people accepted once reviewed."""
-    rows = store.query("MATCH (r:Run) WHERE r.kind <> $s AND r.kind <> $p RETURN r.uid, r.kind, r.method, "
-                       "r.model_path, r.params_json, r.metrics_json, r.created_at ORDER BY r.created_at DESC, r.uid",
-                       {"s": STAGING, "p": PUBLISHED}).rows
+    rows = store.run_saved("runs_listed", {"staging": STAGING, "published": PUBLISHED}).rows
     tally = _review_tally(store, pending)
     runs = []
     for uid, kind, method, model, params, metrics, at in rows:
@@ -415,13 +430,13 @@ def runs_view(store: GraphStore, pending: Sequence[Review] = ()) -> dict[str, An
                      "accepted_share": accepted / reviewed if reviewed else None})
     runs += _ingest_runs(store)
     runs.sort(key=lambda r: r["created_at"], reverse=True)
-    return {"runs": runs}
+    reviews = all_reviews(store, pending)
+    return {"runs": runs, "reviewers": reviewer_rates(reviews), "agreement": agreement(reviews)}
 
 
 def _ingest_runs(store: GraphStore) -> list[dict[str, Any]]:
     """An ingest writes no Run node: its Ontology node says what was loaded, from where and when."""
-    rows = store.query("MATCH (o:Ontology) RETURN o.name, o.format, o.source_path, o.version, o.concept_count, "
-                       "o.loaded_at").rows
+    rows = store.run_saved("ontologies").rows
     return [{"uid": f"ingest:{name}", "kind": "ingest", "method": fmt or "", "model_path": "",
              "params": {"ontology": name, "source": redact(src or ""), "version": version or ""},
              "metrics": {"concepts": n}, "created_at": at or "", "reviewed": 0, "accepted": 0, "accepted_share": None}
@@ -440,19 +455,19 @@ def _review_tally(store: GraphStore, pending: Sequence[Review]) -> dict[str, tup
     review's concept is the run's)."""
     decided: dict[str, tuple[str, str]] = {}
     links: dict[str, set[tuple[str, str]]] = {}
-    for muid, run, cuid, decision, concept in store.query(
-            "MATCH (m:Mention)-[:REVIEWED]->(rv:Review) WHERE rv.current = true "
-            "MATCH (m)-[l:LINKED_TO]->(c:Concept) WHERE l.rank = 1 "
-            "RETURN m.uid, l.run, c.uid, rv.decision, rv.concept_uid", {}).rows:
+    for muid, run, cuid, decision, concept in store.run_saved("reviewed_rank1_links").rows:
         decided[muid] = (decision, concept or "")
         links.setdefault(muid, set()).add((run, cuid))
     pend = {u: r for u, r in latest_pending(pending).items() if r.added is None}
     for u, r in pend.items():
         decided[u] = (r.decision, r.concept_uid)
+        if r.decision == WITHDRAW:
+            decided.pop(u)
+            links.pop(u, None)
+    pend = {u: r for u, r in pend.items() if r.decision != WITHDRAW}
     todo = [u for u in pend if u not in links]
     if todo:
-        for muid, run, cuid in store.query("UNWIND $u AS x MATCH (m:Mention {uid: x})-[l:LINKED_TO]->(c:Concept) "
-                                           "WHERE l.rank = 1 RETURN m.uid, l.run, c.uid", {"u": todo}).rows:
+        for muid, run, cuid in store.run_saved("rank1_links", {"u": todo}).rows:
             links.setdefault(muid, set()).add((run, cuid))
     out: dict[str, list[int]] = {}
     for muid, pairs in links.items():
@@ -466,8 +481,7 @@ def _review_tally(store: GraphStore, pending: Sequence[Review]) -> dict[str, tup
 
 def orphans_view(store: GraphStore, limit: int = MAX_LISTED) -> dict[str, Any]:
     """Mentions a re-ingest left without a concept (ORPHAN_OF), with the concept they had."""
-    rows = store.query("MATCH (m:Mention)-[r:ORPHAN_OF]->(o:Ontology) RETURN m.uid, m.text, m.doc_id, r.concept_uid, "
-                       f"o.name, r.version, r.run, r.rank ORDER BY m.doc_id, m.uid, r.rank LIMIT {limit + 1}", {}).rows
+    rows = store.run_saved("all_orphans", {"limit": limit + 1}).rows
     items = [{"uid": u, "text": t or "", "doc_id": d or "", "was": was or "", "ontology": onto or "",
               "version": ver or "", "run": run or "", "rank": rank, "candidates": None}
              for u, t, d, was, onto, ver, run, rank in rows[:limit]]
@@ -492,16 +506,15 @@ def with_candidates(view: dict[str, Any], candidates: Callable[[str], list[dict[
 
 def reviews_view(store: GraphStore, pending: Sequence[Review] = ()) -> dict[str, Any]:
     """Every review, oldest first, the pending ones (not in the store yet) last and marked so."""
-    rows = store.query("MATCH (:Mention)-[:REVIEWED]->(r:Review) RETURN r.uid, r.mention_uid, r.doc_id, r.decision, "
-                       "r.concept_uid, r.ontology, r.previous_concept_uid, r.reviewer, r.created_at, r.current "
-                       "ORDER BY r.created_at, r.uid", {}).rows
-    cols = ("uid", "mention_uid", "doc_id", "decision", "concept_uid", "ontology", "previous_concept_uid",
-            "reviewer", "created_at", "current")
-    stored = [dict(zip(cols, r)) | {"pending": False} for r in rows]
+    cols = ("uid", "mention_uid", "doc_id", "mention", "decision", "concept_uid", "ontology", "previous_concept_uid",
+            "reviewer", "created_at", "current", "propagated_from", "elapsed_ms")
+    stored = sorted((dict(zip(cols, r)) | {"pending": False} for r in store.run_saved("reviews").rows),
+                    key=lambda r: (r["created_at"] or "", r["uid"]))
     newest = latest_pending(pending)
     for r in stored:
         if r["current"] and r["mention_uid"] in newest:
             r["current"] = False
     extra = [{k: v for k, v in r.record().items() if k != "added"} | {
-        "current": newest[r.mention_uid] is r, "pending": True, "added": r.added is not None} for r in pending]
+        "current": newest[r.mention_uid] is r and r.decision != WITHDRAW, "pending": True,
+        "added": r.added is not None} for r in pending]
     return {"reviews": stored + extra}

@@ -10,8 +10,10 @@ from starlette.routing import Route
 
 from kgnorm.errors import InputError
 from kgnorm.review import views
+from kgnorm.review.queue import queue_view
 from kgnorm.review.records import AddedMention, Review
 from kgnorm.serve.guard import check_token, read_json
+from kgnorm.serve.highlight import mark_classes
 from kgnorm.serve.state import Served, json_response
 
 MAX_FIELD = 1000  # characters of a string field in a request
@@ -33,6 +35,28 @@ def _int(body: dict[str, Any], key: str) -> int:
     return value
 
 
+def _bool(body: dict[str, Any], key: str) -> bool:
+    value = body.get(key, False)
+    if not isinstance(value, bool):
+        raise InputError(f"{key!r} must be true or false")
+    return value
+
+
+def _elapsed(body: dict[str, Any]) -> int | None:
+    """The page's milliseconds from opening the mention to deciding it (absent: not measured)."""
+    return None if body.get("elapsed_ms") is None else _int(body, "elapsed_ms")
+
+
+def queue_routes(s: Served) -> list[Route]:
+    """GET /api/queue: the review queue (kgnorm.review.queue)."""
+    async def queue(request: Request) -> JSONResponse:
+        p = request.query_params
+        return json_response(await s.view(queue_view, p.get("limit", 50), p.get("order", "uncertain"),
+                                          p.get("type", ""), p.get("seed", 0), pending=True))
+
+    return [Route("/api/queue", queue)]
+
+
 def read_routes(s: Served) -> list[Route]:
     async def documents(request: Request) -> JSONResponse:
         p = request.query_params
@@ -40,7 +64,10 @@ def read_routes(s: Served) -> list[Route]:
                                           p.get("q", ""), p.get("concept", ""), pending=True))
 
     async def document(request: Request) -> JSONResponse:
-        return json_response(await s.view(views.document_view, request.path_params["doc_id"], pending=True))
+        doc = await s.view(views.document_view, request.path_params["doc_id"], pending=True)
+        for m in doc["mentions"]:  # the page's marks take these classes as they are (kgnorm.serve.highlight)
+            m["classes"] = mark_classes(m)
+        return json_response(doc)
 
     async def mention(request: Request) -> JSONResponse:
         uid = request.path_params["uid"]
@@ -85,7 +112,8 @@ def write_routes(s: Served) -> list[Route]:
         body = await read_json(request)
         uid = request.path_params["uid"]
         r = await s.call(s.desk.record, uid, _str(body, "decision"), _str(body, "concept"),
-                         reviewer=_str(body, "reviewer") or s.reviewer, ontology=_str(body, "ontology"))
+                         reviewer=_str(body, "reviewer") or s.reviewer, ontology=_str(body, "ontology"),
+                         elapsed_ms=_elapsed(body), apply_to_same_text=_bool(body, "apply_to_same_text"))
         return json_response(await _answer(s, r))
 
     async def add_mention(request: Request) -> JSONResponse:
@@ -95,7 +123,7 @@ def write_routes(s: Served) -> list[Route]:
         decision = _str(body, "decision") or ("concept" if concept else "nil")
         added = await s.view(_added, request.path_params["doc_id"], start, end, _str(body, "type"))
         r = await s.call(s.desk.record, added.uid, decision, concept, reviewer=_str(body, "reviewer") or s.reviewer,
-                         ontology=_str(body, "ontology"), added=added)
+                         ontology=_str(body, "ontology"), added=added, elapsed_ms=_elapsed(body))
         return json_response(await _answer(s, r), status_code=201)
 
     return [Route("/api/mentions/{uid:path}/review", review, methods=["POST"]),
@@ -104,9 +132,18 @@ def write_routes(s: Served) -> list[Route]:
 
 async def _answer(s: Served, review: Review) -> dict[str, Any]:
     """The review record as the API returns it: pending when it waits for the store."""
-    waiting = {p.uid for p in await s.call(s.desk.pending)}
+    waiting = await s.call(s.desk.pending)
+    copies = sum(1 for p in waiting if p.propagated_from == review.uid)
+    if review.uid not in {p.uid for p in waiting}:
+        copies = await s.view(_copies, review.uid)
     return {k: v for k, v in review.record().items() if k != "added"} | {
-        "pending": review.uid in waiting, "added": review.added.uid if review.added else None}
+        "pending": review.uid in {p.uid for p in waiting}, "added": review.added.uid if review.added else None,
+        "propagated": copies}
+
+
+def _copies(store: Any, review_uid: str) -> int:
+    """How many stored reviews copy this one (apply_to_same_text)."""
+    return int(store.run_saved("review_copies", {"r": review_uid}).rows[0][0] or 0)
 
 
 def _added(store: Any, doc_id: str, start: int, end: int, typ: str) -> AddedMention:

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kgnorm.errors import InputError, KgnormError
 from kgnorm.review.desk import ReviewDesk
 from kgnorm.review.views import NotFound
-from kgnorm.serve.api import read_routes, write_routes
+from kgnorm.serve.api import queue_routes, read_routes, write_routes
 from kgnorm.serve.guard import SecurityHeaders
 from kgnorm.serve.pages import error_page, page_routes
 from kgnorm.serve.state import Served, json_response
@@ -38,7 +38,7 @@ def create_app(desk: ReviewDesk, token: str, *, read_only: bool = False, reviewe
     if not read_only and len(token) < 16:
         raise ValueError("a writing app needs a token of at least 16 characters")
     s = Served(desk, token, read_only or bool(getattr(desk, "read_only", False)), reviewer.strip()[:200])
-    routes = [*([] if s.read_only else write_routes(s)), *read_routes(s), *page_routes(s),
+    routes = [*([] if s.read_only else write_routes(s)), *queue_routes(s), *read_routes(s), *page_routes(s),
               Mount("/static", StaticFiles(directory=str(STATIC)), name="static")]
     middleware = [Middleware(SecurityHeaders), Middleware(_Contained)]
     if allowed_hosts:

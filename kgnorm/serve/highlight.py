@@ -47,8 +47,9 @@ def type_legend(mentions: Sequence[dict[str, Any]]) -> list[tuple[str, str, int]
 
 def mark_classes(m: dict[str, Any]) -> list[str]:
     """State classes of a mention: reviewed (and pending while not in the store yet), nil (no concept
-    now), low (a machine link scored below LOW_SCORE)."""
-    out = []
+    now), low (a machine link scored below LOW_SCORE), conflict (two reviewers' answers differ). The
+    page's script takes these from /api/documents as they are: the rule lives here only."""
+    out = ["conflict"] if m.get("conflict") else []
     review = m.get("review")
     if review:
         out += ["reviewed", "pending"] if review.get("pending") else ["reviewed"]

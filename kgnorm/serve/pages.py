@@ -15,6 +15,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from kgnorm.review import views
+from kgnorm.review.queue import ORDERS, queue_view
 from kgnorm.serve.api import orphans_with_candidates
 from kgnorm.serve.highlight import LOW_SCORE, mark_classes, placed, segments, type_legend
 from kgnorm.serve.state import Served
@@ -30,6 +31,7 @@ def templates() -> Jinja2Templates:
     env.filters["q"] = lambda s: quote(str(s), safe="")
     env.filters["score"] = lambda x: "" if x is None else f"{x:.3g}"
     env.filters["share"] = lambda x: "" if x is None else f"{100 * x:.0f}%"
+    env.filters["rate"] = lambda x: "—" if x is None else f"{x:.0f}"
     env.filters["state"] = lambda m: " ".join(mark_classes(m))
     return Jinja2Templates(env=env)
 
@@ -64,13 +66,20 @@ def page_routes(s: Served) -> list[Route]:
         return render(request, "concept.html", c=c)
 
     async def runs(request: Request) -> Response:
-        return render(request, "runs.html", runs=(await s.view(views.runs_view, pending=True))["runs"])
+        return render(request, "runs.html", **await s.view(views.runs_view, pending=True))
+
+    async def queue(request: Request) -> Response:
+        p = request.query_params
+        order, typ = p.get("order", "uncertain"), p.get("type", "")
+        q = await s.view(queue_view, p.get("limit", 50), order, typ, p.get("seed", 0), pending=True)
+        return render(request, "queue.html", q=q, orders=ORDERS)
 
     async def orphans(request: Request) -> Response:
         return render(request, "orphans.html", view=await orphans_with_candidates(s))
 
     return [Route("/", home), Route("/documents", documents), Route("/documents/{doc_id:path}", document),
-            Route("/concepts/{uid:path}", concept), Route("/runs", runs), Route("/orphans", orphans)]
+            Route("/concepts/{uid:path}", concept), Route("/runs", runs), Route("/orphans", orphans),
+            Route("/queue", queue)]
 
 
 def error_page(request: Request, status: int, message: str) -> Response:

@@ -5,7 +5,6 @@
   const meta = (name) => { const m = document.querySelector('meta[name="' + name + '"]'); return m ? m.content : ""; };
   const TOKEN = meta("kgnorm-token");
   const READ_ONLY = meta("kgnorm-read-only") === "1";
-  const LOW = parseFloat(meta("kgnorm-low-score")) || 0.5;
   const STORED_NAME = "kgnorm-reviewer";
   const enc = encodeURIComponent;
 
@@ -42,9 +41,12 @@
     return data;
   }
 
-  const doc = document.getElementById("doc");
+  // the document page (#doc) and the review queue (#queue) share the panel and the keys
+  const doc = document.getElementById("doc") || document.getElementById("queue");
   if (!doc) return;
+  const QUEUE = doc.id === "queue";
   const docUid = doc.dataset.doc;
+  let openedAt = 0;  // when the current mention was opened: a decision sends the milliseconds since
   const panel = document.getElementById("panel");
   const textRoot = document.getElementById("doctext");
   let current = null;
@@ -61,28 +63,36 @@
     doc.querySelectorAll("#doctext mark." + CSS.escape(box.dataset.typeClass)).forEach((e) => e.classList.toggle("filtered", !box.checked));
   }));
 
-  function stateClasses(m) {
-    const out = [];
-    if (m.review) out.push(...(m.review.pending ? ["reviewed", "pending"] : ["reviewed"]));
-    if (!m.concept) out.push("nil");
-    else if (!m.review && m.score !== null && m.score < LOW) out.push("low");
-    return out;
-  }
   function title(m) {
     let t = m.concept ? m.concept_name + " (" + m.concept + ")" : "no concept (nil)";
     if (m.review) t += " - " + m.review.decision + (m.review.reviewer ? " by " + m.review.reviewer : "") + (m.review.pending ? " (pending)" : "");
     return (m.type || "mention") + ": " + t;
   }
 
-  async function refresh() {
+  async function refresh(uid, rec) {
+    if (QUEUE) return refreshQueue(uid, rec);
     const d = await api("GET", "/api/documents/" + enc(docUid));
-    for (const m of d.mentions) {
+    for (const m of d.mentions) {  // m.classes: the server's rule (kgnorm.serve.highlight.mark_classes)
       marks(m.uid).forEach((e) => {
-        e.classList.remove("reviewed", "pending", "nil", "low");
-        stateClasses(m).forEach((c) => e.classList.add(c));
+        e.classList.remove("reviewed", "pending", "nil", "low", "conflict");
+        m.classes.forEach((c) => e.classList.add(c));
         if (e.tagName === "MARK") e.title = title(m);
       });
     }
+  }
+
+  async function refreshQueue(uid, rec) {
+    marks(uid).forEach((e) => e.classList.toggle("done", rec.decision !== "withdraw"));
+    progress().catch((e) => { const msg = document.getElementById("panel-msg"); if (msg) msg.textContent = e.message; });
+  }
+
+  async function progress() {  // not awaited: on a big store the count takes seconds, the next text must not wait
+    const q = await api("GET", "/api/queue?limit=1&order=" + enc(doc.dataset.order) + "&type=" + enc(doc.dataset.type));
+    const set = (id, v) => { const e = document.getElementById(id); if (e) e.textContent = v; };
+    set("n-reviewed", q.progress.reviewed);
+    set("n-mentions", q.progress.mentions);
+    set("n-forms", q.forms);
+    if (q.progress.predicted_wrong_share !== null) set("wrong-share", Math.round(100 * q.progress.predicted_wrong_share) + "%");
   }
 
   function select(uid) {
@@ -92,6 +102,7 @@
     ms.forEach((e) => e.classList.add("selected"));
     if (ms.length) ms[0].scrollIntoView({ block: "nearest" });
     history.replaceState(null, "", "#m=" + enc(uid));
+    openedAt = performance.now();
     showPanel(uid);
   }
 
@@ -129,13 +140,15 @@
       el("p", { class: "muted", text: "machine: " + (m.machine_concept ? m.machine_concept_name + " (" + m.machine_concept + ") score " + (m.score === null ? "?" : Number(m.score).toPrecision(3)) : "nil") }),
     ];
     if (m.review) parts.push(el("p", { text: "reviewed: " + m.review.decision + (m.review.reviewer ? " by " + m.review.reviewer : "") + (m.review.pending ? " (pending: the store is busy)" : "") }));
+    if (m.conflict) parts.push(el("p", { class: "conflict", text: "reviewers disagree on this mention (see the history)" }));
     const also = Array.from(marks(m.uid)).flatMap((e) => (e.dataset.also ? JSON.parse(e.dataset.also) : []));
     if (also.length) parts.push(el("p", { class: "muted" }, "also here: ", ...[...new Set(also)].map((u) => el("a", { href: "#", text: u + " ", on: { click: (e) => { e.preventDefault(); select(u); } } }))));
     if (!READ_ONLY) {
       parts.push(el("div", { class: "actions" },
         el("button", { type: "button", text: "Accept (a)", disabled: !m.concept, on: { click: () => decide("accept") } }),
         el("button", { type: "button", text: "Nil (x)", on: { click: () => decide("nil") } }),
-        el("button", { type: "button", text: "Not a mention (n)", on: { click: () => decide("not_a_mention") } })), msg);
+        el("button", { type: "button", text: "Not a mention (n)", on: { click: () => decide("not_a_mention") } }),
+        m.review ? el("button", { type: "button", id: "withdraw", text: "Withdraw review (u)", on: { click: () => decide("withdraw") } }) : null), msg);
     }
     parts.push(el("h3", { text: "Candidates" + (m.candidates_from === "model" ? " (model)" : "") }));
     parts.push(el("ul", { class: "cands" }, ...m.candidates.map((c) => candidate(c, c.uid === m.concept))));
@@ -155,17 +168,22 @@
       });
       parts.push(el("h3", { text: "Another concept" + (m.ontology ? " (" + m.ontology + ")" : "") }), box, results);
     }
-    if (m.reviews.length) parts.push(el("h3", { text: "History" }), el("ul", {}, ...m.reviews.map((r) => el("li", { class: "muted", text: r.created_at.slice(0, 19) + " " + r.decision + (r.concept_uid ? " " + r.concept_uid : "") + (r.reviewer ? " by " + r.reviewer : "") + (r.pending ? " (pending)" : "") }))));
+    if (m.reviews.length) parts.push(el("h3", { text: "History (newest first)" }), el("ul", { id: "history" }, ...m.reviews.map((r) => el("li", { class: "muted", text: r.created_at.slice(0, 19).replace("T", " ") + " " + r.decision + (r.concept_uid ? " " + r.concept_uid : "") + " by " + (r.reviewer || "(no name)") + (r.propagated_from ? " (same text)" : "") + (r.elapsed_ms !== null && r.elapsed_ms !== undefined ? " in " + (r.elapsed_ms / 1000).toFixed(1) + " s" : "") + (r.pending ? " (pending)" : "") }))));
     panel.replaceChildren(...parts);
   }
 
   async function decide(decision, concept, ontology) {
     if (READ_ONLY || !current) return;
     const uid = current;
+    const body = { decision: decision, concept: concept || "", ontology: ontology || "", reviewer: reviewer(),
+                   elapsed_ms: Math.max(0, Math.round(performance.now() - openedAt)) };
+    const same = document.getElementById("same-text");
+    if (QUEUE && same && same.checked && decision !== "withdraw") body.apply_to_same_text = true;
     try {
-      await api("POST", "/api/mentions/" + enc(uid) + "/review", { decision: decision, concept: concept || "", ontology: ontology || "", reviewer: reviewer() });
-      await refresh();
-      if (current === uid) await showPanel(uid);
+      const rec = await api("POST", "/api/mentions/" + enc(uid) + "/review", body);
+      await refresh(uid, rec);
+      if (QUEUE && decision !== "withdraw") { if (current === uid) move(1, true); }
+      else if (current === uid) { openedAt = performance.now(); await showPanel(uid); }
     } catch (e) {
       const msg = document.getElementById("panel-msg");
       if (msg) msg.textContent = e.message;
@@ -178,6 +196,8 @@
   });
 
   doc.addEventListener("click", (e) => {
+    const link = e.target.closest("a[href]");
+    if (link && !link.dataset.mention) return;  // a link in a queue row: follow it
     const m = e.target.closest("[data-mention]");
     if (!m || !doc.contains(m) || m.classList.contains("filtered")) return;
     const sel = window.getSelection();
@@ -221,10 +241,15 @@
     });
   }
 
-  function move(step) {
+  function move(step, undone) {
     const all = order();
     if (!all.length) return;
     const i = all.indexOf(current);
+    if (undone) {  // the queue after a decision: the next text not decided yet, or stay
+      const next = all.slice(i + 1).concat(all.slice(0, i + 1)).find((u) => !marks(u)[0].classList.contains("done"));
+      if (next) select(next); else showPanel(current);
+      return;
+    }
     select(all[i < 0 ? (step > 0 ? 0 : all.length - 1) : (i + step + all.length) % all.length]);
   }
 
@@ -232,7 +257,7 @@
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     const t = e.target;
     if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
-    const keys = { a: "accept", x: "nil", n: "not_a_mention" };
+    const keys = { a: "accept", x: "nil", n: "not_a_mention", u: "withdraw" };
     if (e.key === "j" || e.key === "k") { e.preventDefault(); move(e.key === "j" ? 1 : -1); }
     else if (e.key === "Escape") { panel.hidden = true; current = null; doc.querySelectorAll(".selected").forEach((x) => x.classList.remove("selected")); }
     else if (keys[e.key] && current && !READ_ONLY) { e.preventDefault(); decide(keys[e.key]); }
