@@ -85,9 +85,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
     ``auto`` drops the mentions whose confidence (kgnorm.nil.confidence) is under the threshold
     `kgnorm calibrate` fitted for this detector and linking model, and keeps every mention when it
     fitted none; a number is that threshold instead; None or ``off`` keeps every mention (each
-    still gets its confidence where one was fitted). `dictionary_evidence`: a span the dictionary
-    tagger matched to one concept's name is linked to it (kgnorm.linking.evidence; None: the
-    detector's ``evidence_by_default``)."""
+    still gets its confidence where one was fitted). `dictionary_evidence`: kgnorm.linking.evidence
+    (None: the detector's ``evidence_by_default``)."""
     from kgnorm.documents.readers import input_digest, read_documents
     from kgnorm.documents.writers import document_writer
     from kgnorm.jobs.batch_work import AnnotateBatchWork
@@ -109,10 +108,7 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
         plan = overlap_plan(overlap if engine == "local" else False, threads)
         detector, ner_label = detector_for_engine(ner, session, engine, precision, plan.threads)
         plan = _plan_for(detector, plan, overlap, threads)
-        if consistency is None:  # what won on dev for this kind of detector (benchmarks/LOG.md, "annotate")
-            consistency = bool(getattr(detector, "consistency_by_default", False))
-        if dictionary_evidence is None:
-            dictionary_evidence = bool(getattr(detector, "evidence_by_default", False))
+        consistency, dictionary_evidence = _detector_defaults(detector, consistency, dictionary_evidence)
         linking = open_linking_model(model, engine=engine, nil_threshold=nil_threshold, nil_dev=nil_dev, store=session)
         report.notes += [linking.nil.note] if linking.nil.note else []
         confidence = mention_confidence(ner, linking.label, linking.meta, min_confidence, report.notes)
@@ -146,6 +142,16 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
     if report.n_documents == 0:
         report.notes.append(f"{label}: no document with text" + (f" ({report.n_empty} empty)" if report.n_empty else ""))
     return report
+
+
+def _detector_defaults(detector: Any, consistency: bool | None, evidence: bool | None) -> tuple[bool, bool]:
+    """Document consistency and dictionary evidence as asked, else what won on dev for this kind of
+    detector (benchmarks/LOG.md, "annotate" and "HPO without a corpus")."""
+    if consistency is None:
+        consistency = bool(getattr(detector, "consistency_by_default", False))
+    if evidence is None:
+        evidence = bool(getattr(detector, "evidence_by_default", False))
+    return consistency, evidence
 
 
 def _check_options(top_k: int, batch_docs: int, write_batch: int, output_format: str | None) -> None:
