@@ -53,6 +53,11 @@ def annotate_cmd(
                                  "this probability. auto: the threshold `kgnorm calibrate` chose on dev for this "
                                  "detector and linking model (every mention kept when it fitted none); off: keep "
                                  "every mention.")] = "auto",
+    dictionary_evidence: Annotated[Optional[bool], typer.Option(
+        "--dictionary-evidence/--no-dictionary-evidence",
+        help="With the dictionary tagger: a span whose matched name names one concept is linked to it (several: "
+             "the linker chooses among them). Default: on with the dictionary tagger (what won on dev, "
+             "benchmarks/LOG.md).", show_default=False)] = None,
     store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False,
     engine: EngineOpt = "local", workers: WorkersOpt = 2, ray_address: RayAddressOpt = None,
 ) -> None:
@@ -68,7 +73,7 @@ def annotate_cmd(
                                 nil_dev=nil_dev, batch_docs=batch_size, lock_timeout=lock_timeout,
                                 progress=not quiet, engine=engine, ray=RayOptions(workers=workers, address=ray_address),
                                 ner_precision=ner_precision, threads=threads, overlap=overlap,
-                                min_confidence=min_confidence)
+                                min_confidence=min_confidence, dictionary_evidence=dictionary_evidence)
     print_report(report, quiet)
 
 

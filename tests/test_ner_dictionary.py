@@ -75,3 +75,56 @@ def test_word_variants_learnt_from_the_ontology_meet_another_word_order() -> Non
     assert [t for _, _, t in spans(d, "Two nasal abnormalities were seen.")] == ["nasal abnormalities"]
     plain = DictionaryDetector(n for c in concepts for n in c.all_names())  # no variants without concepts
     assert spans(plain, "Two nasal abnormalities were seen.") == []
+
+
+def test_spans_say_which_concepts_their_name_names() -> None:
+    d = DictionaryDetector([("Renal cyst", "X:1"), ("Kidney cyst", "X:1"), ("Fever", "X:2"), ("Fever", "X:3"),
+                            ("Abnormality of the thumb", "X:4")], ontology="t")
+    (found,) = d.detect(["Renal cysts, fever and thumb abnormalities."])
+    got = [(s.text, [c.uid for c in s.concepts], s.name, s.exact) for s in found]
+    assert got == [("Renal cysts", ["X:1"], "Renal cyst", True), ("fever", ["X:2", "X:3"], "Fever", True),
+                   ("thumb abnormalities", ["X:4"], "Abnormality of the thumb", False)]
+    assert {c.ontology for s in found for c in s.concepts} == {"t"}
+    # names without their concepts: spans with none, as before
+    assert [s.concepts for s in DictionaryDetector(["Fever"]).detect(["fever"])[0]] == [()]
+
+
+def _snapshot(rows: list[tuple[str, str, list[str], str | None]]) -> OntologySnapshot:
+    concepts = [ConceptNames(uid, name, syns, []) for uid, name, syns, _ in rows]
+    return OntologySnapshot("t", "1", concepts, [(uid, parent) for uid, _, _, parent in rows if parent])
+
+
+def test_a_modifier_the_ontology_puts_before_a_parent_name_may_be_left_out() -> None:
+    snap = _snapshot([("X:0", "Abnormality", [], None),
+                      ("X:1", "Fever", [], "X:0"), ("X:2", "Recurrent fever", [], "X:1"),
+                      ("X:3", "Cough", [], "X:0"), ("X:4", "Recurrent cough", [], "X:3"),
+                      ("X:5", "Skin abnormality", [], "X:0"), ("X:6", "Recurrent skin lesion", [], "X:5"),
+                      ("X:7", "Recurrent kidney stone", [], "X:0"), ("X:8", "Kidney stone", [], "X:0")])
+    d = DictionaryDetector.from_snapshot(snap, modifiers=False)
+    assert d.learn_modifiers({c.uid: c.all_names() for c in snap.concepts}, snap.is_a, min_count=2) == ["recurrent"]
+    (found,) = d.detect(["Skin lesions, kidney stones and recurrent coughs."])
+    got = [(s.text, [c.uid for c in s.concepts], s.exact) for s in found]
+    # "skin lesion" is no name: it is "Recurrent skin lesion" without its modifier; "kidney stone" is a name
+    assert got == [("Skin lesions", ["X:6"], False), ("kidney stones", ["X:8"], True),
+                   ("recurrent coughs", ["X:4"], True)]
+    once = DictionaryDetector.from_snapshot(snap, modifiers=False)
+    assert once.learn_modifiers({c.uid: c.all_names() for c in snap.concepts}, snap.is_a, min_count=3) == []
+
+
+def test_a_name_of_a_concept_and_of_its_descendant_names_the_ancestor() -> None:
+    snap = _snapshot([("X:1", "Abnormality of the ear", ["Ear anomaly"], None),
+                      ("X:2", "Abnormality of the outer ear", ["Ear anomalies"], "X:1"),
+                      ("X:3", "Otitis", ["Ear anomaly"], None)])
+    d = DictionaryDetector.from_snapshot(snap)
+    (found,) = d.detect(["ear anomalies"])
+    # the child's synonym says no more than its parent's; an unrelated concept with the name stays
+    assert [c.uid for c in found[0].concepts] == ["X:1", "X:3"]
+
+
+def test_commas_hyphenated_acronyms_and_participles() -> None:
+    d = DictionaryDetector(["Cleft lip", "Diabetes mellitus, type 2", "S4", "Bridged sella turcica", "Ordering"])
+    text = "Clefts, lip pits and cleft lips; diabetes mellitus, type 2. L5-S4 spina bifida; an S4 gallop."
+    assert [t for _, _, t in spans(d, text)] == ["cleft lips", "diabetes mellitus, type 2", "S4"]
+    # a participle meets another in the other-word-order matching only (two content words or more)
+    assert [t for _, _, t in spans(d, "Bridging of the sella turcica, in order.")] == ["Bridging of the sella turcica"]
+    assert spans(DictionaryDetector(["Bridged sella turcica"], participles=False), "bridging of sella turcica") == []

@@ -71,7 +71,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
                        write_batch: int = 20_000, lock_timeout: float = 30.0, progress: bool = True,
                        collect: bool = False, engine: str = "local", ray: Any = None,
                        ner_precision: str | None = None, threads: int | None = None,
-                       overlap: bool | None = None, min_confidence: float | str | None = "auto") -> AnnotateReport:
+                       overlap: bool | None = None, min_confidence: float | str | None = "auto",
+                       dictionary_evidence: bool | None = None) -> AnnotateReport:
     """Annotate the documents of `input`; see the module docstring. `model`: a linking model's directory,
     or a router's meta (kgnorm.methods.router: one linker per type). `top_k`: ranks stored as
     LINKED_TO edges (outputs carry rank 1). `engine="ray"`: each batch is detected and linked by
@@ -84,7 +85,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
     ``auto`` drops the mentions whose confidence (kgnorm.nil.confidence) is under the threshold
     `kgnorm calibrate` fitted for this detector and linking model, and keeps every mention when it
     fitted none; a number is that threshold instead; None or ``off`` keeps every mention (each
-    still gets its confidence where one was fitted)."""
+    still gets its confidence where one was fitted). `dictionary_evidence`: kgnorm.linking.evidence
+    (None: the detector's ``evidence_by_default``)."""
     from kgnorm.documents.readers import input_digest, read_documents
     from kgnorm.documents.writers import document_writer
     from kgnorm.jobs.batch_work import AnnotateBatchWork
@@ -106,19 +108,19 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
         plan = overlap_plan(overlap if engine == "local" else False, threads)
         detector, ner_label = detector_for_engine(ner, session, engine, precision, plan.threads)
         plan = _plan_for(detector, plan, overlap, threads)
-        if consistency is None:  # what won on dev for this kind of detector (benchmarks/LOG.md, "annotate")
-            consistency = bool(getattr(detector, "consistency_by_default", False))
+        consistency, dictionary_evidence = _detector_defaults(detector, consistency, dictionary_evidence)
         linking = open_linking_model(model, engine=engine, nil_threshold=nil_threshold, nil_dev=nil_dev, store=session)
         report.notes += [linking.nil.note] if linking.nil.note else []
         confidence = mention_confidence(ner, linking.label, linking.meta, min_confidence, report.notes)
         if write:
             check_ontology(session, linking.meta, report.notes)
         refinements, tagger = dictionary_tagger_for(detector, session, linking.type_ontologies, report.notes)
-        run = _run_record(linking, ner_label, digest, label, top_k, consistency, refinements, precision, confidence)
+        run = _run_record(linking, ner_label, digest, label, top_k, consistency, refinements, precision, confidence,
+                          dictionary_evidence)
         # rank 2 is read for the confidence's margin; outputs and edges keep top_k
         work = AnnotateBatchWork(detector, linking.source, linking.pipeline, consistency,
                                  linking.link_kw(max(top_k, 2), 256), dictionary_tagger=tagger,
-                                 ner_precision=precision, confidence=confidence)
+                                 ner_precision=precision, confidence=confidence, evidence=dictionary_evidence)
         started = time.perf_counter()
         stack.enter_context(torch_threads(plan.threads if engine == "local" else None))
         out = StreamedRun(stack, output=output, session=session, run=run if write else None,
@@ -140,6 +142,16 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
     if report.n_documents == 0:
         report.notes.append(f"{label}: no document with text" + (f" ({report.n_empty} empty)" if report.n_empty else ""))
     return report
+
+
+def _detector_defaults(detector: Any, consistency: bool | None, evidence: bool | None) -> tuple[bool, bool]:
+    """Document consistency and dictionary evidence as asked, else what won on dev for this kind of
+    detector (benchmarks/LOG.md, "annotate" and "HPO without a corpus")."""
+    if consistency is None:
+        consistency = bool(getattr(detector, "consistency_by_default", False))
+    if evidence is None:
+        evidence = bool(getattr(detector, "evidence_by_default", False))
+    return consistency, evidence
 
 
 def _check_options(top_k: int, batch_docs: int, write_batch: int, output_format: str | None) -> None:
@@ -177,7 +189,7 @@ def _plan_for(detector: Any, plan: Any, overlap: bool | None, threads: int | Non
 
 
 def _run_record(linking: Any, ner_label: str, digest: str, label: str, top_k: int, consistency: bool,
-                refinements: Any, precision: str | None, confidence: Any) -> Any:
+                refinements: Any, precision: str | None, confidence: Any, evidence: bool = False) -> Any:
     """The annotate Run. Its key names the detector as the command does, not its content: annotating
     the same input again after the dictionary's ontology or the detector directory changed replaces it."""
     if confidence is None:
@@ -192,7 +204,7 @@ def _run_record(linking: Any, ner_label: str, digest: str, label: str, top_k: in
     # "ner_levers": the key Runs have always recorded a trained detector's span refinements under
     params = {"input": label, "ner": ner_label, "write_top_k": top_k, "consistency": consistency,
               **({"ner_levers": refinements.label(), "ner_precision": precision} if refinements is not None else {}),
-              "nil_threshold": nil.threshold, **nil.params, **threshold}
+              "nil_threshold": nil.threshold, **nil.params, **threshold, "dictionary_evidence": evidence}
     return linking.run_record("annotate", key, params)
 
 

@@ -114,15 +114,24 @@ def detect_batch(detector: MentionDetector, consistency: bool, batch: list[TextD
 
 
 def link_found(linker: PartLinker, pipeline: TextPipeline, consistency: bool, link_kw: dict[str, Any],
-               found: DocumentsFound, confidence: Confidences | None = None) -> DocumentsDone:
+               found: DocumentsFound, confidence: Confidences | None = None, evidence: bool = False) -> DocumentsDone:
     """Link a detected batch (with `consistency`, one concept per string in a document). The second
     stage of annotate_batch. With a fitted `confidence` for a mention's type (kgnorm.nil.confidence_for),
-    the mention gets its probability and is dropped under the threshold (counted in ``dropped``)."""
+    the mention gets its probability and is dropped under the threshold (counted in ``dropped``). With
+    `evidence`, a span whose dictionary match names its concept(s) is linked to them
+    (kgnorm.linking.evidence.prefer_named), unless it is a short form its document defines ("DM" is
+    MEDIC's name of one disease, and in an abstract on myotonic dystrophy, that)."""
     from kgnorm.linking.consistency import harmonize_document
+    from kgnorm.linking.evidence import prefer_named
     from kgnorm.linking.linker import link_stream
 
     done = DocumentsDone([[] for _ in range(found.n_docs)], propagated=found.propagated)
-    for i, span, lm in zip(found.owner, found.spans, link_stream(linker, pipeline, found.items, **link_kw)):
+    named: list[tuple[Any, Span]] = []
+    for i, span, (_, abbr), lm in zip(found.owner, found.spans, found.items,
+                                      link_stream(linker, pipeline, found.items, **link_kw)):
+        # a composite's parts are no one name; a short form the document defines means what it defines
+        if evidence and span.concepts and len(lm.parts) == 1 and span.text not in abbr:
+            named.append((lm, span))
         lm.features = mention_features(span.score, span.source, lm.parts)
         fitted = confidence_for(confidence, lm.mention.type)
         if fitted is not None:
@@ -133,15 +142,18 @@ def link_found(linker: PartLinker, pipeline: TextPipeline, consistency: bool, li
         done.linked[i].append(lm)
     if consistency:
         done.harmonized = sum(harmonize_document(lms) for lms in done.linked)
+    # after the document's vote, which weighs the linker's scores: the name the text says decides
+    for lm, span in named:
+        lm.parts[0] = prefer_named(lm.parts[0], span.concepts, span.name)
     return done
 
 
 def annotate_batch(detector: MentionDetector, linker: PartLinker, pipeline: TextPipeline, consistency: bool,
                    link_kw: dict[str, Any], batch: list[TextDocument],
-                   confidence: Confidences | None = None) -> DocumentsDone:
+                   confidence: Confidences | None = None, evidence: bool = False) -> DocumentsDone:
     """Find the mentions of a batch of documents and link them: detect_batch, then link_found."""
     return link_found(linker, pipeline, consistency, link_kw, detect_batch(detector, consistency, batch),
-                      confidence)
+                      confidence, evidence)
 
 
 @dataclass
@@ -158,19 +170,20 @@ class AnnotateBatchWork:
     dictionary_tagger: Any = None  # a trained detector's `dictionary` refinement's tagger (built by the driver)
     ner_precision: str | None = None  # a trained detector's path (kgnorm.methods.ner.runtime), loaded by a worker
     confidence: Confidences | None = None  # the fitted mention confidence by type (kgnorm calibrate), if any
+    evidence: bool = False  # a dictionary match's concepts ranked first (kgnorm.linking.evidence)
 
     def bind(self, detector: MentionDetector, linker: PartLinker) -> Any:
         if self.dictionary_tagger is not None:  # the dictionary refinement, in-process and in each Ray worker alike
             detector.dictionary_tagger = self.dictionary_tagger  # type: ignore[attr-defined]
         return partial(annotate_batch, detector, linker, self.pipeline, self.consistency, self.link_kw,
-                       confidence=self.confidence)
+                       confidence=self.confidence, evidence=self.evidence)
 
     def stages(self, detector: MentionDetector, linker: PartLinker) -> tuple[Any, Any]:
         """(detect, link) of one batch, the two halves of `bind`'s function (kgnorm.jobs.overlap)."""
         self.bind(detector, linker)
         return (partial(detect_batch, detector, self.consistency),
                 partial(link_found, linker, self.pipeline, self.consistency, self.link_kw,
-                        confidence=self.confidence))
+                        confidence=self.confidence, evidence=self.evidence))
 
     def open(self) -> Any:
         from kgnorm.jobs.detectors import build_detector

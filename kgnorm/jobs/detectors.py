@@ -255,8 +255,9 @@ def trained_ner(arg: str, ctx: DetectorContext) -> tuple[Any, str]:
 
 for _entry in (
     DetectorKind("dictionary", "kgnorm.jobs.detectors:dictionary", arg="ONTOLOGY",
-                 help="An ontology's names in the store, longest match on word boundaries, plurals folded; "
-                      "no training. dictionary:ONTOLOGY,root=UID,type=TYPE keeps the concepts under UID and "
+                 help="An ontology's names in the store, longest match on word boundaries, plurals folded, "
+                      "other word orders, learnt word variants and modifiers; each span says which concept(s) its "
+                      "name names; no training. dictionary:ONTOLOGY,root=UID,type=TYPE keeps the concepts under UID and "
                       "names the mentions' type (defaults: HPO's ids give Phenotype under HP:0000118, "
                       "else Disease, whole ontology)."),
     DetectorKind("ner", "kgnorm.jobs.detectors:trained_ner", directory=True,

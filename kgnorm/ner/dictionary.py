@@ -13,11 +13,21 @@ Guards against the false positives a naive matcher makes:
   them as an acronym ("ALL", "MS");
 - a short name (at most ``short_length`` characters) matches only with the letter case one of
   its dictionary forms has: "ALL" (acute lymphoblastic leukaemia) matches "ALL", not "all"; a short
-  name that is no acronym also in lower and sentence case ("Tumor": "tumor", "Tumor").
+  name that is no acronym also in lower and sentence case ("Tumor": "tumor", "Tumor");
+- an acronym joined to a word by a hyphen is none ("S4" in "L5-S4"), and a match crosses a comma only
+  when its name has one ("clefts, lip pits" is not "Cleft lip").
 
 Plurals: with ``plurals`` (the default) every word of a name and of the text is folded to a
 singular-like key first (:func:`kgnorm.text.inflection.singular`), so "pedunculated papules" in a text
 matches the name "Pedunculated papule" and "renal cysts" "Renal cyst".
+
+Other word orders (:meth:`DictionaryDetector._any_order`) also fold participles ("bridging of sella
+turcica": "Bridged sella turcica"); :meth:`~DictionaryDetector.learn_modifiers` lets a name match without
+a leading modifier the ontology itself uses ("skin lesions": "Localized skin lesion").
+
+Each span carries the concepts of the name it matched (``Span.concepts``, when the names came with
+their concepts: :meth:`DictionaryDetector.from_snapshot`) and whether the match was word for word
+(``Span.exact``), for annotate to weigh against the linker (kgnorm.linking.evidence).
 """
 from __future__ import annotations
 
@@ -28,8 +38,9 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import ahocorasick
 
 from kgnorm.errors import KgnormError
+from kgnorm.graph.refs import ConceptRef
 from kgnorm.ner.spans import MentionDetector, Span
-from kgnorm.text.inflection import singular
+from kgnorm.text.inflection import participle, singular
 from kgnorm.text.normalize import normalize
 
 if TYPE_CHECKING:
@@ -42,6 +53,7 @@ __all__ = ["DictionaryDetector", "DictionaryStats"]
 _WORD = re.compile(r"[^\W_]+")
 # What may not lie between two words of one match: brackets and clause punctuation.
 _BREAK = re.compile(r"[()\[\]{};]")
+_BREAK_OR_COMMA = re.compile(r"[()\[\]{};,]")  # ... and a comma, unless the name has one ("Diabetes mellitus, type 2")
 # ... and between two words of a match in another word order (kgnorm.ner.dictionary._any_order)
 _ANY_ORDER_BREAK = re.compile(r"[()\[\]{};,.:]")
 # Words a name in another word order may add, drop or move ("abnormality of the thumb": "thumb abnormality")
@@ -63,6 +75,14 @@ def _under(root: str, is_a: Iterable[tuple[str, str]]) -> set[str]:
     return seen
 
 
+def _hyphenated(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] is an acronym joined to a word by a hyphen: the short name "S4" (fourth
+    heart sound) is no mention in "L5-S4" (a lower-case word is: "tumor" in "tumor-suppressor")."""
+    return text[start:end].isupper() and (
+        (start >= 2 and text[start - 1] == "-" and text[start - 2].isalnum())
+        or (end + 1 < len(text) and text[end] == "-" and text[end + 1].isalnum()))
+
+
 def _stop_words() -> frozenset[str]:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -80,21 +100,33 @@ class DictionaryStats:
 
 
 class DictionaryDetector(MentionDetector):
-    """Leftmost-longest matches of ``names`` in texts, each reported as one ``type`` span."""
+    """Leftmost-longest matches of ``names`` in texts, each reported as one ``type`` span. A name may
+    come with its concept, as a ``(name, uid)`` pair: the spans then say which concepts the matched
+    name names (of ``ontology``)."""
 
     # annotate's document consistency (tag a found string's other occurrences) raised this
     # tagger's dev NER F1 on both corpora, and lowered a trained detector's (benchmarks/LOG.md, "annotate")
     consistency_by_default = True
+    # the matched name's concept linked as the text names it: dev mention F1 GSC+ (HPO) 0.6000 -> 0.6333,
+    # NCBI-disease 0.5793 -> 0.5829, BC5CDR 0.6687 -> 0.6721 (benchmarks/LOG.md, "dictionary evidence")
+    evidence_by_default = True
     # pure Python under the GIL: overlapped with the linker (kgnorm.jobs.overlap) it ran 6-11 % slower
     # on BC5CDR dev (benchmarks/LOG.md, "annotate with the dictionary tagger, overlapped or not"), so
     # annotate overlaps only when asked to (--overlap)
     overlap_by_default = False
 
-    def __init__(self, names: Iterable[str], type: str = "Disease", *, min_length: int = 3,
-                 short_length: int = 5, plurals: bool = True, any_order: bool = True) -> None:
+    def __init__(self, names: Iterable[str | tuple[str, str]], type: str = "Disease", *, min_length: int = 3,
+                 short_length: int = 5, plurals: bool = True, any_order: bool = True, participles: bool = True,
+                 ontology: str = "") -> None:
         self.types: tuple[str, ...] = (type,)
         self.type = type
         self.plurals = plurals
+        self.participles = participles
+        self.ontology = ontology
+        self._key_uids: dict[str, set[str]] = {}  # a matched key -> its names' concepts
+        self._bag_uids: dict[frozenset[str], set[str]] = {}  # ... and a bag of content words
+        self._key_name: dict[str | frozenset[str], str] = {}  # ... and the first such name as written
+        self._reduced: set[str] = set()  # keys that are names without their modifier (learn_modifiers)
         # content words of a multi-word name (any order) -> how many there are; see _any_order
         self._bags: dict[frozenset[str], int] = {}
         self._bag_words = 0
@@ -106,21 +138,29 @@ class DictionaryDetector(MentionDetector):
         cased: dict[str, set[str] | None] = {}
         automaton = ahocorasick.Automaton()
         refused: set[str] = set()
-        for raw in names:
+        self._comma_keys: set[str] = set()  # keys of names written with a comma
+        for item in names:
+            raw, uid = (item, None) if isinstance(item, str) else item
             key = normalize(raw)
             if not key:
                 continue
             form = normalize(raw, lowercase=False)
             stop_only = all(word in stop for word in key.split(" "))  # read on the words as written
             key = self._fold(key)
+            if "," in raw:
+                self._comma_keys.add(key)
             if len(key) > short_length:
-                if key in cased or key in refused:
+                if key in refused:
+                    continue
+                if key in cased:
+                    self._note_concept(key, uid, any_order, raw)
                     continue
                 if stop_only:
                     refused.add(key)
                     self.stats.stop_words += 1
                     continue
                 cased[key] = None
+                self._note_concept(key, uid, any_order, raw)
                 if any_order:
                     self._add_bag(key)
             else:
@@ -139,6 +179,7 @@ class DictionaryDetector(MentionDetector):
                 # case and sentence case match too
                 forms = {self._fold(f) for f in ({form} if acronym else
                                                   {form, form.lower(), form[:1].upper() + form[1:].lower()})}
+                self._note_concept(key, uid, False, raw)
                 if key in cased:
                     cased[key].update(forms)  # type: ignore[union-attr]
                     continue
@@ -152,15 +193,26 @@ class DictionaryDetector(MentionDetector):
         if len(automaton):
             automaton.make_automaton()
 
+    def _note_concept(self, key: str, uid: str | None, bag: bool, name: str) -> None:
+        if uid is None:
+            return
+        self._key_uids.setdefault(key, set()).add(uid)
+        self._key_name.setdefault(key, name)
+        if bag:
+            words = frozenset(self._bag_word(w) for w in key.split(" ") if w not in _FUNCTION_WORDS)
+            self._bag_uids.setdefault(words, set()).add(uid)
+            self._key_name.setdefault(words, name)
+
     def _add_bag(self, key: str) -> None:
-        content = [w for w in key.split(" ") if w not in _FUNCTION_WORDS]
+        content = [self._bag_word(w) for w in key.split(" ") if w not in _FUNCTION_WORDS]
         bag = frozenset(content)
         if 2 <= len(content) <= _MAX_ANY_ORDER and len(bag) == len(content):
             self._bags.setdefault(bag, len(content))
             self._bag_words = max(self._bag_words, len(content))
             self._bag_vocabulary.update(bag)
 
-    def _any_order(self, text: str, words: list[tuple[int, int]], lowered: list[str]) -> list[tuple[int, int]]:
+    def _any_order(self, text: str, words: list[tuple[int, int]],
+                   lowered: list[str]) -> list[tuple[int, int, frozenset[str]]]:
         """Runs of words, first and last a content word, no clause punctuation inside, whose content
         words are those of a multi-word name in another order or with other function words between:
         "thumb abnormalities" is "Abnormality of the thumb", "calcification of the falx cerebri"
@@ -183,7 +235,7 @@ class DictionaryDetector(MentionDetector):
                 if len(bag) > self._bag_words:
                     break
                 if len(bag) >= 2 and self._bags.get(frozenset(bag)) == len(bag):
-                    found.append((first, last))
+                    found.append((first, last, frozenset(bag)))
         return found
 
     def learn_word_variants(self, concepts: Sequence[Sequence[str]], min_count: int = 3,
@@ -199,7 +251,7 @@ class DictionaryDetector(MentionDetector):
 
         pairs: Counter[tuple[str, str]] = Counter()
         for names in concepts:
-            bags = {frozenset(w for w in self._fold(normalize(n)).split(" ") if w not in _FUNCTION_WORDS)
+            bags = {frozenset(self._bag_word(w) for w in self._fold(normalize(n)).split(" ") if w not in _FUNCTION_WORDS)
                     for n in names}
             bags = [b for b in bags if 2 <= len(b) <= 4]
             for i, a in enumerate(bags):
@@ -224,20 +276,96 @@ class DictionaryDetector(MentionDetector):
             parent[other] = root
             members[root] = members.get(root, {root}) | members.pop(other, {other})
         self._variant = {w: find(w) for w in parent}
-        bags = dict(self._bags)
-        self._bags, self._bag_vocabulary = {}, set()
+        bags, bag_uids = dict(self._bags), self._bag_uids
+        self._bags, self._bag_vocabulary, self._bag_uids = {}, set(), {}
         for bag, n in bags.items():
             folded = frozenset(self._variant.get(w, w) for w in bag)
             if len(folded) == n:
                 self._bags.setdefault(folded, n)
                 self._bag_vocabulary.update(folded)
+                self._bag_uids.setdefault(folded, set()).update(bag_uids.get(bag, ()))
+                if bag in self._key_name:
+                    self._key_name.setdefault(folded, self._key_name[bag])
+
+    def learn_modifiers(self, names: dict[str, Sequence[str]], is_a: Iterable[tuple[str, str]],
+                        min_count: int = 10) -> list[str]:
+        """Words the ontology puts before a parent's name to name a child ("Localized skin lesion" under
+        "Skin lesion"-like parents: "localized", "generalized", "recurrent", "multiple"), learnt from
+        its IS_A edges (``names``: uid -> names): a word doing so for at least ``min_count`` edges is a
+        modifier. A name that starts with a modifier then also matches without it, where what is left
+        has two words or more and is no name itself: "skin lesions" in a text is "Localized skin
+        lesion" when the ontology has no "Skin lesion" (FastHPOCR drops a fixed list of such "void"
+        words likewise). Such a match is not ``exact``. Returns the modifiers."""
+        from collections import Counter
+
+        keys = {uid: {self._fold(normalize(n)) for n in ns} for uid, ns in names.items()}
+        counts: Counter[str] = Counter()
+        for child, parent in is_a:
+            for key in keys.get(child, ()) if parent in keys else ():
+                first, _, rest = key.partition(" ")
+                if rest in keys[parent]:
+                    counts[first] += 1
+        modifiers = {w for w, n in counts.items() if n >= min_count and w not in _FUNCTION_WORDS}
+        added = 0
+        for uid, ks in keys.items():
+            for key in ks:
+                first, _, rest = key.partition(" ")
+                if first not in modifiers or " " not in rest:
+                    continue
+                if rest not in self._reduced:
+                    if f" {rest} " in self._automaton:
+                        continue  # a name itself
+                    self._automaton.add_word(f" {rest} ", rest)
+                    self._reduced.add(rest)
+                    added += 1
+                self._key_uids.setdefault(rest, set()).add(uid)
+                self._key_name.setdefault(rest, self._key_name.get(key, rest))
+        if added:
+            self._automaton.make_automaton()
+            self.stats.names = len(self._automaton)
+        return sorted(modifiers)
+
+    def prefer_ancestors(self, is_a: Iterable[tuple[str, str]]) -> int:
+        """Of the concepts one name names, keep those none of whose ancestors it also names: HPO gives
+        "Ear anomaly" to "Abnormality of the ear" and "Ear anomalies" to its child "Abnormality of the
+        outer ear", and a text saying "ear anomalies" says no more than the first. Returns how many
+        names were left with fewer concepts."""
+        parents: dict[str, list[str]] = {}
+        for child, parent in is_a:
+            parents.setdefault(child, []).append(parent)
+
+        def has_ancestor_in(uid: str, among: set[str]) -> bool:
+            seen, todo = set(), list(parents.get(uid, ()))
+            while todo:
+                u = todo.pop()
+                if u in among:
+                    return True
+                if u not in seen:
+                    seen.add(u)
+                    todo.extend(parents.get(u, ()))
+            return False
+        changed = 0
+        for table in (self._key_uids, self._bag_uids):
+            for key, uids in table.items():
+                if len(uids) > 1:
+                    kept = {u for u in uids if not has_ancestor_in(u, uids)}
+                    if kept and len(kept) < len(uids):
+                        table[key] = kept  # type: ignore[index]
+                        changed += 1
+        return changed
 
     def _fold(self, key: str) -> str:
         return " ".join(singular(w) for w in key.split(" ")) if self.plurals else key
 
+    def _bag_word(self, word: str) -> str:
+        """A content word as the other-word-order matching compares it: participles folded too
+        ("bridging" meets "bridged"), there only, where two content words or more must agree (a
+        one-word name such as "Ordering" would meet every "ordered")."""
+        return participle(word) if self.participles else word
+
     @classmethod
     def from_snapshot(cls, snapshot: OntologySnapshot, type: str = "Disease", root: str | None = None,
-                      **guards: int) -> DictionaryDetector:
+                      modifiers: bool = True, **guards: int) -> DictionaryDetector:
         """Every name (preferred and synonyms) of an ontology read from the store; with ``root``, of
         the concepts under it only (and itself), through the snapshot's IS_A edges."""
         concepts = snapshot.concepts
@@ -246,9 +374,13 @@ class DictionaryDetector(MentionDetector):
             if len(keep) == 1 and root not in {c.uid for c in concepts}:
                 raise KgnormError(f"root {root!r} is not a concept of ontology {snapshot.name!r}")
             concepts = [c for c in concepts if c.uid in keep]
-        detector = cls((n for c in concepts for n in c.all_names()), type, **guards)
+        detector = cls(((n, c.uid) for c in concepts for n in c.all_names()), type, ontology=snapshot.name,
+                       **guards)
         if detector._bags:
             detector.learn_word_variants([c.all_names() for c in concepts])
+        if modifiers:
+            detector.learn_modifiers({c.uid: c.all_names() for c in concepts}, snapshot.is_a)
+        detector.prefer_ancestors(snapshot.is_a)
         return detector
 
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
@@ -268,18 +400,20 @@ class DictionaryDetector(MentionDetector):
             pos += len(word) + 1
         haystack = " " + " ".join(lowered) + " "
         word_at = {off: i for i, off in enumerate(offsets)}
-        found: list[tuple[int, int]] = []  # (first word, last word)
+        found: list[tuple[int, int, str | frozenset[str]]] = []  # (first word, last word, key or bag)
         for end, key in self._automaton.iter(haystack):
             first = word_at[end - len(key)]
             last = first + key.count(" ")
-            if key in self._cased and not self._case_matches(text, words, first, last, key):
+            if key in self._cased and (not self._case_matches(text, words, first, last, key)
+                                       or _hyphenated(text, words[first][0], words[last][1])):
                 continue
-            if any(_BREAK.search(text, words[i][1], words[i + 1][0]) for i in range(first, last)):
-                continue  # "(G6PD) deficiency" is not the name "G6PD deficiency"
-            found.append((first, last))
+            breaks = _BREAK if key in self._comma_keys else _BREAK_OR_COMMA
+            if any(breaks.search(text, words[i][1], words[i + 1][0]) for i in range(first, last)):
+                continue  # "(G6PD) deficiency" is not the name "G6PD deficiency", nor "clefts, lip" "Cleft lip"
+            found.append((first, last, key))
         if self._bags:
             variant = self._variant
-            found += self._any_order(text, words, [variant.get(w, w) for w in lowered] if variant else lowered)
+            found += self._any_order(text, words, [variant.get(b, b) for b in map(self._bag_word, lowered)])
         return self._leftmost_longest(text, words, found)
 
     def _case_matches(self, text: str, words: list[tuple[int, int]], first: int, last: int,
@@ -288,13 +422,17 @@ class DictionaryDetector(MentionDetector):
         return self._fold(surface) in self._cased[key]
 
     def _leftmost_longest(self, text: str, words: list[tuple[int, int]],
-                          found: list[tuple[int, int]]) -> list[Span]:
+                          found: list[tuple[int, int, str | frozenset[str]]]) -> list[Span]:
+        """The matches leftmost-longest; of two over the same words, the word-for-word one."""
         spans: list[Span] = []
         covered = -1
-        for first, last in sorted(found, key=lambda m: (m[0], -m[1])):
+        for first, last, key in sorted(found, key=lambda m: (m[0], -m[1], not isinstance(m[2], str))):
             if first <= covered:
                 continue
             start, end = words[first][0], words[last][1]
-            spans.append(Span(start, end, text[start:end], self.type))
+            exact = isinstance(key, str) and key not in self._reduced
+            uids = self._key_uids.get(key, ()) if isinstance(key, str) else self._bag_uids.get(key, ())
+            spans.append(Span(start, end, text[start:end], self.type, exact=exact, name=self._key_name.get(key, ""),
+                              concepts=tuple(ConceptRef(self.ontology, u) for u in sorted(uids))))
             covered = last
         return spans

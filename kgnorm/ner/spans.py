@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
+from kgnorm.graph.refs import ConceptRef
+
 
 @dataclass(frozen=True)
 class Span:
@@ -14,7 +16,12 @@ class Span:
     `score`: the detector's confidence in the span (a trained one: the mean probability of its
     tokens' tags); `source`: what found it -- ``detector``, or an inference-time lever that added it
     (``dictionary``: a dictionary match; ``occurrence``: another occurrence of a found string or
-    short form), whose `score` says nothing (annotate's mention confidence tells them apart)."""
+    short form), whose `score` says nothing (annotate's mention confidence tells them apart).
+    `concepts`: the concepts of the dictionary name the span matched, when a dictionary tagger found
+    it (empty: no name said which), and `name` that name as the ontology writes it; `exact`: the name
+    matched word for word (after the tagger's folds), not in another word order, through a word
+    variant or without a modifier. Annotate may read them as evidence for the linker
+    (kgnorm.linking.evidence)."""
 
     start: int
     end: int
@@ -22,6 +29,9 @@ class Span:
     type: str
     score: float = 1.0
     source: str = "detector"
+    concepts: tuple[ConceptRef, ...] = ()
+    name: str = ""
+    exact: bool = False
 
 
 class MentionDetector(Protocol):
@@ -32,6 +42,8 @@ class MentionDetector(Protocol):
 
     - ``consistency_by_default``: annotate tags a found string's other occurrences in the document
       and links them alike unless ``--no-consistency`` (the dictionary tagger: on; a trained one: off).
+    - ``evidence_by_default``: annotate links a span whose dictionary match names one concept to it
+      (kgnorm.linking.evidence) unless ``--no-dictionary-evidence`` (the dictionary tagger: on).
     - ``overlap_by_default``: annotate may detect the next batch on a second core while it links
       this one (off for a pure-Python detector that holds the GIL: it gains nothing).
     - ``refinements``: the inference-time span refinements (a :class:`kgnorm.ner.refine.SpanRefinements`)
@@ -42,6 +54,7 @@ class MentionDetector(Protocol):
 
     types: tuple[str, ...]
     consistency_by_default: bool = False
+    evidence_by_default: bool = False
     overlap_by_default: bool = True
     refinements: Any = None
     dictionary_tagger: Any = None

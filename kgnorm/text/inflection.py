@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["singular"]
+__all__ = ["singular", "participle"]
 
 _UK = re.compile(r"(ae|oe)(?=[a-z])")
 
@@ -40,4 +40,17 @@ def singular(word: str) -> str:
         return word[:-1]
     if word.endswith("s") and not word.endswith(_KEEP):
         return word[:-1]
+    return word
+
+
+def participle(word: str) -> str:
+    """A folded ``word`` (after :func:`singular`) with a participle's ending cut: "bridged" and
+    "bridging" both give "bridg", so the text's "bridging of sella turcica" meets the name "Bridged
+    sella turcica". Words under 6 letters are kept ("fused", "red", "ring")."""
+    if len(word) < 6 or not word.isalpha():
+        return word
+    if word.endswith("ing"):
+        return word[:-3]
+    if word.endswith("ed"):
+        return word[:-2]
     return word
