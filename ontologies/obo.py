@@ -29,7 +29,7 @@ import pronto
 from kgnorm.errors import InputError
 from kgnorm.graph.ontology_graph import Concept, OntologyGraph, RetiredId
 
-from . import obo_lenient
+from . import obo_fast, obo_lenient
 from .common import decode_text, find_line, finish, iter_lines, open_stream, reject_other_format, \
     require_path, unescape_obo
 
@@ -55,11 +55,17 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
          **options: Any) -> OntologyGraph:
     """Load an OBO file into a finalized OntologyGraph.
 
-    Options: `import_depth` (default 0: never fetch `import:` URLs over the network)."""
+    A well-formed file is read in one pass by `obo_fast` (the same graph, several times faster);
+    any other goes through pronto. Options: `import_depth` (default 0: never fetch `import:` URLs
+    over the network); `parser="pronto"` skips the one-pass reader."""
     path = require_path(path, "OBO file")
     if path.is_dir():
         raise InputError("the obo loader expects one .obo file, got a directory", path=path)
     reject_other_format(path, "obo", accept=("obo",))
+    if options.get("parser", "fast") != "pronto":
+        graph = obo_fast.read(path, name)
+        if graph is not None:
+            return finish(graph, allow_dangling)
     import_depth = int(options.get("import_depth", 0))
     parsed = _parse(path, import_depth, allow_dangling, lenient=False)
     try:
