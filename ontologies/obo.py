@@ -62,7 +62,10 @@ def load(path: str | Path, name: str | None = None, *, allow_dangling: bool = Fa
     if path.is_dir():
         raise InputError("the obo loader expects one .obo file, got a directory", path=path)
     reject_other_format(path, "obo", accept=("obo",))
-    if options.get("parser", "fast") != "pronto":
+    parser = options.get("parser") or "fast"
+    if parser not in ("fast", "pronto"):
+        raise InputError(f"unknown OBO parser {parser!r}: fast or pronto")
+    if parser == "fast":
         graph = obo_fast.read(path, name)
         if graph is not None:
             return finish(graph, allow_dangling)

@@ -215,6 +215,8 @@ class _Reader:
         """The concepts, retired ids and IS_A edges, as `obo._build` makes them from pronto's terms."""
         from .obo import _default_name  # the one rule for an ontology's name
 
+        _need(self.live)  # no live term: pronto's reading says what is wrong with the file
+
         graph = OntologyGraph(name=name or _default_name(self.meta.get("ontology"), path), format="obo",
                               source_path=str(path), version=self.meta.get("data-version", ""))
         for con in self.live.values():

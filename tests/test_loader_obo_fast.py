@@ -178,3 +178,20 @@ def test_each_fixture_either_reads_alike_or_goes_to_pronto(fixture):
     if fast is not None:
         fast.finalize()
         _same(fast, obo.load(path, parser="pronto"))
+
+
+def test_a_file_without_live_terms_goes_to_pronto(tmp_path):
+    assert obo_fast.read(_graph(tmp_path, WELL_FORMED.split("[Term]")[0])) is None
+
+
+def test_the_cli_takes_the_parser(tmp_path, capsys):
+    from cli_runner import run
+
+    p = _graph(tmp_path, WELL_FORMED + TERMS)
+    for parser in ("fast", "pronto"):
+        code, out, err = run(capsys, "ingest", "obo", str(p), "--store", f"ladybug://{tmp_path / parser}",
+                             "--parser", parser)
+        assert code == 0, err
+        assert "loaded wf wf/releases/2099-01-01: 4 concepts, 2 IS_A" in out + err
+    code, out, err = run(capsys, "ingest", "obo", str(p), "--store", f"ladybug://{tmp_path / 'x'}", "--parser", "fastest")
+    assert code != 0 and "unknown OBO parser 'fastest'" in err
