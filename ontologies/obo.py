@@ -22,9 +22,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pronto
+from typing import TYPE_CHECKING, Any
 
 from kgnorm.errors import InputError
 from kgnorm.graph.ontology_graph import Concept, OntologyGraph, RetiredId
@@ -32,6 +30,9 @@ from kgnorm.graph.ontology_graph import Concept, OntologyGraph, RetiredId
 from . import obo_fast, obo_lenient
 from .common import decode_text, find_line, finish, iter_lines, open_stream, reject_other_format, \
     require_path, unescape_obo
+
+if TYPE_CHECKING:
+    import pronto
 
 FORMAT = "obo"
 _ID_LINE = re.compile(r"^id:\s*(\S+)")
@@ -253,7 +254,10 @@ def _repaired(path: Path, syntax_ok: bool) -> tuple[str, list[str]]:
 
 
 def _pronto(source: Path | str, import_depth: int) -> pronto.Ontology:
-    """A path is handed to pronto as is (it gunzips itself, and is faster than a buffer)."""
+    """A path is handed to pronto as is (it gunzips itself, and is faster than a buffer); pronto is
+    imported here, so that a file the one-pass reader takes never loads it."""
+    import pronto
+
     if isinstance(source, Path):
         return pronto.Ontology(str(source), import_depth=import_depth, encoding="utf-8")
     return pronto.Ontology(io.BytesIO(source.encode("utf-8")), import_depth=import_depth, encoding="utf-8")
