@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TypeVar
 
 from kgnorm.graph.ontology_graph import Concept, OntologyGraph, RetiredId
 
@@ -63,6 +64,7 @@ _TYPEDEF = {"id": _IDENT, "name": _NAME, "def": _DEF, "comment": _TEXT, "xref": 
                                         "is_cyclic", "is_functional", "is_inverse_functional", "is_metadata_tag",
                                         "is_class_level", "is_obsolete", "builtin", "is_anonymous")}}
 _ONCE = frozenset(("name", "def", "comment", "is_obsolete", "created_by", "creation_date", "namespace"))
+_T = TypeVar("_T")
 _UNESCAPE = re.compile(r"\\([\"\\nt])")
 _ESCAPED = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
@@ -93,7 +95,6 @@ class _Reader:
     def __init__(self, lines: list[str]) -> None:
         self.meta: dict[str, str] = {}
         self.synonym_types: set[str] = set()
-        self.subsets: set[str] = set()
         self.live: dict[str, Concept] = {}
         self.obsolete: dict[str, RetiredId] = {}
         self.parents: dict[str, list[str]] = {}
@@ -122,7 +123,7 @@ class _Reader:
                 m = _TYPEDEF_LINE.fullmatch(value)
                 self.synonym_types.add(_need(m).group(1))
             elif tag == "subsetdef":
-                self.subsets.add(_need(_SUBSETDEF_LINE.fullmatch(value)).group(1))
+                _need(_SUBSETDEF_LINE.fullmatch(value))
             else:
                 _need(sep and tag in _HEADER and _HEADER[tag].fullmatch(value))
                 if tag in ("data-version", "ontology") and tag not in self.meta:
@@ -245,7 +246,7 @@ class _Reader:
         return graph
 
 
-def _need(value):  # type: ignore[no-untyped-def]
+def _need(value: _T) -> _T:
     """`value` when truthy; otherwise the file is outside the subset."""
     if not value:
         raise _NotSimple()
