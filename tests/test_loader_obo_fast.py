@@ -194,3 +194,14 @@ def test_the_cli_takes_the_parser(tmp_path, capsys):
         assert "loaded wf wf/releases/2099-01-01: 4 concepts, 2 IS_A" in out + err
     code, out, err = run(capsys, "ingest", "obo", str(p), "--store", f"ladybug://{tmp_path / 'x'}", "--parser", "fastest")
     assert code != 0 and "unknown OBO parser 'fastest'" in err
+
+
+def test_escapes_in_quoted_text_read_as_pronto_reads_them(tmp_path):
+    p = _graph(tmp_path, 'format-version: 1.2\nontology: esc\n\n[Term]\nid: E:1\nname: one\n'
+                         'def: "tab\\there, slash \\\\ end, quote \\" q, new\\nline" []\n'
+                         'synonym: "a\\tb" EXACT []\nsynonym: "c\\\\d" EXACT []\n', "esc.obo")
+    assert obo_fast.read(p) is not None
+    fast, ref = obo.load(p), obo.load(p, parser="pronto")
+    _same(fast, ref)
+    assert fast.concepts["E:1"].definition == 'tab\there, slash \\ end, quote " q, new\nline'
+    assert fast.concepts["E:1"].synonyms == ["a\tb", "c\\d"]
