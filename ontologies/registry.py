@@ -110,6 +110,13 @@ class MeshOptions:
 
 
 @dataclass(kw_only=True)
+class OboOptions:
+    parser: str = option("fast", "--parser",
+                         help="fast: a well-formed file is read in one pass (the same graph pronto builds, several "
+                              "times faster), any other with pronto; pronto: every file with pronto.")
+
+
+@dataclass(kw_only=True)
 class TableOptions:
     id_column: str = option("0", "--id-column", help="Column of the ids: a header name or a 0-based index.")
     name_column: str = option("1", "--name-column", help="Column of the preferred names (header name or index).")
@@ -126,7 +133,8 @@ class TableOptions:
 
 
 for _entry in (
-    Loader("obo", "kgnorm.ontologies.obo:load", "Any OBO ontology (via pronto), e.g. HPO's hp.obo."),
+    Loader("obo", "kgnorm.ontologies.obo:load", "Any OBO ontology, e.g. HPO's hp.obo (a well-formed file in one "
+           "pass, any other through pronto).", options=OboOptions),
     Loader("mesh", "kgnorm.ontologies.mesh:load",
            "MeSH descriptor/supplementary XML (a file, .xml.gz, or a directory holding them), or a directory "
            "holding the MeSH name tables (mesh_id_label_mappings.tsv, mesh_supp_id_label_mappings.tsv).",

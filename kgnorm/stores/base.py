@@ -263,12 +263,12 @@ class GraphStore(ReingestReads, ABC):
     def ontologies(self) -> list[dict[str, Any]]:
         return self.run_saved("ontology_counts").records()
 
-    def unchanged(self, graph: OntologyGraph, summary: LoadSummary) -> bool:
+    def unchanged(self, graph: OntologyGraph, summary: LoadSummary, digest: str | None = None) -> bool:
         """True when the stored ontology holds exactly this content (see `content_digest`)."""
         if not summary.replaced:
             return False
         rows = self.query("MATCH (o:Ontology {name: $n}) RETURN o.content_digest", {"n": graph.name}).rows
-        return bool(rows and rows[0][0] and rows[0][0] == content_digest(graph))
+        return bool(rows and rows[0][0] and rows[0][0] == (digest or content_digest(graph)))
 
     def ontology_info(self, name: str) -> dict[str, Any] | None:
         rows = self.run_saved("ontology_info", {"name": name}).records()
@@ -330,6 +330,9 @@ class GraphStore(ReingestReads, ABC):
         edges: set[tuple[str, str, str]] = set()
         targets = sorted({x for c in graph.concepts.values() for x in c.xrefs})
         keys_of: dict[str, list[str]] = {x: [concept_key(graph.name, x)] for x in targets if x in graph.concepts}
+        others = self.query("MATCH (c:Concept) WHERE c.ontology <> $n RETURN count(c)", {"n": graph.name}).rows[0][0]
+        if not others:  # the only ontology of the store: its own xrefs are all there is to resolve
+            targets = []
         for uid, key, onto in self.uid_lookup(targets):
             if onto != graph.name:
                 keys_of.setdefault(uid, []).append(key)
@@ -337,7 +340,7 @@ class GraphStore(ReingestReads, ABC):
             own = concept_key(graph.name, c.uid)
             for x in c.xrefs:
                 edges.update((own, k, graph.name) for k in keys_of.get(x, ()) if k != own)
-        for key, onto, xrefs in self.run_saved("xref_sources", {"ontology": graph.name}).rows:
+        for key, onto, xrefs in (self.run_saved("xref_sources", {"ontology": graph.name}).rows if others else ()):
             for x in xrefs or ():
                 if x in graph.concepts:
                     edges.add((key, concept_key(graph.name, x), onto))
@@ -359,31 +362,38 @@ def concept_records(graph: OntologyGraph) -> Iterable[dict[str, Any]]:
 
 
 def concept_columns(graph: OntologyGraph) -> dict[str, list[Any]]:
-    """Column-wise concept data: bulk loaders build Arrow tables from it without per-row dicts."""
+    """Column-wise concept data: bulk loaders build Arrow tables from it without per-row dicts
+    (the concepts' own lists are handed over, not copied: nothing here changes them)."""
     cs = list(graph.concepts.values())
-    return {"key": [concept_key(graph.name, c.uid) for c in cs], "uid": [c.uid for c in cs],
+    uids = [c.uid for c in cs]
+    prefix = concept_key(graph.name, "")
+    return {"key": [prefix + u for u in uids], "uid": uids,
             "ontology": [graph.name] * len(cs), "code": [c.code for c in cs],
-            "name": [c.name for c in cs], "synonyms": [list(c.synonyms) for c in cs],
-            "synonym_scopes": [list(c.synonym_scopes) for c in cs], "alt_ids": [list(c.alt_ids) for c in cs],
-            "xrefs": [list(c.xrefs) for c in cs], "definition": [c.definition or "" for c in cs],
+            "name": [c.name for c in cs], "synonyms": [c.synonyms for c in cs],
+            "synonym_scopes": [c.synonym_scopes for c in cs], "alt_ids": [c.alt_ids for c in cs],
+            "xrefs": [c.xrefs for c in cs], "definition": [c.definition or "" for c in cs],
             "depth": [int(c.depth) for c in cs], "level_label": [c.level_label or "" for c in cs],
             "obsolete": [bool(c.obsolete) for c in cs]}
 
 
-def ontology_record(graph: OntologyGraph) -> dict[str, Any]:
+def ontology_record(graph: OntologyGraph, digest: str | None = None) -> dict[str, Any]:
     return {"name": graph.name, "version": graph.version or "", "source_path": graph.source_path,
             "format": graph.format, "loaded_at": graph.loaded_at, "concept_count": len(graph.concepts),
-            "content_digest": content_digest(graph)}
+            "content_digest": digest or content_digest(graph)}
 
 
-def content_digest(graph: OntologyGraph) -> str:
+def content_digest(graph: OntologyGraph, columns: dict[str, list[Any]] | None = None) -> str:
     """Digest of what an ingest writes (concepts and IS_A): an unchanged re-ingest rewrites nothing,
-    so the embedded store does not grow by a full copy each time."""
-    h = hashlib.sha1()
-    for rec in sorted(concept_records(graph), key=lambda r: r["uid"]):
-        h.update(json.dumps(rec, sort_keys=True).encode("utf-8"))
+    so the embedded store does not grow by a full copy each time. One JSON document of the
+    columns in uid order (`columns`: concept_columns(graph), when the caller has them): a digest of
+    an earlier kgnorm's layout (one document per concept) never equals it, so the first re-ingest
+    of an unchanged file after an upgrade writes it once more."""
+    cols = columns if columns is not None else concept_columns(graph)
+    order = sorted(range(len(cols["uid"])), key=cols["uid"].__getitem__)
+    h = hashlib.sha1(b"kgnorm content digest 2\n")
+    h.update(json.dumps({k: [cols[k][i] for i in order] for k in CONCEPT_COLUMNS}).encode("utf-8"))
     h.update(json.dumps(sorted(graph.is_a)).encode("utf-8"))
-    if graph.retired:  # only then: digests of ontologies without retired ids stay as they were
+    if graph.retired:
         h.update(json.dumps(sorted([r.uid, r.replaced_by, r.consider] for r in graph.retired.values())).encode())
     return h.hexdigest()
 

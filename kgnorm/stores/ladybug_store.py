@@ -23,7 +23,7 @@ from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
 from kgnorm.stores.reingest import RETIRED_COLUMNS
 from kgnorm.stores.base import (CONCEPT_COLUMNS, GraphStore, LoadSummary, QueryResult, RunWrite, concept_columns,
-                                concept_key, ontology_record, redact, refused_read_only, retired_records)
+                                concept_key, content_digest, ontology_record, redact, refused_read_only, retired_records)
 from kgnorm.stores.ladybug_staging import MENTION_COLUMNS, LadybugStaging, one_line as _one_line
 
 
@@ -146,18 +146,20 @@ class LadybugStore(LadybugStaging, GraphStore):
                               self.ontology_info(graph.name) is not None)
         self._require_keys()
         self.reingest_plan(graph, summary)
-        if self.unchanged(graph, summary):
-            rec = ontology_record(graph)
+        columns = concept_columns(graph)
+        digest = content_digest(graph, columns)
+        if self.unchanged(graph, summary, digest):
+            rec = ontology_record(graph, digest)
             self.query("MATCH (o:Ontology) WHERE o.name = $name SET o.version = $version, "
                        "o.source_path = $source_path, o.format = $format, o.loaded_at = $loaded_at", rec)
             summary.unchanged = True
             summary.seconds = time.perf_counter() - t0
             return summary
         # Arrow tables COPY faster than DataFrames of Python lists (list columns stay columnar).
-        columns = concept_columns(graph)
         concepts = pa.Table.from_pydict({k: columns[k] for k in CONCEPT_COLUMNS})
-        is_a = pa.Table.from_pydict({"from": [concept_key(graph.name, c) for c, _ in graph.is_a],
-                                     "to": [concept_key(graph.name, p) for _, p in graph.is_a]})
+        prefix = concept_key(graph.name, "")
+        is_a = pa.Table.from_pydict({"from": [prefix + c for c, _ in graph.is_a],
+                                     "to": [prefix + p for _, p in graph.is_a]})
         keep = set(graph.concepts)
         retired = pd.DataFrame(retired_records(graph.name, summary.retired), columns=RETIRED_COLUMNS)
 
@@ -168,14 +170,16 @@ class LadybugStore(LadybugStaging, GraphStore):
             self._conn.execute("MATCH (o:Ontology) WHERE o.name = $o DETACH DELETE o", {"o": graph.name})
             self._conn.execute("MATCH (r:RetiredId) WHERE r.ontology = $o DELETE r", {"o": graph.name})
             self._copy("Concept", concepts)
-            have = {r[0] for r in self._conn.execute(
-                "UNWIND $u AS x MATCH (i:ConceptId {uid: x}) RETURN i.uid", {"u": list(keep)}).get_all()}
+            have: set[str] = set()
+            if self._conn.execute("MATCH (i:ConceptId) RETURN count(i)").get_all()[0][0]:
+                have = {r[0] for r in self._conn.execute(
+                    "UNWIND $u AS x MATCH (i:ConceptId {uid: x}) RETURN i.uid", {"u": list(keep)}).get_all()}
             self._copy("ConceptId", pa.Table.from_pydict({"uid": sorted(keep - have)}))
             self._copy("IDENTIFIES", pa.Table.from_pydict({"from": columns["uid"], "to": columns["key"]}))
             self._copy("IS_A", is_a)
             xrefs = self.xref_edges_for(graph)
             self._copy("XREF", pd.DataFrame(xrefs, columns=["from", "to", "source"]))
-            self._copy("Ontology", pd.DataFrame([ontology_record(graph)]))
+            self._copy("Ontology", pd.DataFrame([ontology_record(graph, digest)]))
             self._copy("RetiredId", retired)
             self._copy("ORPHAN_OF", orphans)
             for table, frame, options in saved:
