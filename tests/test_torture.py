@@ -84,3 +84,27 @@ def test_a_store_whose_creating_ingest_was_killed_is_empty_not_old(capsys, tmp_p
     db.close()
     code, out, err = run(capsys, "check", "--store", tj.uri(folder))
     assert code == 0 and out.startswith("note: empty: ") and "run it again" in out, (out, err)
+
+
+def test_a_review_on_a_full_disk_waits_in_the_journal_and_lands(world, tmp_path, monkeypatch):
+    """With too little room to write the store (ladybug_guard.require_room), a review is kept in
+    the journal as pending, not refused after it was journaled; it lands once there is room."""
+    import shutil
+    from collections import namedtuple
+
+    from kgnorm.review.desk import ReviewDesk
+    from kgnorm.stores import ladybug_guard
+
+    folder = tj.copy_store(world.bases["annotated"], tmp_path / "store")
+    mention = tj.review_plan(world)[0][0]
+    real = shutil.disk_usage
+    monkeypatch.setattr(ladybug_guard.shutil, "disk_usage", lambda p: namedtuple("U", "total used free")(1, 1, 2**20))
+    desk = ReviewDesk(tj.uri(folder), retry_s=3600)
+    try:
+        review = desk.record(mention, "nil", reviewer="ann")
+        assert [r.uid for r in desk.pending()] == [review.uid]
+        monkeypatch.setattr(ladybug_guard.shutil, "disk_usage", real)
+        assert desk.flush() == 1 and desk.pending() == []
+    finally:
+        desk.close()
+    assert review.uid in tj.stored_review_uids(folder)

@@ -18,6 +18,7 @@ from kgnorm.errors import StoreError
 from kgnorm.review.journal import ReviewJournal
 from kgnorm.review.records import AddedMention, Review, applied, apply_review, make_review
 from kgnorm.stores import GraphStore, check_store_uri, embedded_path, open_store
+from kgnorm.stores.ladybug_guard import NoRoom
 
 RETRY_S = 2.0
 
@@ -55,7 +56,7 @@ class ReviewDesk:
         try:
             open_store(self.uri, lock_timeout=self.lock_timeout).close()
         except StoreError as exc:
-            if "locked" not in str(exc):
+            if "locked" not in str(exc) and not isinstance(exc, NoRoom):
                 raise
 
     # -- reads ---------------------------------------------------------------------
@@ -117,8 +118,8 @@ class ReviewDesk:
             try:
                 st = open_store(self.uri, lock_timeout=self.lock_timeout)
             except StoreError as exc:
-                if "locked" in str(exc):
-                    return 0  # another process writes the store: they stay pending
+                if "locked" in str(exc) or isinstance(exc, NoRoom):
+                    return 0  # another process writes the store, or the disk is full: they stay pending
                 raise
             with st:
                 done = applied(st, [r.uid for r in todo])

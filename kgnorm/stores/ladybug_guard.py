@@ -24,6 +24,10 @@ LEFTOVERS = (".wal.checkpoint", ".shadow")  # what a checkpoint cut short leaves
 _PROBE = "import sys, ladybug as lb; lb.Database(sys.argv[1]).close()"
 
 
+class NoRoom(StoreError):
+    """Too little free space, or too low a file size limit, to write the store safely."""
+
+
 def needed_room(size: int) -> int:
     """What a write to a store of `size` bytes may need: a checkpoint writes the changed pages to a
     shadow file, then into the store (which grows): a quarter of the store, at least MIN_ROOM."""
@@ -37,12 +41,12 @@ def require_room(path: Path) -> None:
     need = needed_room(size)
     free = shutil.disk_usage(path.parent).free
     if free < need:
-        raise StoreError(f"not enough free space to write the store {path}: {free / 2**20:.0f} MiB free on its "
+        raise NoRoom(f"not enough free space to write the store {path}: {free / 2**20:.0f} MiB free on its "
                          f"filesystem, a write may need {need / 2**20:.0f} MiB; free some space and run it again "
                          "(the store is unchanged)")
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     if limit != resource.RLIM_INFINITY and limit < size + need:
-        raise StoreError(f"the file size limit ({limit / 2**20:.1f} MiB, ulimit -f) is too low to write the store "
+        raise NoRoom(f"the file size limit ({limit / 2**20:.1f} MiB, ulimit -f) is too low to write the store "
                          f"{path} ({size / 2**20:.1f} MiB, a write may need {need / 2**20:.0f} MiB more): raise it and "
                          "run it again (the store is unchanged)")
 
