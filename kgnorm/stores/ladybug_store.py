@@ -326,7 +326,10 @@ class LadybugStore(LadybugStaging, GraphStore):
         except Exception:  # closing twice is harmless
             pass
         if not self.read_only:
-            self._holder.unlink(missing_ok=True)
+            try:  # a note for the lock message only: a folder made read-only meanwhile keeps it
+                self._holder.unlink(missing_ok=True)
+            except OSError:
+                pass
 
 
 def pool_mb_for(requested: int | None, path: Path) -> int:
