@@ -136,7 +136,14 @@ def snapshot(folder: Path) -> dict[str, Any]:
 
 def files_state(folder: Path) -> dict[str, tuple[int, int]]:
     """(size, mtime) of every file of the store folder: did the killed process touch it?"""
-    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file()}
+    out = {}
+    for p in folder.iterdir():
+        try:
+            st = p.stat()
+        except FileNotFoundError:  # removed by the job meanwhile
+            continue
+        out[p.name] = (st.st_size, st.st_mtime_ns)
+    return out
 
 
 # -- the world: fixtures and base stores, built once --------------------------------------------------
