@@ -6,15 +6,17 @@ opens, `kgnorm check` passes once a writer reopened it (and how often it already
 the kill is counted), every review the API acknowledged is in the store, and the job run again ends
 with what an uninterrupted run gives (compared by content: concepts, mentions, links, placements,
 current reviews). Then the I/O faults: each job under a file size limit (RLIMIT_FSIZE) a little over
-the store's size, with the store's folder made read-only midway, and (where this runs as root and
-may mount a tmpfs) with the store on a 1 MiB filesystem nearly full: one `kgnorm: error:` line, exit
-non-zero, the store as before and sound.
+the store's size, with the store's folder made read-only halfway through its run (as root: under
+setpriv without the capabilities that let root write through a chmod), and (where this runs as root
+and may mount a tmpfs) with the store on a filesystem with 1 MiB left: one `kgnorm: error:` line,
+exit non-zero, the store as before and sound. Reviews are killed, not run under faults.
+
+`--kills 0` runs the faults only.
 
     python benchmarks/torture.py --kills 50 [--job link …] [--seed N] [--no-faults] [--no-record]
 
 The cases run in-process from tests/torture_jobs.py (the CI test, tests/test_torture.py, runs a few
-kills per job from the same code). Bolt stores are not tortured here (a server is killed with its
-client otherwise).
+kills per job from the same code). Bolt stores (ArcadeDB, Neo4j) are not tortured yet.
 """
 from __future__ import annotations
 
@@ -72,7 +74,8 @@ def main() -> int:
                    f"check failing right after the kill: {t.check_failed_before_reopen})")
         if faults:
             record("reliability", "I/O faults (file size limit, read-only folder, full disk): failed",
-                   f"{sum(1 for f in faults if f.failed)} of {len(faults)} cases over {len(chosen)} job(s) "
+                   f"{sum(1 for f in faults if f.failed)} of {len(faults)} cases over "
+                   f"{len({f.job for f in faults})} jobs "
                    "(one error line, store as before)")
     return 1 if failures else 0
 

@@ -549,7 +549,8 @@ class Fault:
 
     def line(self) -> str:
         err = next((x for x in self.stderr.splitlines() if x.startswith("kgnorm: error: ")), self.stderr[-300:])
-        return (f"{self.job} under {self.how}: exit {self.code}, store {'as before' if self.same_store else 'CHANGED'}, "
+        store = "as before" if self.same_store else "CHANGED"
+        return (f"{self.job} under {self.how}: exit {self.code}, store {store}, "
                 f"check {'passes' if self.sound else 'FAILS'}: {err.strip()}")
 
 
