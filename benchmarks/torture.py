@@ -69,9 +69,8 @@ def main() -> int:
         faults_title = "" if args.no_faults else f"I/O faults: {', '.join(n for n in chosen if n != 'reviews')}"
         append(" and ".join(t for t in (title, faults_title) if t), body)
         for t, _ in tallies:
-            record("reliability", f"SIGKILL torture, {t.job}: failed cycles",
-                   f"{len(t.failures)} in {t.kills} kills ({t.touched} after the job changed the store; "
-                   f"check failing right after the kill: {t.check_failed_before_reopen})")
+            record("reliability", f"SIGKILL torture, {t.job}",
+                   f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote)")
         if faults:
             record("reliability", "I/O faults (file size limit, read-only folder, full disk): failed",
                    f"{sum(1 for f in faults if f.failed)} of {len(faults)} cases over "
