@@ -11,13 +11,17 @@
   the one line for it."""
 from __future__ import annotations
 
-import resource
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from kgnorm.errors import StoreError
+
+try:
+    import resource  # POSIX only: elsewhere there is no file size limit to read
+except ImportError:  # pragma: no cover
+    resource = None  # type: ignore[assignment]
 
 MIN_ROOM = 64 * 2**20   # bytes a write may need beyond the store's own size, at the least
 LEFTOVERS = (".wal.checkpoint", ".shadow")  # what a checkpoint cut short leaves beside the store
@@ -44,6 +48,8 @@ def require_room(path: Path) -> None:
         raise NoRoom(f"not enough free space to write the store {path}: {free / 2**20:.0f} MiB free on its "
                          f"filesystem, a write may need {need / 2**20:.0f} MiB; free some space and run it again "
                          "(the store is unchanged)")
+    if resource is None:
+        return
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     if limit != resource.RLIM_INFINITY and limit < size + need:
         raise NoRoom(f"the file size limit ({limit / 2**20:.1f} MiB, ulimit -f) is too low to write the store "
