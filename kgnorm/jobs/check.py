@@ -25,6 +25,7 @@ from kgnorm.stores import GraphStore, check_store_uri, embedded_path, open_store
 from kgnorm.stores.stages import PUBLISHED, STAGING, owner_is_gone
 
 SHOWN = 5  # examples named in a finding's line
+LABELS = ("Ontology", "Concept", "Mention", "Document", "Review", "Run")  # counted in the report
 
 
 @dataclass
@@ -80,6 +81,12 @@ def check_store(store: str | None = None, lock_timeout: float = 30.0) -> CheckRe
         except StoreError as exc:
             if "does not exist" not in str(exc):
                 raise
+            if _unfinished_new_store(st):
+                report.read = {label: 0 for label in LABELS}
+                report.findings = [Finding("empty", "the store holds no data and not all of its tables: the command "
+                                                    "that created it stopped before it wrote any (run it again)",
+                                           problem=False)]
+                return report
             raise StoreError(f"{report.store} was made by an earlier kgnorm and lacks what check reads "
                              f"({str(exc).removeprefix('query failed: ')}); any command that writes the store "
                              "brings its tables up to date") from None
@@ -89,9 +96,19 @@ def check_store(store: str | None = None, lock_timeout: float = 30.0) -> CheckRe
     return report
 
 
+def _unfinished_new_store(st: GraphStore) -> bool:
+    """An embedded store an ingest created and was killed in before its tables were all made: every
+    table it has is empty (found by the crash torture; not the store of an earlier kgnorm, which
+    holds data). Such a store is nothing broken: the same ingest run again fills it."""
+    if not str(getattr(st, "uri", "")).startswith("ladybug://"):
+        return False
+    tables = [r[1] for r in st.query("CALL show_tables() RETURN *").rows if r[2] == "NODE"]
+    return all(int(st.query(f"MATCH (n:`{t}`) RETURN count(n)").rows[0][0]) == 0 for t in tables)
+
+
 def _node_counts(st: GraphStore) -> dict[str, int]:
     out = {}
-    for label in ("Ontology", "Concept", "Mention", "Document", "Review", "Run"):
+    for label in LABELS:
         out[label] = int(st.query(f"MATCH (n:{label}) RETURN count(n)").rows[0][0])
     return out
 

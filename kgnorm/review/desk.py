@@ -19,6 +19,7 @@ from kgnorm.review.journal import ReviewJournal
 from kgnorm.review.records import (WITHDRAW, AddedMention, Review, applied, apply_review, make_review,
                                    same_text_reviews)
 from kgnorm.stores import GraphStore, check_store_uri, embedded_path, open_store
+from kgnorm.stores.ladybug_guard import NoRoom
 
 RETRY_S = 2.0
 
@@ -56,7 +57,7 @@ class ReviewDesk:
         try:
             open_store(self.uri, lock_timeout=self.lock_timeout).close()
         except StoreError as exc:
-            if "locked" not in str(exc):
+            if "locked" not in str(exc) and not isinstance(exc, NoRoom):
                 raise
 
     # -- reads ---------------------------------------------------------------------
@@ -126,8 +127,8 @@ class ReviewDesk:
             try:
                 st = open_store(self.uri, lock_timeout=self.lock_timeout)
             except StoreError as exc:
-                if "locked" in str(exc):
-                    return 0  # another process writes the store: they stay pending
+                if "locked" in str(exc) or isinstance(exc, NoRoom):
+                    return 0  # another process writes the store, or the disk is full: they stay pending
                 raise
             with st:
                 done = applied(st, [r.uid for r in todo])

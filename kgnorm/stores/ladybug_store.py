@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kgnorm.stores.cypher_files import schema_statements
+from kgnorm.stores.ladybug_guard import not_writable, probe_recovery, require_room
 from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
 from kgnorm.stores.reingest import RETIRED_COLUMNS
@@ -49,16 +50,27 @@ class LadybugStore(LadybugStaging, GraphStore):
         if self.created:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock_timeout = lock_timeout
+        if not self.created:
+            probe_recovery(self.path)
+        if not read_only:
+            require_room(self.path)
         self._db, self._conn = self._open(lock_timeout)
         self._holder = Path(f"{self.path}.holder")
         if not read_only:
-            self._holder.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv)}), encoding="utf-8")
+            try:
+                self._holder.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv)}),
+                                        encoding="utf-8")
+            except PermissionError as exc:  # the folder made read-only: found by the I/O-fault torture
+                self._conn.close()
+                self._db.close()
+                raise not_writable(self.path, f"{exc.strerror}: {exc.filename}") from None
             for stmt in schema_statements("ladybug"):
                 self._conn.execute(stmt)
             self.opened_for_writing()
 
     def _open(self, lock_timeout: float) -> tuple[Any, Any]:
         deadline = time.monotonic() + max(0.0, lock_timeout)
+        recovered = False
         while True:
             try:
                 db = lb.Database(str(self.path), read_only=self.read_only,
@@ -68,13 +80,35 @@ class LadybugStore(LadybugStaging, GraphStore):
                 # a read-only open just as another process commits finds its checkpoint under way:
                 # transient, retried within the same wait as a lock
                 pending = self.read_only and "recovery is pending" in str(exc).lower()
+                if not self.read_only and "permission denied" in str(exc).lower():
+                    raise not_writable(self.path, redact(_one_line(exc))) from None
                 if "lock" not in str(exc).lower() and not pending:
                     raise StoreError(f"cannot open LadybugDB store at {redact(str(self.path))}: "
                                      f"{redact(_one_line(exc))}") from None
+                if pending and not recovered and self._finish_recovery():
+                    recovered = True
+                    continue
                 if time.monotonic() >= deadline:
+                    if pending:
+                        raise StoreError(f"store {self.path} has a checkpoint left to finish (a writer stopped "
+                                         "during one, or another process is checkpointing it): any command that "
+                                         f"writes the store finishes it; waited {lock_timeout:g} s "
+                                         "(--lock-timeout)") from None
                     raise StoreError(f"store {self.path} is locked by {self._holder_text()}; waited "
                                      f"{lock_timeout:g} s (--lock-timeout)") from None
                 time.sleep(LOCK_POLL_S)
+
+    def _finish_recovery(self) -> bool:
+        """A writer killed during a checkpoint leaves its recovery pending, and LadybugDB then refuses
+        every read-only open until a read-write open finishes it (found by the crash torture: `kgnorm
+        check`, `query` and serve's pages were refused after `kgnorm serve` was killed mid-review).
+        Finish it as the next writer would, when no other process holds the store; False when one
+        does (its own checkpoint is under way: waited for as a lock) or the store is not writable."""
+        try:
+            lb.Database(str(self.path), read_only=False, buffer_pool_size=self.pool_mb() * 2**20).close()
+        except RuntimeError:
+            return False
+        return True
 
     def pool_mb(self) -> int:
         return pool_mb_for(self.buffer_pool_mb, self.path)
@@ -296,7 +330,10 @@ class LadybugStore(LadybugStaging, GraphStore):
         except Exception:  # closing twice is harmless
             pass
         if not self.read_only:
-            self._holder.unlink(missing_ok=True)
+            try:  # a note for the lock message only: a folder made read-only meanwhile keeps it
+                self._holder.unlink(missing_ok=True)
+            except OSError:
+                pass
 
 
 def pool_mb_for(requested: int | None, path: Path) -> int:

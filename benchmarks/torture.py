@@ -1,0 +1,137 @@
+"""Crash and I/O-fault torture (issue 52): every job that writes a store (ingest, re-ingest,
+`link --write`, `annotate`, `place`, reviews posted to `kgnorm serve`) SIGKILLed at `--kills` moments
+spread over an uninterrupted run's duration (one drawn at random in each n-th of it, seeded), on a
+small embedded (LadybugDB) store built from the toy ontology of the tests. After each kill: the store
+opens, `kgnorm check` passes once a writer reopened it (and how often it already passed right after
+the kill is counted), every review the API acknowledged is in the store, and the job run again ends
+with what an uninterrupted run gives (compared by content: concepts, mentions, links, placements,
+current reviews). Then the I/O faults: each job under a file size limit (RLIMIT_FSIZE) a little over
+the store's size, with the store's folder made read-only halfway through its run (as root: under
+setpriv without the capabilities that let root write through a chmod), and (where this runs as root
+and may mount a tmpfs) with the store on a filesystem with 1 MiB left: one `kgnorm: error:` line,
+exit non-zero, the store as before and sound. Reviews are killed, not run under faults.
+
+`--kills 0` runs the faults only.
+
+    python benchmarks/torture.py --kills 50 [--job link …] [--seed N] [--no-faults] [--no-record]
+
+The cases run in-process from tests/torture_jobs.py (the CI test, tests/test_torture.py, runs a few
+kills per job from the same code). Bolt stores (ArcadeDB, Neo4j) are not tortured yet.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+from _report import append, record  # noqa: E402
+import torture_jobs as tj  # noqa: E402
+
+JOBS = ["ingest", "reingest", "link", "annotate", "place", "reviews"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kills", type=int, default=50, help="kill moments per job (default 50)")
+    ap.add_argument("--job", action="append", choices=JOBS, help="only this job (repeatable); default all")
+    ap.add_argument("--seed", type=int, default=52)
+    ap.add_argument("--no-faults", action="store_true", help="kills only")
+    ap.add_argument("--no-record", action="store_true", help="print only; no LOG.md section, no results row")
+    args = ap.parse_args()
+    chosen = args.job or JOBS
+    warnings.simplefilter("ignore")
+    with tempfile.TemporaryDirectory(prefix="kgnorm-torture-") as tmp:
+        root = Path(tmp)
+        w = tj.build_world(root / "world", tj.write_tiny_bert(root / "bert"))
+        tallies = []
+        for name in (chosen if args.kills else []):
+            t0 = time.perf_counter()
+            t = tj.torture(w, name, args.kills, args.seed, root / "work", log=lambda s: s and print("  FAIL", s))
+            tallies.append((t, time.perf_counter() - t0))
+            print(f"{name}: {t.kills} kills ({t.touched} after it changed the store), {len(t.failures)} failure(s), "
+                  f"check failing before a writer reopened: {t.check_failed_before_reopen}", flush=True)
+        faults = [] if args.no_faults else run_faults(w, chosen, root)
+    body = _table(tallies, faults, args.kills)
+    failures = sum(len(t.failures) for t, _ in tallies) + sum(1 for f in faults if f.failed)
+    if args.no_record:
+        print(body)
+    else:
+        title = f"Crash torture: {', '.join(chosen)} x {args.kills} SIGKILL moments" if args.kills else ""
+        faults_title = "" if args.no_faults else f"I/O faults: {', '.join(n for n in chosen if n != 'reviews')}"
+        append(" and ".join(t for t in (title, faults_title) if t), body)
+        for t, _ in tallies:
+            record("reliability", f"SIGKILL torture, {t.job}",
+                   f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote)")
+        if faults:
+            record("reliability", "I/O faults (file size limit, read-only folder, full disk): failed",
+                   f"{sum(1 for f in faults if f.failed)} of {len(faults)} cases over "
+                   f"{len({f.job for f in faults})} jobs "
+                   "(one error line, store as before)")
+    return 1 if failures else 0
+
+
+def run_faults(w: tj.World, chosen: list[str], root: Path) -> list[tj.Fault]:
+    """Each job under a file size limit, its store folder made read-only halfway through an
+    uninterrupted run's duration, and its store on a small filesystem with 1 MiB left."""
+    out: list[tj.Fault] = []
+    for name in (n for n in chosen if n != "reviews"):
+        job = w.jobs[name]
+        base = w.bases.get(job.base) if job.base else None
+        size = sum(p.stat().st_size for p in base.iterdir()) if base else 0
+        cases = [("fsize", dict(fsize=max(size, 64 * 1024) + 64 * 1024))]
+        if tj.read_only_binds() is not None:
+            cases.append(("read-only", dict(moment=_midway(w, name))))
+        small = _small_fs(root / "small" / name, size + 2**20)
+        if small is not None:
+            cases.append(("full-disk", dict(small_fs=small)))
+        try:
+            for how, kw in cases:
+                f = tj.fault_cycle(w, job, how, root / "faults" / name, **kw)
+                out.append(f)
+                print(("  FAIL " if f.failed else "  ") + f.line(), flush=True)
+        finally:
+            if small is not None:
+                subprocess.run(["umount", str(small)], check=False)
+    return out
+
+
+def _midway(w: tj.World, name: str) -> float:
+    """Half of an uninterrupted run's seconds."""
+    job = w.jobs[name]
+    folder = tj.copy_store(w.bases.get(job.base) if job.base else None, w.root.parent / "timing")
+    return tj.timed_run(job, folder) / 2
+
+
+def _small_fs(where: Path, size: int) -> Path | None:
+    """A tmpfs of `size` bytes (mounting needs root; None where it cannot be mounted)."""
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True)
+    return where if done.returncode == 0 else None
+
+
+def _table(tallies: list, faults: list, kills: int) -> str:
+    rows = ["| job | uninterrupted s | kills | after it changed the store | check failed right after the kill "
+            "| failed cycles | wall s |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for t, wall in tallies:
+        rows.append(f"| {t.job} | {t.seconds:.1f} | {t.kills} | {t.touched} | {t.check_failed_before_reopen} | "
+                    f"{len(t.failures)} | {wall:.0f} |")
+    lines = [f"{kills} moments per job; a moment after the job had ended is no kill (not counted).", "", *rows] \
+        if tallies else []
+    fails = [f"- FAIL {c.why()}" for t, _ in tallies for c in t.failures]
+    lines += ["", *fails] if fails else []
+    if faults:
+        lines += ["I/O faults:", ""] + [f"- {'FAIL ' if f.failed else ''}{f.line()}" for f in faults]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,607 @@
+"""Crash and I/O-fault torture (issue 52), shared by tests/test_torture.py and benchmarks/torture.py.
+
+Each job (ingest, re-ingest, `link --write`, `annotate`, `place`, reviews through `kgnorm serve`)
+runs as a `kgnorm` subprocess on a copy of a small store. A kill cycle SIGKILLs it at a given moment
+(seconds after its start), then asks what a user would: does the store open, does `kgnorm check`
+pass once a writer reopened it, is every review the API acknowledged there, and does the job run
+again finish with what an uninterrupted run gives. A fault cycle runs it under a file size limit
+(RLIMIT_FSIZE) or with the store's folder made read-only midway: it must fail with one line, exit
+non-zero and leave the store as it was. Everything is compared by content (`snapshot`), never by
+run uids or timestamps."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from annotate_fixtures import DOCS, OBO, write_jsonl
+from cli_runner import exit_code
+from kgnorm.errors import StoreError
+
+KGNORM = [sys.executable, "-m", "kgnorm.cli"]
+# a second version of the toy ontology: one concept renamed, one gone (its links go), one new
+OBO_V2 = (OBO.replace("toyd/2099-01-01", "toyd/2099-02-01").replace("name: colorectal cancer\n", "")
+          .replace("id: TOYD:0004\nis_a: TOYD:0000\n", "id: TOYD:0006\nname: colon cancer\nis_a: TOYD:0000\n")
+          .replace("name: ovarian cancer", "name: ovarian carcinoma"))
+# the ontology `place` puts into toyd's hierarchy
+SOURCE_OBO = """format-version: 1.2
+data-version: toyx/2099-01-01
+ontology: toyx
+
+[Term]
+id: TOYX:1
+name: breast carcinoma
+
+[Term]
+id: TOYX:2
+name: ataxia telangiectasia syndrome
+
+[Term]
+id: TOYX:3
+name: cancer of the ovary
+
+[Term]
+id: TOYX:4
+name: kidney disease
+"""
+PUBTATOR_DOCS = [("1001", "Ataxia telangiectasia and breast cancer.",
+                  "Carriers of ataxia telangiectasia mutations have breast cancer more often.",
+                  [("Ataxia telangiectasia", "TOYD:0001"), ("breast cancer", "TOYD:0002")]),
+                 ("1002", "Ovarian cancer in families.", "No link between ovarian cancer and colorectal cancer.",
+                  [("Ovarian cancer", "TOYD:0003"), ("colorectal cancer", "TOYD:0004")])]
+
+
+def write_tiny_bert(d: Path) -> Path:
+    """The tiny random BERT of conftest's `tiny_bert_dir`, for a benchmark that has no pytest."""
+    import string
+
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    from conftest import _SPECIAL, _WORDS, _make_tokenizer
+
+    d.mkdir(parents=True, exist_ok=True)
+    chars = list(string.ascii_lowercase + string.digits)
+    vocab = list(dict.fromkeys(_SPECIAL + chars + ["##" + c for c in chars] + _WORDS + ["##" + w for w in _WORDS]
+                               + [a + b for a in "aeiou" for b in "nrst"]
+                               + ["##" + a + b for a in "aeiou" for b in "nrst"] + list(string.punctuation)))
+    (d / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    _make_tokenizer(BertTokenizerFast, d / "vocab.txt", vocab).save_pretrained(str(d))
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64, type_vocab_size=2)).save_pretrained(str(d))
+    return d
+
+
+# -- stores: a folder holding the embedded store and its journal, copied for every cycle -------------
+def uri(folder: Path) -> str:
+    return f"ladybug://{folder}/graph"
+
+
+def copy_store(base: Path | None, dest: Path) -> Path:
+    if dest.exists():
+        _writable(dest)
+        shutil.rmtree(dest)
+    if base is None:
+        dest.mkdir(parents=True)
+    else:
+        shutil.copytree(base, dest)
+    return dest
+
+
+def _writable(folder: Path) -> None:
+    for p in [folder, *folder.rglob("*")]:
+        if p.is_dir():
+            p.chmod(p.stat().st_mode | stat.S_IWUSR | stat.S_IXUSR)
+
+
+def _rows(st: Any, cypher: str) -> list[tuple]:
+    return sorted(tuple(round(x, 4) if isinstance(x, float) else x for x in r) for r in st.query(cypher).rows)
+
+
+def snapshot(folder: Path) -> dict[str, Any]:
+    """What the store holds, by content: no run uids or times, scores to 4 decimals. Empty when there
+    is no store yet (an ingest killed before it made one)."""
+    from kgnorm.stores import open_store
+
+    if not (folder / "graph").exists():
+        return {}
+    with open_store(uri(folder), read_only=True) as st:
+        return {
+            "ontologies": _rows(st, "MATCH (o:Ontology) RETURN o.name, o.version, o.concept_count"),
+            "concepts": _rows(st, "MATCH (c:Concept) RETURN c.key, c.name, c.synonyms, c.alt_ids, c.obsolete"),
+            "is_a": _rows(st, "MATCH (a:Concept)-[:IS_A]->(b:Concept) RETURN a.key, b.key"),
+            "mentions": _rows(st, "MATCH (m:Mention) RETURN m.uid, m.text, m.doc_id, m.start, m.`end`"),
+            "documents": _rows(st, "MATCH (d:Document) RETURN d.uid, d.doc_id"),
+            "in": _rows(st, "MATCH (m:Mention)-[:`IN`]->(d:Document) RETURN m.uid, d.uid"),
+            "links": _rows(st, "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) RETURN m.uid, c.key, l.score, l.rank, "
+                               "l.method"),
+            "placed": _rows(st, "MATCH (a:Concept)-[p:PREDICTED_IS_A]->(b:Concept) RETURN a.key, b.key, p.score, "
+                                "p.rank"),
+            "runs": _rows(st, "MATCH (r:Run) RETURN r.kind, r.method"),
+            "reviews": _rows(st, "MATCH (r:Review) WHERE r.current = true RETURN r.mention_uid, r.decision, "
+                                 "r.concept_uid, r.reviewer"),
+        }
+
+
+def files_state(folder: Path) -> dict[str, tuple[int, int]]:
+    """(size, mtime) of every file of the store folder: did the killed process touch it?"""
+    out = {}
+    for p in folder.iterdir():
+        try:
+            st = p.stat()
+        except FileNotFoundError:  # removed by the job meanwhile
+            continue
+        out[p.name] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+# -- the world: fixtures and base stores, built once --------------------------------------------------
+@dataclass
+class Job:
+    name: str
+    base: str | None        # the base store the job starts from (None: no store yet)
+    args: Callable[[Path], list[str]]  # kgnorm arguments, given the cycle's folder (for outputs)
+
+
+@dataclass
+class World:
+    root: Path
+    model: Path
+    bases: dict[str, Path] = field(default_factory=dict)
+    jobs: dict[str, Job] = field(default_factory=dict)
+
+
+def build_world(root: Path, bert: Path) -> World:
+    """toyd (5 concepts), toyx (place's source), an untrained BioSyn over toyd, and the base stores:
+    'ontologies' (toyd + toyx), 'linked' (+ a link run), 'annotated' (+ an annotate run)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in (("toyd.obo", OBO), ("toyd_v2.obo", OBO_V2), ("toyx.obo", SOURCE_OBO)):
+        (root / name).write_text(text, encoding="utf-8")
+    _pubtator(root / "docs.pubtator")
+    write_jsonl(root / "docs.jsonl", [*DOCS, {"id": "d4", "title": "Breast cancer and ovarian cancer.",
+                                              "abstract": "Colorectal cancer, breast carcinoma."}])
+    base = root / "bases"
+    ont = copy_store(None, base / "ontologies")
+    _ok(["ingest", "obo", str(root / "toyd.obo"), "--ontology", "toyd", "--store", uri(ont), "-q"])
+    _ok(["ingest", "obo", str(root / "toyx.obo"), "--ontology", "toyx", "--store", uri(ont), "-q"])
+    model = root / "biosyn"
+    _ok(["train", "biosyn", "--ontology", "toyd", "--out", str(model), "--encoder", str(bert), "--store", uri(ont),
+         "-q"])
+    w = World(root, model, {"ontologies": ont})
+    for job in jobs(w).values():
+        w.jobs[job.name] = job
+    w.bases["linked"] = copy_store(ont, base / "linked")
+    _ok([*w.jobs["link"].args(root), "--store", uri(w.bases["linked"])])
+    w.bases["annotated"] = copy_store(ont, base / "annotated")
+    _ok([*w.jobs["annotate"].args(root), "--store", uri(w.bases["annotated"])])
+    return w
+
+
+def _ok(args: list[str]) -> None:
+    code = exit_code(args)
+    if code != 0:
+        raise RuntimeError(f"kgnorm {' '.join(args)} exited {code}")
+
+
+def _pubtator(path: Path) -> None:
+    lines = []
+    for pmid, title, abstract, spans in PUBTATOR_DOCS:
+        text = f"{title} {abstract}"
+        lines += [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
+        for mention, gold in spans:
+            start = text.index(mention)
+            lines.append(f"{pmid}\t{start}\t{start + len(mention)}\t{mention}\tDisease\t{gold}")
+        lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def jobs(w: World) -> dict[str, Job]:
+    r, m = w.root, str(w.model)
+    return {j.name: j for j in [
+        Job("ingest", None, lambda d: ["ingest", "obo", str(r / "toyd.obo"), "--ontology", "toyd", "-q"]),
+        Job("reingest", "linked", lambda d: ["ingest", "obo", str(r / "toyd_v2.obo"), "--ontology", "toyd", "-q"]),
+        Job("link", "ontologies", lambda d: ["link", "--model", m, "--input", str(r / "docs.pubtator"), "--output",
+                                             str(d / "links.tsv"), "-q"]),
+        Job("annotate", "ontologies", lambda d: ["annotate", "--ner", "dictionary:toyd", "--model", m, "--input",
+                                                 str(r / "docs.jsonl"), "--input-format", "jsonl", "--output",
+                                                 str(d / "out.pubtator"), "-q"]),
+        Job("place", "ontologies", lambda d: ["place", "--source", "toyx", "--target", "toyd", "--model", m,
+                                              "--xrefs", "ignore", "--write-top-k", "2", "--output",
+                                              str(d / "placed.tsv"), "-q"]),
+    ]}
+
+
+# -- one job in a subprocess ------------------------------------------------------------------------
+def start(args: list[str], folder: Path, *, fsize: int | None = None, stdout: int | None = subprocess.DEVNULL
+          ) -> subprocess.Popen:
+    """`kgnorm ARGS --store <folder>` as a child (its own session, so a kill reaches only it);
+    `fsize`: RLIMIT_FSIZE in bytes (a write past it fails with EFBIG; SIGXFSZ is ignored so the
+    write returns the error instead of killing the process)."""
+    def limit() -> None:
+        if fsize is not None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([*KGNORM, *args, "--store", uri(folder)], stdout=stdout, stderr=subprocess.PIPE,
+                            env=env, start_new_session=True, preexec_fn=limit if fsize is not None else None)
+
+
+def timed_run(job: Job, folder: Path) -> float:
+    """An uninterrupted run's wall seconds (it must succeed)."""
+    t0 = time.monotonic()
+    proc = start(job.args(folder), folder)
+    _, err = proc.communicate(timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{job.name} exited {proc.returncode}: {err.decode()[-500:]}")
+    return time.monotonic() - t0
+
+
+def moments(duration: float, n: int, seed: int) -> list[float]:
+    """n kill moments spread over [0, duration): one drawn at random in each n-th of it (seeded)."""
+    rng = random.Random(seed)
+    return [(i + rng.random()) / n * duration for i in range(n)]
+
+
+# -- what is judged after a kill or a fault ---------------------------------------------------------
+def check(folder: Path) -> list[str]:
+    """`kgnorm check`'s problems (not its notes), [] when sound or when there is no store yet."""
+    from kgnorm.jobs.check import check_store
+
+    if not (folder / "graph").exists():
+        return []
+    return [f"{f.check}: {f.message}" for f in check_store(uri(folder), lock_timeout=10).problems()]
+
+
+def reopen(folder: Path) -> None:
+    """What the next writer does first (clears the stages of killed processes); nothing when no store."""
+    from kgnorm.stores import open_store
+
+    if (folder / "graph").exists():
+        open_store(uri(folder), lock_timeout=10).close()
+
+
+@dataclass
+class Cycle:
+    job: str
+    moment: float
+    finished: bool = False      # the job had ended before the kill came
+    touched: bool = False       # the killed process had changed a store file
+    opened: bool = True
+    check_after_kill: list[str] = field(default_factory=list)   # before any writer reopened it
+    check_after_reopen: list[str] = field(default_factory=list)
+    rerun_code: int = 0
+    same_result: bool = True
+    lost_reviews: list[str] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return bool(not self.opened or self.check_after_reopen or self.rerun_code or not self.same_result
+                    or self.lost_reviews or self.error)
+
+    def why(self) -> str:
+        parts = [("store does not open: " + self.error) if not self.opened else self.error,
+                 "; ".join(self.check_after_reopen), f"rerun exit {self.rerun_code}" if self.rerun_code else "",
+                 "" if self.same_result else "rerun result differs from an uninterrupted run",
+                 f"lost reviews {self.lost_reviews[:3]}" if self.lost_reviews else ""]
+        return f"{self.job} killed at {self.moment:.2f}s: " + " | ".join(p for p in parts if p)
+
+
+def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[dict],
+               after_write: bool = False) -> Cycle:
+    """Run `job` on a fresh copy of its base store, SIGKILL it `moment` seconds after its start (or,
+    `after_write`, `moment` seconds after it first changed a file of the store), judge."""
+    from kgnorm.stores import open_store
+
+    c = Cycle(job.name, moment)
+    copy_store(w.bases.get(job.base) if job.base else None, folder)
+    before = files_state(folder)
+    proc = start(job.args(folder), folder)
+    if after_write:
+        while proc.poll() is None and files_state(folder) == before:
+            time.sleep(0.005)
+    try:
+        proc.wait(timeout=moment)
+        c.finished = True
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    proc.stderr.close()
+    c.touched = files_state(folder) != before
+    try:
+        if (folder / "graph").exists():
+            open_store(uri(folder), read_only=True, lock_timeout=10).close()
+        c.check_after_kill = check(folder)
+        reopen(folder)
+        c.check_after_reopen = check(folder)
+    except Exception as exc:  # noqa: BLE001 - any failure to open is what is measured
+        c.opened, c.error = False, f"{type(exc).__name__}: {exc}"[:300]
+        return c
+    c.rerun_code = exit_code([*job.args(folder), "--store", uri(folder)])
+    after = snapshot(folder)
+    c.same_result = after in expected
+    if c.rerun_code == 0 and not c.check_after_reopen:
+        c.check_after_reopen = check(folder)
+    return c
+
+
+def expected_results(w: World, job: Job, folder: Path, timed: bool = True) -> tuple[list[dict], float]:
+    """The store after one uninterrupted run, and after two (a kill after the job published but
+    before it exited leaves the first; the run again then makes the second): (results, seconds of
+    the first as a subprocess; 0 when not `timed`: both run in this process)."""
+    copy_store(w.bases.get(job.base) if job.base else None, folder)
+    seconds = 0.0
+    if timed:
+        seconds = timed_run(job, folder)
+    else:
+        _ok([*job.args(folder), "--store", uri(folder)])
+    once = snapshot(folder)
+    _ok([*job.args(folder), "--store", uri(folder)])
+    twice = snapshot(folder)
+    return ([once] if once == twice else [once, twice]), seconds
+
+
+# -- reviews through `kgnorm serve` -------------------------------------------------------------------
+def review_plan(w: World) -> list[tuple[str, dict]]:
+    """(mention uid, body) for every mention of the annotated base store: a concept, then a nil for
+    every third, alternating reviewers, each mention twice: the reviews a session posts."""
+    from kgnorm.stores import open_store
+
+    with open_store(uri(w.bases["annotated"]), read_only=True) as st:
+        mentions = [r[0] for r in st.query("MATCH (m:Mention) RETURN m.uid ORDER BY m.uid").rows]
+    plan = []
+    for round_ in range(2):  # every mention twice: the second review replaces the first as current
+        for i, m in enumerate(mentions):
+            k = i + round_
+            body = {"decision": "nil"} if k % 3 == 2 else {"decision": "concept", "concept": f"TOYD:000{k % 4 + 1}"}
+            plan.append((m, {**body, "reviewer": f"r{k % 2}"}))
+    return plan
+
+
+def start_server(folder: Path) -> tuple[subprocess.Popen, str]:
+    """`kgnorm serve --port 0` on the store: the process and "URL|token" once it printed them."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([*KGNORM, "serve", "--store", uri(folder), "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, start_new_session=True, text=True)
+    line = proc.stdout.readline().strip()
+    if not line.startswith("kgnorm serve: "):
+        proc.kill()
+        raise RuntimeError(f"kgnorm serve printed {line!r}")
+    token = proc.stdout.readline().strip().split()[-1]
+    return proc, line.split(": ", 1)[1].rstrip("/") + "|" + token
+
+
+def post_reviews(base: str, plan: list[tuple[str, dict]], acked: list[str], deadline: float | None = None) -> None:
+    """Post the plan in order; append to `acked` each mention whose review was answered 200/201.
+    Stops at the first connection error (the server was killed)."""
+    from urllib.parse import quote
+
+    import httpx
+
+    url, token = base.split("|")
+    with httpx.Client(timeout=30) as client:
+        for mention, body in plan:
+            try:
+                r = client.post(f"{url}/api/mentions/{quote(mention, safe='')}/review", json=body,
+                                headers={"X-Kgnorm-Token": token})
+            except httpx.TransportError:
+                return
+            if r.status_code in (200, 201):
+                acked.append(r.json()["uid"])
+            else:
+                raise RuntimeError(f"review of {mention} answered {r.status_code}: {r.text[:200]}")
+
+
+def stored_review_uids(folder: Path) -> set[str]:
+    from kgnorm.stores import open_store
+
+    with open_store(uri(folder), read_only=True) as st:
+        return {r[0] for r in st.query("MATCH (r:Review) RETURN r.uid").rows}
+
+
+def journaled_review_uids(folder: Path) -> set[str]:
+    from kgnorm.review.journal import ReviewJournal
+
+    return {r.uid for r in ReviewJournal.beside(folder / "graph").reviews()}
+
+
+def review_cycle(w: World, moment: float | None, folder: Path, plan: list[tuple[str, dict]],
+                 expected: list[dict], from_ready: bool = False) -> tuple[Cycle, float]:
+    """Serve the annotated store, post `plan`, SIGKILL the server `moment` seconds after its start
+    (None: no kill); then every acknowledged review must be in the store or its journal, and in the
+    store once a review desk reopened it; posting the rest must give the uninterrupted result.
+    (the cycle, seconds from the server's start to the last answer). `from_ready`: the moment
+    counts from when the server printed its address, not from its start."""
+    import threading
+
+    from kgnorm.review.desk import ReviewDesk
+
+    c = Cycle("reviews", moment if moment is not None else 0.0)
+    copy_store(w.bases["annotated"], folder)
+    before = files_state(folder)
+    acked: list[str] = []
+    t0 = time.monotonic()
+    proc, base = start_server(folder)
+    if from_ready:
+        t0 = time.monotonic()
+    poster = threading.Thread(target=post_reviews, args=(base, plan, acked), daemon=True)
+    poster.start()
+    if moment is None:
+        poster.join()
+        seconds = time.monotonic() - t0
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    else:
+        poster.join(timeout=max(0.0, moment - (time.monotonic() - t0)))
+        c.finished = not poster.is_alive()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        poster.join(timeout=30)
+        seconds = time.monotonic() - t0
+    proc.stdout.close()
+    c.touched = files_state(folder) != before
+    try:
+        c.lost_reviews = sorted(set(acked) - stored_review_uids(folder) - journaled_review_uids(folder))
+        c.check_after_kill = check(folder)
+        ReviewDesk(uri(folder)).close()  # reopening lands the journaled reviews
+        c.lost_reviews += sorted(set(acked) - stored_review_uids(folder) - set(c.lost_reviews))
+        c.check_after_reopen = check(folder)
+    except Exception as exc:  # noqa: BLE001 - any failure to open is what is measured
+        c.opened, c.error = False, f"{type(exc).__name__}: {exc}"[:300]
+        return c, seconds
+    if moment is not None:  # the session goes on: a new server, the reviews not acknowledged posted again
+        done = len(acked)
+        proc, base = start_server(folder)
+        try:
+            again: list[str] = []
+            post_reviews(base, plan[done:], again)
+            c.rerun_code = 0 if len(again) == len(plan) - done else 1
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+            proc.stdout.close()
+        c.check_after_reopen = c.check_after_reopen or check(folder)
+    c.same_result = not expected or snapshot(folder) in expected
+    return c, seconds
+
+
+@dataclass
+class Tally:
+    job: str
+    seconds: float = 0.0          # an uninterrupted run
+    cycles: list[Cycle] = field(default_factory=list)
+
+    @property
+    def kills(self) -> int:
+        return sum(1 for c in self.cycles if not c.finished)
+
+    @property
+    def touched(self) -> int:
+        return sum(1 for c in self.cycles if c.touched and not c.finished)
+
+    @property
+    def check_failed_before_reopen(self) -> int:
+        return sum(1 for c in self.cycles if c.check_after_kill)
+
+    @property
+    def failures(self) -> list[Cycle]:
+        return [c for c in self.cycles if c.failed]
+
+
+def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[str], None] = lambda s: None) -> Tally:
+    """`n` kill cycles of job `name` at moments spread over an uninterrupted run's duration."""
+    folder = work / name
+    t = Tally(name)
+    if name == "reviews":
+        plan = review_plan(w)
+        _, t.seconds = review_cycle(w, None, folder, plan, [])
+        expected = [snapshot(folder)]
+        for m in moments(t.seconds, n, seed):
+            c, _ = review_cycle(w, m, folder, plan, expected)
+            t.cycles.append(c)
+            log(c.why() if c.failed else "")
+    else:
+        job = w.jobs[name]
+        expected, t.seconds = expected_results(w, job, folder)
+        for m in moments(t.seconds, n, seed):
+            c = kill_cycle(w, job, m, folder, expected)
+            t.cycles.append(c)
+            log(c.why() if c.failed else "")
+    return t
+
+
+# -- I/O faults: a file size limit, the store's folder made read-only midway, a full filesystem ---------
+@dataclass
+class Fault:
+    job: str
+    how: str                 # "fsize" | "read-only" | "full-disk"
+    code: int = 0
+    stderr: str = ""
+    same_store: bool = True  # the store holds what it held before the job
+    sound: bool = True       # `kgnorm check` passes (after a writer reopened it)
+    sound_before_reopen: bool = True
+
+    @property
+    def one_line(self) -> bool:
+        lines = [x for x in self.stderr.splitlines() if x.strip() and not x.startswith("kgnorm: ") or
+                 x.startswith("kgnorm: error: ")]
+        return len(lines) == 1 and lines[0].startswith("kgnorm: error: ") and "--debug" not in lines[0]
+
+    @property
+    def failed(self) -> bool:
+        """A fault must end the job with one error line and a non-zero exit, the store as before
+        (a job that still succeeded must leave a sound store with its full result)."""
+        if self.code == 0:
+            return not self.sound
+        return not (self.one_line and self.same_store and self.sound)
+
+    def line(self) -> str:
+        err = next((x for x in self.stderr.splitlines() if x.startswith("kgnorm: error: ")), self.stderr[-300:])
+        store = "as before" if self.same_store else "CHANGED"
+        return (f"{self.job} under {self.how}: exit {self.code}, store {store}, "
+                f"check {'passes' if self.sound else 'FAILS'}: {err.strip()}")
+
+
+def read_only_binds() -> list[str] | None:
+    """The command prefix under which a chmod binds the child: none for a user, `setpriv` dropping
+    the capabilities that let root write through any mode; None where root has no setpriv."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        return None
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
+def fault_cycle(w: World, job: Job, how: str, folder: Path, *, fsize: int | None = None, moment: float = 0.0,
+                small_fs: Path | None = None) -> Fault:
+    """Run `job` on a fresh copy of its base store under one fault: `fsize` (RLIMIT_FSIZE, bytes),
+    the folder made read-only `moment` seconds after the start, or the store on `small_fs` (a small
+    filesystem already nearly full)."""
+    if small_fs is not None:
+        folder = small_fs / "store"
+    copy_store(w.bases.get(job.base) if job.base else None, folder)
+    out_dir = folder.parent / f"{folder.name}-out"
+    out_dir.mkdir(exist_ok=True)
+    before = snapshot(folder)
+    f = Fault(job.name, how)
+    prefix = (read_only_binds() or []) if how == "read-only" else []
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HOME": str(out_dir)}
+
+    def pre() -> None:
+        if fsize is not None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+
+    proc = subprocess.Popen([*prefix, *KGNORM, *job.args(out_dir), "--store", uri(folder)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True, preexec_fn=pre, text=True)
+    if how == "read-only":
+        try:
+            proc.wait(timeout=moment)
+        except subprocess.TimeoutExpired:
+            for p in [folder, *folder.iterdir()]:
+                p.chmod(p.stat().st_mode & ~0o222)
+    _, f.stderr = proc.communicate(timeout=600)
+    f.code = proc.returncode
+    _writable(folder)
+    for p in folder.iterdir():
+        p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    f.sound_before_reopen = not check(folder)
+    try:
+        reopen(folder)
+    except StoreError:  # still no room to write (the full disk): judged as it is
+        pass
+    f.sound = not check(folder)
+    f.same_store = snapshot(folder) == before
+    return f
