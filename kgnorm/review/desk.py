@@ -3,9 +3,10 @@ processes write it, and reviews recorded so that none is lost.
 
 Reads: LadybugDB opened read-only (which other processes' writes do not block), reopened when the
 store's files changed so a page shows what was committed last; Neo4j: one read-only driver.
-Writes (reviews): on LadybugDB, journaled first (kgnorm.review.journal), then written when the
-store's write lock can be had within `lock_timeout`; while another process holds it, they stay
-pending, are shown as such, and a background thread writes them once it is free. On Neo4j the
+Writes (reviews): on LadybugDB, journaled first (kgnorm.review.journal), then written if the
+store's write lock is free (a request never waits for it; `lock_timeout` is waited at start and
+stop only); while another process holds it, they stay pending, are shown as such, and a
+background thread writes them once it is free. On Neo4j the
 server takes concurrent writes: a review is written at once (an error is the caller's)."""
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ class ReviewDesk:
                 apply_review(st, review)
             return review
         self.journal.append(review)
-        self.flush()
+        self.flush(wait=False)  # kept: a request never waits for another writer, the retry thread writes it
         return review
 
     def pending(self) -> list[Review]:
@@ -108,25 +109,39 @@ class ReviewDesk:
             return []
         return [r for r in self.journal.reviews() if r.uid not in self._applied]
 
-    def flush(self) -> int:
-        """Write the pending reviews when the store's write lock can be had; how many were written."""
-        todo = self.pending()
-        if not todo:
+    def flush(self, wait: bool = True, lock_timeout: float = 0.0) -> int:
+        """Write the pending reviews if the store's write lock can be had within `lock_timeout`
+        (none by default: the retry thread tries again); without `wait`, not while another thread
+        of this desk writes them. How many were written.
+
+        The reader is closed before the writer opens and none opens until it is closed: LadybugDB's
+        lock is a POSIX lock, which closing any handle of the store in this process releases, so a
+        reader closed while the writer is open would let another process write the store too."""
+        if not self.pending() or not self._write_lock.acquire(blocking=wait):
             return 0
-        with self._write_lock:
-            try:
-                st = open_store(self.uri, lock_timeout=self.lock_timeout)
-            except StoreError as exc:
-                if "locked" in str(exc):
-                    return 0  # another process writes the store: they stay pending
-                raise
-            with st:
-                done = applied(st, [r.uid for r in todo])
-                for r in todo:
-                    if r.uid not in done:
-                        apply_review(st, r)
-                    self._applied.add(r.uid)
-        return len(todo)
+        try:
+            with self._read_lock:
+                todo = self.pending()  # again: what another thread wrote meanwhile is not written twice
+                if not todo:
+                    return 0
+                if self._reader is not None:
+                    self._reader.close()
+                    self._reader = None
+                try:
+                    st = open_store(self.uri, lock_timeout=lock_timeout)
+                except StoreError as exc:
+                    if "locked" in str(exc):
+                        return 0  # another process writes the store: they stay pending
+                    raise
+                with st:
+                    done = applied(st, [r.uid for r in todo])
+                    for r in todo:
+                        if r.uid not in done:
+                            apply_review(st, r)
+                        self._applied.add(r.uid)
+                return len(todo)
+        finally:
+            self._write_lock.release()
 
     def _retry_pending(self, every: float) -> None:
         while not self._stop.wait(every):
@@ -151,7 +166,7 @@ class ReviewDesk:
         if self._retry is not None:
             self._retry.join(timeout=5)
         try:
-            self.flush()
+            self.flush(lock_timeout=self.lock_timeout)
         except StoreError:
             pass
         with self._read_lock:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from kgnorm.review.records import Review
 
@@ -16,7 +18,7 @@ class ReviewJournal:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._read: tuple[tuple[int, int] | None, list[Review]] = (None, [])  # (file stamp, its reviews)
+        self._read = _Read()  # what reviews() has read so far
 
     @classmethod
     def beside(cls, store_path: Path) -> "ReviewJournal":
@@ -24,24 +26,43 @@ class ReviewJournal:
         return cls(f"{store_path}.reviews.jsonl")
 
     def append(self, review: Review) -> None:
-        line = json.dumps(review.record(), sort_keys=True, ensure_ascii=False) + "\n"
-        with self._lock, open(self.path, "a", encoding="utf-8") as fh:
+        """One line, fsynced; after a line a crash cut short, on a line of its own (not glued to
+        the torn one, which would make both unreadable)."""
+        line = (json.dumps(review.record(), sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+        with self._lock, open(self.path, "a+b") as fh:
+            end = fh.seek(0, os.SEEK_END)
+            if end and (fh.seek(end - 1), fh.read(1))[1] != b"\n":
+                line = b"\n" + line
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
 
     def reviews(self) -> list[Review]:
-        """Every review journaled, oldest first (a torn last line from a crash is skipped). Read
-        again only when the file changed (any process may append): pages ask on every request."""
+        """Every review journaled, oldest first (a torn last line from a crash is skipped). Pages
+        ask on every request and any process may append: only the lines added since the last call
+        are read (the whole file again when it was replaced or changed before that point)."""
         with self._lock:
             try:
-                st = self.path.stat()
+                fh = open(self.path, "rb")
             except FileNotFoundError:
+                self._read = _Read()
                 return []
-            stamp = (st.st_mtime_ns, st.st_size)
-            if stamp != self._read[0]:
-                self._read = (stamp, self.scan()[0])
-            return list(self._read[1])
+            with fh:
+                r = self._read
+                ino, size = os.fstat(fh.fileno()).st_ino, os.fstat(fh.fileno()).st_size
+                if (ino, r.tail) != (r.ino, _tail(fh, r.offset)) or size < r.offset:
+                    r = self._read = _Read(ino)
+                fh.seek(r.offset)
+                new = fh.read()
+                whole = new[:new.rfind(b"\n") + 1]  # complete lines only: a line being written waits
+                for line in whole.split(b"\n")[:-1]:
+                    try:
+                        r.reviews.append(Review.from_record(json.loads(line)))
+                    except (ValueError, TypeError, AttributeError):
+                        pass
+                r.offset += len(whole)
+                r.tail = _tail(fh, r.offset)
+            return list(r.reviews)
 
     def scan(self) -> tuple[list[Review], list[int]]:
         """(every review journaled, the numbers of the lines that are no review: a damaged file). A
@@ -59,3 +80,18 @@ class ReviewJournal:
                 if i < len(lines) and line.strip():
                     damaged.append(i)
         return reviews, damaged
+
+
+@dataclass
+class _Read:
+    """How far ReviewJournal.reviews has read: the file, the offset of the first unread line, the
+    bytes just before it (to notice a file rewritten in place) and the reviews so far."""
+    ino: int = -1
+    offset: int = 0
+    tail: bytes = b""
+    reviews: list[Review] = field(default_factory=list)
+
+
+def _tail(fh: BinaryIO, offset: int) -> bytes:
+    fh.seek(max(0, offset - 64))
+    return fh.read(min(offset, 64))
