@@ -114,19 +114,19 @@ class ReviewDesk:
         (none by default: the retry thread tries again); without `wait`, not while another thread
         of this desk writes them. How many were written.
 
-        The reader is closed before the writer opens and none opens until it is closed: LadybugDB's
+        No reader is closed or opened while the writer is open (the read lock is held): LadybugDB's
         lock is a POSIX lock, which closing any handle of the store in this process releases, so a
-        reader closed while the writer is open would let another process write the store too."""
-        if not self.pending() or not self._write_lock.acquire(blocking=wait):
+        reader closed then would let another process write the store too. The reader, stale after
+        the write, is reopened by the next read."""
+        if not self.pending() or (not wait and self._held_elsewhere()):
+            return 0  # a request does not even try while another process writes: the retry thread will
+        if not self._write_lock.acquire(blocking=wait):
             return 0
         try:
             with self._read_lock:
                 todo = self.pending()  # again: what another thread wrote meanwhile is not written twice
                 if not todo:
                     return 0
-                if self._reader is not None:
-                    self._reader.close()
-                    self._reader = None
                 try:
                     st = open_store(self.uri, lock_timeout=lock_timeout)
                 except StoreError as exc:
@@ -139,9 +139,15 @@ class ReviewDesk:
                         if r.uid not in done:
                             apply_review(st, r)
                         self._applied.add(r.uid)
+                self._reader_stamp = ("written",)  # the next read reopens the reader
                 return len(todo)
         finally:
             self._write_lock.release()
+
+    def _held_elsewhere(self) -> bool:
+        from kgnorm.stores.ladybug_store import writer_elsewhere
+
+        return self.path is not None and writer_elsewhere(self.path) is not None
 
     def _retry_pending(self, every: float) -> None:
         while not self._stop.wait(every):
