@@ -35,6 +35,7 @@ class ReviewDesk:
         self._reader_stamp: tuple[Any, ...] = ()
         self._read_lock = threading.RLock()
         self._write_lock = threading.Lock()
+        self._writing = False  # this desk's writer is open (see _writer)
         self._applied: set[str] = set()
         self._linker = _ModelCandidates(model) if model else None
         self._stop = threading.Event()
@@ -78,7 +79,7 @@ class ReviewDesk:
         embedded store's connection is not shared across threads)."""
         with self._read_lock:
             stamp = self._stamp()
-            if self._reader is not None and stamp != self._reader_stamp:
+            if self._reader is not None and stamp != self._reader_stamp and not self._writing:
                 self._reader.close()
                 self._reader = None
             if self._reader is None:
@@ -100,7 +101,7 @@ class ReviewDesk:
                 apply_review(st, review)
             return review
         self.journal.append(review)
-        self.flush(wait=False)  # kept: a request never waits for another writer, the retry thread writes it
+        self.flush(wait=False)  # kept: a request never waits for a writer, the retry thread writes it
         return review
 
     def pending(self) -> list[Review]:
@@ -111,38 +112,56 @@ class ReviewDesk:
 
     def flush(self, wait: bool = True, lock_timeout: float = 0.0) -> int:
         """Write the pending reviews if the store's write lock can be had within `lock_timeout`
-        (none by default: the retry thread tries again); without `wait`, not while another thread
-        of this desk writes them. How many were written.
-
-        No reader is closed or opened while the writer is open (the read lock is held): LadybugDB's
-        lock is a POSIX lock, which closing any handle of the store in this process releases, so a
-        reader closed then would let another process write the store too. The reader, stale after
-        the write, is reopened by the next read."""
-        if not self.pending() or (not wait and self._held_elsewhere()):
-            return 0  # a request does not even try while another process writes: the retry thread will
+        (none by default: the retry thread tries again, and does not even try while another live
+        process's holder file says it writes); without `wait`, not while another thread of this
+        desk writes them. How many were written."""
+        if not self.pending() or (not lock_timeout and self._held_elsewhere()):
+            return 0
         if not self._write_lock.acquire(blocking=wait):
             return 0
         try:
-            with self._read_lock:
-                todo = self.pending()  # again: what another thread wrote meanwhile is not written twice
-                if not todo:
-                    return 0
-                try:
-                    st = open_store(self.uri, lock_timeout=lock_timeout)
-                except StoreError as exc:
-                    if "locked" in str(exc):
-                        return 0  # another process writes the store: they stay pending
-                    raise
-                with st:
-                    done = applied(st, [r.uid for r in todo])
-                    for r in todo:
-                        if r.uid not in done:
-                            apply_review(st, r)
-                        self._applied.add(r.uid)
-                self._reader_stamp = ("written",)  # the next read reopens the reader
-                return len(todo)
+            todo = self.pending()  # again: what another thread wrote meanwhile is not written twice
+            if not todo:
+                return 0
+            with self._writer(lock_timeout) as st:
+                if st is None:
+                    return 0  # another process writes the store: they stay pending
+                done = applied(st, [r.uid for r in todo])
+                for r in todo:
+                    if r.uid not in done:
+                        apply_review(st, r)
+                    self._applied.add(r.uid)
+            return len(todo)
         finally:
             self._write_lock.release()
+
+    @contextmanager
+    def _writer(self, lock_timeout: float) -> Iterator[GraphStore | None]:
+        """The store opened for writing (None: another process holds it). While it is open, pages
+        still read (through the reader as it was), but the reader is neither closed nor reopened:
+        LadybugDB's lock is a POSIX lock, which closing any handle of the store in this process
+        releases, so another process could write the store at the same time. The next read after
+        it reopens the reader."""
+        with self._read_lock:
+            try:
+                st = open_store(self.uri, lock_timeout=lock_timeout)
+            except StoreError as exc:
+                if "locked" not in str(exc):
+                    raise
+                st = None
+            self._writing = st is not None
+        if st is None:
+            yield None
+            return
+        try:
+            yield st
+        finally:
+            with self._read_lock:
+                try:
+                    st.close()
+                finally:
+                    self._writing = False
+                    self._reader_stamp = ("written",)
 
     def _held_elsewhere(self) -> bool:
         from kgnorm.stores.ladybug_store import writer_elsewhere
