@@ -80,12 +80,23 @@ class ReviewDesk:
         with self._read_lock:
             stamp = self._stamp()
             if self._reader is not None and stamp != self._reader_stamp and not self._writing:
-                self._reader.close()
-                self._reader = None
+                self._reopen(stamp)
             if self._reader is None:
                 self._reader = open_store(self.uri, read_only=True)
                 self._reader_stamp = stamp
             yield self._reader
+
+    def _reopen(self, stamp: tuple[Any, ...]) -> None:
+        """A fresh reader in place of the one open, when one can be had at once: while another
+        process's write is being checkpointed a read-only open waits (seconds), and the page is
+        answered from the reader as it was instead (the next read tries again)."""
+        try:
+            fresh = open_store(self.uri, read_only=True, lock_timeout=0)
+        except StoreError:
+            return
+        assert self._reader is not None
+        self._reader.close()
+        self._reader, self._reader_stamp = fresh, stamp
 
     # -- writes --------------------------------------------------------------------
     def record(self, mention_uid: str, decision: str, concept_uid: str = "", *, reviewer: str = "",
