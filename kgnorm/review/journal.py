@@ -17,8 +17,9 @@ from kgnorm.review.records import Review
 class ReviewJournal:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
-        self._read = _Read()  # what reviews() has read so far
+        self._lock = threading.Lock()  # guards what reviews() has read so far
+        self._append_lock = threading.Lock()
+        self._read = _Read()
 
     @classmethod
     def beside(cls, store_path: Path) -> "ReviewJournal":
@@ -26,16 +27,22 @@ class ReviewJournal:
         return cls(f"{store_path}.reviews.jsonl")
 
     def append(self, review: Review) -> None:
-        """One line, fsynced; after a line a crash cut short, on a line of its own (not glued to
-        the torn one, which would make both unreadable)."""
+        """One line, fsynced before it returns; after a line a crash cut short, on a line of its
+        own (not glued to the torn one, which would make both unreadable). The fsync is outside
+        the lock: reading the journal and other appends go on meanwhile (one fsync covers them)."""
         line = (json.dumps(review.record(), sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-        with self._lock, open(self.path, "a+b") as fh:
-            end = fh.seek(0, os.SEEK_END)
-            if end and (fh.seek(end - 1), fh.read(1))[1] != b"\n":
-                line = b"\n" + line
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            with self._append_lock:
+                end = os.fstat(fd).st_size
+                if end and os.pread(fd, 1, end - 1) != b"\n":
+                    line = b"\n" + line
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def reviews(self) -> list[Review]:
         """Every review journaled, oldest first (a torn last line from a crash is skipped). Pages
