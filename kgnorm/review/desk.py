@@ -11,6 +11,7 @@ server takes concurrent writes: a review is written at once (an error is the cal
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -21,6 +22,7 @@ from kgnorm.review.records import AddedMention, Review, applied, apply_review, m
 from kgnorm.stores import GraphStore, check_store_uri, embedded_path, open_store
 
 RETRY_S = 2.0
+REOPEN_S = 0.5
 
 
 class ReviewDesk:
@@ -36,6 +38,7 @@ class ReviewDesk:
         self._read_lock = threading.RLock()
         self._write_lock = threading.Lock()
         self._writing = False  # this desk's writer is open (see _writer)
+        self._retry_reopen_at = 0.0  # after a failed reopen of the reader, not before this (monotonic)
         self._applied: set[str] = set()
         self._linker = _ModelCandidates(model) if model else None
         self._stop = threading.Event()
@@ -88,11 +91,15 @@ class ReviewDesk:
 
     def _reopen(self, stamp: tuple[Any, ...]) -> None:
         """A fresh reader in place of the one open, when one can be had at once: while another
-        process's write is being checkpointed a read-only open waits (seconds), and the page is
-        answered from the reader as it was instead (the next read tries again)."""
+        process's write is being checkpointed a read-only open waits (seconds), and pages are
+        answered from the reader as it was instead (tried again REOPEN_S after a failed try: a
+        try costs tens of ms, and every page would pay it)."""
+        if time.monotonic() < self._retry_reopen_at:
+            return
         try:
             fresh = open_store(self.uri, read_only=True, lock_timeout=0)
         except StoreError:
+            self._retry_reopen_at = time.monotonic() + REOPEN_S
             return
         assert self._reader is not None
         self._reader.close()
