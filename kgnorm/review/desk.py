@@ -3,13 +3,15 @@ processes write it, and reviews recorded so that none is lost.
 
 Reads: LadybugDB opened read-only (which other processes' writes do not block), reopened when the
 store's files changed so a page shows what was committed last; Neo4j: one read-only driver.
-Writes (reviews): on LadybugDB, journaled first (kgnorm.review.journal), then written when the
-store's write lock can be had within `lock_timeout`; while another process holds it, they stay
-pending, are shown as such, and a background thread writes them once it is free. On Neo4j the
+Writes (reviews): on LadybugDB, journaled first (kgnorm.review.journal), then written if the
+store's write lock is free (a request never waits for it; `lock_timeout` is waited at start and
+stop only); while another process holds it, they stay pending, are shown as such, and a
+background thread writes them once it is free. On Neo4j the
 server takes concurrent writes: a review is written at once (an error is the caller's)."""
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -22,6 +24,7 @@ from kgnorm.stores import GraphStore, check_store_uri, embedded_path, open_store
 from kgnorm.stores.ladybug_guard import NoRoom
 
 RETRY_S = 2.0
+REOPEN_S = 0.5
 
 
 class ReviewDesk:
@@ -36,6 +39,8 @@ class ReviewDesk:
         self._reader_stamp: tuple[Any, ...] = ()
         self._read_lock = threading.RLock()
         self._write_lock = threading.Lock()
+        self._writing = False  # this desk's writer is open (see _writer)
+        self._retry_reopen_at = 0.0  # after a failed reopen of the reader, not before this (monotonic)
         self._applied: set[str] = set()
         self._linker = _ModelCandidates(model) if model else None
         self._stop = threading.Event()
@@ -79,13 +84,28 @@ class ReviewDesk:
         embedded store's connection is not shared across threads)."""
         with self._read_lock:
             stamp = self._stamp()
-            if self._reader is not None and stamp != self._reader_stamp:
-                self._reader.close()
-                self._reader = None
+            if self._reader is not None and stamp != self._reader_stamp and not self._writing:
+                self._reopen(stamp)
             if self._reader is None:
                 self._reader = open_store(self.uri, read_only=True)
                 self._reader_stamp = stamp
             yield self._reader
+
+    def _reopen(self, stamp: tuple[Any, ...]) -> None:
+        """A fresh reader in place of the one open, when one can be had at once: while another
+        process's write is being checkpointed a read-only open waits (seconds), and pages are
+        answered from the reader as it was instead (tried again REOPEN_S after a failed try: a
+        try costs tens of ms, and every page would pay it)."""
+        if time.monotonic() < self._retry_reopen_at:
+            return
+        try:
+            fresh = open_store(self.uri, read_only=True, lock_timeout=0)
+        except StoreError:
+            self._retry_reopen_at = time.monotonic() + REOPEN_S
+            return
+        assert self._reader is not None
+        self._reader.close()
+        self._reader, self._reader_stamp = fresh, stamp
 
     # -- writes --------------------------------------------------------------------
     def record(self, mention_uid: str, decision: str, concept_uid: str = "", *, reviewer: str = "",
@@ -109,7 +129,7 @@ class ReviewDesk:
                     apply_review(st, r)
             return review
         self.journal.append(review, *copies)
-        self.flush()
+        self.flush(wait=False)  # kept: a request never waits for a writer, the retry thread writes it
         return review
 
     def pending(self) -> list[Review]:
@@ -118,25 +138,63 @@ class ReviewDesk:
             return []
         return [r for r in self.journal.reviews() if r.uid not in self._applied]
 
-    def flush(self) -> int:
-        """Write the pending reviews when the store's write lock can be had; how many were written."""
-        todo = self.pending()
-        if not todo:
+    def flush(self, wait: bool = True, lock_timeout: float = 0.0) -> int:
+        """Write the pending reviews if the store's write lock can be had within `lock_timeout`
+        (none by default: the retry thread tries again, and does not even try while another live
+        process's holder file says it writes); without `wait`, not while another thread of this
+        desk writes them. How many were written."""
+        if not self.pending() or (not lock_timeout and self._held_elsewhere()):
             return 0
-        with self._write_lock:
-            try:
-                st = open_store(self.uri, lock_timeout=self.lock_timeout)
-            except StoreError as exc:
-                if "locked" in str(exc) or isinstance(exc, NoRoom):
-                    return 0  # another process writes the store, or the disk is full: they stay pending
-                raise
-            with st:
+        if not self._write_lock.acquire(blocking=wait):
+            return 0
+        try:
+            todo = self.pending()  # again: what another thread wrote meanwhile is not written twice
+            if not todo:
+                return 0
+            with self._writer(lock_timeout) as st:
+                if st is None:
+                    return 0  # another process writes the store, or no room: they stay pending
                 done = applied(st, [r.uid for r in todo])
                 for r in todo:
                     if r.uid not in done:
                         apply_review(st, r)
                     self._applied.add(r.uid)
-        return len(todo)
+            return len(todo)
+        finally:
+            self._write_lock.release()
+
+    @contextmanager
+    def _writer(self, lock_timeout: float) -> Iterator[GraphStore | None]:
+        """The store opened for writing (None: another process holds it). While it is open, pages
+        still read (through the reader as it was), but the reader is neither closed nor reopened:
+        LadybugDB's lock is a POSIX lock, which closing any handle of the store in this process
+        releases, so another process could write the store at the same time. The next read after
+        it reopens the reader."""
+        with self._read_lock:
+            try:
+                st = open_store(self.uri, lock_timeout=lock_timeout)
+            except StoreError as exc:
+                if "locked" not in str(exc) and not isinstance(exc, NoRoom):
+                    raise
+                st = None  # another process writes the store, or the disk is full: they stay pending
+            self._writing = st is not None
+        if st is None:
+            yield None
+            return
+        try:
+            yield st
+        finally:
+            with self._read_lock:
+                try:
+                    st.close()
+                finally:
+                    self._writing = False
+                    self._reader_stamp = ("written",)
+
+    def _held_elsewhere(self) -> bool:
+        from kgnorm.stores.ladybug_store import writer_elsewhere
+
+        return self.path is not None and writer_elsewhere(self.path) is not None
 
     def _retry_pending(self, every: float) -> None:
         while not self._stop.wait(every):
@@ -161,7 +219,7 @@ class ReviewDesk:
         if self._retry is not None:
             self._retry.join(timeout=5)
         try:
-            self.flush()
+            self.flush(lock_timeout=self.lock_timeout)
         except StoreError:
             pass
         with self._read_lock:

@@ -126,7 +126,9 @@ def make_review(store: GraphStore, mention_uid: str, decision: str, concept_uid:
             raise InputError(f"mention {mention_uid!r} has no machine link to accept: pick a concept (decision 'concept')")
         concept_uid, ontology = (concept_uid or machine), (ontology or machine_onto)
     if decision in WITH_CONCEPT:
-        ontology = _concept_ontology(store, concept_uid, ontology or prev_onto)
+        named, ontology = ontology, _concept_ontology(store, concept_uid, ontology or prev_onto)
+        if named and named != ontology:  # a named ontology is the person's: never swapped for another
+            raise InputError(f"concept {concept_uid} is not in ontology {named!r} (it is in {ontology!r})")
     else:
         concept_uid, ontology = "", ""
     return Review(uuid.uuid4().hex, mention_uid, decision, concept_uid, ontology, previous, reviewer.strip()[:200],

@@ -4,8 +4,9 @@ which the app never grants), bounded request bodies, and headers that forbid fra
 or style not served by the app itself."""
 from __future__ import annotations
 
+import hmac
 import json
-import secrets
+import re
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -26,14 +27,25 @@ SECURITY_HEADERS = [
 
 
 def check_token(request: Request, token: str) -> None:
-    """403 unless the request carries the app's token (compared in constant time)."""
+    """403 unless the request carries the app's token, compared in constant time (hmac.compare_digest
+    on bytes: how long the answer takes says nothing about how much of a guess was right)."""
     given = request.headers.get(TOKEN_HEADER, "")
-    if not secrets.compare_digest(given.encode("utf-8", "replace"), token.encode("utf-8")):
+    if not hmac.compare_digest(given.encode("utf-8", "replace"), token.encode("utf-8")):
         raise HTTPException(403, "missing or wrong X-Kgnorm-Token header")
 
 
+# a control character other than tab and line ends, or half of a UTF-16 pair ("\ud800" in JSON):
+# no field a person types holds one, and a lone surrogate cannot be written to the UTF-8 journal
+_UNWRITABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+
+
 async def read_json(request: Request) -> dict[str, Any]:
-    """The request's JSON object; 413 past MAX_BODY bytes (declared or streamed), 400 if not an object."""
+    """The request's JSON object: 415 unless sent as application/json, 413 past MAX_BODY bytes
+    (declared or streamed), 400 unless it is one JSON object in UTF-8 whose strings hold no
+    control character (a body nested too deep for the parser included)."""
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        raise HTTPException(415, "send the request body as Content-Type: application/json")
     declared = request.headers.get("content-length")
     if declared is not None and (not (declared.isascii() and declared.isdigit()) or int(declared) > MAX_BODY):
         raise HTTPException(413, f"request body over {MAX_BODY} bytes")
@@ -43,12 +55,28 @@ async def read_json(request: Request) -> dict[str, Any]:
         if len(body) > MAX_BODY:
             raise HTTPException(413, f"request body over {MAX_BODY} bytes")
     try:
-        data = json.loads(bytes(body) or b"{}")
-    except ValueError:
-        raise HTTPException(400, "the request body is not JSON") from None
+        data = json.loads(bytes(body).decode("utf-8") or "{}")
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise HTTPException(400, "the request body is not JSON in UTF-8") from None
     if not isinstance(data, dict):
         raise HTTPException(400, "the request body is not a JSON object")
+    if any(_UNWRITABLE.search(s) for s in _strings(data)):
+        raise HTTPException(400, "a field of the request holds a control character or a lone surrogate")
     return data
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a parsed JSON value, keys included (iteratively: the depth is the sender's)."""
+    out, todo = [], [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            todo += [*v.keys(), *v.values()]
+        elif isinstance(v, list):
+            todo += v
+    return out
 
 
 class SecurityHeaders:

@@ -32,6 +32,26 @@ LOCK_POLL_S = 0.25
 _WRITES_FILES = re.compile(r"\s*(COPY|EXPORT|IMPORT|INSTALL|ATTACH|DETACH\s+DATABASE|USE)\b", re.IGNORECASE)
 
 
+def writer_elsewhere(path: str | Path) -> int | None:
+    """The pid of another live process holding the store at `path` for writing, as the holder
+    file its open wrote says; None when none is known (a killed writer's stale file included). A
+    cheap look before an open that would fail at once: LadybugDB sets up its buffer pool before it
+    finds the lock taken (tens of ms)."""
+    try:
+        pid = int(json.loads(Path(f"{path}.holder").read_text(encoding="utf-8"))["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if pid == os.getpid():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:  # alive, another user's
+        pass
+    return pid
+
+
 class LadybugStore(LadybugStaging, GraphStore):
     """`create=False` refuses a missing store (a typo'd path is an error, not a new empty
     store); `read_only` opens share the store with other readers; a lock held by another
@@ -77,10 +97,13 @@ class LadybugStore(LadybugStaging, GraphStore):
                                  buffer_pool_size=self.pool_mb() * 2**20)
                 return db, lb.Connection(db)
             except RuntimeError as exc:
-                # a read-only open just as another process commits finds its checkpoint under way:
-                # transient, retried within the same wait as a lock
-                pending = self.read_only and "recovery is pending" in str(exc).lower()
-                if not self.read_only and "permission denied" in str(exc).lower():
+                # a read-only open just as another process commits finds its checkpoint under way
+                # (recovery pending, or the log just emptied): transient, retried within the same
+                # wait as a lock
+                low = str(exc).lower()
+                pending = self.read_only and ("recovery is pending" in low or
+                                              ("reading past the end of the file" in low and ".wal" in low))
+                if not self.read_only and "permission denied" in low:
                     raise not_writable(self.path, redact(_one_line(exc))) from None
                 if "lock" not in str(exc).lower() and not pending:
                     raise StoreError(f"cannot open LadybugDB store at {redact(str(self.path))}: "
