@@ -64,3 +64,18 @@ def build(tmp: Path, capsys, store: str, tiny_bert_dir: Path) -> Path:
 def write_jsonl(path: Path, docs=DOCS) -> Path:
     path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
     return path
+
+
+def write_pubtator(path: Path, docs) -> Path:
+    """PubTator of (pmid, title, abstract, [(mention, gold id)]): each mention at its first
+    occurrence in "title abstract", typed Disease."""
+    lines = []
+    for pmid, title, abstract, spans in docs:
+        text = f"{title} {abstract}"
+        lines += [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
+        for mention, gold in spans:
+            start = text.index(mention)
+            lines.append(f"{pmid}\t{start}\t{start + len(mention)}\t{mention}\tDisease\t{gold}")
+        lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from annotate_fixtures import build
+from annotate_fixtures import build, write_pubtator
 from cli_runner import run
 from kgnorm import Workbench
 from kgnorm.review.desk import ReviewDesk
@@ -26,18 +26,6 @@ DOCS = [("1001", "Ataxia telangiectasia and breast cancer.",
         # characters that combine (LadybugDB's size() counts 2 where Python counts 6 before the mention)
         ("1003", "Cafe\u0301 \U0001F600\u200d\U0001F600 and breast cancer.", "",
          [("breast cancer", "TOYD:0002")])]
-
-
-def _pubtator(path) -> None:
-    lines = []
-    for pmid, title, abstract, spans in DOCS:
-        text = f"{title} {abstract}"
-        lines += [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
-        for mention, gold in spans:
-            start = text.index(mention)
-            lines.append(f"{pmid}\t{start}\t{start + len(mention)}\t{mention}\tDisease\t{gold}")
-        lines.append("")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _json(capsys, store: str, cypher: str, *params: str) -> list[dict]:
@@ -63,7 +51,7 @@ def sound(capsys, tmp_path, store, tiny_bert_dir) -> dict:
     """The store after ingest, link --write of two documents and one review; what was reviewed."""
     model = build(tmp_path, capsys, store, tiny_bert_dir)
     src = tmp_path / "docs.pubtator"
-    _pubtator(src)
+    write_pubtator(src, DOCS)
     code, _, err = run(capsys, "link", "--model", str(model), "--input", str(src), "--output",
                        str(tmp_path / "links.tsv"), "--store", store, "-q")
     assert code == 0, err

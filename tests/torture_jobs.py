@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from annotate_fixtures import DOCS, OBO, write_jsonl
+from annotate_fixtures import DOCS, OBO, write_jsonl, write_pubtator
 from cli_runner import exit_code
 from kgnorm.errors import StoreError
 
@@ -168,7 +168,7 @@ def build_world(root: Path, bert: Path) -> World:
     root.mkdir(parents=True, exist_ok=True)
     for name, text in (("toyd.obo", OBO), ("toyd_v2.obo", OBO_V2), ("toyx.obo", SOURCE_OBO)):
         (root / name).write_text(text, encoding="utf-8")
-    _pubtator(root / "docs.pubtator")
+    write_pubtator(root / "docs.pubtator", PUBTATOR_DOCS)
     write_jsonl(root / "docs.jsonl", [*DOCS, {"id": "d4", "title": "Breast cancer and ovarian cancer.",
                                               "abstract": "Colorectal cancer, breast carcinoma."}])
     base = root / "bases"
@@ -192,18 +192,6 @@ def _ok(args: list[str]) -> None:
     code = exit_code(args)
     if code != 0:
         raise RuntimeError(f"kgnorm {' '.join(args)} exited {code}")
-
-
-def _pubtator(path: Path) -> None:
-    lines = []
-    for pmid, title, abstract, spans in PUBTATOR_DOCS:
-        text = f"{title} {abstract}"
-        lines += [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
-        for mention, gold in spans:
-            start = text.index(mention)
-            lines.append(f"{pmid}\t{start}\t{start + len(mention)}\t{mention}\tDisease\t{gold}")
-        lines.append("")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def jobs(w: World) -> dict[str, Job]:
