@@ -8,22 +8,27 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from kgnorm.review.records import Review
 
 
 class ReviewJournal:
-    def __init__(self, path: str | Path) -> None:
+    """Reviews by default; ``record_type`` another record kept the same way (kgnorm.review.done's
+    marks, in their own file): anything with ``record()`` and ``from_record``."""
+
+    def __init__(self, path: str | Path, record_type: Any = Review) -> None:
         self.path = Path(path)
+        self.record_type = record_type
         self._lock = threading.Lock()
-        self._read: tuple[tuple[int, int] | None, list[Review]] = (None, [])  # (file stamp, its reviews)
+        self._read: tuple[tuple[int, int] | None, list[Any]] = (None, [])  # (file stamp, its records)
 
     @classmethod
-    def beside(cls, store_path: Path) -> "ReviewJournal":
-        """The journal of an embedded store: ``<store>.reviews.jsonl``."""
-        return cls(f"{store_path}.reviews.jsonl")
+    def beside(cls, store_path: Path, suffix: str = "reviews", record_type: Any = Review) -> "ReviewJournal":
+        """The journal of an embedded store: ``<store>.reviews.jsonl`` (``<store>.<suffix>.jsonl``)."""
+        return cls(f"{store_path}.{suffix}.jsonl", record_type)
 
-    def append(self, review: Review) -> None:
+    def append(self, review: Any) -> None:
         line = json.dumps(review.record(), sort_keys=True, ensure_ascii=False) + "\n"
         with self._lock, open(self.path, "a", encoding="utf-8") as fh:
             fh.write(line)
@@ -54,7 +59,7 @@ class ReviewJournal:
         damaged: list[int] = []
         for i, line in enumerate(lines, 1):
             try:
-                reviews.append(Review.from_record(json.loads(line)))
+                reviews.append(self.record_type.from_record(json.loads(line)))
             except (ValueError, TypeError, AttributeError):
                 if i < len(lines) and line.strip():
                     damaged.append(i)
