@@ -198,3 +198,20 @@ def test_which_reviews_teach_what():
                                                                               (37, 46, "Disease")]
     docs, dropped = done_texts(texts, [("d", f"m{i}", m) for i, m in enumerate(ms)], ("Disease", "Chemical"))
     assert dropped == 1 and len(docs[0].spans) == 2
+
+
+def test_the_detector_starts_from_the_given_one(tmp_path, tiny_bert_dir):
+    """Warm start: the encoder and the head are the trained detector's, not a fresh head."""
+    import torch
+    from test_annotate_formats import _tiny_detector
+
+    from kgnorm.methods.ner.model import HEAD_FILE
+    from kgnorm.methods.ner.train import NerConfig, build_detector
+
+    base = _tiny_detector(tiny_bert_dir, tmp_path / "ner", silent=False)
+    head = torch.load(base / HEAD_FILE, weights_only=True)
+    det, _ = build_detector(None, ("Disease",), NerConfig(init_from=str(base), max_length=32, stride=8))
+    assert torch.equal(det.net.classifier.weight, head["classifier.weight"])
+    assert torch.equal(det.net.classifier.bias, head["classifier.bias"])
+    fresh, _ = build_detector(tiny_bert_dir, ("Disease",), NerConfig(max_length=32, stride=8))
+    assert not torch.equal(fresh.net.classifier.bias, head["classifier.bias"])
