@@ -97,6 +97,7 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
     see the module docstring. Budgets in minutes of training, each model's own."""
     from kgnorm.methods.recipes import set_threads
     from kgnorm.review.done import done_texts_of, training_reviews
+    from kgnorm.review.export import pending_reviews
     from kgnorm.stores import check_store_uri, open_store
 
     t0 = time.perf_counter()
@@ -107,8 +108,12 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
     with open_store(uri, read_only=True) as st:
         reviews = training_reviews(st)
         done_docs = done_texts_of(st)
-    done = set(done_docs)
+        waiting = pending_reviews(uri, st)
     report = RetrainReport(out, reviews=len({m for _, m, _ in reviews}), documents=len({d for d, _, _ in reviews}))
+    if waiting:
+        report.notes.append(f"{waiting:,} review(s) wait in the journal for the store (another process writes it): "
+                            "not learnt from; run again once they are written")
+    done = set(done_docs)
     if not reviews:
         raise KgnormError("the store holds no reviewed mention in a stored document: review some first (kgnorm serve)")
     report.done_documents = len(done)
