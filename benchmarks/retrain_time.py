@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import secrets
 import subprocess
 import sys
@@ -31,6 +32,12 @@ from _report import add_data_option, append, record  # noqa: E402
 
 TITLE = "kgnorm retrain: wall time for N reviews (NCBI-disease dev reviewed, MEDIC BioSyn)"
 NCBI_TYPES = "SpecificDisease=Disease,DiseaseClass=Disease,Modifier=Disease,CompositeMention=Disease"
+
+
+def child_cpu() -> float:
+    """CPU seconds (user + system) of the waited-for children so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def kgnorm(args: list[str], threads: int, log: Path) -> float:
@@ -129,7 +136,9 @@ def main() -> None:
     counts = json.loads(state.read_text(encoding="utf-8"))
     out = work / f"retrained-{int(time.time())}"
     cmd = ["retrain", "--store", store, "--model", str(args.model), "--out", str(out), "--threads", str(args.threads)]
+    cpu0, load = child_cpu(), os.getloadavg()[0]
     wall = kgnorm(cmd + (["--ner", str(ner)] if ner else []), args.threads, work / "retrain.log")
+    cpu, load = child_cpu() - cpu0, (load + os.getloadavg()[0]) / 2
     lines = [ln for ln in (work / "retrain.log").read_text(encoding="utf-8").splitlines() if not ln.startswith("Writ")]
     body = "\n".join([
         f"Reviews through the HTTP API ({counts['wall']:.0f}s): {counts['reviews']:,} in {counts['documents']} NCBI "
@@ -138,15 +147,16 @@ def main() -> None:
         f"composite gold left {counts['composite_left']}; refused {counts.get('refused', 0)}.",
         f"Detector: {'`' + str(ner) + '`' if ner else 'dictionary:medic (retrain is linker only)'}; linker "
         f"`{args.model}`.", "",
-        f"**`kgnorm retrain --threads {args.threads}` (default budgets): {wall / 60:.1f} min wall** for "
-        f"{counts['reviews']:,} reviews. Its report:", "", "```", *[ln for ln in lines if ln.strip()][-12:], "```"])
+        f"**`kgnorm retrain --threads {args.threads}` (default budgets): {wall / 60:.1f} min wall, {cpu / 60:.1f} "
+        f"CPU-min** for {counts['reviews']:,} reviews; 1-min load average about {load:.0f} on this shared "
+        f"machine while it ran. Its report:", "", "```", *[ln for ln in lines if ln.strip()][-12:], "```"])
     if args.no_append:
         print(body)
         return
     append(TITLE, body)
     record("speed", f"kgnorm retrain, {counts['reviews']} reviews (NCBI dev), " + ("linker + detector" if ner else
                                                                                   "linker only"),
-           f"{wall / 60:.1f} min")
+           f"{wall / 60:.1f} min wall ({cpu / 60:.1f} CPU-min, load ~{load:.0f})")
 
 
 if __name__ == "__main__":

@@ -215,3 +215,22 @@ def test_the_detector_starts_from_the_given_one(tmp_path, tiny_bert_dir):
     assert torch.equal(det.net.classifier.bias, head["classifier.bias"])
     fresh, _ = build_detector(tiny_bert_dir, ("Disease",), NerConfig(max_length=32, stride=8))
     assert not torch.equal(fresh.net.classifier.bias, head["classifier.bias"])
+
+
+def test_the_linker_starts_from_the_base_index_vectors(tmp_path, tiny_bert_dir, capsys):
+    """The base's flat index holds its encoder's vectors of its names: the fine-tuning's start
+    vectors are those (only new texts encoded), equal to encoding every name again."""
+    import numpy as np
+
+    from kgnorm.methods.biosyn.finetune import base_vectors
+    from kgnorm.methods.biosyn.model import load_biosyn
+
+    store = f"ladybug://{tmp_path}/graph"
+    (tmp_path / "toyd.obo").write_text(OBO, encoding="utf-8")
+    assert run(capsys, "ingest", "obo", str(tmp_path / "toyd.obo"), "--ontology", "toyd", "--store", store, "-q")[0] == 0
+    assert run(capsys, "train", "biosyn", "--ontology", "toyd", "--out", str(tmp_path / "m"), "--encoder",
+               str(tiny_bert_dir), "--store", store, "-q")[0] == 0
+    model = load_biosyn(tmp_path / "m", device="cpu")
+    names = [*model.dictionary.names, "louis bar"]
+    got = base_vectors(model, names, quiet=True)
+    np.testing.assert_allclose(got, model.encode(names), rtol=1e-4, atol=1e-4)

@@ -37,6 +37,27 @@ def check_base(base: str | Path) -> dict[str, Any]:
     return meta
 
 
+def base_vectors(model: Any, names: Sequence[str], quiet: bool) -> Any:
+    """The base encoder's vectors of `names`: its exact (flat, fp32) index holds them for the base
+    dictionary's names, so only the reviewed mentions' new texts are encoded; None when the index
+    is approximate (training then encodes every name)."""
+    import numpy as np
+
+    index = model.index
+    if index is None or index.kind != "flat" or index.fp16 or index.ntotal != len(model.dictionary):
+        return None
+    row = {n: i for i, n in enumerate(model.dictionary.names)}
+    known = np.fromiter((row.get(n, -1) for n in names), dtype=np.int64, count=len(names))
+    out = np.empty((len(names), model.encoder.dim), dtype=np.float32)
+    if (known >= 0).any():
+        out[known >= 0] = index.reconstruct(known[known >= 0])
+    new = np.flatnonzero(known < 0)
+    if len(new):
+        out[new] = model.encode([names[i] for i in new])
+    note(f"linker start: {int((known >= 0).sum()):,} name vectors from the base's index, {len(new):,} encoded", quiet)
+    return out
+
+
 def finetune_biosyn(base: str | Path, pairs: Sequence[tuple[str, set[str]]], out: str | Path, *,
                     max_minutes: float | None, epochs: int = 5, seed: int = 0, quiet: bool = False) -> LinkerFinetune:
     """Fine-tune the BioSyn model in `base` on `pairs` (normalized query, gold uids) into `out`."""
@@ -52,6 +73,7 @@ def finetune_biosyn(base: str | Path, pairs: Sequence[tuple[str, set[str]]], out
         raise KgnormError("no reviewed mention with a concept to train the linker on")
     model = load_biosyn(base, device="cpu")
     search = model.dictionary.with_mentions(list(pairs))
+    start = base_vectors(model, search.names, quiet)
     hp = meta.get("hyper_parameters") or {}
     cfg = BioSynConfig(epochs=epochs, top_k=int(hp.get("top_k", 20)), dense_ratio=float(hp.get("dense_ratio", 0.5)),
                        learning_rate=float(hp.get("learning_rate", 1e-5)), batch_size=int(hp.get("batch_size", 16)),
@@ -64,7 +86,7 @@ def finetune_biosyn(base: str | Path, pairs: Sequence[tuple[str, set[str]]], out
              f"{rec['seconds']:.0f}s", quiet)
 
     result = train_biosyn(model, search, list(pairs), None, out, cfg, resume=False, progress=not quiet,
-                          ontology=onto, on_epoch=line)
+                          ontology=onto, on_epoch=line, initial_vectors=start)
     update_meta(out, **{k: v for k, v in meta.items() if k not in OWN_META}, finetuned_from=str(base.resolve()))
     drop_checkpoints(out, False, quiet)
     note(f"linker: {result.epochs_completed} epoch(s) on {result.info['n_queries']:,} reviewed queries in "
