@@ -1,9 +1,10 @@
 """A trained BioSyn linker fine-tuned on more (query, gold) pairs (`kgnorm retrain`: the links people
 reviewed), warm-started from its own encoder, lambda and dictionary, never from scratch. The pairs
 join the dictionary as BioSyn's training mentions do, so a reviewed surface form is found again
-at once; the settings are the `default` preset's, and the dictionary is encoded whole only at the
-start and the end (the pooled schedule, kgnorm.methods.biosyn.train), so a few hundred reviews
-train in minutes on a CPU whatever the ontology's size."""
+at once; the settings are the `default` preset's. The start vectors come from the base's exact
+index and the dictionary is encoded whole only at the end (the pooled schedule,
+kgnorm.methods.biosyn.train), so a few hundred reviews train in minutes on a CPU whatever the
+ontology's size."""
 from __future__ import annotations
 
 from dataclasses import dataclass
