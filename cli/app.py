@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from kgnorm.cli import (annotate_cmds, biocom_cmds, check_cmds, encoder_cmds, export_cmds, hierarchy_cmds, ingest, link_cmds,
+                        retrain_cmds,
                         match_cmds, pretrain_cmds, query, serve_cmds, train_cmds)
 from kgnorm.errors import KgnormError
 from kgnorm.stores.base import redact
@@ -89,6 +90,7 @@ app.command("pretrain")(pretrain_cmds.pretrain_cmd)
 app.command("match")(match_cmds.match_cmd)
 app.command("place")(match_cmds.place_cmd)
 app.command("serve")(serve_cmds.serve_cmd)
+app.command("retrain")(retrain_cmds.retrain_cmd)
 app.add_typer(export_cmds.export_app, name="export")
 
 

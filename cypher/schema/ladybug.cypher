@@ -51,3 +51,7 @@ ALTER TABLE Review ADD IF NOT EXISTS elapsed_ms INT64;
 // Issue 42 (kgnorm match): a concept of one ontology mapped to a concept of another, as one Run;
 // predicate is a SKOS CURIE (skos:exactMatch, skos:broadMatch, skos:narrowMatch), justification a semapv CURIE.
 CREATE REL TABLE IF NOT EXISTS MAPS_TO(FROM Concept TO Concept, predicate STRING, confidence DOUBLE, justification STRING, run STRING);
+// Issue 50: a document a person marked done (every found mention reviewed, missed spans added): the
+// detector's training data. Added, never edited, as reviews are.
+CREATE NODE TABLE IF NOT EXISTS DocumentDone(uid STRING PRIMARY KEY, document_uid STRING, doc_id STRING, reviewer STRING, created_at STRING, mentions INT64, run STRING);
+CREATE REL TABLE IF NOT EXISTS MARKED_DONE(FROM Document TO DocumentDone);

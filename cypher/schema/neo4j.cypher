@@ -26,3 +26,5 @@ CREATE INDEX kgnorm_document_doc_id IF NOT EXISTS FOR (d:Document) ON (d.doc_id)
 CREATE CONSTRAINT kgnorm_review_uid IF NOT EXISTS FOR (r:Review) REQUIRE r.uid IS UNIQUE;
 // Issue 42 (kgnorm match): (:Concept)-[:MAPS_TO {predicate, confidence, justification, run}]->(:Concept)
 // between two ontologies needs no DDL here; its ends are matched by the concept key constraint.
+// Issue 50: (:Document)-[:MARKED_DONE]->(:DocumentDone): a document a person marked done.
+CREATE CONSTRAINT kgnorm_document_done_uid IF NOT EXISTS FOR (x:DocumentDone) REQUIRE x.uid IS UNIQUE;

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kgnorm.errors import StoreError
+from kgnorm.review.done import DocumentDone, applied_done, apply_done, make_done
 from kgnorm.review.journal import ReviewJournal
 from kgnorm.review.records import (WITHDRAW, AddedMention, Review, applied, apply_review, make_review,
                                    same_text_reviews)
@@ -35,6 +36,8 @@ class ReviewDesk:
         self.lock_timeout = lock_timeout
         self.path = embedded_path(self.uri)
         self.journal = ReviewJournal.beside(self.path) if self.path is not None else None
+        self.done_journal = (ReviewJournal.beside(self.path, "done", DocumentDone) if self.path is not None
+                             else None)
         self._reader: GraphStore | None = None
         self._reader_stamp: tuple[Any, ...] = ()
         self._read_lock = threading.RLock()
@@ -42,6 +45,7 @@ class ReviewDesk:
         self._writing = False  # this desk's writer is open (see _writer)
         self._retry_reopen_at = 0.0  # after a failed reopen of the reader, not before this (monotonic)
         self._applied: set[str] = set()
+        self._applied_done: set[str] = set()
         self._linker = _ModelCandidates(model) if model else None
         self._stop = threading.Event()
         self._retry: threading.Thread | None = None
@@ -51,6 +55,8 @@ class ReviewDesk:
             if self.journal is not None:
                 journaled = [r.uid for r in self.journal.reviews()]
                 self._applied = applied(st, journaled)
+                marks = [m.uid for m in self.done_journal.reviews()] if self.done_journal is not None else []
+                self._applied_done = applied_done(st, marks) if marks else set()
         if self.journal is not None and not read_only:
             self._retry = threading.Thread(target=self._retry_pending, args=(retry_s,), daemon=True)
             self._retry.start()
@@ -132,6 +138,29 @@ class ReviewDesk:
         self.flush(wait=False)  # kept: a request never waits for a writer, the retry thread writes it
         return review
 
+    def mark_done(self, doc_id: str, reviewer: str = "") -> DocumentDone:
+        """Mark a document done (kgnorm.review.done): refused (NotDone, with the mentions' uids) while
+        a mention of it has no current review, pending reviews counted."""
+        from kgnorm.review.views import document_view
+
+        if self.read_only:
+            raise StoreError("this review desk is read-only")
+        with self.reading() as st:
+            mark = make_done(document_view(st, doc_id, pending=self.pending()), reviewer)
+        if self.done_journal is None:
+            with open_store(self.uri) as st:
+                apply_done(st, mark)
+            return mark
+        self.done_journal.append(mark)
+        self.flush(wait=False)  # as a review: the retry thread writes it when the store is free
+        return mark
+
+    def pending_done(self) -> list[DocumentDone]:
+        """Done marks kept in the journal and not yet in the store, oldest first."""
+        if self.done_journal is None:
+            return []
+        return [m for m in self.done_journal.reviews() if m.uid not in self._applied_done]
+
     def pending(self) -> list[Review]:
         """Reviews kept in the journal and not yet in the store, oldest first."""
         if self.journal is None:
@@ -139,27 +168,33 @@ class ReviewDesk:
         return [r for r in self.journal.reviews() if r.uid not in self._applied]
 
     def flush(self, wait: bool = True, lock_timeout: float = 0.0) -> int:
-        """Write the pending reviews if the store's write lock can be had within `lock_timeout`
-        (none by default: the retry thread tries again, and does not even try while another live
-        process's holder file says it writes); without `wait`, not while another thread of this
-        desk writes them. How many were written."""
-        if not self.pending() or (not lock_timeout and self._held_elsewhere()):
+        """Write the pending reviews (then the pending done marks) if the store's write lock can be
+        had within `lock_timeout` (none by default: the retry thread tries again, and does not even
+        try while another live process's holder file says it writes); without `wait`, not while
+        another thread of this desk writes them. How many were written."""
+        if (not self.pending() and not self.pending_done()) or (not lock_timeout and self._held_elsewhere()):
             return 0
         if not self._write_lock.acquire(blocking=wait):
             return 0
         try:
-            todo = self.pending()  # again: what another thread wrote meanwhile is not written twice
-            if not todo:
+            # again: what another thread wrote meanwhile is not written twice
+            todo, marks = self.pending(), self.pending_done()
+            if not todo and not marks:
                 return 0
             with self._writer(lock_timeout) as st:
                 if st is None:
                     return 0  # another process writes the store, or no room: they stay pending
-                done = applied(st, [r.uid for r in todo])
+                done = applied(st, [r.uid for r in todo]) if todo else set()
                 for r in todo:
                     if r.uid not in done:
                         apply_review(st, r)
                     self._applied.add(r.uid)
-            return len(todo)
+                done = applied_done(st, [m.uid for m in marks]) if marks else set()
+                for m in marks:
+                    if m.uid not in done:
+                        apply_done(st, m)
+                    self._applied_done.add(m.uid)
+            return len(todo) + len(marks)
         finally:
             self._write_lock.release()
 

@@ -9,24 +9,28 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from kgnorm.review.records import Review
 
 
 class ReviewJournal:
-    def __init__(self, path: str | Path) -> None:
+    """Reviews by default; ``record_type`` another record kept the same way (kgnorm.review.done's
+    marks, in their own file): anything with ``record()`` and ``from_record``."""
+
+    def __init__(self, path: str | Path, record_type: Any = Review) -> None:
         self.path = Path(path)
+        self.record_type = record_type
         self._lock = threading.Lock()  # guards what reviews() has read so far
         self._append_lock = threading.Lock()
         self._read = _Read()
 
     @classmethod
-    def beside(cls, store_path: Path) -> "ReviewJournal":
-        """The journal of an embedded store: ``<store>.reviews.jsonl``."""
-        return cls(f"{store_path}.reviews.jsonl")
+    def beside(cls, store_path: Path, suffix: str = "reviews", record_type: Any = Review) -> "ReviewJournal":
+        """The journal of an embedded store: ``<store>.reviews.jsonl`` (``<store>.<suffix>.jsonl``)."""
+        return cls(f"{store_path}.{suffix}.jsonl", record_type)
 
-    def append(self, *reviews: Review) -> None:
+    def append(self, *reviews: Any) -> None:
         """The reviews, one line each, in one write, fsynced before it returns; after a line a crash
         cut short, on a line of their own (not glued to the torn one, which would make both
         unreadable). The fsync is outside the lock: reading the journal and other appends go on
@@ -46,7 +50,7 @@ class ReviewJournal:
         finally:
             os.close(fd)
 
-    def reviews(self) -> list[Review]:
+    def reviews(self) -> list[Any]:
         """Every review journaled, oldest first (a torn last line from a crash is skipped). Pages
         ask on every request and any process may append: only the lines added since the last call
         are read (the whole file again when it was replaced or changed before that point)."""
@@ -66,25 +70,25 @@ class ReviewJournal:
                 whole = new[:new.rfind(b"\n") + 1]  # complete lines only: a line being written waits
                 for line in whole.split(b"\n")[:-1]:
                     try:
-                        r.reviews.append(Review.from_record(json.loads(line)))
+                        r.reviews.append(self.record_type.from_record(json.loads(line)))
                     except (ValueError, TypeError, AttributeError):
                         pass
                 r.offset += len(whole)
                 r.tail = _tail(fh, r.offset)
             return list(r.reviews)
 
-    def scan(self) -> tuple[list[Review], list[int]]:
+    def scan(self) -> tuple[list[Any], list[int]]:
         """(every review journaled, the numbers of the lines that are no review: a damaged file). A
         last line without its line end (a write a crash cut short, never acknowledged) is not damage."""
         try:
             lines = self.path.read_bytes().split(b"\n")
         except FileNotFoundError:
             return [], []
-        reviews: list[Review] = []
+        reviews: list[Any] = []
         damaged: list[int] = []
         for i, line in enumerate(lines, 1):
             try:
-                reviews.append(Review.from_record(json.loads(line)))
+                reviews.append(self.record_type.from_record(json.loads(line)))
             except (ValueError, TypeError, AttributeError):
                 if i < len(lines) and line.strip():
                     damaged.append(i)
@@ -98,7 +102,7 @@ class _Read:
     ino: int = -1
     offset: int = 0
     tail: bytes = b""
-    reviews: list[Review] = field(default_factory=list)
+    reviews: list[Any] = field(default_factory=list)
 
 
 def _tail(fh: BinaryIO, offset: int) -> bytes:

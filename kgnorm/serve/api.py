@@ -10,6 +10,7 @@ from starlette.routing import Route
 
 from kgnorm.errors import InputError
 from kgnorm.review import views
+from kgnorm.review.done import NotDone, document_done
 from kgnorm.review.queue import queue_view
 from kgnorm.review.records import AddedMention, Review
 from kgnorm.serve.guard import check_token, read_json
@@ -67,7 +68,7 @@ def read_routes(s: Served) -> list[Route]:
         doc = await s.view(views.document_view, request.path_params["doc_id"], pending=True)
         for m in doc["mentions"]:  # the page's marks take these classes as they are (kgnorm.serve.highlight)
             m["classes"] = mark_classes(m)
-        return json_response(doc)
+        return json_response(doc | {"done": await done_of(s, doc["uid"])})
 
     async def mention(request: Request) -> JSONResponse:
         uid = request.path_params["uid"]
@@ -99,6 +100,13 @@ def read_routes(s: Served) -> list[Route]:
             Route("/api/reviews", reviews)]
 
 
+async def done_of(s: Served, document_uid: str) -> dict[str, Any] | None:
+    """The document's newest done mark as the API returns it (None: not done)."""
+    waiting = await s.call(s.desk.pending_done)
+    mark = await s.view(document_done, document_uid, waiting)
+    return None if mark is None else mark.record() | {"pending": mark in waiting}
+
+
 async def orphans_with_candidates(s: Served) -> dict[str, Any]:
     """The orphans, with the loaded model's candidates for the first of them."""
     view = await s.view(views.orphans_view)
@@ -126,8 +134,20 @@ def write_routes(s: Served) -> list[Route]:
                          ontology=_str(body, "ontology"), added=added, elapsed_ms=_elapsed(body))
         return json_response(await _answer(s, r), status_code=201)
 
+    async def done(request: Request) -> JSONResponse:
+        """Mark a document done: 409 with the unreviewed mentions' uids while any is left."""
+        check_token(request, s.token)
+        body = await read_json(request)
+        try:
+            mark = await s.call(s.desk.mark_done, request.path_params["doc_id"], _str(body, "reviewer") or s.reviewer)
+        except NotDone as exc:
+            return json_response({"error": str(exc), "unreviewed": exc.unreviewed}, status_code=409)
+        waiting = {m.uid for m in await s.call(s.desk.pending_done)}
+        return json_response(mark.record() | {"pending": mark.uid in waiting})
+
     return [Route("/api/mentions/{uid:path}/review", review, methods=["POST"]),
-            Route("/api/documents/{doc_id:path}/mentions", add_mention, methods=["POST"])]
+            Route("/api/documents/{doc_id:path}/mentions", add_mention, methods=["POST"]),
+            Route("/api/documents/{doc_id:path}/done", done, methods=["POST"])]
 
 
 async def _answer(s: Served, review: Review) -> dict[str, Any]:

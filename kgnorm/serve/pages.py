@@ -58,8 +58,10 @@ def page_routes(s: Served) -> list[Route]:
         doc = await s.view(views.document_view, request.path_params["doc_id"], pending=True)
         ok, bad = placed(doc["text"], doc["mentions"])
         pieces = segments(doc["text"], ok) if doc["text"] else []
+        from kgnorm.serve.api import done_of
+
         return render(request, "document.html", doc=doc, pieces=pieces, unplaced=bad,
-                      types=type_legend(ok) if doc["text"] else [])
+                      types=type_legend(ok) if doc["text"] else [], done=await done_of(s, doc["uid"]))
 
     async def concept(request: Request) -> Response:
         c = await s.view(views.concept_view, request.path_params["uid"], request.query_params.get("ontology", ""))

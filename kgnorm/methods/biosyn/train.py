@@ -149,6 +149,7 @@ class BioSynTask(TrainingTask):
         self.pool: np.ndarray | None = None          # rows re-encoded per epoch (pooled only)
         self.vectors: np.ndarray | None = None       # pooled: every row's latest vector
         self.fresh_weights = True                    # the starting encoder's (not resumed): cached vectors fit
+        self.initial: np.ndarray | None = None       # the starting encoder's vectors of every name, if known
 
     def _encode_names(self) -> np.ndarray:
         """The dictionary's vectors with the current weights: every name, or (pooled, once the
@@ -156,7 +157,8 @@ class BioSynTask(TrainingTask):
         if not self.pooled:
             return self.model.encode(self.names, batch_size=self.cfg.encode_batch_size, progress=self.progress)
         if self.vectors is None:
-            self.vectors = (start_vectors(self.model, self.names, self.cfg.encode_batch_size, self.progress)
+            self.vectors = ((self.initial if self.initial is not None else
+                             start_vectors(self.model, self.names, self.cfg.encode_batch_size, self.progress))
                             if self.fresh_weights else
                             self.model.encode(self.names, batch_size=self.cfg.encode_batch_size, progress=self.progress))
             self.pool = self._pool_rows(self.vectors)
@@ -294,12 +296,15 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
                  config: BioSynConfig | None = None, resume: bool = True,
                  progress: bool = True, ontology: dict | None = None,
                  on_epoch: Callable[[dict], None] | None = None,
-                 negatives: Sequence[Sequence[int]] | None = None) -> TrainResult:
+                 negatives: Sequence[Sequence[int]] | None = None,
+                 initial_vectors: np.ndarray | None = None) -> TrainResult:
     """Train ``model`` in place on ``train`` (normalized query, gold uids) against
     ``dictionary``; write the selected model to ``out_dir`` and return it. ``on_epoch``
     receives each epoch's history record (a log line where progress bars are hidden).
     ``negatives``: per ``train`` pair, dictionary rows of its hard negatives (``hard_negatives``
-    of them join its candidates each epoch)."""
+    of them join its candidates each epoch). ``initial_vectors``: the starting encoder's vectors of
+    ``dictionary``'s names, row for row, where the caller has them (a fine-tuning: its base's index),
+    so a pooled run does not encode the whole dictionary at the start."""
     cfg = config or BioSynConfig()
     if cfg.top_k < 1 or not 0.0 <= cfg.dense_ratio <= 1.0 or cfg.batch_size < 1:
         raise KgnormError("BioSynConfig: need top_k >= 1, 0 <= dense_ratio <= 1, batch_size >= 1")
@@ -332,6 +337,10 @@ def train_biosyn(model: BioSynModel, dictionary: NameDictionary,
     fingerprint = query_fingerprint(cfg, queries, golds, dictionary, model.encoder, objective="concept-marginal",
                                     **extra)
     task = BioSynTask(model, dictionary, queries, golds, dev_queries, cfg, out, ontology, progress, pools)
+    if initial_vectors is not None:
+        if len(initial_vectors) != len(dictionary):
+            raise KgnormError("initial_vectors: one row per dictionary name")
+        task.initial = np.asarray(initial_vectors, dtype=np.float32)
     res = loop.run(task, fingerprint)
     res.model = selected_model(out, load_biosyn, model, str(model.device))
     if task.pooled and cfg.exact_index:

@@ -53,6 +53,7 @@ class NerConfig(ResumableConfig):
     dictionary_features: bool = False
     layers: int | None = None         # keep the encoder's first N transformer layers (None: all)
     teacher: str | None = None        # a trained detector to distill (kgnorm.methods.ner.distill)
+    init_from: str | None = None      # a trained detector to start from, encoder and head (`kgnorm retrain`)
     distill_alpha: float = 0.5        # weight of the gold tags' loss; the rest goes to the teacher's
     distill_temperature: float = 2.0
     max_length: int = 256             # window in tokens, specials included
@@ -199,6 +200,8 @@ def build_detector(encoder_dir: str | Path | None, types: Sequence[str], cfg: Ne
 
     if teacher is not None and encoder_dir is None:
         encoder_dir = Path(cfg.teacher) / "encoder"
+    if cfg.init_from is not None:
+        encoder_dir = Path(cfg.init_from) / "encoder"
     base = DenseEncoder(encoder_dir, max_length=cfg.max_length)
     if cfg.layers is not None:
         keep_layers(base.model, cfg.layers)
@@ -209,6 +212,11 @@ def build_detector(encoder_dir: str | Path | None, types: Sequence[str], cfg: Ne
             raise KgnormError("--teacher: the student's encoder must share the teacher's vocabulary")
         if Path(encoder_dir).resolve() == (Path(cfg.teacher) / "encoder").resolve():
             net.classifier.load_state_dict(teacher.net.classifier.state_dict())
+    if cfg.init_from is not None:  # warm start: the trained head too (its tags are `types`, in order)
+        from kgnorm.methods.ner.model import HEAD_FILE
+
+        net.load_state_dict(torch.load(Path(cfg.init_from) / HEAD_FILE, map_location="cpu", weights_only=True),
+                            strict=False)
     det = NerDetector(net, base.tokenizer, labels, cfg.max_length, cfg.stride,
                       names if cfg.dictionary_features else None, cfg.eval_batch_size, device=device or "cpu")
     return det, base

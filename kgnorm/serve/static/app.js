@@ -241,6 +241,19 @@
     });
   }
 
+  const markDone = document.getElementById("mark-done");
+  if (markDone) {  // refused (409) while a mention has no current review: the first of them is opened
+    markDone.addEventListener("click", async () => {
+      const r = await fetch("/api/documents/" + enc(docUid) + "/done", { method: "POST", credentials: "same-origin",
+        headers: { "Accept": "application/json", "Content-Type": "application/json", "X-Kgnorm-Token": TOKEN },
+        body: JSON.stringify({ reviewer: reviewer() }) });
+      const data = await r.json().catch(() => ({ error: r.status + " " + r.statusText }));
+      if (r.ok) { location.reload(); return; }
+      alert(data.error || r.statusText);
+      if (data.unreviewed && data.unreviewed.length) select(data.unreviewed[0]);
+    });
+  }
+
   function move(step, undone) {
     const all = order();
     if (!all.length) return;

@@ -1,0 +1,35 @@
+"""`kgnorm retrain`: parse options, call kgnorm.jobs.retrain, print its summary."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kgnorm.cli.common import QuietOpt, StoreOpt, print_report, setup
+
+
+def retrain_cmd(
+    model: Annotated[Path, typer.Option("--model", help="The BioSyn linker annotate used (kgnorm train biosyn): "
+                                        "the linker starts from it.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory to write OUT/linker and OUT/ner into (use them as "
+                                      "--model and --ner); neither may exist yet.")],
+    ner: Annotated[Optional[Path], typer.Option("--ner", help="The trained detector annotate used (kgnorm train "
+                                                "ner): retrained on the documents marked done. Without it, the "
+                                                "linker only.")] = None,
+    linker_minutes: Annotated[float, typer.Option("--linker-minutes", help="The linker's training budget.")] = 4.0,
+    ner_minutes: Annotated[float, typer.Option("--ner-minutes", help="The detector's training budget.")] = 3.0,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    threads: Annotated[Optional[int], typer.Option("--threads", help="Torch's intra-op threads (default: torch's).",
+                                                   show_default=False)] = None,
+    store: StoreOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Fine-tune the linker on every reviewed mention and the detector on the documents marked done,
+    each from the model given; a fifth of the reviewed documents is held back to score both before
+    and after and to refit annotate's mention confidence. Records a run."""
+    setup(quiet)
+    from kgnorm.jobs.retrain import retrain
+
+    report = retrain(store, model, out, ner, linker_minutes=linker_minutes, ner_minutes=ner_minutes, seed=seed,
+                     threads=threads, quiet=quiet)
+    print_report(report, quiet)

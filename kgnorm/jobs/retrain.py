@@ -1,0 +1,307 @@
+"""`kgnorm retrain`: the reviews a store holds turned into better models for the next `annotate`.
+
+What goes in: every mention in a stored document whose current review says it is one. The linker
+(BioSyn, warm-started from --model) learns each reviewed mention with a concept -- accepted: the
+machine's concept, corrected: the one the person chose; nil and not-a-mention teach it nothing. The
+detector (warm-started from --ner) learns only from documents a person marked done
+(kgnorm.review.done), where every found mention was decided and missed spans added: its gold is the
+reviewed mentions (nil included: still a mention) and the added spans, without those said not to be
+mentions. A fifth of the reviewed documents is held back from both: the models before and after are
+scored on it (linker Acc@1 on its reviewed mentions; with --ner, document-level P/R/F1 of annotate
+on its done documents), and annotate's mention confidence is fitted on it (as `kgnorm calibrate`
+does on dev) for the new pair. The Run written records the inputs and those scores.
+
+Composite: it annotates the held-back documents through `kgnorm.jobs.annotate` (the very path
+`annotate` takes), so it is the one job that calls another."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from kgnorm.errors import KgnormError
+from kgnorm.progress import note
+
+HELD_BACK = 5  # one document in HELD_BACK is held back
+
+
+@dataclass
+class RetrainReport:
+    out: Path
+    reviews: int = 0
+    documents: int = 0
+    done_documents: int = 0
+    held_back_documents: int = 0
+    linker: dict[str, Any] = field(default_factory=dict)
+    ner: dict[str, Any] = field(default_factory=dict)
+    held_back: dict[str, Any] = field(default_factory=dict)
+    calibration: dict[str, Any] = field(default_factory=dict)
+    run_uid: str = ""
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> list[str]:
+        lines = [f"retrained on {self.reviews:,} reviewed mention(s) in {self.documents:,} document(s) "
+                 f"({self.done_documents:,} done; {self.held_back_documents:,} held back) in {self.seconds:.0f}s"]
+        if self.linker:
+            lines.append(f"linker: {self.linker['queries']:,} queries, {self.linker['epochs']} epoch(s) → "
+                         f"{self.out / 'linker'}")
+        if self.ner:
+            lines.append(f"detector: {self.ner['documents']:,} done document(s), {self.ner['steps']:,} steps → "
+                         f"{self.out / 'ner'}")
+        hb = self.held_back
+        if hb.get("acc1_before") is not None:
+            lines.append(f"held back: linker Acc@1 {hb['acc1_before']:.4f} -> {hb['acc1_after']:.4f} on "
+                         f"{hb['mentions']:,} reviewed mention(s)")
+        if hb.get("document_after") is not None:
+            b, a = hb["document_before"], hb["document_after"]
+            lines.append(f"held back: document-level P/R/F1 {b[0]:.4f}/{b[1]:.4f}/{b[2]:.4f} -> "
+                         f"{a[0]:.4f}/{a[1]:.4f}/{a[2]:.4f} on {hb['documents']:,} done document(s)")
+        if self.calibration:
+            lines.append(f"mention confidence refitted on the held-back documents: threshold "
+                         f"{self.calibration['threshold']:.3f}")
+        if self.run_uid:
+            lines.append(f"run {self.run_uid}")
+        return lines
+
+
+def held_back(document_uid: str) -> bool:
+    """Whether a document is in the held-back fifth: by a digest of its uid, so the same document
+    is held back by every retrain of the store (its scores stay comparable)."""
+    return int(hashlib.sha1(document_uid.encode("utf-8")).hexdigest(), 16) % HELD_BACK == 0
+
+
+def _check(model: Path, ner: Path | None, out: Path) -> None:
+    from kgnorm.methods.biosyn.finetune import check_base
+    from kgnorm.methods.ner.finetune import base_types
+
+    for what, p in (("--model", model), ("--ner", ner)):
+        if p is not None and not (p / "kgnorm-model.json").is_file():
+            raise KgnormError(f"{what} {p}: no model directory there")
+    check_base(model)
+    if ner is not None:
+        base_types(ner)
+    for sub in ("linker", "ner"):
+        if (out / sub).exists():
+            raise KgnormError(f"{out / sub} exists: retrain writes new model directories; give another --out")
+
+
+def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Path | None = None, *,
+            linker_minutes: float = 4.0, ner_minutes: float = 3.0, linker_epochs: int = 5, ner_epochs: float = 10,
+            seed: int = 0, threads: int | None = None, quiet: bool = False) -> RetrainReport:
+    """Fine-tune `model` (and `ner`) on the store's reviews into ``out/linker`` (and ``out/ner``);
+    see the module docstring. Budgets in minutes of training, each model's own."""
+    from kgnorm.methods.recipes import set_threads
+    from kgnorm.review.done import done_texts_of, training_reviews
+    from kgnorm.review.export import pending_reviews
+    from kgnorm.stores import check_store_uri, open_store
+
+    t0 = time.perf_counter()
+    model, out, ner = Path(model), Path(out), (Path(ner) if ner is not None else None)
+    _check(model, ner, out)
+    set_threads(threads)
+    uri = check_store_uri(store)
+    with open_store(uri, read_only=True) as st:
+        reviews = training_reviews(st)
+        done_docs = done_texts_of(st)
+        waiting = pending_reviews(uri, st)
+    report = RetrainReport(out, reviews=len({m for _, m, _ in reviews}), documents=len({d for d, _, _ in reviews}))
+    if waiting:
+        report.notes.append(f"{waiting:,} review(s) wait in the journal for the store (another process writes it): "
+                            "not learnt from; run again once they are written")
+    done = set(done_docs)
+    if not reviews:
+        raise KgnormError("the store holds no reviewed mention in a stored document: review some first (kgnorm serve)")
+    report.done_documents = len(done)
+    train = [r for r in reviews if not held_back(r[0])]
+    test = [r for r in reviews if held_back(r[0])]
+    report.held_back_documents = len({d for d, _, _ in test})
+    if not test:
+        report.notes.append("no reviewed document falls in the held-back fifth: no before/after scores, no "
+                            "recalibration (review more documents)")
+    out.mkdir(parents=True, exist_ok=True)
+    report.linker = _linker(model, train, out / "linker", linker_minutes, linker_epochs, seed, quiet)
+    if ner is not None:
+        texts = {d: v for d, v in done_docs.items() if not held_back(d)}
+        report.ner = _detector(ner, texts, [r for r in train if r[0] in done], out / "ner", ner_minutes, ner_epochs,
+                               seed, quiet, report.notes)
+    if test:
+        _score_held_back(uri, model, ner, out, test, done, report, threads, quiet)
+    report.seconds = time.perf_counter() - t0
+    report.run_uid = _write_run(uri, model, ner, out, report, seed)
+    return report
+
+
+def _linker(model: Path, train: list[tuple[str, str, Any]], out: Path, minutes: float, epochs: int, seed: int,
+            quiet: bool) -> dict[str, Any]:
+    from kgnorm.methods.biosyn.finetune import finetune_biosyn
+
+    pairs = linker_pairs([m for _, _, m in train])
+    note(f"linker: {len(pairs):,} reviewed (query, concept) pair(s), warm-started from the given model", quiet)
+    res = finetune_biosyn(model, pairs, out, max_minutes=minutes, epochs=epochs, seed=seed, quiet=quiet)
+    return {"queries": res.queries, "pairs": len(pairs), "epochs": res.epochs, "seconds": round(res.seconds, 1)}
+
+
+def linker_pairs(mentions: list[Any]) -> list[tuple[str, set[str]]]:
+    """(normalized query, gold uids) of the reviewed mentions with a concept, under the text pipeline
+    `link` uses (abbreviations expanded from the mention's document)."""
+    from kgnorm.linking.linker import training_pairs
+    from kgnorm.mentions.types import Mention
+    from kgnorm.text.abbreviations import find_abbreviations
+    from kgnorm.text.pipeline import TextPipeline
+
+    abbr: dict[str, dict[str, str]] = {}
+    items = []
+    for m in mentions:
+        if not m.ids:
+            continue
+        text = m.doc_text or ""
+        if text not in abbr:
+            abbr[text] = find_abbreviations(text) if text else {}
+        items.append((Mention(m.text, m.doc_id, m.start, m.end, m.type, ["|".join(m.ids)]), abbr[text]))
+    return training_pairs(TextPipeline(), items)
+
+
+def _detector(ner: Path, texts: dict[str, tuple[str, str]], train: list[tuple[str, str, Any]], out: Path,
+              minutes: float, epochs: float, seed: int, quiet: bool, notes: list[str]) -> dict[str, Any]:
+    """Fine-tune the detector on the done documents outside the held-back fifth; with none, the
+    given detector is copied (so ``out/ner`` always goes with ``out/linker``)."""
+    from kgnorm.methods.ner.finetune import base_types, finetune_ner
+
+    docs, dropped = done_texts(texts, train, base_types(ner))
+    if dropped:
+        notes.append(f"{dropped:,} reviewed mention(s) of a type the detector does not tag: not learnt")
+    if not any(d.spans for d in docs):
+        notes.append("no done document outside the held-back fifth: the detector is not retrained (copied as "
+                     "it was); mark reviewed documents done on their page")
+        _copy_detector(ner, out)
+        return {}
+    res = finetune_ner(ner, docs, out, max_minutes=minutes, epochs=epochs, seed=seed, quiet=quiet)
+    return {"documents": res.documents, "spans": res.spans, "steps": res.steps, "seconds": round(res.seconds, 1)}
+
+
+def _copy_detector(ner: Path, out: Path) -> None:
+    """The detector as it was, without the mention confidences fitted for other linkers."""
+    from kgnorm.methods.mention_confidence import KEY
+    from kgnorm.methods.model_dir import read_model_meta, write_model_meta
+
+    shutil.copytree(ner, out, ignore=shutil.ignore_patterns("checkpoints"))
+    meta = read_model_meta(out)
+    meta.pop(KEY, None)
+    write_model_meta(out, meta)
+
+
+def done_texts(texts: dict[str, tuple[str, str]], reviews: list[tuple[str, str, Any]],
+               types: tuple[str, ...]) -> tuple[list[Any], int]:
+    """The done documents (`texts`: uid -> (doc id, text)) as annotated texts, their reviewed
+    mentions as gold (a type the detector lacks becomes its only type, or is dropped and counted
+    when it has several); (annotated texts, dropped)."""
+    from kgnorm.ner.corpus import AnnotatedText, _non_overlapping
+    from kgnorm.ner.spans import Span
+
+    docs = {uid: AnnotatedText(doc_id, text) for uid, (doc_id, text) in sorted(texts.items()) if text}
+    dropped = 0
+    for doc_uid, _, m in sorted(reviews, key=lambda r: (r[0], r[2].start)):
+        text = m.doc_text or ""
+        if not text or not (0 <= m.start < m.end <= len(text)) or text[m.start:m.end] != m.text:
+            continue
+        typ = m.type if m.type in types else (types[0] if len(types) == 1 else None)
+        doc = docs.get(doc_uid)
+        if doc is None:
+            continue
+        if typ is None:
+            dropped += 1
+            continue
+        doc.spans.append(Span(m.start, m.end, m.text, typ))
+    for d in docs.values():
+        d.spans = _non_overlapping(d.spans)
+    return list(docs.values()), dropped
+
+
+def _top1(model: Path, mentions: list[Any]) -> list[str]:
+    """The linker's rank-1 concept(s) of each mention ("|"-joined over a composite's parts)."""
+    from kgnorm.linking.linker import link_stream, pipeline_from_meta
+    from kgnorm.mentions.types import Mention
+    from kgnorm.methods.registry import open_linker
+    from kgnorm.text.abbreviations import find_abbreviations
+
+    linker, meta = open_linker(model)
+    items = [(Mention(m.text, m.doc_id, m.start, m.end, m.type, id=str(i)),
+              find_abbreviations(m.doc_text) if m.doc_text else {}) for i, m in enumerate(mentions)]
+    out = []
+    for linked in link_stream(linker, pipeline_from_meta(meta), items, top_k=1, batch_size=256):
+        best = next(iter(linked.ranks(1)), None)
+        out.append("|".join(h.uid for h in best[1]) if best else "")
+    return out
+
+
+def _score_held_back(uri: str, model: Path, ner: Path | None, out: Path, test: list[tuple[str, str, Any]],
+                     done: set[str], report: RetrainReport, threads: int | None, quiet: bool) -> None:
+    """The held-back scores before and after, and (with a detector) the confidence refitted on them."""
+    linked = [m for _, _, m in test if m.ids]
+    hb: dict[str, Any] = {"mentions": len(linked)}
+    if linked:
+        gold = ["|".join(m.ids) for m in linked]
+        for when, path in (("before", model), ("after", out / "linker")):
+            hb[f"acc1_{when}"] = round(sum(p == g for p, g in zip(_top1(path, linked), gold)) / len(linked), 4)
+    if ner is not None:
+        docs = [r for r in test if r[0] in done]
+        hb["documents"] = len({d for d, _, _ in docs})
+        if docs:
+            _score_documents(uri, model, ner, out, docs, hb, report, threads, quiet)
+    report.held_back = hb
+
+
+def _score_documents(uri: str, model: Path, ner: Path, out: Path, docs: list[tuple[str, str, Any]],
+                     hb: dict[str, Any], report: RetrainReport, threads: int | None, quiet: bool) -> None:
+    from kgnorm.jobs.annotate import annotate_documents, calibrate_annotate
+    from kgnorm.review.export import ExportReport, _write_documents, as_documents
+    from kgnorm.review.records import now
+
+    with tempfile.TemporaryDirectory(prefix="kgnorm-retrain-") as tmp:
+        gold_file = Path(tmp) / "held_back.pubtator"
+        ids = {d: f"h{i}" for i, d in enumerate(sorted({d for d, _, _ in docs}))}  # doc ids PubTator can hold
+        mentions = [replace(m, doc_id=ids[d]) for d, _, m in docs]
+        texts = as_documents(mentions, ExportReport(gold_file, "pubtator"))
+        with open(gold_file, "w", encoding="utf-8") as fh:
+            _write_documents(fh, "pubtator", texts)
+        gold = {doc.doc_id: frozenset(i for a in anns for i in a.ids) for doc, anns in texts}
+        for when, (n, m) in (("before", (ner, model)), ("after", (out / "ner", out / "linker"))):
+            rep = annotate_documents(n, m, gold_file, input_format="pubtator", output=None, write=False, collect=True,
+                                     min_confidence="off", progress=not quiet, threads=threads, store=uri)
+            hb[f"document_{when}"] = [round(v, 4) for v in _document_prf(rep.rows, gold)]
+        try:
+            cal = calibrate_annotate(out / "ner", out / "linker", gold_file, dev_format="pubtator", store=uri,
+                                     threads=threads, progress=not quiet)
+            report.calibration = {"threshold": cal.threshold, "fit": cal.fit, "at": now()}
+        except KgnormError as exc:
+            report.notes.append(f"mention confidence not refitted: {exc}")
+
+
+def _document_prf(rows: list[dict[str, Any]], gold: dict[str, frozenset[str]]) -> tuple[float, float, float]:
+    from kgnorm.nil.confidence import DevMention, document_prf
+
+    mentions = [DevMention(r["doc_id"], (), frozenset(r["concept_uids"].split("|")) if r["concept_uids"] else frozenset())
+                for r in rows]
+    return document_prf(mentions, gold, lambda i: True)
+
+
+def _write_run(uri: str, model: Path, ner: Path | None, out: Path, report: RetrainReport, seed: int) -> str:
+    from kgnorm.jobs.run import model_run, write_whole_run
+    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.stores.base import RunWrite
+
+    linker_meta = read_model_meta(out / "linker")
+    params = {"model": str(model.resolve()), "ner": str(ner.resolve()) if ner else None, "out": str(out.resolve()),
+              "reviews": report.reviews, "documents": report.documents, "done_documents": report.done_documents,
+              "held_back_documents": report.held_back_documents, "seed": seed, "linker": report.linker,
+              "ner_training": report.ner}
+    metrics = {"held_back": report.held_back, "calibration": report.calibration, "seconds": round(report.seconds, 1)}
+    run = model_run("retrain", (out / "linker").resolve(), "biosyn", {"created_at": linker_meta.get("created_at", "")},
+                    params, metrics)
+    write_whole_run(uri, RunWrite(run))
+    return run.uid

@@ -1,0 +1,236 @@
+"""`kgnorm retrain` (issue 50, item 3): the journey annotate → reviews through the HTTP API → documents
+marked done → retrain → annotate again with OUT/linker and OUT/ner, on LadybugDB and over Bolt; and
+the pieces: which reviews teach the linker, which documents the detector, the held-back fifth, the
+refusals before anything is written."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from starlette.testclient import TestClient
+
+from annotate_fixtures import OBO
+from cli_runner import run
+from kgnorm.documents.readers import read_documents
+from kgnorm.review.desk import ReviewDesk
+from kgnorm.serve import create_app
+from kgnorm.stores import open_store
+
+TOKEN = "retrain-test-token-0123456789"
+TEXTS = [("Ataxia telangiectasia in children", "Ataxia telangiectasia and breast cancer were seen in carriers."),
+         ("Ovarian cancer", "No link between ovarian cancer and colorectal cancer was seen in the cohort."),
+         ("Breast carcinoma", "Breast carcinoma and ovarian cancer in families with Louis-Bar syndrome."),
+         ("Colorectal cancer screening", "Screening for colorectal cancer lowers mortality in adults.")]
+NAMES = {"ataxia telangiectasia": "TOYD:0001", "breast cancer": "TOYD:0002", "breast carcinoma": "TOYD:0002",
+         "ovarian cancer": "TOYD:0003", "colorectal cancer": "TOYD:0004", "louis-bar syndrome": "TOYD:0001"}
+
+
+def _corpus(path: Path, copies: int) -> Path:
+    """TEXTS repeated under new ids, every ontology name annotated with its concept (the gold the
+    simulated curator answers from)."""
+    lines = []
+    for k in range(copies):
+        for i, (title, abstract) in enumerate(TEXTS):
+            pmid = f"{k}{i:02d}"
+            text = f"{title} {abstract}"
+            lines += [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
+            low = text.lower()
+            for name, cid in NAMES.items():
+                start = low.find(name)
+                while start >= 0:
+                    lines.append(f"{pmid}\t{start}\t{start + len(name)}\t{text[start:start + len(name)]}\tDisease\t{cid}")
+                    start = low.find(name, start + 1)
+            lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _store(kind: str, tmp: Path, request) -> str:
+    if kind == "ladybug":
+        return f"ladybug://{tmp}/graph"
+    uri, database, _ = request.getfixturevalue("bolt_server")
+    if database:
+        request.getfixturevalue("monkeypatch").setenv("KGNORM_NEO4J_DATABASE", database)
+    with open_store(uri) as st:
+        st.query("MATCH (n) DETACH DELETE n")
+    return uri
+
+
+def _review(client: TestClient, corpus: Path, done_every: int) -> dict[str, int]:
+    """A curator replaying the gold through the API: each found mention accepted, corrected or
+    not-a-mention, each missed gold span added; every `done_every`-th document marked done."""
+    gold = {d.doc_id: {(a.start, a.end): a.ids[0] for a in d.annotations} for d in read_documents(corpus, "pubtator")}
+    counts = {"accept": 0, "concept": 0, "not_a_mention": 0, "added": 0, "done": 0}
+    listed = client.get("/api/documents?limit=200").json()["documents"]
+    for i, entry in enumerate(sorted(listed, key=lambda d: d["doc_id"])):
+        doc = client.get(f"/api/documents/{quote(entry['uid'], safe='')}").json()
+        spans = gold[doc["doc_id"]]
+        for m in doc["mentions"]:
+            want = spans.get((m["start"], m["end"]))
+            body = ({"decision": "not_a_mention"} if want is None else {"decision": "accept"}
+                    if want == m["machine_concept"] else {"decision": "concept", "concept": want})
+            r = client.post(f"/api/mentions/{quote(m['uid'], safe='')}/review", json=body,
+                            headers={"X-Kgnorm-Token": TOKEN})
+            assert r.status_code == 200, r.text
+            counts[body["decision"]] += 1
+        found = {(m["start"], m["end"]) for m in doc["mentions"]}
+        for (s, e), cid in spans.items():
+            if (s, e) not in found:
+                r = client.post(f"/api/documents/{quote(doc['uid'], safe='')}/mentions", headers={"X-Kgnorm-Token": TOKEN},
+                                json={"start": s, "end": e, "concept": cid, "type": "Disease"})
+                assert r.status_code == 201, r.text
+                counts["added"] += 1
+        if i % done_every == 0:
+            r = client.post(f"/api/documents/{quote(doc['uid'], safe='')}/done", json={}, headers={"X-Kgnorm-Token": TOKEN})
+            assert r.status_code == 200, r.text
+            counts["done"] += 1
+    return counts
+
+
+@pytest.mark.parametrize("kind", ["ladybug", "bolt"])
+def test_annotate_review_done_retrain_annotate_again(kind, tmp_path, tiny_bert_dir, capsys, request):
+    from test_annotate_formats import _tiny_detector
+
+    store = _store(kind, tmp_path, request)
+    (tmp_path / "toyd.obo").write_text(OBO, encoding="utf-8")
+    assert run(capsys, "ingest", "obo", str(tmp_path / "toyd.obo"), "--ontology", "toyd", "--store", store, "-q")[0] == 0
+    model = tmp_path / "biosyn"
+    code, _, err = run(capsys, "train", "biosyn", "--ontology", "toyd", "--out", str(model), "--encoder",
+                       str(tiny_bert_dir), "--store", store, "-q")
+    assert code == 0, err
+    ner = _tiny_detector(tiny_bert_dir, tmp_path / "ner", silent=True)  # its levers find the multi-word names
+    corpus = _corpus(tmp_path / "corpus.pubtator", copies=5)
+    code, _, err = run(capsys, "annotate", "--ner", str(ner), "--model", str(model), "--input", str(corpus),
+                       "--input-format", "pubtator", "--output", str(tmp_path / "first.pubtator"), "--store", store, "-q")
+    assert code == 0, err
+
+    desk = ReviewDesk(store)
+    try:
+        counts = _review(TestClient(create_app(desk, TOKEN, reviewer="gold")), corpus, done_every=2)
+    finally:
+        desk.close()
+    assert counts["done"] == 10 and counts["accept"] + counts["concept"] + counts["added"] > 40
+
+    out = tmp_path / "retrained"
+    code, _, err = run(capsys, "retrain", "--store", store, "--model", str(model), "--ner", str(ner), "--out", str(out),
+                       "--linker-minutes", "1", "--ner-minutes", "0.5", "--threads", "1")
+    assert code == 0, err
+    base_meta = json.loads((model / "kgnorm-model.json").read_text(encoding="utf-8"))
+    meta = json.loads((out / "linker" / "kgnorm-model.json").read_text(encoding="utf-8"))
+    assert meta["method"] == "biosyn" and meta["finetuned_from"] == str(model.resolve())
+    assert meta["ontology"] == base_meta["ontology"] and meta["ontology_version"] == base_meta["ontology_version"]
+    assert _weights(out / "linker") != _weights(model)  # trained from the base's weights, which moved
+    ner_meta = json.loads((out / "ner" / "kgnorm-model.json").read_text(encoding="utf-8"))
+    assert ner_meta["finetuned_from"] == str(ner.resolve()) and ner_meta["types"] == ["Disease"]
+    assert ner_meta["train_documents"] == 10 - _held_back_done(store)
+
+    with open_store(store, read_only=True) as st:
+        [(params, metrics)] = st.query("MATCH (r:Run) WHERE r.kind = 'retrain' RETURN r.params_json, r.metrics_json").rows
+    params, metrics = json.loads(params), json.loads(metrics)
+    reviewed_mentions = counts["accept"] + counts["concept"] + counts["added"]  # not-a-mention teaches neither
+    assert params["reviews"] == reviewed_mentions and params["done_documents"] == 10
+    assert params["model"] == str(model.resolve()) and params["ner"] == str(ner.resolve())
+    hb = metrics["held_back"]
+    assert params["held_back_documents"] > 0 and hb["mentions"] > 0
+    assert 0 <= hb["acc1_before"] <= 1 and 0 <= hb["acc1_after"] <= 1
+    assert len(hb["document_before"]) == len(hb["document_after"]) == 3
+    assert f"held back: linker Acc@1 {hb['acc1_before']:.4f} -> {hb['acc1_after']:.4f}" in err
+
+    # annotate again with the retrained pair: --model OUT/linker --ner OUT/ner
+    code, _, err = run(capsys, "annotate", "--ner", str(out / "ner"), "--model", str(out / "linker"), "--input",
+                       str(corpus), "--input-format", "pubtator", "--output", str(tmp_path / "again.jsonl"),
+                       "--output-format", "jsonl", "--no-write", "--store", store)
+    assert code == 0, err
+    again = [m for d in read_documents(tmp_path / "again.jsonl", "jsonl") for m in d.annotations]
+    assert again
+    if metrics["calibration"]:  # refitted for the new pair: annotate finds it with no flag
+        assert all(a.confidence is not None for a in again if a.ids)
+
+
+def _weights(model_dir: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted((model_dir / "encoder").glob("*.safetensors")))
+
+
+def _held_back_done(store: str) -> int:
+    from kgnorm.jobs.retrain import held_back
+    from kgnorm.review.done import done_documents
+
+    with open_store(store, read_only=True) as st:
+        return sum(held_back(d) for d in done_documents(st))
+
+
+def test_retrain_refuses_before_writing(tmp_path, tiny_bert_dir, capsys):
+    store = f"ladybug://{tmp_path}/graph"
+    (tmp_path / "toyd.obo").write_text(OBO, encoding="utf-8")
+    assert run(capsys, "ingest", "obo", str(tmp_path / "toyd.obo"), "--ontology", "toyd", "--store", store, "-q")[0] == 0
+    model = tmp_path / "biosyn"
+    assert run(capsys, "train", "biosyn", "--ontology", "toyd", "--out", str(model), "--encoder", str(tiny_bert_dir),
+               "--store", store, "-q")[0] == 0
+    out = tmp_path / "out"
+    code, _, err = run(capsys, "retrain", "--store", store, "--model", str(model), "--out", str(out))
+    assert code != 0 and "no reviewed mention" in err and not (out / "linker").exists()
+    code, _, err = run(capsys, "retrain", "--store", store, "--model", str(tmp_path), "--out", str(out))
+    assert code != 0 and "no model directory" in err
+    (out / "linker").mkdir(parents=True)
+    code, _, err = run(capsys, "retrain", "--store", store, "--model", str(model), "--out", str(out))
+    assert code != 0 and "exists" in err
+
+
+def test_which_reviews_teach_what():
+    """Linker pairs: accept and concept, not nil; detector gold: every reviewed mention of a done
+    document (nil kept, a type the detector lacks mapped onto its only type)."""
+    from kgnorm.jobs.retrain import done_texts, linker_pairs
+    from kgnorm.review.export import ReviewedMention
+
+    text = "Breast cancer and ovarian cancer and something"
+    ms = [ReviewedMention("p1", 0, 13, "Breast cancer", "Disease", "accept", "TOYD:0002", doc_text=text),
+          ReviewedMention("p1", 18, 32, "ovarian cancer", "SpecificDisease", "concept", "TOYD:0003", doc_text=text),
+          ReviewedMention("p1", 37, 46, "something", "Disease", "nil", "", doc_text=text)]
+    assert sorted((q, sorted(g)) for q, g in linker_pairs(ms)) == [("breast cancer", ["TOYD:0002"]),
+                                                                   ("ovarian cancer", ["TOYD:0003"])]
+    texts = {"d": ("p1", text), "empty": ("p2", "Nothing here.")}
+    docs, dropped = done_texts(texts, [("d", f"m{i}", m) for i, m in enumerate(ms)], ("Disease",))
+    assert [d.doc_id for d in docs] == ["p1", "p2"] and docs[1].spans == []  # a done document with no mention
+    doc = docs[0]
+    assert dropped == 0 and [(s.start, s.end, s.type) for s in doc.spans] == [(0, 13, "Disease"), (18, 32, "Disease"),
+                                                                              (37, 46, "Disease")]
+    docs, dropped = done_texts(texts, [("d", f"m{i}", m) for i, m in enumerate(ms)], ("Disease", "Chemical"))
+    assert dropped == 1 and len(docs[0].spans) == 2
+
+
+def test_the_detector_starts_from_the_given_one(tmp_path, tiny_bert_dir):
+    """Warm start: the encoder and the head are the trained detector's, not a fresh head."""
+    import torch
+    from test_annotate_formats import _tiny_detector
+
+    from kgnorm.methods.ner.model import HEAD_FILE
+    from kgnorm.methods.ner.train import NerConfig, build_detector
+
+    base = _tiny_detector(tiny_bert_dir, tmp_path / "ner", silent=False)
+    head = torch.load(base / HEAD_FILE, weights_only=True)
+    det, _ = build_detector(None, ("Disease",), NerConfig(init_from=str(base), max_length=32, stride=8))
+    assert torch.equal(det.net.classifier.weight, head["classifier.weight"])
+    assert torch.equal(det.net.classifier.bias, head["classifier.bias"])
+    fresh, _ = build_detector(tiny_bert_dir, ("Disease",), NerConfig(max_length=32, stride=8))
+    assert not torch.equal(fresh.net.classifier.bias, head["classifier.bias"])
+
+
+def test_the_linker_starts_from_the_base_index_vectors(tmp_path, tiny_bert_dir, capsys):
+    """The base's flat index holds its encoder's vectors of its names: the fine-tuning's start
+    vectors are those (only new texts encoded), equal to encoding every name again."""
+    import numpy as np
+
+    from kgnorm.methods.biosyn.finetune import base_vectors
+    from kgnorm.methods.biosyn.model import load_biosyn
+
+    store = f"ladybug://{tmp_path}/graph"
+    (tmp_path / "toyd.obo").write_text(OBO, encoding="utf-8")
+    assert run(capsys, "ingest", "obo", str(tmp_path / "toyd.obo"), "--ontology", "toyd", "--store", store, "-q")[0] == 0
+    assert run(capsys, "train", "biosyn", "--ontology", "toyd", "--out", str(tmp_path / "m"), "--encoder",
+               str(tiny_bert_dir), "--store", store, "-q")[0] == 0
+    model = load_biosyn(tmp_path / "m", device="cpu")
+    names = [*model.dictionary.names, "louis bar"]
+    got = base_vectors(model, names, quiet=True)
+    np.testing.assert_allclose(got, model.encode(names), rtol=1e-4, atol=1e-4)
