@@ -11,7 +11,6 @@ from kgnorm.cli import (annotate_cmds, biocom_cmds, check_cmds, encoder_cmds, ex
                         retrain_cmds,
                         match_cmds, pretrain_cmds, query, serve_cmds, train_cmds)
 from kgnorm.errors import KgnormError
-from kgnorm.stores.base import redact
 
 try:  # recent typer vendors its own click; older ones use click itself
     from typer._click import exceptions as _cx
@@ -115,6 +114,8 @@ def main(argv: list[str] | None = None) -> None:
     except KgnormError as exc:
         if debug:
             raise
+        from kgnorm.stores.base import redact  # on use: the CLI starts without the store layer
+
         typer.echo(f"kgnorm: error: {redact(str(exc))}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
@@ -123,6 +124,8 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug or an unexpected library failure: still one line
         if debug:
             raise
+        from kgnorm.stores.base import redact
+
         msg = redact(" ".join(str(exc).split()))
         typer.echo(f"kgnorm: error: {type(exc).__name__}: {msg} (rerun with --debug for a traceback)", err=True)
         sys.exit(1)

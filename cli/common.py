@@ -8,7 +8,6 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from kgnorm.errors import KgnormError
-from kgnorm.progress import note, set_quiet
 
 StoreOpt = Annotated[Optional[str], typer.Option(
     "--store", help="Graph store: a path or ladybug:///path (default ./kgnorm-data/graph, env KGNORM_STORE), "
@@ -29,6 +28,8 @@ RayAddressOpt = Annotated[Optional[str], typer.Option(
 
 
 def setup(quiet: bool) -> None:
+    from kgnorm.progress import set_quiet  # on use: the CLI starts without tqdm
+
     set_quiet(quiet)
 
 
@@ -39,6 +40,8 @@ def warn(message: str) -> None:
 
 def info(message: str, quiet: bool = False) -> None:
     """Human-facing status goes to stderr so stdout stays machine-readable."""
+    from kgnorm.progress import note
+
     note(message, quiet)
 
 

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
 
 import typer
-from typer.models import CommandInfo
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, info, setup
+from kgnorm.cli.registry_group import RegistryGroup
 from kgnorm.cli.train_cmds import _annotation
-from kgnorm.jobs.ingest import ingest
 from kgnorm.methods.options import flags_of
 
 if TYPE_CHECKING:
@@ -29,6 +28,8 @@ DryRunOpt = Annotated[bool, typer.Option(
 def _ingest(fmt: str, path: Path, name: str | None, allow_dangling: bool, store: str | None,
             quiet: bool, lock_timeout: float, dry_run: bool = False, **options: Any) -> None:
     setup(quiet)
+    from kgnorm.jobs.ingest import ingest
+
     ingest(fmt, path, name, allow_dangling, store, lock_timeout, quiet, dry_run=dry_run, **options)
 
 
@@ -66,24 +67,24 @@ def command_for(entry: Loader) -> Callable[..., None]:
     return command
 
 
-class LoaderCommands(typer.Typer):
+class LoaderCommands(RegistryGroup):
     """`kgnorm ingest`: its commands are the registry's loaders (kgnorm.ontologies.registry), read
     each time the CLI runs, as `kgnorm train` reads the methods (a loader registered at run time is
-    a command too)."""
+    a command too); a loader's options are imported only when its command is named."""
 
-    @property
-    def registered_commands(self) -> list[CommandInfo]:
+    def entry_names(self) -> list[str]:
         from kgnorm.ontologies.registry import LOADERS
 
-        return [CommandInfo(name=name, callback=command_for(entry)) for name, entry in LOADERS.items()]
+        return list(LOADERS)
 
-    @registered_commands.setter
-    def registered_commands(self, value: list[CommandInfo]) -> None:
-        """typer.Typer sets an empty list; the registry is the list."""
+    def entry_callback(self, name: str) -> Callable[..., None]:
+        from kgnorm.ontologies.registry import LOADERS
+
+        return command_for(LOADERS[name])
 
 
-app = LoaderCommands(help="Load an ontology into the graph store (replaces an ontology of the same name).",
-                     no_args_is_help=True)
+app = typer.Typer(cls=LoaderCommands, help="Load an ontology into the graph store (replaces an ontology of the same name).",
+                  no_args_is_help=True)
 
 
 def compact_cmd(store: StoreOpt = None, lock_timeout: LockTimeoutOpt = 30.0, quiet: QuietOpt = False) -> None:

@@ -7,9 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from kgnorm.cli.common import LockTimeoutOpt, QuietOpt, StoreOpt, echo_stdout, parse_params, setup
-from kgnorm.cli.output import render
 from kgnorm.errors import KgnormError
-from kgnorm.jobs.query import ontology_counts, run_query, saved_queries, statement
 
 FORMATS = ("table", "json", "csv")
 
@@ -29,6 +27,9 @@ def query(
     """Run one Cypher statement against the store (read-only unless --write); `--saved NAME`
     runs one of the shipped queries."""
     setup(quiet)
+    from kgnorm.cli.output import render
+    from kgnorm.jobs.query import run_query, saved_queries, statement
+
     if list_saved:
         for name, first in saved_queries():
             echo_stdout(f"{name}\t{first}")
@@ -46,6 +47,9 @@ def ontologies(
 ) -> None:
     """List the ontologies in the store with concept and edge counts."""
     setup(quiet)
+    from kgnorm.cli.output import render
+    from kgnorm.jobs.query import ontology_counts
+
     if fmt not in FORMATS:
         raise KgnormError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     echo_stdout(render(ontology_counts(store), fmt))

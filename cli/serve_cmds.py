@@ -1,7 +1,6 @@
 """`kgnorm serve`: the review web app for curators (kgnorm.serve) on a local port."""
 from __future__ import annotations
 
-import secrets
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -37,6 +36,8 @@ def serve_cmd(
 ) -> None:
     """Review linked mentions in a browser: documents with their mentions highlighted, concepts,
     runs, orphans; decisions are written to the store as Review nodes."""
+    import secrets
+
     import uvicorn
 
     from kgnorm.review.desk import ReviewDesk

@@ -9,9 +9,9 @@ from dataclasses import MISSING, fields
 from typing import Annotated, Any, Callable
 
 import typer
-from typer.models import CommandInfo
 
 from kgnorm.cli.common import QuietOpt, StoreOpt, setup
+from kgnorm.cli.registry_group import RegistryGroup
 from kgnorm.methods.options import flags_of
 
 
@@ -62,19 +62,19 @@ def command_for(name: str) -> Callable[..., None]:
     return options_command(entry.options(), call, f"train_{name}_cmd")
 
 
-class MethodCommands(typer.Typer):
+class MethodCommands(RegistryGroup):
     """`kgnorm train`: its commands are the registry's methods, read each time the CLI runs (a
-    method registered at run time, e.g. from a plug-in package, is a command too)."""
+    method registered at run time, e.g. from a plug-in package, is a command too); a method's
+    recipe is imported only when its command is named."""
 
-    @property
-    def registered_commands(self) -> list[CommandInfo]:
+    def entry_names(self) -> list[str]:
         from kgnorm.methods.registry import METHODS
 
-        return [CommandInfo(name=name, callback=command_for(name)) for name in METHODS]
+        return list(METHODS)
 
-    @registered_commands.setter
-    def registered_commands(self, value: list[CommandInfo]) -> None:
-        """typer.Typer sets an empty list; the registry is the list."""
+    def entry_callback(self, name: str) -> Callable[..., None]:
+        return command_for(name)
 
 
-train_app = MethodCommands(help="Train a name encoder from an ontology in the store.", no_args_is_help=True)
+train_app = typer.Typer(cls=MethodCommands, help="Train a name encoder from an ontology in the store.",
+                        no_args_is_help=True)
