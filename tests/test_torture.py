@@ -1,7 +1,8 @@
 """Crash torture, the CI version (issue 52; benchmarks/torture.py runs ≥ 50 kills per job): each job
 that writes the embedded store SIGKILLed while it writes (right as it first changes the store, and
 for the quick ones a moment later), reviews posted to `kgnorm serve` killed mid-session; after each kill the
-store opens, `kgnorm check` passes once a writer reopened it, every acknowledged review is there, and
+store opens, `kgnorm check` passes right after the kill and once a writer reopened it, `kgnorm query`
+right after the kill shows no half run, every acknowledged review is there, and
 the job run again gives what an uninterrupted run gives. Then one I/O fault per kind: a file size
 limit and a read-only store folder end the job with one error line and leave the store as it was. (Kills in LadybugDB's
 post-commit checkpoint can lose a re-ingested ontology: a defect of the engine the benchmark
