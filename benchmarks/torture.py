@@ -15,7 +15,7 @@ exit non-zero, the store as before and sound. Reviews are killed, not run under 
 
 `--kills 0` runs the faults only.
 
-    python benchmarks/torture.py --kills 50 [--job link …] [--seed N] [--no-faults] [--no-record]
+    python benchmarks/torture.py --kills 50 [--job link …] [--seed N] [--at-checkpoint S] [--no-faults] [--no-record]
 
 The cases run in-process from tests/torture_jobs.py (the CI test, tests/test_torture.py, runs a few
 kills per job from the same code). Bolt stores (ArcadeDB, Neo4j) are not tortured yet.
@@ -47,6 +47,9 @@ def main() -> int:
     ap.add_argument("--job", action="append", choices=JOBS, help="only this job (repeatable); default all")
     ap.add_argument("--seed", type=int, default=52)
     ap.add_argument("--no-faults", action="store_true", help="kills only")
+    ap.add_argument("--at-checkpoint", type=float, default=0.0, metavar="S",
+                    help="kill moments spread over S seconds from when LadybugDB began a checkpoint (its log "
+                         "renamed .wal.checkpoint), not over the whole run")
     ap.add_argument("--no-record", action="store_true", help="print only; no LOG.md section, no results row")
     args = ap.parse_args()
     chosen = args.job or JOBS
@@ -57,7 +60,8 @@ def main() -> int:
         tallies = []
         for name in (chosen if args.kills else []):
             t0 = time.perf_counter()
-            t = tj.torture(w, name, args.kills, args.seed, root / "work", log=lambda s: s and print("  FAIL", s))
+            t = tj.torture(w, name, args.kills, args.seed, root / "work", log=lambda s: s and print("  FAIL", s),
+                           checkpoint_window=args.at_checkpoint)
             tallies.append((t, time.perf_counter() - t0))
             print(f"{name}: {t.kills} kills ({t.touched} after it changed the store), {len(t.failures)} failure(s), "
                   f"check failing before a writer reopened: {t.check_failed_before_reopen}, "
@@ -68,11 +72,12 @@ def main() -> int:
     if args.no_record:
         print(body)
     else:
-        title = f"Crash torture: {', '.join(chosen)} x {args.kills} SIGKILL moments" if args.kills else ""
+        window = f" in the {args.at_checkpoint:g} s after a checkpoint began" if args.at_checkpoint else ""
+        title = f"Crash torture: {', '.join(chosen)} x {args.kills} SIGKILL moments{window}" if args.kills else ""
         faults_title = "" if args.no_faults else f"I/O faults: {', '.join(n for n in chosen if n != 'reviews')}"
         append(" and ".join(t for t in (title, faults_title) if t), body)
         for t, _ in tallies:
-            record("reliability", f"SIGKILL torture, {t.job}",
+            record("reliability", f"SIGKILL torture, {t.job}{' (at the checkpoint)' if args.at_checkpoint else ''}",
                    f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote)")
         if faults:
             record("reliability", "I/O faults (file size limit, read-only folder, full disk): failed",

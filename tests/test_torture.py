@@ -34,6 +34,21 @@ def test_a_job_killed_while_it_writes_leaves_a_sound_store_and_runs_again(world,
     assert any(c.touched and not c.finished for c in cycles), "no kill landed while the job wrote the store"
 
 
+def test_a_reingest_killed_in_the_checkpoint_after_its_commit_keeps_the_ontology(world, tmp_path):
+    """LadybugDB 0.22 recovers a store whose writer was killed as its post-commit checkpoint began
+    without what that transaction COPYed: a re-ingest came back without its ontology, concepts and
+    the links into them (found by the torture). The recovery is undone from a copy of the main file
+    (the store as of the checkpoint before): the store as before the re-ingest, which runs again."""
+    job = world.jobs["reingest"]
+    expected, _ = tj.expected_results(world, job, tmp_path / "ref", timed=False)
+    before = tj.snapshot(world.bases[job.base])
+    c = tj.kill_cycle(world, job, 0.0, tmp_path / "kill", expected + [before], at_checkpoint=True)
+    assert not c.failed, c.why()
+    assert not c.finished and c.touched
+    assert tj.snapshot(tmp_path / "kill") in expected
+    assert not (tmp_path / "kill" / "graph.before-recovery").exists()
+
+
 def test_reviews_acknowledged_by_a_killed_server_are_kept(world, tmp_path):
     plan = tj.review_plan(world)[:4]
     ref, _ = tj.review_cycle(world, None, tmp_path / "ref", plan, [])

@@ -306,9 +306,10 @@ class Cycle:
 
 
 def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[dict],
-               after_write: bool = False) -> Cycle:
+               after_write: bool = False, at_checkpoint: bool = False) -> Cycle:
     """Run `job` on a fresh copy of its base store, SIGKILL it `moment` seconds after its start (or,
-    `after_write`, `moment` seconds after it first changed a file of the store), judge."""
+    `after_write`, `moment` seconds after it first changed a file of the store; `at_checkpoint`,
+    `moment` seconds after LadybugDB began a checkpoint: its log renamed `.wal.checkpoint`), judge."""
     from kgnorm.stores import open_store
 
     c = Cycle(job.name, moment)
@@ -319,6 +320,9 @@ def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[d
     if after_write:
         while proc.poll() is None and files_state(folder) == before:
             time.sleep(0.005)
+    if at_checkpoint:
+        while proc.poll() is None and not (folder / "graph.wal.checkpoint").exists():
+            time.sleep(0.0005)
     try:
         proc.wait(timeout=moment)
         c.finished = True
@@ -512,8 +516,10 @@ class Tally:
         return [c for c in self.cycles if c.failed]
 
 
-def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[str], None] = lambda s: None) -> Tally:
-    """`n` kill cycles of job `name` at moments spread over an uninterrupted run's duration."""
+def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[str], None] = lambda s: None,
+            checkpoint_window: float = 0.0) -> Tally:
+    """`n` kill cycles of job `name` at moments spread over an uninterrupted run's duration (with
+    `checkpoint_window`: over that many seconds from when LadybugDB began a checkpoint)."""
     folder = work / name
     t = Tally(name)
     if name == "reviews":
@@ -527,8 +533,8 @@ def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[s
     else:
         job = w.jobs[name]
         expected, t.seconds = expected_results(w, job, folder)
-        for m in moments(t.seconds, n, seed):
-            c = kill_cycle(w, job, m, folder, expected)
+        for m in moments(checkpoint_window or t.seconds, n, seed):
+            c = kill_cycle(w, job, m, folder, expected, at_checkpoint=bool(checkpoint_window))
             t.cycles.append(c)
             log(c.why() if c.failed else "")
     return t
