@@ -74,6 +74,8 @@ def check_store(store: str | None = None, lock_timeout: float = 30.0) -> CheckRe
         raise KgnormError(f"no store at {uri}")
     report = CheckReport(redact(uri))
     with open_store(uri, read_only=True, lock_timeout=lock_timeout) as st:
+        if getattr(st, "recovery_note", None):  # opening it undid a recovery that lost an ontology
+            report.findings.append(Finding("recovery", st.recovery_note, problem=False))
         try:
             report.read = _node_counts(st)
             for step in (_runs, _homeless_mentions, _offsets, _lost_reviews, _orphans, _ontologies):

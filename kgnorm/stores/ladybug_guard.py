@@ -86,12 +86,13 @@ def probe_recovery(path: Path, timeout: float = 120.0) -> str | None:
 
 
 def _save_main_file(path: Path) -> Path | None:
-    """A copy of the main file before recovery, when a writer was killed between its commit and
-    the checkpoint's first page write (the log renamed `.wal.checkpoint`, no `.shadow` yet: the main
-    file is still the store as of its previous checkpoint) and that writer is gone. LadybugDB 0.22
-    recovers such a store without what the last transaction COPYed: a re-ingest killed there came
-    back without its ontology (found by the crash torture, benchmarks/LOG.md)."""
-    if Path(f"{path}.shadow").exists() or not Path(f"{path}.wal.checkpoint").exists() or not _holder_gone(path):
+    """A copy of the main file before recovery, when a writer was killed in the checkpoint after
+    its commit (the log renamed `.wal.checkpoint`) and that writer is gone. LadybugDB 0.22 recovers
+    such a store without what the last transaction COPYed: a re-ingest killed there came back
+    without its ontology (found by the crash torture, benchmarks/LOG.md). The main file alone
+    still reads as the store of the checkpoint before (the checkpoint's pages are in `.shadow` or
+    in pages no header points to yet)."""
+    if not Path(f"{path}.wal.checkpoint").exists() or not _holder_gone(path):
         return None
     saved = Path(f"{path}.before-recovery")
     try:
@@ -136,11 +137,13 @@ def _ontologies(path: Path) -> dict[str, tuple[int, int]] | None:
 
 def _undo_lossy_recovery(path: Path, saved: Path) -> str | None:
     """Keep the recovered store unless it lost an ontology the store held before the killed write
-    (its record, or concepts short of the recorded count); then put the saved main file back: the
+    (its record, or concepts short of the recorded count) and the saved main file holds every
+    ontology whole; then put the saved main file back: the
     store as before that write, as a kill before its commit leaves it (its command, run again, does it)."""
     before, after = _ontologies(saved), _ontologies(path)
+    whole = before is not None and all(rec == have for rec, have in before.values())
     lost = sorted(n for n in (before or {}) if after is not None and (
-        n not in after or after[n][0] != after[n][1])) if before is not None else []
+        n not in after or after[n][0] != after[n][1])) if whole else []
     if not lost:
         _drop(saved)
         return None
