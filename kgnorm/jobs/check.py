@@ -7,7 +7,9 @@ edges whose run tag names no Run node, runs staged but neither published nor rol
 mentions that lost their document, mention offsets outside their document's text, reviews whose
 mention is gone, journaled reviews not in the store, and ontologies whose concept count differs
 from the one recorded when they were loaded. Orphans (mentions and reviews whose concept a new
-ontology version removed) are reported as notes: they wait for a person, and are no fault.
+ontology version removed) are reported as notes: they wait for a person, and are no fault. So is
+what a process killed outright leaves and the next writer settles (a stage whose process on this
+host is gone, journaled reviews not yet written): `check` right after a crash passes and says so.
 The store is only read (LadybugDB read-only, Neo4j READ sessions); the queries are the saved
 ``check_*`` queries in cypher/queries, shared by both backends."""
 from __future__ import annotations
@@ -265,8 +267,8 @@ def _journal(st: GraphStore, journal: ReviewJournal) -> list[Finding]:
             out.append(Finding("journal", f"{what}; `kgnorm serve` (or Workbench.review) writes them when it "
                                           "opens the store", problem=False, count=len(part)))
         else:
-            out.append(Finding("journal", f"{what}, and neither is what they review (the mention, or an added "
-                                          "span's document): they cannot be written", count=len(part)))
+            out.append(Finding("journal", f"{what}, and what they review (the mention, or an added span's "
+                                          "document) is not in the store: they cannot be written", count=len(part)))
     return out
 
 
