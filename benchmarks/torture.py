@@ -77,7 +77,7 @@ def main() -> int:
         faults_title = "" if args.no_faults else f"I/O faults: {', '.join(n for n in chosen if n != 'reviews')}"
         append(" and ".join(t for t in (title, faults_title) if t), body)
         for t, _ in tallies:
-            record("reliability", f"SIGKILL torture, {t.job}{' (at the checkpoint)' if args.at_checkpoint else ''}",
+            record("reliability", f"SIGKILL torture, {t.job}{' at checkpoint' if args.at_checkpoint else ''}",
                    f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote)")
         if faults:
             record("reliability", "I/O faults (file size limit, read-only folder, full disk): failed",
