@@ -4,9 +4,9 @@ for the quick ones a moment later), reviews posted to `kgnorm serve` killed mid-
 store opens, `kgnorm check` passes right after the kill and once a writer reopened it, `kgnorm query`
 right after the kill shows no half run, every acknowledged review is there, and
 the job run again gives what an uninterrupted run gives. Then one I/O fault per kind: a file size
-limit and a read-only store folder end the job with one error line and leave the store as it was. (Kills in LadybugDB's
-post-commit checkpoint can lose a re-ingested ontology: a defect of the engine the benchmark
-counts; the CI kills land before it.)"""
+limit and a read-only store folder end the job with one error line and leave the store as it was. A
+re-ingest killed as LadybugDB's post-commit checkpoint begins keeps its ontology (the engine's
+recovery lost it; kgnorm.stores.ladybug_guard undoes such a recovery)."""
 from __future__ import annotations
 
 import pytest
