@@ -2,8 +2,10 @@
 `link --write`, `annotate`, `place`, reviews posted to `kgnorm serve`) SIGKILLed at `--kills` moments
 spread over an uninterrupted run's duration (one drawn at random in each n-th of it, seeded), on a
 small embedded (LadybugDB) store built from the toy ontology of the tests. After each kill: the store
-opens, `kgnorm check` passes once a writer reopened it (and how often it already passed right after
-the kill is counted), every review the API acknowledged is in the store, and the job run again ends
+opens, `kgnorm check` passes right after the kill (what a dead process left, which the next writer
+clears, is a note) and again once a writer reopened it, `kgnorm query` right after the kill shows the
+store as it was before the job or as an uninterrupted run leaves it (no half run), every review the
+API acknowledged is in the store, and the job run again ends
 with what an uninterrupted run gives (compared by content: concepts, mentions, links, placements,
 current reviews). Then the I/O faults: each job under a file size limit (RLIMIT_FSIZE) a little over
 the store's size, with the store's folder made read-only halfway through its run (as root: under
@@ -13,7 +15,7 @@ exit non-zero, the store as before and sound. Reviews are killed, not run under 
 
 `--kills 0` runs the faults only.
 
-    python benchmarks/torture.py --kills 50 [--job link …] [--seed N] [--no-faults] [--no-record]
+    python benchmarks/torture.py --kills 50 [--job link …] [--seed N] [--at-checkpoint S] [--no-faults] [--no-record]
 
 The cases run in-process from tests/torture_jobs.py (the CI test, tests/test_torture.py, runs a few
 kills per job from the same code). Bolt stores (ArcadeDB, Neo4j) are not tortured yet.
@@ -45,6 +47,9 @@ def main() -> int:
     ap.add_argument("--job", action="append", choices=JOBS, help="only this job (repeatable); default all")
     ap.add_argument("--seed", type=int, default=52)
     ap.add_argument("--no-faults", action="store_true", help="kills only")
+    ap.add_argument("--at-checkpoint", type=float, default=0.0, metavar="S",
+                    help="kill moments spread over S seconds from when LadybugDB began a checkpoint (its log "
+                         "renamed .wal.checkpoint), not over the whole run")
     ap.add_argument("--no-record", action="store_true", help="print only; no LOG.md section, no results row")
     args = ap.parse_args()
     chosen = args.job or JOBS
@@ -55,21 +60,24 @@ def main() -> int:
         tallies = []
         for name in (chosen if args.kills else []):
             t0 = time.perf_counter()
-            t = tj.torture(w, name, args.kills, args.seed, root / "work", log=lambda s: s and print("  FAIL", s))
+            t = tj.torture(w, name, args.kills, args.seed, root / "work", log=lambda s: s and print("  FAIL", s),
+                           checkpoint_window=args.at_checkpoint)
             tallies.append((t, time.perf_counter() - t0))
             print(f"{name}: {t.kills} kills ({t.touched} after it changed the store), {len(t.failures)} failure(s), "
-                  f"check failing before a writer reopened: {t.check_failed_before_reopen}", flush=True)
+                  f"check failing before a writer reopened: {t.check_failed_before_reopen}, "
+                  f"half run seen by query: {t.half_run_seen}", flush=True)
         faults = [] if args.no_faults else run_faults(w, chosen, root)
     body = _table(tallies, faults, args.kills)
     failures = sum(len(t.failures) for t, _ in tallies) + sum(1 for f in faults if f.failed)
     if args.no_record:
         print(body)
     else:
-        title = f"Crash torture: {', '.join(chosen)} x {args.kills} SIGKILL moments" if args.kills else ""
+        window = f" in the {args.at_checkpoint:g} s after a checkpoint began" if args.at_checkpoint else ""
+        title = f"Crash torture: {', '.join(chosen)} x {args.kills} SIGKILL moments{window}" if args.kills else ""
         faults_title = "" if args.no_faults else f"I/O faults: {', '.join(n for n in chosen if n != 'reviews')}"
         append(" and ".join(t for t in (title, faults_title) if t), body)
         for t, _ in tallies:
-            record("reliability", f"SIGKILL torture, {t.job}",
+            record("reliability", f"SIGKILL torture, {t.job}{' at checkpoint' if args.at_checkpoint else ''}",
                    f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote)")
         if faults:
             record("reliability", "I/O faults (file size limit, read-only folder, full disk): failed",
@@ -120,10 +128,10 @@ def _small_fs(where: Path, size: int) -> Path | None:
 
 def _table(tallies: list, faults: list, kills: int) -> str:
     rows = ["| job | uninterrupted s | kills | after it changed the store | check failed right after the kill "
-            "| failed cycles | wall s |", "|---|---:|---:|---:|---:|---:|---:|"]
+            "| half run seen by query right after | failed cycles | wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for t, wall in tallies:
         rows.append(f"| {t.job} | {t.seconds:.1f} | {t.kills} | {t.touched} | {t.check_failed_before_reopen} | "
-                    f"{len(t.failures)} | {wall:.0f} |")
+                    f"{t.half_run_seen} | {len(t.failures)} | {wall:.0f} |")
     lines = [f"{kills} moments per job; a moment after the job had ended is no kill (not counted).", "", *rows] \
         if tallies else []
     fails = [f"- FAIL {c.why()}" for t, _ in tallies for c in t.failures]

@@ -194,3 +194,45 @@ def test_a_store_of_an_earlier_kgnorm_is_one_line_until_a_write_upgrades_it(caps
     _write(capsys, str(path), "RETURN 1 AS x")
     code, out, _ = run(capsys, "check", "--store", str(path))
     assert code == 0 and out.startswith("sound: 1 Ontology, 0 Concept")
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_what_a_killed_process_left_is_a_note_and_the_next_reader_of_query_does_not_see_it(capsys, sound):
+    """Right after a kill (found by the crash torture), before any writer reopened the store: a
+    staged run whose process is gone and a journaled review not yet written are what the next
+    writer (review desk) rolls back (writes): notes, exit 0. `kgnorm query` does not show the half
+    run: it rolls it back first."""
+    store, mention = sound["store"], sound["mention"]
+    owner = json.dumps({"owner": {"pid": _dead_pid(), "host": socket.gethostname()}, "edge_run": "link-dead~staging"})
+    # (the staging node last: a writer's open rolls back a stage whose process is gone)
+    _write(capsys, store, "MATCH (m:Mention)-[l:LINKED_TO]->() WHERE m.text = 'Ovarian cancer' "
+                          "SET l.run = 'link-dead~staging'")
+    _write(capsys, store, "CREATE (:Run {uid: 'link-dead~staging', kind: 'staging', method: 'biosyn', "
+                          "model_path: '', params_json: '{}', created_at: '', metrics_json: $o})", "--param",
+           f"o={json.dumps(owner)}")
+    path = embedded_path(store)
+    if path is not None:
+        ReviewJournal.beside(path).append(Review("beef" * 8, mention, "nil", reviewer="bob",
+                                                 created_at="2026-01-02T00:00:00+00:00", doc_id="1001"))
+    code, out, rep = _check(capsys, store)
+    assert code == 0 and rep["sound"] is True, out
+    notes = {f["check"]: f["message"] for f in rep["findings"] if not f["problem"]}
+    assert "link-dead~staging" in notes["staged-run"] and "is gone" in notes["staged-run"]
+    assert "rolls it back" in notes["staged-run"]
+    if path is not None:
+        assert "beef" * 8 in notes["journal"] and "writes them when it opens the store" in notes["journal"]
+    assert out.splitlines()[-1].startswith("sound: ")
+    # the half run's edge is not what `kgnorm query` shows: rolled back before it reads
+    ovarian = "MATCH (m:Mention)-[l:LINKED_TO]->() WHERE m.text = 'Ovarian cancer' RETURN l.run AS run"
+    assert _json(capsys, store, ovarian) == []
+    assert _json(capsys, store, "MATCH (r:Run) WHERE r.kind = 'staging' RETURN r.uid AS uid") == []
+    code, out, rep = _check(capsys, store)
+    assert code == 0 and "staged-run" not in {f["check"] for f in rep["findings"]}, out

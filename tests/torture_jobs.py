@@ -117,21 +117,21 @@ def snapshot(folder: Path) -> dict[str, Any]:
     if not (folder / "graph").exists():
         return {}
     with open_store(uri(folder), read_only=True) as st:
-        return {
-            "ontologies": _rows(st, "MATCH (o:Ontology) RETURN o.name, o.version, o.concept_count"),
-            "concepts": _rows(st, "MATCH (c:Concept) RETURN c.key, c.name, c.synonyms, c.alt_ids, c.obsolete"),
-            "is_a": _rows(st, "MATCH (a:Concept)-[:IS_A]->(b:Concept) RETURN a.key, b.key"),
-            "mentions": _rows(st, "MATCH (m:Mention) RETURN m.uid, m.text, m.doc_id, m.start, m.`end`"),
-            "documents": _rows(st, "MATCH (d:Document) RETURN d.uid, d.doc_id"),
-            "in": _rows(st, "MATCH (m:Mention)-[:`IN`]->(d:Document) RETURN m.uid, d.uid"),
-            "links": _rows(st, "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) RETURN m.uid, c.key, l.score, l.rank, "
-                               "l.method"),
-            "placed": _rows(st, "MATCH (a:Concept)-[p:PREDICTED_IS_A]->(b:Concept) RETURN a.key, b.key, p.score, "
-                                "p.rank"),
-            "runs": _rows(st, "MATCH (r:Run) RETURN r.kind, r.method"),
-            "reviews": _rows(st, "MATCH (r:Review) WHERE r.current = true RETURN r.mention_uid, r.decision, "
-                                 "r.concept_uid, r.reviewer"),
-        }
+        return {key: _rows(st, cypher) for key, cypher in QUERIES.items()}
+
+
+QUERIES = {  # a snapshot's parts
+    "ontologies": "MATCH (o:Ontology) RETURN o.name, o.version, o.concept_count",
+    "concepts": "MATCH (c:Concept) RETURN c.key, c.name, c.synonyms, c.alt_ids, c.obsolete",
+    "is_a": "MATCH (a:Concept)-[:IS_A]->(b:Concept) RETURN a.key, b.key",
+    "mentions": "MATCH (m:Mention) RETURN m.uid, m.text, m.doc_id, m.start, m.`end`",
+    "documents": "MATCH (d:Document) RETURN d.uid, d.doc_id",
+    "in": "MATCH (m:Mention)-[:`IN`]->(d:Document) RETURN m.uid, d.uid",
+    "links": "MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept) RETURN m.uid, c.key, l.score, l.rank, l.method",
+    "placed": "MATCH (a:Concept)-[p:PREDICTED_IS_A]->(b:Concept) RETURN a.key, b.key, p.score, p.rank",
+    "runs": "MATCH (r:Run) RETURN r.kind, r.method",
+    "reviews": "MATCH (r:Review) WHERE r.current = true RETURN r.mention_uid, r.decision, r.concept_uid, r.reviewer",
+}
 
 
 def files_state(folder: Path) -> dict[str, tuple[int, int]]:
@@ -252,6 +252,21 @@ def check(folder: Path) -> list[str]:
     return [f"{f.check}: {f.message}" for f in check_store(uri(folder), lock_timeout=10).problems()]
 
 
+SEEN_BY_QUERY = ("mentions", "in", "links", "placed")  # what a run writes: all of it or none visible
+
+
+def seen_by_query(folder: Path) -> dict[str, Any]:
+    """What `kgnorm query` shows of a run's writes (mentions, IN, links, placements), by content."""
+    from kgnorm.jobs.query import run_query
+
+    queries = {k: QUERIES[k] for k in SEEN_BY_QUERY}
+    out = {}
+    for key, cypher in queries.items():
+        rows = run_query(cypher, store=uri(folder), lock_timeout=10).rows
+        out[key] = sorted(tuple(round(x, 4) if isinstance(x, float) else x for x in r) for r in rows)
+    return out
+
+
 def reopen(folder: Path) -> None:
     """What the next writer does first (clears the stages of killed processes); nothing when no store."""
     from kgnorm.stores import open_store
@@ -269,6 +284,7 @@ class Cycle:
     opened: bool = True
     check_after_kill: list[str] = field(default_factory=list)   # before any writer reopened it
     check_after_reopen: list[str] = field(default_factory=list)
+    half_run_seen: bool = False  # `kgnorm query` right after the kill showed neither the store before nor after
     rerun_code: int = 0
     same_result: bool = True
     lost_reviews: list[str] = field(default_factory=list)
@@ -276,11 +292,13 @@ class Cycle:
 
     @property
     def failed(self) -> bool:
-        return bool(not self.opened or self.check_after_reopen or self.rerun_code or not self.same_result
-                    or self.lost_reviews or self.error)
+        return bool(not self.opened or self.check_after_kill or self.check_after_reopen or self.half_run_seen
+                    or self.rerun_code or not self.same_result or self.lost_reviews or self.error)
 
     def why(self) -> str:
         parts = [("store does not open: " + self.error) if not self.opened else self.error,
+                 "; ".join(f"right after the kill: {p}" for p in self.check_after_kill),
+                 "`kgnorm query` right after the kill shows a half run" if self.half_run_seen else "",
                  "; ".join(self.check_after_reopen), f"rerun exit {self.rerun_code}" if self.rerun_code else "",
                  "" if self.same_result else "rerun result differs from an uninterrupted run",
                  f"lost reviews {self.lost_reviews[:3]}" if self.lost_reviews else ""]
@@ -288,18 +306,23 @@ class Cycle:
 
 
 def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[dict],
-               after_write: bool = False) -> Cycle:
+               after_write: bool = False, at_checkpoint: bool = False) -> Cycle:
     """Run `job` on a fresh copy of its base store, SIGKILL it `moment` seconds after its start (or,
-    `after_write`, `moment` seconds after it first changed a file of the store), judge."""
+    `after_write`, `moment` seconds after it first changed a file of the store; `at_checkpoint`,
+    `moment` seconds after LadybugDB began a checkpoint: its log renamed `.wal.checkpoint`), judge."""
     from kgnorm.stores import open_store
 
     c = Cycle(job.name, moment)
     copy_store(w.bases.get(job.base) if job.base else None, folder)
     before = files_state(folder)
+    whole = [{k: s[k] for k in SEEN_BY_QUERY} for s in [snapshot(folder), *expected] if s] if job.base else []
     proc = start(job.args(folder), folder)
     if after_write:
         while proc.poll() is None and files_state(folder) == before:
             time.sleep(0.005)
+    if at_checkpoint:
+        while proc.poll() is None and not (folder / "graph.wal.checkpoint").exists():
+            time.sleep(0.0005)
     try:
         proc.wait(timeout=moment)
         c.finished = True
@@ -312,6 +335,7 @@ def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[d
         if (folder / "graph").exists():
             open_store(uri(folder), read_only=True, lock_timeout=10).close()
         c.check_after_kill = check(folder)
+        c.half_run_seen = bool(whole) and seen_by_query(folder) not in whole
         reopen(folder)
         c.check_after_reopen = check(folder)
     except Exception as exc:  # noqa: BLE001 - any failure to open is what is measured
@@ -484,12 +508,18 @@ class Tally:
         return sum(1 for c in self.cycles if c.check_after_kill)
 
     @property
+    def half_run_seen(self) -> int:
+        return sum(1 for c in self.cycles if c.half_run_seen)
+
+    @property
     def failures(self) -> list[Cycle]:
         return [c for c in self.cycles if c.failed]
 
 
-def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[str], None] = lambda s: None) -> Tally:
-    """`n` kill cycles of job `name` at moments spread over an uninterrupted run's duration."""
+def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[str], None] = lambda s: None,
+            checkpoint_window: float = 0.0) -> Tally:
+    """`n` kill cycles of job `name` at moments spread over an uninterrupted run's duration (with
+    `checkpoint_window`: over that many seconds from when LadybugDB began a checkpoint)."""
     folder = work / name
     t = Tally(name)
     if name == "reviews":
@@ -503,8 +533,8 @@ def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[s
     else:
         job = w.jobs[name]
         expected, t.seconds = expected_results(w, job, folder)
-        for m in moments(t.seconds, n, seed):
-            c = kill_cycle(w, job, m, folder, expected)
+        for m in moments(checkpoint_window or t.seconds, n, seed):
+            c = kill_cycle(w, job, m, folder, expected, at_checkpoint=bool(checkpoint_window))
             t.cycles.append(c)
             log(c.why() if c.failed else "")
     return t

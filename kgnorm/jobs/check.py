@@ -7,7 +7,9 @@ edges whose run tag names no Run node, runs staged but neither published nor rol
 mentions that lost their document, mention offsets outside their document's text, reviews whose
 mention is gone, journaled reviews not in the store, and ontologies whose concept count differs
 from the one recorded when they were loaded. Orphans (mentions and reviews whose concept a new
-ontology version removed) are reported as notes: they wait for a person, and are no fault.
+ontology version removed) are reported as notes: they wait for a person, and are no fault. So is
+what a process killed outright leaves and the next writer settles (a stage whose process on this
+host is gone, journaled reviews not yet written): `check` right after a crash passes and says so.
 The store is only read (LadybugDB read-only, Neo4j READ sessions); the queries are the saved
 ``check_*`` queries in cypher/queries, shared by both backends."""
 from __future__ import annotations
@@ -74,6 +76,8 @@ def check_store(store: str | None = None, lock_timeout: float = 30.0) -> CheckRe
         raise KgnormError(f"no store at {uri}")
     report = CheckReport(redact(uri))
     with open_store(uri, read_only=True, lock_timeout=lock_timeout) as st:
+        if getattr(st, "recovery_note", None):  # opening it undid a recovery that lost an ontology
+            report.findings.append(Finding("recovery", st.recovery_note, problem=False))
         try:
             report.read = _node_counts(st)
             for step in (_runs, _homeless_mentions, _offsets, _lost_reviews, _orphans, _ontologies):
@@ -131,12 +135,7 @@ def _runs(st: GraphStore) -> list[Finding]:
         stage_of[meta.get("edge_run") or r["uid"]] = r["uid"]
         if _running(meta):  # its process is writing it now (this host, alive): no fault
             continue
-        if r["kind"] == PUBLISHED:
-            out.append(Finding("staged-run", f"run {r['uid']} was published but its staging record is left "
-                                             "(the process stopped before removing it)"))
-        else:
-            out.append(Finding("staged-run", f"run {r['uid']} ({r['method']}, started {r['created_at']}) was "
-                                             f"staged but neither published nor rolled back{_owner(meta)}"))
+        out.append(_left_stage(r, meta))
     dangling: dict[str, list[str]] = defaultdict(list)
     for edge, run, n in st.run_saved("check_edge_runs").rows:
         if run in known or run in stage_of or (run or "") in ("", REVIEW_RUN):
@@ -164,12 +163,27 @@ def _running(meta: dict[str, Any]) -> bool:
     return not owner_is_gone(json.dumps(meta))
 
 
-def _owner(meta: dict[str, Any]) -> str:
+def _left_stage(r: dict[str, Any], meta: dict[str, Any]) -> Finding:
+    """A stage no live process of this host writes. One whose recorded process (this host) is gone
+    is what a kill leaves, and the next writer to open the store removes it (clear_abandoned_stages):
+    a note, so that `check` right after a crash passes. Any other (another host, no owner) is a fault."""
+    gone = owner_is_gone(json.dumps(meta))
+    if r["kind"] == PUBLISHED:
+        what = f"run {r['uid']} was published but its staging record is left (the process stopped before removing it)"
+        then = "the next command that writes the store removes the record"
+    else:
+        what = f"run {r['uid']} ({r['method']}, started {r['created_at']}) was staged but neither published nor " \
+               "rolled back"
+        then = "the next command that writes the store rolls it back (removes what it staged); the run's " \
+               "edges are not the store's until then"
+    if gone:
+        return Finding("staged-run", f"{what}: its process (pid {meta['owner']['pid']}) is gone; {then}",
+                       problem=False)
     owner = meta.get("owner")
     if isinstance(owner, dict) and owner.get("host") not in (None, socket.gethostname()):
-        return f" (written from host {owner.get('host')}, pid {owner.get('pid')}: if that process is still " \
-               "running, this is its run in progress)"
-    return " (its process is gone: the next writer on this host removes it)"
+        return Finding("staged-run", f"{what} (written from host {owner.get('host')}, pid {owner.get('pid')}: if "
+                                     "that process is still running, this is its run in progress)")
+    return Finding("staged-run", f"{what} (no process is recorded on it: the next attempt at the same run removes it)")
 
 
 def _homeless_mentions(st: GraphStore) -> list[Finding]:
@@ -241,10 +255,28 @@ def _journal(st: GraphStore, journal: ReviewJournal) -> list[Finding]:
                               f"line(s) {_examples([str(i) for i in damaged])}", count=len(damaged))] if damaged else []
     there = applied(st, [r.uid for r in reviews]) if reviews else set()
     missing = [r for r in reviews if r.uid not in there]
-    if missing:
+    landing = _can_land(st, missing)
+    for pending in (True, False):
+        part = [r for r in missing if (r.uid in landing) == pending]
+        if not part:
+            continue
         names = [f"{r.uid} ({r.decision} of {r.mention_uid} by {r.reviewer or 'anonymous'}, {r.created_at})"
-                 for r in missing]
-        out.append(Finding("journal", f"{len(missing)} review(s) in the journal {journal.path} are not in the store: "
-                                      f"{_examples(names)}; `kgnorm serve` (or Workbench.review) writes them when it "
-                                      "opens the store", count=len(missing)))
+                 for r in part]
+        what = f"{len(part)} review(s) in the journal {journal.path} are not in the store: {_examples(names)}"
+        if pending:  # acknowledged, journaled, not yet written (a server killed, or waiting for the lock)
+            out.append(Finding("journal", f"{what}; `kgnorm serve` (or Workbench.review) writes them when it "
+                                          "opens the store", problem=False, count=len(part)))
+        else:
+            out.append(Finding("journal", f"{what}, and what they review (the mention, or an added span's "
+                                          "document) is not in the store: they cannot be written", count=len(part)))
     return out
+
+
+def _can_land(st: GraphStore, reviews: list[Any]) -> set[str]:
+    """The uids of `reviews` a review desk can still write: their mention (an added span: its
+    document) is in the store."""
+    mentions = {r[0] for r in st.rows_for("UNWIND $u AS x MATCH (m:Mention {uid: x}) RETURN m.uid",
+                                          sorted({r.mention_uid for r in reviews if not r.added}))}
+    docs = {r[0] for r in st.rows_for("UNWIND $u AS x MATCH (d:Document {uid: x}) RETURN d.uid",
+                                      sorted({r.added.document_uid for r in reviews if r.added}))}
+    return {r.uid for r in reviews if (r.added.document_uid in docs if r.added else r.mention_uid in mentions)}

@@ -13,6 +13,8 @@ def open_writer(store: str | None, **options: Any) -> GraphStore:
     """``open_store(store, **options)`` for writing; the line about removed stages is printed even
     when quiet (it explains a store that changed)."""
     st = open_store(store, **options)
+    if getattr(st, "recovery_note", None):
+        note(f"kgnorm: {st.recovery_note}")
     if st.abandoned:
         note(f"kgnorm: {abandoned_note(st.abandoned)}")
         st.abandoned = []

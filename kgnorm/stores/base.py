@@ -19,7 +19,7 @@ from kgnorm.errors import StoreError
 from kgnorm.graph.ontology_graph import OntologyGraph
 from kgnorm.graph.refs import ConceptRef
 from kgnorm.stores.reingest import LoadSummary, ReingestReads, retired_records  # noqa: F401  (re-exported)
-from kgnorm.stores.stages import STAGING, owner_is_gone
+from kgnorm.stores.stages import PUBLISHED, STAGING, owner_is_gone
 
 _CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/*|^|/)([^/@:\s]+):([^@/\s]*)@")
 
@@ -216,7 +216,8 @@ class GraphStore(ReingestReads, ABC):
         """Remove the stages left by processes killed outright on this host (their rows would
         otherwise stay until the same run is attempted again); the staging uids removed. Every
         writer runs this when it opens the store (:meth:`opened_for_writing`)."""
-        rows = self.query("MATCH (r:Run) WHERE r.kind = $k RETURN r.uid, r.metrics_json", {"k": STAGING}).rows
+        rows = self.query("MATCH (r:Run) WHERE r.kind = $k OR r.kind = $p RETURN r.uid, r.metrics_json",
+                          {"k": STAGING, "p": PUBLISHED}).rows  # published: only its bookkeeping is left
         gone = [uid for uid, meta in rows if owner_is_gone(meta)]
         for uid in gone:
             self.stage_clear(uid)

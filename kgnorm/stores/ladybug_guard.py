@@ -63,17 +63,97 @@ def not_writable(path: Path, detail: str) -> StoreError:
                       "on its folder and files (chmod u+w) or run as their owner (the store is unchanged)")
 
 
-def probe_recovery(path: Path, timeout: float = 120.0) -> None:
+def probe_recovery(path: Path, timeout: float = 120.0) -> str | None:
     """When a checkpoint's leftovers are beside the store, finish its recovery in a child first
-    (as the next writer would); a child killed by a signal means LadybugDB crashes recovering it."""
+    (as the next writer would); a child killed by a signal means LadybugDB crashes recovering it.
+    A recovery that lost an ontology is undone (`_undo_lossy_recovery`): the line saying so."""
     if not any(Path(f"{path}{suffix}").exists() for suffix in LEFTOVERS):
-        return
+        return None
+    saved = _save_main_file(path)
     try:
         done = subprocess.run([sys.executable, "-c", _PROBE, str(path)], capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return  # a slow recovery is the open's to wait for
+        _drop(saved)
+        return None  # a slow recovery is the open's to wait for
+    if done.returncode == 0 and saved is not None:
+        return _undo_lossy_recovery(path, saved)
+    _drop(saved)
     if done.returncode < 0:
         raise StoreError(f"store {path} cannot be recovered: LadybugDB crashes finishing the checkpoint a write left "
                          f"(a full disk or a file size limit?). The file {path.name} still holds the store as of its "
                          f"last checkpoint: move {path.name}.wal, {path.name}.wal.checkpoint and {path.name}.shadow "
                          "aside (keep them) to open it as it was then")
+
+
+def _save_main_file(path: Path) -> Path | None:
+    """A copy of the main file before recovery, when a writer was killed in the checkpoint after
+    its commit (the log renamed `.wal.checkpoint`) and that writer is gone. LadybugDB 0.22 recovers
+    such a store without what the last transaction COPYed: a re-ingest killed there came back
+    without its ontology (found by the crash torture, benchmarks/LOG.md). The main file alone
+    still reads as the store of the checkpoint before (the checkpoint's pages are in `.shadow` or
+    in pages no header points to yet)."""
+    if not Path(f"{path}.wal.checkpoint").exists() or not _holder_gone(path):
+        return None
+    saved = Path(f"{path}.before-recovery")
+    try:
+        shutil.copy2(path, saved)
+    except OSError:
+        return None
+    return saved
+
+
+def _holder_gone(path: Path) -> bool:
+    """The process named in the store's .holder file (its last writer) no longer exists."""
+    import json
+    import os
+
+    try:
+        pid = int(json.loads(Path(f"{path}.holder").read_text(encoding="utf-8"))["pid"])
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return False
+
+
+def _ontologies(path: Path) -> dict[str, tuple[int, int]] | None:
+    """name -> (recorded concept count, concepts stored) of a store; None when it cannot be read."""
+    import ladybug as lb
+
+    try:
+        db = lb.Database(str(path), read_only=True)
+        conn = lb.Connection(db)
+        try:
+            rec = {n: int(c or 0) for n, c in conn.execute("MATCH (o:Ontology) RETURN o.name, o.concept_count").get_all()}
+            have = dict(conn.execute("MATCH (c:Concept) RETURN c.ontology, count(c)").get_all())
+        finally:
+            conn.close()
+            db.close()
+    except RuntimeError:
+        return None
+    return {n: (c, int(have.get(n, 0))) for n, c in rec.items()}
+
+
+def _undo_lossy_recovery(path: Path, saved: Path) -> str | None:
+    """Keep the recovered store unless it lost an ontology the store held before the killed write
+    (its record, or concepts short of the recorded count) and the saved main file holds every
+    ontology whole; then put the saved main file back: the
+    store as before that write, as a kill before its commit leaves it (its command, run again, does it)."""
+    before, after = _ontologies(saved), _ontologies(path)
+    whole = before is not None and all(rec == have for rec, have in before.values())
+    lost = sorted(n for n in (before or {}) if after is not None and (
+        n not in after or after[n][0] != after[n][1])) if whole else []
+    if not lost:
+        _drop(saved)
+        return None
+    for suffix in (".wal", *LEFTOVERS):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    saved.replace(path)
+    return (f"the store's last write (by a process killed during LadybugDB's checkpoint) came back without ontology "
+            f"{', '.join(lost)} when recovered: the store is as it was before that write; run that command again")
+
+
+def _drop(saved: Path | None) -> None:
+    if saved is not None:
+        saved.unlink(missing_ok=True)

@@ -70,8 +70,7 @@ class LadybugStore(LadybugStaging, GraphStore):
         if self.created:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock_timeout = lock_timeout
-        if not self.created:
-            probe_recovery(self.path)
+        self.recovery_note = probe_recovery(self.path) if not self.created else None
         if not read_only:
             require_room(self.path)
         self._db, self._conn = self._open(lock_timeout)
