@@ -79,3 +79,32 @@ def write_pubtator(path: Path, docs) -> Path:
         lines.append("")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+# four toy abstracts over OBO's concepts, with every name they hold (calibration and retrain tests)
+TEXTS = [("Ataxia telangiectasia in children", "Ataxia telangiectasia and breast cancer were seen in carriers."),
+         ("Ovarian cancer", "No link between ovarian cancer and colorectal cancer was seen in the cohort."),
+         ("Breast carcinoma", "Breast carcinoma and ovarian cancer in families with Louis-Bar syndrome."),
+         ("Colorectal cancer screening", "Screening for colorectal cancer lowers mortality in adults.")]
+NAMES = {"ataxia telangiectasia": "TOYD:0001", "breast cancer": "TOYD:0002", "breast carcinoma": "TOYD:0002",
+         "ovarian cancer": "TOYD:0003", "colorectal cancer": "TOYD:0004", "louis-bar syndrome": "TOYD:0001"}
+
+
+def write_gold_pubtator(path: Path, copies: int = 6) -> Path:
+    """TEXTS repeated under new ids, every ontology name annotated with its concept (the gold a
+    simulated curator or a calibration answers from)."""
+    lines = []
+    for k in range(copies):
+        for i, (title, abstract) in enumerate(TEXTS):
+            pmid = f"{k}{i:02d}"
+            text = f"{title} {abstract}"
+            lines += [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
+            low = text.lower()
+            for name, cid in NAMES.items():
+                start = low.find(name)
+                while start >= 0:
+                    lines.append(f"{pmid}\t{start}\t{start + len(name)}\t{text[start:start + len(name)]}\tDisease\t{cid}")
+                    start = low.find(name, start + 1)
+            lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

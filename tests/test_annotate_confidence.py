@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from annotate_fixtures import OBO
+from annotate_fixtures import OBO, write_gold_pubtator
 from cli_runner import exit_code, run
 from kgnorm.documents.readers import read_documents
 from kgnorm.nil.confidence import FEATURES, DevMention, MentionConfidence, document_prf, fit_confidence, mention_features
@@ -75,33 +75,6 @@ def test_fit_refuses_dev_data_without_wrong_links():
 
 
 # ---------------------------------------------------------------------- through the CLI
-TEXTS = [("Ataxia telangiectasia in children", "Ataxia telangiectasia and breast cancer were seen in carriers."),
-         ("Ovarian cancer", "No link between ovarian cancer and colorectal cancer was seen in the cohort."),
-         ("Breast carcinoma", "Breast carcinoma and ovarian cancer in families with Louis-Bar syndrome."),
-         ("Colorectal cancer screening", "Screening for colorectal cancer lowers mortality in adults.")]
-NAMES = {"ataxia telangiectasia": "TOYD:0001", "breast cancer": "TOYD:0002", "breast carcinoma": "TOYD:0002",
-         "ovarian cancer": "TOYD:0003", "colorectal cancer": "TOYD:0004", "louis-bar syndrome": "TOYD:0001"}
-
-
-def _gold_pubtator(path, copies: int = 6):
-    """TEXTS repeated under new ids, every ontology name annotated with its concept."""
-    lines = []
-    for k in range(copies):
-        for i, (title, abstract) in enumerate(TEXTS):
-            pmid = f"{k}{i:02d}"
-            text = f"{title} {abstract}"
-            lines += [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
-            low = text.lower()
-            for name, cid in NAMES.items():
-                start = low.find(name)
-                while start >= 0:
-                    lines.append(f"{pmid}\t{start}\t{start + len(name)}\t{text[start:start + len(name)]}\tDisease\t{cid}")
-                    start = low.find(name, start + 1)
-            lines.append("")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 def _store(kind, tmp, request):
     if kind == "ladybug":
         return f"ladybug://{tmp}/graph"
@@ -128,7 +101,7 @@ def test_calibrate_then_annotate_drops_junk_and_writes_confidence(kind, tmp_path
     assert exit_code(["train", "biosyn", "--ontology", "toyd", "--out", str(model), "--encoder", str(tiny_bert_dir),
                       "--store", store, "-q"]) == 0
     ner = _tiny_detector(tiny_bert_dir, tmp_path / "ner", silent=False)
-    dev = _gold_pubtator(tmp_path / "dev.pubtator")
+    dev = write_gold_pubtator(tmp_path / "dev.pubtator")
 
     # before calibrating: a number has nothing to compare with; auto keeps every mention
     capsys.readouterr()

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 from starlette.testclient import TestClient
 
-from annotate_fixtures import OBO
+from annotate_fixtures import OBO, write_gold_pubtator
 from cli_runner import run
 from kgnorm.documents.readers import read_documents
 from kgnorm.review.desk import ReviewDesk
@@ -19,34 +19,6 @@ from kgnorm.serve import create_app
 from kgnorm.stores import open_store
 
 TOKEN = "retrain-test-token-0123456789"
-TEXTS = [("Ataxia telangiectasia in children", "Ataxia telangiectasia and breast cancer were seen in carriers."),
-         ("Ovarian cancer", "No link between ovarian cancer and colorectal cancer was seen in the cohort."),
-         ("Breast carcinoma", "Breast carcinoma and ovarian cancer in families with Louis-Bar syndrome."),
-         ("Colorectal cancer screening", "Screening for colorectal cancer lowers mortality in adults.")]
-NAMES = {"ataxia telangiectasia": "TOYD:0001", "breast cancer": "TOYD:0002", "breast carcinoma": "TOYD:0002",
-         "ovarian cancer": "TOYD:0003", "colorectal cancer": "TOYD:0004", "louis-bar syndrome": "TOYD:0001"}
-
-
-def _corpus(path: Path, copies: int) -> Path:
-    """TEXTS repeated under new ids, every ontology name annotated with its concept (the gold the
-    simulated curator answers from)."""
-    lines = []
-    for k in range(copies):
-        for i, (title, abstract) in enumerate(TEXTS):
-            pmid = f"{k}{i:02d}"
-            text = f"{title} {abstract}"
-            lines += [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
-            low = text.lower()
-            for name, cid in NAMES.items():
-                start = low.find(name)
-                while start >= 0:
-                    lines.append(f"{pmid}\t{start}\t{start + len(name)}\t{text[start:start + len(name)]}\tDisease\t{cid}")
-                    start = low.find(name, start + 1)
-            lines.append("")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 def _store(kind: str, tmp: Path, request) -> str:
     if kind == "ladybug":
         return f"ladybug://{tmp}/graph"
@@ -101,7 +73,7 @@ def test_annotate_review_done_retrain_annotate_again(kind, tmp_path, tiny_bert_d
                        str(tiny_bert_dir), "--store", store, "-q")
     assert code == 0, err
     ner = _tiny_detector(tiny_bert_dir, tmp_path / "ner", silent=True)  # its levers find the multi-word names
-    corpus = _corpus(tmp_path / "corpus.pubtator", copies=5)
+    corpus = write_gold_pubtator(tmp_path / "corpus.pubtator", copies=5)
     code, _, err = run(capsys, "annotate", "--ner", str(ner), "--model", str(model), "--input", str(corpus),
                        "--input-format", "pubtator", "--output", str(tmp_path / "first.pubtator"), "--store", store, "-q")
     assert code == 0, err

@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 from kgnorm.errors import InputError, StoreError
-from kgnorm.review.records import REVIEW_RUN, now
+from kgnorm.review.records import REVIEW_RUN, WITHDRAW, now
 from kgnorm.stores import GraphStore
 
-UNDECIDED = ("withdraw",)  # a current review with this decision leaves its mention unreviewed
+UNDECIDED = (WITHDRAW,)  # a current review with this decision leaves its mention unreviewed
 
 
 @dataclass(frozen=True)
