@@ -17,7 +17,7 @@ from cli_runner import exit_code
 from kgnorm.review.desk import ReviewDesk
 from kgnorm.review.done import done_documents
 from kgnorm.serve import create_app
-from kgnorm.stores import open_store
+from test_cli_journey import journey_store  # noqa: F401  (a fresh store of each kind)
 
 TOKEN = "done-test-token-0123456789"
 DOCS = [{"id": "a1", "title": "Breast cancer", "abstract": "Ovarian cancer and breast carcinoma were seen."},
@@ -35,16 +35,9 @@ def _build(tmp: Path, uri: str, bert: Path) -> None:
                       "--input-format", "jsonl", "--store", uri, "-q"]) == 0
 
 
-@pytest.fixture(params=["ladybug", "bolt"])
-def served(request, tmp_path, tiny_bert_dir, monkeypatch):
-    if request.param == "ladybug":
-        uri = f"ladybug://{tmp_path}/graph"
-    else:
-        uri, database, _ = request.getfixturevalue("bolt_server")
-        if database:
-            monkeypatch.setenv("KGNORM_NEO4J_DATABASE", database)
-        with open_store(uri) as st:
-            st.query("MATCH (n) DETACH DELETE n")
+@pytest.fixture
+def served(journey_store, tmp_path, tiny_bert_dir):
+    uri = journey_store
     _build(tmp_path, uri, tiny_bert_dir)
     desk = ReviewDesk(uri)
     try:
