@@ -7,8 +7,8 @@ A-only) / (B-only - A-only), where B-only is given (--b-model/--b-ner), else not
         [--direction bc5cdr-ncbi|ncbi-bc5cdr] [--budgets 0,50,100,200,400,800]
         [--orders document,random,uncertain] [--seeds 0,1,2] [--quick] [--work DIR] [--threads 2] [--no-append]
 
---quick: one direction (BC5CDR-disease -> NCBI-disease), budgets 0,200,800, orders document and
-uncertain, seed 0. The models of A are trained beforehand (`kgnorm train biosyn --ontology medic`,
+--quick: one direction (BC5CDR-disease -> NCBI-disease), budgets 0,200,800, orders document,
+uncertain and same-text, seed 0. The models of A are trained beforehand (`kgnorm train biosyn --ontology medic`,
 `kgnorm train ner --types Disease`, on A's train only). Per (order, seed) a copy of the annotated
 store is reviewed cumulatively, budget after budget; after each budget `kgnorm retrain` starts
 again from A's models (not from the previous round's). Orders: document (B train's file order),
@@ -17,8 +17,11 @@ one, else the linker's margin of rank 1 over rank 2). The curator: a found menti
 gold is accepted or given the gold concept, else not_a_mention; once every found mention of a
 document is decided, its missed gold spans are added (each counts as a review) and it is marked
 done. A composite gold (A|B, A+B) is left unreviewed. Only dev files are scored; the held-out test
-splits are never read. The fourth order of the issue (one review per surface form applied to the
-same text elsewhere) needs the queue's `apply_to_same_text` and is not here yet."""
+splits are never read. The fourth order, same-text: least confident first, one review per surface
+form (case-insensitive text) sent with `apply_to_same_text`, so the server copies the decision to every
+other unreviewed mention of that text; the budget counts the curator's reviews (the copies are counted
+apart, as `copied`), and a copy can be wrong where the same text is gold in one place and not in
+another, as it would be for a person. The score at budget 0 (A's models) is computed once and shared."""
 from __future__ import annotations
 
 import argparse
@@ -33,7 +36,7 @@ from typing import Any
 from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import add_data_option, append  # noqa: E402
+from _report import add_data_option, append, record  # noqa: E402
 from retrain_time import kgnorm  # noqa: E402
 
 TITLE = "Review transfer: A's models on B, reviewed budgets, retrain, B dev and A dev"
@@ -65,15 +68,15 @@ class Curator:
 
     def _build_queue(self) -> None:
         q = ("MATCH (m:Mention)-[:`IN`]->(d:Document) OPTIONAL MATCH (m)-[l:LINKED_TO]->(c:Concept) "
-             "RETURN d.doc_id, d.uid, m.uid, m.start, m.`end`, m.confidence, l.rank, l.score, c.uid")
+             "RETURN d.doc_id, d.uid, m.uid, m.start, m.`end`, m.confidence, l.rank, l.score, c.uid, m.text")
         from kgnorm.stores import open_store
 
         with open_store(self.store, read_only=True) as st:
             rows = st.query(q).rows
         found: dict[str, dict[str, Any]] = {}
-        for doc_id, doc_uid, uid, s, e, conf, rank, score, concept in rows:
+        for doc_id, doc_uid, uid, s, e, conf, rank, score, concept, text in rows:
             m = found.setdefault(uid, {"doc": doc_id, "doc_uid": doc_uid, "start": int(s), "end": int(e), "conf": conf,
-                                       "scores": [], "machine": ""})
+                                       "scores": [], "machine": "", "text": (text or "").lower()})
             if rank is not None:
                 m["scores"].append(float(score))
                 if rank == 1:
@@ -85,7 +88,7 @@ class Curator:
             items.sort(key=lambda kv: (pos.get(kv[1]["doc"], 1 << 30), kv[1]["start"]))
         elif self.order == "random":
             random.Random(self.seed).shuffle(items)
-        else:  # uncertain: calibrated confidence, else margin, least first
+        else:  # uncertain and same-text: calibrated confidence, else margin, least first
             def sureness(m: dict[str, Any]) -> float:
                 if m["conf"] is not None:
                     return float(m["conf"])
@@ -93,6 +96,7 @@ class Curator:
                 return (s[0] - s[1]) if len(s) > 1 else (s[0] if s else 0.0)
             items.sort(key=lambda kv: (sureness(kv[1]), kv[0]))
         self.queue = [(m["doc"], uid, m["start"], m["end"], m["machine"]) for uid, m in items]
+        self.text = {uid: m["text"] for uid, m in items}
         for m in found.values():
             self.left[m["doc"]] = self.left.get(m["doc"], 0) + 1
 
@@ -115,18 +119,42 @@ class Curator:
                     ids = self.gold.get(doc, {}).get((s, e))
                     self.left[doc] -= 1
                     if ids is not None and _composite(ids):
+                        if self.left[doc] == 0:
+                            self._finish_document(c, h, doc, counts)
                         continue
-                    body = ({"decision": "not_a_mention"} if ids is None else {"decision": "accept"}
-                            if ids[0] == machine else {"decision": "concept", "concept": ids[0]})
+                    body: dict[str, Any] = ({"decision": "not_a_mention"} if ids is None else {"decision": "accept"}
+                                            if ids[0] == machine else {"decision": "concept", "concept": ids[0]})
+                    same = self.order == "same-text"
+                    if same:
+                        body["apply_to_same_text"] = True
                     r = c.post(f"/api/mentions/{quote(uid, safe='')}/review", json=body, headers=h)
                     self.reviews += r.status_code == 200
                     counts[body["decision"]] = counts.get(body["decision"], 0) + (r.status_code == 200)
-                    if self.left[doc] == 0:
-                        self._finish_document(c, h, doc, counts)
+                    finished = [doc] if self.left[doc] == 0 else []
+                    if same and r.status_code == 200:
+                        finished += self._copied(uid, int(r.json().get("propagated", 0)), counts)
+                    for d in finished:
+                        self._finish_document(c, h, d, counts)
         finally:
             desk.close()
         counts["reviews"] = self.reviews
         return counts
+
+    def _copied(self, uid: str, told: int, counts: dict[str, int]) -> list[str]:
+        """The server copied `uid`'s decision to the other queued mentions of its text: take them out
+        of the queue (the server's count must agree) and return the documents that are now decided."""
+        text = self.text[uid]
+        gone = [q for q in self.queue if self.text[q[1]] == text]
+        if len(gone) != told:
+            print(f"  same-text copies of {text!r}: server {told}, curator {len(gone)}", file=sys.stderr)
+        self.queue = [q for q in self.queue if self.text[q[1]] != text]
+        counts["copied"] = counts.get("copied", 0) + len(gone)
+        finished = []
+        for doc, *_ in gone:
+            self.left[doc] -= 1
+            if self.left[doc] == 0:
+                finished.append(doc)
+        return finished
 
     def _finish_document(self, c: Any, h: dict[str, str], doc: str, counts: dict[str, int]) -> None:
         """Every found mention decided: add the missed gold spans, then mark the document done."""
@@ -163,14 +191,16 @@ def _eval_json(args: list[str]) -> dict[str, Any]:
     return json.loads(kgnorm_stdout(*args))
 
 
-def run_order(args: argparse.Namespace, base_store: Path, order: str, seed: int) -> list[dict[str, Any]]:
+def run_order(args: argparse.Namespace, base_store: Path, order: str, seed: int,
+              a_only: dict[str, Any]) -> list[dict[str, Any]]:
     """One (order, seed): a copy of the annotated store reviewed budget after budget, each retrained."""
     a, b = args.direction.split("-")
     work = args.work / f"{order}-s{seed}"
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    shutil.copytree(base_store, work / "graph")
+    for f in base_store.parent.glob(base_store.name + "*"):  # the store file and what sits beside it (wal, journal)
+        (shutil.copytree if f.is_dir() else shutil.copy2)(f, work / ("graph" + f.name[len(base_store.name):]))
     store = f"ladybug://{work}/graph"
     curator = Curator(store, args.data / CORPORA[b][0], {"SpecificDisease", "DiseaseClass", "Modifier",
                                                          "CompositeMention", "Disease"}, order, seed)
@@ -185,11 +215,15 @@ def run_order(args: argparse.Namespace, base_store: Path, order: str, seed: int)
             wall, ner, linker = time.perf_counter() - t0, out / "ner", out / "linker"
         else:
             wall, ner, linker = 0.0, args.a_ner, args.a_model
-        sdir = work / f"score-{budget}"
-        sdir.mkdir()
+        if budget:
+            sdir = work / f"score-{budget}"
+            sdir.mkdir()
+            scores = {"b_dev": score(ner, linker, b, args.data, store, sdir, args.threads),
+                      "a_dev": score(ner, linker, a, args.data, store, sdir, args.threads)}
+        else:
+            scores = a_only
         rows.append({"order": order, "seed": seed, "budget": budget, "counts": counts, "retrain_s": round(wall, 1),
-                     "b_dev": score(ner, linker, b, args.data, store, sdir, args.threads),
-                     "a_dev": score(ner, linker, a, args.data, store, sdir, args.threads)})
+                     **scores})
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
@@ -202,7 +236,8 @@ def table(rows: list[dict[str, Any]], b_only: dict[str, Any] | None) -> str:
         base = a_only[r["order"]]["b_dev"]["document_f1"]
         gap = ((r["b_dev"]["document_f1"] - base) / (b_only["document_f1"] - base)
                if b_only and b_only["document_f1"] != base else None)
-        lines.append(f"| {r['order']} | {r['seed']} | {r['counts'].get('reviews', 0)} | {r['b_dev']['document_f1']:.4f} | "
+        copied = f" (+{r['counts']['copied']} copied)" if r["counts"].get("copied") else ""
+        lines.append(f"| {r['order']} | {r['seed']} | {r['counts'].get('reviews', 0)}{copied} | {r['b_dev']['document_f1']:.4f} | "
                      f"{r['b_dev']['acc1']:.4f} | {r['a_dev']['document_f1']:.4f} | "
                      f"{'' if gap is None else f'{gap:.0%}'} | {r['retrain_s'] / 60:.1f} min |")
     return "\n".join(lines)
@@ -217,15 +252,15 @@ def main() -> None:
     p.add_argument("--b-ner", type=Path, help="B-only reference detector")
     p.add_argument("--direction", default="bc5cdr-ncbi", choices=["bc5cdr-ncbi", "ncbi-bc5cdr"])
     p.add_argument("--budgets", default="0,50,100,200,400,800")
-    p.add_argument("--orders", default="document,random,uncertain")
+    p.add_argument("--orders", default="document,random,uncertain,same-text")
     p.add_argument("--seeds", default="0,1,2")
-    p.add_argument("--quick", action="store_true", help="bc5cdr-ncbi, budgets 0,200,800, document+uncertain, seed 0")
+    p.add_argument("--quick", action="store_true", help="bc5cdr-ncbi, budgets 0,200,800, document, uncertain and same-text, seed 0")
     p.add_argument("--work", type=Path, default=Path("/tmp/kgnorm-review-transfer"))
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-append", action="store_true")
     args = p.parse_args()
     if args.quick:
-        args.direction, args.budgets, args.orders, args.seeds = "bc5cdr-ncbi", "0,200,800", "document,uncertain", "0"
+        args.direction, args.budgets, args.orders, args.seeds = "bc5cdr-ncbi", "0,200,800", "document,uncertain,same-text", "0"
     args.budgets = sorted(int(x) for x in args.budgets.split(","))
     args.data, args.work = args.data.resolve(), args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -238,18 +273,92 @@ def main() -> None:
         kgnorm(["annotate", "--ner", str(args.a_ner), "--model", str(args.a_model), "--input",
                 str(args.data / CORPORA[b][0]), "--input-format", "pubtator", "--output", str(args.work / "b-train.pubtator"),
                 "--threads", str(args.threads), "--store", store, "-q"], args.threads, args.work / "annotate.log")
+    a, _ = args.direction.split("-")
+    zero = args.work / "a-only"
+    zero.mkdir(exist_ok=True)
+    cached = zero / "scores.json"  # A's models scored once per --work
+    a_only = json.loads(cached.read_text(encoding="utf-8")) if cached.exists() else {
+        "b_dev": score(args.a_ner, args.a_model, b, args.data, f"ladybug://{base}", zero, args.threads),
+        "a_dev": score(args.a_ner, args.a_model, a, args.data, f"ladybug://{base}", zero, args.threads)}
+    cached.write_text(json.dumps(a_only), encoding="utf-8")
+    print(json.dumps({"a_only": a_only}), file=sys.stderr, flush=True)
+    rows = [r for order in args.orders.split(",") for seed in map(int, args.seeds.split(","))
+            for r in run_order(args, base, order, seed, a_only)]
     b_only = None
-    if args.b_model and args.b_ner:
+    if args.b_model and args.b_ner:  # scored last: the reference may still be training when the rows begin
         ref = args.work / "b-only"
         ref.mkdir(exist_ok=True)
         b_only = score(args.b_ner, args.b_model, b, args.data, f"ladybug://{base}", ref, args.threads)
-    rows = [r for order in args.orders.split(",") for seed in map(int, args.seeds.split(","))
-            for r in run_order(args, base, order, seed)]
     body = (f"Direction {args.direction}; budgets {args.budgets}; A's models `{args.a_model}`, `{args.a_ner}`"
             + (f"; B-only doc F1 {b_only['document_f1']:.4f}, Acc@1 {b_only['acc1']:.4f}" if b_only else
                "; no B-only reference given (gap recovered not computed)") + ".\n\n" + table(rows, b_only))
-    (args.work / "rows.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    print(body) if args.no_append else append(TITLE, body)
+    (args.work / "rows.json").write_text(json.dumps({"rows": rows, "b_only": b_only}, indent=1), encoding="utf-8")
+    if args.no_append:
+        print(body)
+        return
+    append(TITLE, body)
+    record_rows(args, rows, b_only)
+
+
+def _gap(f1: float, base: float, b_only: dict[str, Any] | None) -> str:
+    if not b_only or b_only["document_f1"] == base:
+        return ""
+    return f"{(f1 - base) / (b_only['document_f1'] - base):.0%}"
+
+
+def record_rows(args: argparse.Namespace, rows: list[dict[str, Any]], b_only: dict[str, Any] | None) -> None:
+    """docs/results.md: per order, B dev document F1 (and gap recovered) by budget; A dev's largest
+    fall; the plot (matplotlib, a benchmark-only dependency: pip install matplotlib)."""
+    a, b = args.direction.split("-")
+    cmd = f"python benchmarks/review_transfer.py --direction {args.direction} …"
+    base = rows[0]["b_dev"]["document_f1"] if rows else 0.0
+    by_order: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_order.setdefault(r["order"], []).append(r)
+    for order, rs in by_order.items():
+        rs = sorted(rs, key=lambda r: (r["budget"], r["seed"]))
+        fig = " / ".join(f"{r['b_dev']['document_f1']:.3f}" + (f" ({_gap(r['b_dev']['document_f1'], base, b_only)})"
+                                                                if r["budget"] and b_only else "") for r in rs)
+        record("serve", f"{b} dev doc F1 at {'/'.join(str(r['budget']) for r in rs)} reviews ({a} models, {order})",
+               fig, cmd)
+    fall = min((r["a_dev"]["document_f1"] - base_a for r in rows if r["budget"]
+                for base_a in [rows[0]["a_dev"]["document_f1"]]), default=0.0)
+    record("serve", f"{a} dev doc F1, largest change after a retrain ({args.direction})", f"{fall:+.4f}", cmd)
+    if b_only:
+        record("serve", f"{b} dev doc F1, {a}-only vs {b}-only models", f"{base:.3f} vs {b_only['document_f1']:.3f}", cmd)
+    plot = plot_curves(by_order, b_only, base, args.direction)
+    if plot:
+        record("serve", f"review transfer curves ({args.direction})", f"[plot]({plot.relative_to(ROOT / 'docs')})", cmd)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def plot_curves(by_order: dict[str, list[dict[str, Any]]], b_only: dict[str, Any] | None, base: float,
+                direction: str) -> Path | None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot (pip install matplotlib)", file=sys.stderr)
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for order, rs in by_order.items():
+        budgets = sorted({r["budget"] for r in rs})
+        mean = [sum(r["b_dev"]["document_f1"] for r in rs if r["budget"] == x) / sum(1 for r in rs if r["budget"] == x)
+                for x in budgets]
+        ax.plot(budgets, mean, marker="o", label=order)
+    ax.axhline(base, color="grey", linestyle=":", label="A only")
+    if b_only:
+        ax.axhline(b_only["document_f1"], color="black", linestyle="--", label="B only")
+    a, b = direction.split("-")
+    ax.set(xlabel="reviewed mentions", ylabel=f"{b} dev document F1", title=f"{a} models reviewed on {b} train")
+    ax.legend()
+    out = ROOT / "docs" / f"review-transfer-{direction}.png"
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    return out
 
 
 if __name__ == "__main__":
