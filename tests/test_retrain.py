@@ -94,13 +94,17 @@ def test_annotate_review_done_retrain_annotate_again(kind, tmp_path, tiny_bert_d
     assert meta["method"] == "biosyn" and meta["finetuned_from"] == str(model.resolve())
     assert meta["ontology"] == base_meta["ontology"] and meta["ontology_version"] == base_meta["ontology_version"]
     assert _weights(out / "linker") != _weights(model)  # trained from the base's weights, which moved
-    ner_meta = json.loads((out / "ner" / "kgnorm-model.json").read_text(encoding="utf-8"))
-    assert ner_meta["finetuned_from"] == str(ner.resolve()) and ner_meta["types"] == ["Disease"]
-    assert ner_meta["train_documents"] == 10 - _held_back_done(store)
-
     with open_store(store, read_only=True) as st:
         [(params, metrics)] = st.query("MATCH (r:Run) WHERE r.kind = 'retrain' RETURN r.params_json, r.metrics_json").rows
     params, metrics = json.loads(params), json.loads(metrics)
+    ner_meta = json.loads((out / "ner" / "kgnorm-model.json").read_text(encoding="utf-8"))
+    assert ner_meta["types"] == ["Disease"] and params["ner_training"]["documents"] == 10 - _held_back_done(store)
+    if "kept_given" in params["ner_training"]:  # the held-back done documents did not support it
+        assert "finetuned_from" not in ner_meta and _detector_bytes(out / "ner") == _detector_bytes(ner)
+        assert "the retrained detector was not kept" in err
+    else:
+        assert ner_meta["finetuned_from"] == str(ner.resolve())
+        assert ner_meta["train_documents"] == 10 - _held_back_done(store)
     reviewed_mentions = counts["accept"] + counts["concept"] + counts["added"]  # not-a-mention teaches neither
     assert params["reviews"] == reviewed_mentions and params["done_documents"] == 10
     assert params["model"] == str(model.resolve()) and params["ner"] == str(ner.resolve())
@@ -123,6 +127,12 @@ def test_annotate_review_done_retrain_annotate_again(kind, tmp_path, tiny_bert_d
 
 def _weights(model_dir: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted((model_dir / "encoder").glob("*.safetensors")))
+
+
+def _detector_bytes(ner_dir: Path) -> bytes:
+    from kgnorm.methods.ner.model import HEAD_FILE
+
+    return (ner_dir / HEAD_FILE).read_bytes() + _weights(ner_dir)
 
 
 def _held_back_done(store: str) -> int:
@@ -170,6 +180,27 @@ def test_which_reviews_teach_what():
                                                                               (37, 46, "Disease")]
     docs, dropped = done_texts(texts, [("d", f"m{i}", m) for i, m in enumerate(ms)], ("Disease", "Chemical"))
     assert dropped == 1 and len(docs[0].spans) == 2
+
+
+def test_a_retrained_detector_without_held_back_evidence_is_not_kept(tmp_path, tiny_bert_dir):
+    """No held-back done document to score it on: OUT/ner is the given detector again, said so."""
+    from types import SimpleNamespace
+
+    from test_annotate_formats import _tiny_detector
+
+    from kgnorm.jobs.retrain import RetrainReport, _score_held_back
+
+    ner = _tiny_detector(tiny_bert_dir, tmp_path / "ner", silent=False)
+    out = tmp_path / "out"
+    _tiny_detector(tiny_bert_dir, out / "ner", silent=True)  # stands for the retrained one: other weights
+    assert _detector_bytes(out / "ner") != _detector_bytes(ner)
+    report = RetrainReport(out, ner={"documents": 3, "spans": 4, "steps": 10, "seconds": 1.0})
+    test = [("held-back-doc", "m1", SimpleNamespace(ids=()))]  # reviewed (not a mention), its document not done
+    _score_held_back("unused://", tmp_path / "biosyn", ner, out, test, set(), report, 1, True)
+    assert _detector_bytes(out / "ner") == _detector_bytes(ner)
+    assert report.ner["kept_given"] == "no held-back done document to check it on"
+    assert report.held_back == {"mentions": 0, "documents": 0}
+    assert any("the retrained detector was not kept" in n for n in report.notes)
 
 
 def test_the_detector_starts_from_the_given_one(tmp_path, tiny_bert_dir):
