@@ -31,6 +31,8 @@ threads (BLAS, torch and scipy release the GIL).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import sgemm
@@ -56,11 +58,12 @@ def auto_uses_bf16() -> bool:
 
 
 
-def topk_chunk(D: sp.csr_matrix, q: sp.csr_matrix, qd: np.ndarray | None, qr: sp.csr_matrix,
-                dt: np.ndarray | None, dtb, rt: sp.csr_matrix, k: int, bs: int, n_pad: int
-                ) -> tuple[np.ndarray, np.ndarray]:
+def topk_chunk(take: Callable[[np.ndarray], sp.csr_matrix], n: int, q: sp.csr_matrix, qd: np.ndarray | None,
+               qr: sp.csr_matrix, dt: np.ndarray | None, dtb, rt: sp.csr_matrix, k: int, bs: int, n_pad: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Top k of one chunk of queries over `n` names; ``take(rows)``: those names' float32 tf-idf
+    rows (the bf16 pre-filter's candidates are rescored exactly from them)."""
     c = qr.shape[0]
-    n = D.shape[0]
     S = np.empty((c, n_pad), dtype=np.float32)
     margin = np.float32(0.0)
     if qd is None or not qd.size:
@@ -98,7 +101,7 @@ def topk_chunk(D: sp.csr_matrix, q: sp.csr_matrix, qd: np.ndarray | None, qr: sp
     r = np.broadcast_to(r[:, None], cols.shape)[keep]
     col, v = cols[keep], vals[keep]
     if margin > 0 and len(r):  # exact scores of the candidates
-        v = np.asarray(q[r].multiply(D[col]).sum(axis=1), dtype=np.float32).ravel()
+        v = np.asarray(q[r].multiply(take(col)).sum(axis=1), dtype=np.float32).ravel()
         pos_ = v > 0
         r, col, v = r[pos_], col[pos_], v[pos_]
     order = np.lexsort((col, -v, r))
