@@ -37,7 +37,14 @@ SPARSE_FILE = "sparse.json"
 # written before saved 1 << 24 (64 MB a thread, each thread's buffer and sparse product in `link`'s
 # peak); a saved value above this is read as this, since the top-k does not depend on it
 CHUNK_BUDGET = 1 << 22
-MIN_CHUNK_ROWS = 32  # queries a chunk at least: a large dictionary's dense block is read once per chunk
+# queries a chunk at least: a large dictionary's dense block is read once per chunk. 16 (was 32):
+# each thread's chunk buffer over MeSH's 543k chemical names is 35 MB, not 70 MB, at the same speed
+# with the dense block DENSE_BUDGET allows (benchmarks/LOG.md, "link peak memory")
+MIN_CHUNK_ROWS = 16
+# floats of the dense terms x names block at most: 128 MB. Models written before saved 1 << 27
+# (512 MB; 145 terms, 300 MB over MeSH's chemical names, as fast as 61 terms and the rest sparse);
+# a saved value above this is read as this. MEDIC's block (146 terms, 10M floats) is under it
+DENSE_BUDGET = 1 << 25
 
 
 _WHITE_SPACES = re.compile(r"\s\s+")  # what scikit-learn collapses before taking n-grams
@@ -77,7 +84,7 @@ class SparseScorer:
     def __init__(self, analyzer: str = "char", ngram_range: tuple[int, int] = (1, 2),
                  lowercase: bool = True, dense_df_fraction: float | None = None,
                  max_dense_terms: int = 256, chunk_budget: int = CHUNK_BUDGET,
-                 dense_budget: int = 1 << 27, precision: str = "auto",
+                 dense_budget: int = DENSE_BUDGET, precision: str = "auto",
                  n_threads: int | None = None) -> None:
         if analyzer not in ("char", "char_wb", "word"):
             raise KgnormError(f"unknown sparse analyzer {analyzer!r} (char, char_wb, word)")
@@ -167,6 +174,7 @@ class SparseScorer:
         is_dense = np.zeros(v, dtype=bool)
         is_dense[dense_terms] = True
         self._dense_terms = dense_terms
+        self._df = df
         self._rare_terms = np.flatnonzero(~is_dense)
         self._DT_dense_cache: dict[int, tuple[np.ndarray, sp.csr_matrix]] = {}
 
@@ -198,22 +206,26 @@ class SparseScorer:
         where_rare[self._rare_terms] = np.arange(len(self._rare_terms))
         dt = np.zeros((len(self._dense_terms), n_pad), dtype=np.float32)
         flat = dt.reshape(-1)  # a view: flat indices are cheaper than pairs
-        r_terms, r_rows, r_vals = [], [], []
+        n_rare = len(self._rare_terms)
+        indptr = np.zeros(n_rare + 1, np.int64)
+        np.cumsum(self._df[self._rare_terms], out=indptr[1:])
+        r_data = np.empty(int(indptr[-1]), np.float32)
+        r_rows = np.empty(int(indptr[-1]), np.int32)
+        cursor = indptr[:-1].copy()  # next free slot of each rare term
         for rows, cols, vals in self._blocks():
             d = where[cols]
             dense = d >= 0
             flat[d[dense] * n_pad + rows[dense]] = vals[dense]
             rare = ~dense
-            if rare.any():
-                r_terms.append(where_rare[cols[rare]].astype(np.int32))
-                r_rows.append(rows[rare].astype(np.int32))
-                r_vals.append(np.asarray(vals[rare], dtype=np.float32))
-        def joined(parts: list, dtype: type) -> np.ndarray:
-            return np.concatenate(parts) if parts else np.zeros(0, dtype)
-
-        # COO -> CSR is a counting sort that keeps each term's rows in their (ascending) order
-        rt = sp.coo_matrix((joined(r_vals, np.float32), (joined(r_terms, np.int32), joined(r_rows, np.int32))),
-                           shape=(len(self._rare_terms), n_pad)).tocsr()
+            if rare.any():  # written in place, each term's rows in ascending order
+                t = where_rare[cols[rare]]
+                order = np.argsort(t, kind="stable")
+                ts = t[order]
+                pos = cursor[ts] + np.arange(len(ts)) - np.searchsorted(ts, ts)
+                r_data[pos] = vals[rare][order]
+                r_rows[pos] = rows[rare][order]
+                cursor += np.bincount(ts, minlength=n_rare)
+        rt = sp.csr_matrix((r_data, r_rows, indptr), shape=(n_rare, n_pad))
         return dt, rt
 
     def _use_bf16(self, dt: np.ndarray) -> bool:
@@ -397,7 +409,7 @@ class SparseScorer:
                       dense_df_fraction=cfg.get("dense_df_fraction"),
                       max_dense_terms=cfg.get("max_dense_terms", 256),
                       chunk_budget=min(cfg.get("chunk_budget", CHUNK_BUDGET), CHUNK_BUDGET),
-                      dense_budget=cfg.get("dense_budget", 1 << 27),
+                      dense_budget=min(cfg.get("dense_budget", DENSE_BUDGET), DENSE_BUDGET),
                       precision=precision or cfg.get("precision", "auto"), n_threads=n_threads)
             obj.vocabulary = {str(t): int(i) for t, i in vocab.items()}
         except KgnormError as e:  # an option the scorer refuses

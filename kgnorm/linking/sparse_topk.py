@@ -9,7 +9,7 @@ by 32 queries' rows where a dictionary is larger than that: kgnorm.linking.spars
 
 * the n-grams found in more than ``dense_df_fraction`` of the names (default 1/16, or 1/64
   with the bf16 pre-filter below; unigrams and the commonest bigrams; at most
-  ``max_dense_terms``, and at most ``dense_budget`` floats in all) are scored with one
+  ``max_dense_terms``, and at most ``dense_budget`` floats in all: 128 MB) are scored with one
   dense product against a ``terms x names`` block;
 * the remaining (rarer) n-grams are scored with a sparse x sparse product whose postings
   are short, written into the same chunk buffer;
@@ -49,6 +49,9 @@ PRECISIONS = ("auto", "fp32", "bf16")
 # bf16 inputs and output with fp32 accumulation err by at most (3 * 2**-8 + 2**-16) ~ 0.0118
 # on a partial cosine (<= 1); candidates are kept within twice this bound of the k-th score
 BF16_ERR = 0.0125
+# queries a sparse product of the rare part: its result holds (12 bytes) most of the names a row
+# shares an n-gram with, so 32 queries over MeSH's chemical names made a 60 MB one a thread
+RARE_ROWS = 8
 
 
 def auto_uses_bf16() -> bool:
@@ -78,12 +81,12 @@ def topk_chunk(take: Callable[[np.ndarray], sp.csr_matrix], n: int, q: sp.csr_ma
         # S = qd @ dt, written straight into S (C-ordered S is Fortran S.T)
         sgemm(1.0, dt.T, np.ascontiguousarray(qd).T, beta=0.0, c=S.T, overwrite_c=1)
     # rare part: S += qr @ rt (exact)
-    if qr.nnz:
-        R = qr @ rt
+    for a in range(0, c if qr.nnz else 0, RARE_ROWS):  # a few queries a product: its result is near dense
+        R = qr[a:a + RARE_ROWS] @ rt
         if _csr_todense is not None:
-            _csr_todense(c, n_pad, R.indptr, R.indices, R.data, S)
+            _csr_todense(R.shape[0], n_pad, R.indptr, R.indices, R.data, S[a:a + RARE_ROWS])
         else:  # pragma: no cover - scipy without the private kernel
-            S += R.toarray()
+            S[a:a + RARE_ROWS] += R.toarray()
     # lower bound of each row's k-th score: the k-th largest group maximum, where
     # group g holds the columns g, g + nb, g + 2 nb, ... (bs columns each); with the
     # bf16 pre-filter everything within 2 * margin of it is a candidate
