@@ -128,6 +128,17 @@ def test_counts_rebuild_the_float_matrix_bit_for_bit(tmp_path, analyzer):
     assert np.array_equal(s.names_matrix.data, s.transform(NAMES[::-1]).data)
 
 
+def test_counts_wider_than_a_byte(tmp_path):
+    """A count above 255 (a long name repeating a character) is kept whole (uint16)."""
+    names = NAMES + ["a" * 300 + " b"]
+    s = SparseScorer(precision="fp32").fit(names)
+    assert s._rows.counts.dtype == np.uint16
+    assert np.array_equal(s.names_matrix.data, s.transform(names).data)
+    s.save(tmp_path)
+    t = SparseScorer.load(tmp_path)
+    assert np.array_equal(t.topk(QUERIES, 3)[1], s.topk(QUERIES, 3)[1])
+
+
 def test_errors(tmp_path):
     with pytest.raises(KgnormError):
         SparseScorer().topk(["x"], 1)

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from kgnorm.errors import KgnormError
 from kgnorm.linking.sparse_rows import CountRows, column_counts, float_blocks, tfidf_norms
-from kgnorm.linking.sparse_topk import BF16_ERR, PRECISIONS, _csr_todense, auto_uses_bf16, topk_chunk
+from kgnorm.linking.sparse_topk import BF16_ERR, PRECISIONS, auto_uses_bf16, topk_chunk
 
 __all__ = ["SparseScorer", "SPARSE_FILE", "PRECISIONS", "BF16_ERR", "auto_uses_bf16"]
 
