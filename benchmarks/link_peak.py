@@ -72,6 +72,7 @@ def main() -> None:
                     "(default: --gold)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--label", default="")
+    ap.add_argument("--short", default="", help="the model in a few words, for docs/results.md (default: its folder)")
     args = ap.parse_args()
     gold, model, work = data_dir() / args.gold, args.model.resolve(), args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -104,9 +105,10 @@ def main() -> None:
     append("link peak memory: before / now (issue 51)", body)
     med = {n: statistics.median(r for _, r in runs) for n, runs in got.items()}
     names = list(variants)
-    record("memory", f"link {args.gold}, {label}: peak RSS before / now (counts)",
-           f"{med[names[0]]:,.0f} MB / {med[names[2]]:,.0f} MB (median of {args.repeats}); shared machine",
-           "python benchmarks/link_peak.py --model DIR --work DIR --before BASE --gold " + args.gold)
+    record("memory", f"link {Path(args.gold).parent.name} {Path(args.gold).stem}, {args.short or model.name}: "
+           "peak RSS before / now",
+           f"{med[names[0]]:,.0f} MB / {med[names[2]]:,.0f} MB (median of {args.repeats})",
+           "python benchmarks/link_peak.py --model M --work W --before B")
 
 
 if __name__ == "__main__":
