@@ -59,3 +59,22 @@ def test_the_index_takes_the_path_the_cpu_declares(monkeypatch):
     monkeypatch.setenv(DENSE_PRECISION_ENV, "fp8")
     with pytest.raises(KgnormError, match=DENSE_PRECISION_ENV):
         index.search(q, 8)
+
+
+def test_the_stored_flat_search_graph_is_the_one_the_onnx_package_builds():
+    """OrtFlatSearch runs a stored serialization (no onnx import at link time): it must be the
+    graph flat_topk_model() makes, and search exactly."""
+    import base64
+
+    import onnx
+
+    from kgnorm.linking.dense_topk import FLAT_TOPK_ONNX, OrtFlatSearch, flat_topk_model
+
+    assert onnx.load_from_string(base64.b64decode(FLAT_TOPK_ONNX)) == flat_topk_model()
+    rng = np.random.default_rng(0)
+    xb = rng.standard_normal((300, 24)).astype(np.float32)
+    q = rng.standard_normal((5, 24)).astype(np.float32)
+    scores, rows = OrtFlatSearch(xb).topk(q, 4)
+    exact = q @ xb.T
+    assert np.array_equal(rows, np.argsort(-exact, axis=1, kind="stable")[:, :4])
+    np.testing.assert_allclose(scores, np.take_along_axis(exact, rows, 1), rtol=1e-5)

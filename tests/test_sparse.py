@@ -97,6 +97,48 @@ def test_save_load_round_trip(tmp_path, precision):
     assert not list((tmp_path / "sparse").glob("*.pkl"))
 
 
+@pytest.mark.parametrize("analyzer", ["char", "word"])
+def test_counts_rebuild_the_float_matrix_bit_for_bit(tmp_path, analyzer):
+    """The names' matrix kept as counts (kgnorm.linking.sparse_rows) gives the very floats of the
+    weighting; a model saved before, as the float matrix names.npz, loads and scores the same."""
+    s = SparseScorer(analyzer=analyzer, precision="fp32").fit(NAMES)
+    ref = s.transform(NAMES)
+    got = s.names_matrix
+    assert np.array_equal(got.indptr, ref.indptr) and np.array_equal(got.indices, ref.indices)
+    assert got.dtype == np.float32 and np.array_equal(got.data, ref.data)
+    rows = np.array([5, 0, 23, 5])
+    assert np.array_equal(s._take(rows).toarray(), ref[rows].toarray())
+    s.save(tmp_path / "new")
+    assert not (tmp_path / "new" / "names.npz").exists()
+    new = SparseScorer.load(tmp_path / "new")
+    assert isinstance(new._rows.counts, np.memmap)  # memory-mapped, not read into the heap
+    old = SparseScorer(analyzer=analyzer, precision="fp32").fit(NAMES)
+    old._set_matrix(ref)  # what a model saved as names.npz holds
+    old.save(tmp_path / "old")
+    assert (tmp_path / "old" / "names.npz").exists()
+    old = SparseScorer.load(tmp_path / "old")
+    assert old._rows is None
+    idx = np.array([[0, 5, 7], [3, 3, -1]])
+    for k in (3, len(NAMES)):
+        a, b = s.topk(QUERIES, k), old.topk(QUERIES, k)
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+        assert np.array_equal(new.topk(QUERIES, k)[1], a[1])
+    assert np.array_equal(s.score_pairs(QUERIES[:2], idx), old.score_pairs(QUERIES[:2], idx))
+    s.set_names(NAMES[::-1])
+    assert np.array_equal(s.names_matrix.data, s.transform(NAMES[::-1]).data)
+
+
+def test_counts_wider_than_a_byte(tmp_path):
+    """A count above 255 (a long name repeating a character) is kept whole (uint16)."""
+    names = NAMES + ["a" * 300 + " b"]
+    s = SparseScorer(precision="fp32").fit(names)
+    assert s._rows.counts.dtype == np.uint16
+    assert np.array_equal(s.names_matrix.data, s.transform(names).data)
+    s.save(tmp_path)
+    t = SparseScorer.load(tmp_path)
+    assert np.array_equal(t.topk(QUERIES, 3)[1], s.topk(QUERIES, 3)[1])
+
+
 def test_errors(tmp_path):
     with pytest.raises(KgnormError):
         SparseScorer().topk(["x"], 1)

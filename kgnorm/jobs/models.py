@@ -5,11 +5,13 @@ hierarchy model (`hypernyms`, `eval hierarchy`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kgnorm.errors import KgnormError
-from kgnorm.graph.levels import LevelSplit, split_under
 from kgnorm.methods.registry import model_meta, open_linker, run_method
+
+if TYPE_CHECKING:  # the split needs networkx (0.15 s, 6 MB), which `link` does not
+    from kgnorm.graph.levels import LevelSplit
 
 __all__ = ["open_linker", "model_meta", "linker_method", "model_split"]
 
@@ -24,6 +26,7 @@ def model_split(model: str | Path, root: str, ontology: str | None, seed: int | 
                 store: str | None) -> tuple[dict[str, Any], str, LevelSplit, Any]:
     """(the model's meta, the ontology, the level split under ``root``, the ontology's snapshot):
     the ontology and split seed default to the model's; the store is read and let go of."""
+    from kgnorm.graph.levels import split_under
     from kgnorm.graph.views import hierarchy_from_store
     from kgnorm.methods.model_dir import read_model_meta
     from kgnorm.stores import open_store

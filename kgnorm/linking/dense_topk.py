@@ -10,6 +10,7 @@ depend on the other queries of the call); names left out provably score below th
 broken by the lower name index. ``KGNORM_DENSE_PRECISION=fp32`` forces the float32 product."""
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 
 import numpy as np
@@ -20,6 +21,34 @@ DENSE_PRECISION_ENV = "KGNORM_DENSE_PRECISION"  # auto (default), fp32 or bf16
 REL_ERR = 2.0 ** -8 + 2.0 ** -9 + 2.0 ** -12
 CHUNK = 256  # queries per product: memory ~ CHUNK x names floats (+ kept names x dim)
 NAME_BLOCK = 16384  # names per product of OrtFlatSearch: CHUNK x NAME_BLOCK scores, NAME_BLOCK x dim decoded
+
+
+# OrtFlatSearch's graph, ``Gemm(q, names, transB) -> TopK`` (any dimension), as flat_topk_model()
+# serializes it: stored so that `link` need not import the onnx package to make it (10 MB, 0.1 s);
+# tests/test_dense_topk.py checks the two agree
+FLAT_TOPK_ONNX = (
+    "CAg68AEKIgoBcQoFbmFtZXMSAXMiBEdlbW0qDQoGdHJhbnNCGAGgAQIKRgoBcwoBaxIGc2NvcmVzEgRyb3dzIgRUb3BLKgsKBGF4aXMY"
+    "AaABAioOCgdsYXJnZXN0GAGgAQIqDQoGc29ydGVkGAGgAQISCWZsYXRfdG9wa1oVCgFxEhAKDggBEgoKAxIBbgoDEgFkWhkKBW5hbWVz"
+    "EhAKDggBEgoKAxIBbQoDEgFkWg8KAWsSCgoICAcSBAoCCAFiGgoGc2NvcmVzEhAKDggBEgoKAxIBbgoDEgFrYhgKBHJvd3MSEAoOCAcS"
+    "CgoDEgFuCgMSAWtCBAoAEBE=")
+
+
+def flat_topk_model():
+    """The ONNX model FLAT_TOPK_ONNX holds, built with the onnx package (dimension ``d`` symbolic)."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["q", "names"], ["s"], transB=1),
+         helper.make_node("TopK", ["s", "k"], ["scores", "rows"], axis=1, largest=1, sorted=1)],
+        "flat_topk",
+        [helper.make_tensor_value_info("q", TensorProto.FLOAT, ["n", "d"]),
+         helper.make_tensor_value_info("names", TensorProto.FLOAT, ["m", "d"]),
+         helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["n", "k"]),
+         helper.make_tensor_value_info("rows", TensorProto.INT64, ["n", "k"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
 
 
 def dense_uses_bf16() -> bool:
@@ -82,25 +111,13 @@ class OrtFlatSearch:
     def __init__(self, xb: np.ndarray, threads: int = 1, decode: Callable[[np.ndarray], np.ndarray] | None = None,
                  dim: int | None = None) -> None:
         import onnxruntime as ort
-        from onnx import TensorProto, helper
 
         self.xb, self.decode = xb, decode
-        dim = xb.shape[1] if dim is None else int(dim)
-        graph = helper.make_graph(
-            [helper.make_node("Gemm", ["q", "names"], ["s"], transB=1),
-             helper.make_node("TopK", ["s", "k"], ["scores", "rows"], axis=1, largest=1, sorted=1)],
-            "flat_topk",
-            [helper.make_tensor_value_info("q", TensorProto.FLOAT, ["n", dim]),
-             helper.make_tensor_value_info("names", TensorProto.FLOAT, ["m", dim]),
-             helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
-            [helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["n", "k"]),
-             helper.make_tensor_value_info("rows", TensorProto.INT64, ["n", "k"])])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        model.ir_version = 8
+        self.dim = xb.shape[1] if dim is None else int(dim)
         so = ort.SessionOptions()
         so.intra_op_num_threads = max(1, int(threads))
         so.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(base64.b64decode(FLAT_TOPK_ONNX), so, providers=["CPUExecutionProvider"])
 
     def topk(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(float32 scores, int64 rows) ``[len(q), k]``, best first (ties: the lower row)."""

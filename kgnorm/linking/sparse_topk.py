@@ -9,7 +9,7 @@ by 32 queries' rows where a dictionary is larger than that: kgnorm.linking.spars
 
 * the n-grams found in more than ``dense_df_fraction`` of the names (default 1/16, or 1/64
   with the bf16 pre-filter below; unigrams and the commonest bigrams; at most
-  ``max_dense_terms``, and at most ``dense_budget`` floats in all) are scored with one
+  ``max_dense_terms``, and at most ``dense_budget`` floats in all: 128 MB) are scored with one
   dense product against a ``terms x names`` block;
 * the remaining (rarer) n-grams are scored with a sparse x sparse product whose postings
   are short, written into the same chunk buffer;
@@ -31,6 +31,8 @@ threads (BLAS, torch and scipy release the GIL).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import sgemm
@@ -47,6 +49,9 @@ PRECISIONS = ("auto", "fp32", "bf16")
 # bf16 inputs and output with fp32 accumulation err by at most (3 * 2**-8 + 2**-16) ~ 0.0118
 # on a partial cosine (<= 1); candidates are kept within twice this bound of the k-th score
 BF16_ERR = 0.0125
+# queries a sparse product of the rare part: its result holds (12 bytes) most of the names a row
+# shares an n-gram with, so 32 queries over MeSH's chemical names made a 60 MB one a thread
+RARE_ROWS = 8
 
 
 def auto_uses_bf16() -> bool:
@@ -56,11 +61,12 @@ def auto_uses_bf16() -> bool:
 
 
 
-def topk_chunk(D: sp.csr_matrix, q: sp.csr_matrix, qd: np.ndarray | None, qr: sp.csr_matrix,
-                dt: np.ndarray | None, dtb, rt: sp.csr_matrix, k: int, bs: int, n_pad: int
-                ) -> tuple[np.ndarray, np.ndarray]:
+def topk_chunk(take: Callable[[np.ndarray], sp.csr_matrix], n: int, q: sp.csr_matrix, qd: np.ndarray | None,
+               qr: sp.csr_matrix, dt: np.ndarray | None, dtb, rt: sp.csr_matrix, k: int, bs: int, n_pad: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Top k of one chunk of queries over `n` names; ``take(rows)``: those names' float32 tf-idf
+    rows (the bf16 pre-filter's candidates are rescored exactly from them)."""
     c = qr.shape[0]
-    n = D.shape[0]
     S = np.empty((c, n_pad), dtype=np.float32)
     margin = np.float32(0.0)
     if qd is None or not qd.size:
@@ -75,12 +81,12 @@ def topk_chunk(D: sp.csr_matrix, q: sp.csr_matrix, qd: np.ndarray | None, qr: sp
         # S = qd @ dt, written straight into S (C-ordered S is Fortran S.T)
         sgemm(1.0, dt.T, np.ascontiguousarray(qd).T, beta=0.0, c=S.T, overwrite_c=1)
     # rare part: S += qr @ rt (exact)
-    if qr.nnz:
-        R = qr @ rt
+    for a in range(0, c if qr.nnz else 0, RARE_ROWS):  # a few queries a product: its result is near dense
+        R = qr[a:a + RARE_ROWS] @ rt
         if _csr_todense is not None:
-            _csr_todense(c, n_pad, R.indptr, R.indices, R.data, S)
+            _csr_todense(R.shape[0], n_pad, R.indptr, R.indices, R.data, S[a:a + RARE_ROWS])
         else:  # pragma: no cover - scipy without the private kernel
-            S += R.toarray()
+            S[a:a + RARE_ROWS] += R.toarray()
     # lower bound of each row's k-th score: the k-th largest group maximum, where
     # group g holds the columns g, g + nb, g + 2 nb, ... (bs columns each); with the
     # bf16 pre-filter everything within 2 * margin of it is a candidate
@@ -98,7 +104,7 @@ def topk_chunk(D: sp.csr_matrix, q: sp.csr_matrix, qd: np.ndarray | None, qr: sp
     r = np.broadcast_to(r[:, None], cols.shape)[keep]
     col, v = cols[keep], vals[keep]
     if margin > 0 and len(r):  # exact scores of the candidates
-        v = np.asarray(q[r].multiply(D[col]).sum(axis=1), dtype=np.float32).ravel()
+        v = np.asarray(q[r].multiply(take(col)).sum(axis=1), dtype=np.float32).ravel()
         pos_ = v > 0
         r, col, v = r[pos_], col[pos_], v[pos_]
     order = np.lexsort((col, -v, r))

@@ -1,0 +1,115 @@
+"""link peak memory (issue 51): the whole `kgnorm link --no-write` on a dev set's mentions, before
+against now, runs alternated in one run.
+
+    python benchmarks/link_peak.py --model DIR --work DIR --before BASE [--gold FILE] [--repeats 2]
+
+--before BASE: a checkout of kgnorm from before the change (`git archive BASE | tar -x -C DIR`, with
+DIR/kgnorm/cli and DIR/kgnorm/ontologies linked to DIR/cli and DIR/ontologies), run with
+PYTHONPATH=DIR on the model as given. Now runs twice: on the model as given (a sparse scorer saved
+as the float matrix names.npz) and on WORK/counts, a copy whose sparse scorer is saved as counts
+(kgnorm.linking.sparse_rows; made here from the model's own dictionary, checked bit-identical to
+the float matrix). Peak RSS is the child's VmHWM (benchmarks/_report.run_child); each run writes
+its TSV under WORK, and the last run of each variant is compared byte for byte with before's.
+`kgnorm eval link` (--allow-unknown-gold) on --eval (default: the same gold), before and now (counts),
+gives Acc@1.
+The machine is shared with other jobs: walls are noisy (load average in the section's header)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import OFFLINE_ENV, add_data_option, append, data_dir, record, run_child  # noqa: E402
+
+ENV = {**OFFLINE_ENV, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def counts_copy(src: Path, dst: Path) -> None:
+    """`src` copied to `dst` with its sparse scorer saved as counts (the same floats, checked)."""
+    import numpy as np
+
+    from kgnorm.linking.dictionary import NameDictionary
+    from kgnorm.linking.sparse import SparseScorer
+    from kgnorm.methods.model_dir import read_model_meta
+
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("names.npz"))
+    meta = read_model_meta(src)
+    sparse_dir = meta.get("sparse", {}).get("path", "sparse")
+    old = SparseScorer.load(src / sparse_dir)
+    new = SparseScorer.load(src / sparse_dir)
+    new.set_names(NameDictionary.load(src / meta.get("names", {}).get("path", "names")).names)
+    a, b = old.names_matrix, new.names_matrix
+    if not (np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
+            and np.array_equal(a.data, b.data)):
+        sys.exit(f"{src}: the counts do not rebuild the saved matrix bit for bit")
+    new.save(dst / sparse_dir)
+
+
+def acc1(model: Path, gold: Path, pythonpath: str | None) -> dict:
+    env = {**ENV, **({"PYTHONPATH": pythonpath} if pythonpath else {})}
+    out = subprocess.run([sys.executable, "-m", "kgnorm.cli", "eval", "link", "--model", str(model), "--gold",
+                          str(gold), "--allow-unknown-gold", "--format", "json", "--quiet"],
+                         env={**os.environ, **env}, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["full"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_option(ap)
+    ap.add_argument("--model", type=Path, required=True)
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--before", type=Path, required=True)
+    ap.add_argument("--gold", default="bc5cdr-disease/dev.concept", help="under the data folder")
+    ap.add_argument("--eval", default=None, help="gold scored by `kgnorm eval link`, under the data folder "
+                    "(default: --gold)")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--label", default="")
+    ap.add_argument("--short", default="", help="the model in a few words, for docs/results.md (default: its folder)")
+    args = ap.parse_args()
+    gold, model, work = data_dir() / args.gold, args.model.resolve(), args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    counts_copy(model, work / "counts")
+    before = str(args.before.resolve())
+    variants = {"before (model as given)": (model, before), "now, model as given (names.npz)": (model, None),
+                "now, sparse scorer as counts": (work / "counts", None)}
+    got: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}
+    for _ in range(args.repeats):
+        for i, (name, (m, pp)) in enumerate(variants.items()):
+            cmd = [sys.executable, "-m", "kgnorm.cli", "link", "--model", str(m), "--input", str(gold),
+                   "--output", str(work / f"out{i}.tsv"), "--no-write", "-q"]
+            got[name].append(run_child(cmd, env={**ENV, **({"PYTHONPATH": pp} if pp else {})}))
+            print(name, got[name][-1], flush=True)
+    ref = (work / "out0.tsv").read_bytes()
+    same = {name: (work / f"out{i}.tsv").read_bytes() == ref for i, name in enumerate(variants)}
+    scored = args.eval or args.gold
+    acc_before = acc1(model, data_dir() / scored, before)
+    acc_now = acc1(work / "counts", data_dir() / scored, None)
+    rows = ["| variant | peak RSS (each run) | wall (each run) | link output |", "|---|---|---|---|"]
+    for name, runs in got.items():
+        rows.append(f"| {name} | {', '.join(f'{r:,.0f} MB' for _, r in runs)} | "
+                    f"{', '.join(f'{w:.1f} s' for w, _ in runs)} | {'reference' if name.startswith('before') else ('identical' if same[name] else 'DIFFERS')} |")
+    label = args.label or model.name
+    body = (f"`kgnorm link --no-write` on {args.gold} with {label}, whole process, runs alternated, 1 thread "
+            "(OMP). Before: a checkout from before the change (PYTHONPATH). Other jobs share the machine: walls "
+            "are noisy.\n\n" + "\n".join(rows) + "\n\n"
+            f"- `kgnorm eval link` on {scored}: Acc@1 before {acc_before['acc1']:.4f}, now (counts) "
+            f"{acc_now['acc1']:.4f}; Acc@5 {acc_before['acc5']:.4f} / {acc_now['acc5']:.4f} (n={acc_now['n']})")
+    append("link peak memory: before / now (issue 51)", body)
+    med = {n: statistics.median(r for _, r in runs) for n, runs in got.items()}
+    names = list(variants)
+    record("memory", f"link {Path(args.gold).parent.name} {Path(args.gold).stem}, {args.short or model.name}: "
+           "peak RSS before / now",
+           f"{med[names[0]]:,.0f} MB / {med[names[2]]:,.0f} MB (median of {args.repeats})",
+           "python benchmarks/link_peak.py --model M --work W --before B")
+
+
+if __name__ == "__main__":
+    main()
