@@ -1,21 +1,23 @@
 """Crash and I/O-fault torture (issue 52): every job that writes a store (ingest, re-ingest,
-`link --write`, `annotate`, `place`, reviews posted to `kgnorm serve`) SIGKILLed at `--kills` moments
-spread over an uninterrupted run's duration (one drawn at random in each n-th of it, seeded), on a
-small embedded (LadybugDB) store built from the toy ontology of the tests. After each kill: the store
+`link --write`, `annotate`, `place`, reviews posted to `kgnorm serve`, `retrain`) SIGKILLed at `--kills`
+moments spread over an uninterrupted run's duration (one drawn at random in each n-th of it, seeded), on
+a small embedded (LadybugDB) store built from the toy ontology of the tests. After each kill: the store
 opens, `kgnorm check` passes right after the kill (what a dead process left, which the next writer
 clears, is a note) and again once a writer reopened it, `kgnorm query` right after the kill shows the
-store as it was before the job or as an uninterrupted run leaves it (no half run), every review the
-API acknowledged is in the store, and the job run again ends
-with what an uninterrupted run gives (compared by content: concepts, mentions, links, placements,
-current reviews). Then the I/O faults: each job under a file size limit (RLIMIT_FSIZE) a little over
-the store's size, with the store's folder made read-only halfway through its run (as root: under
-setpriv without the capabilities that let root write through a chmod), and (where this runs as root
-and may mount a tmpfs) with the store on a filesystem with 1 MiB left: one `kgnorm: error:` line,
+store as it was before the job or as an uninterrupted run leaves it (no half run), every review the API
+acknowledged is in the store, and the job run again ends with what an uninterrupted run gives (compared
+by content: concepts, mentions, links, placements, current reviews); a killed `retrain` must leave no
+half-written OUT/linker or OUT/ner (either absent or whole and loading) and its run again must leave
+both, with the Run they name. Then the I/O faults: each job under a file size limit (RLIMIT_FSIZE) a
+little over the store's size, with the store's folder made read-only halfway through its run (as root:
+under setpriv without the capabilities that let root write through a chmod), and (where this runs as
+root and may mount a tmpfs) with the store on a filesystem with 1 MiB left: one `kgnorm: error:` line,
 exit non-zero, the store as before and sound. Reviews are killed, not run under faults.
 
 `--kills 0` runs the faults only.
 
-    python benchmarks/torture.py --kills 50 [--job link …] [--seed N] [--at-checkpoint S] [--no-faults] [--no-record]
+    python benchmarks/torture.py --kills 50 [--min-kills 50] [--job link …] [--seed N] [--at-checkpoint S]
+                                 [--no-faults] [--no-record]
 
 The cases run in-process from tests/torture_jobs.py (the CI test, tests/test_torture.py, runs a few
 kills per job from the same code). Bolt stores (ArcadeDB, Neo4j) are not tortured yet.
@@ -38,7 +40,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from _report import append, record  # noqa: E402
 import torture_jobs as tj  # noqa: E402
 
-JOBS = ["ingest", "reingest", "link", "annotate", "place", "reviews"]
+JOBS = ["ingest", "reingest", "link", "annotate", "place", "reviews", "retrain"]
 
 
 def main() -> int:
@@ -50,6 +52,8 @@ def main() -> int:
     ap.add_argument("--at-checkpoint", type=float, default=0.0, metavar="S",
                     help="kill moments spread over S seconds from when LadybugDB began a checkpoint (its log "
                          "renamed .wal.checkpoint), not over the whole run")
+    ap.add_argument("--min-kills", type=int, default=0, metavar="N",
+                    help="more moments (in the first 90%% of the run) until N of them came before the job ended")
     ap.add_argument("--no-record", action="store_true", help="print only; no LOG.md section, no results row")
     args = ap.parse_args()
     chosen = args.job or JOBS
@@ -61,13 +65,13 @@ def main() -> int:
         for name in (chosen if args.kills else []):
             t0 = time.perf_counter()
             t = tj.torture(w, name, args.kills, args.seed, root / "work", log=lambda s: s and print("  FAIL", s),
-                           checkpoint_window=args.at_checkpoint)
+                           checkpoint_window=args.at_checkpoint, min_kills=args.min_kills)
             tallies.append((t, time.perf_counter() - t0))
             print(f"{name}: {t.kills} kills ({t.touched} after it changed the store), {len(t.failures)} failure(s), "
                   f"check failing before a writer reopened: {t.check_failed_before_reopen}, "
                   f"half run seen by query: {t.half_run_seen}", flush=True)
         faults = [] if args.no_faults else run_faults(w, chosen, root)
-    body = _table(tallies, faults, args.kills)
+    body = _table(tallies, faults, args.kills, args.min_kills)
     failures = sum(len(t.failures) for t, _ in tallies) + sum(1 for f in faults if f.failed)
     if args.no_record:
         print(body)
@@ -126,14 +130,17 @@ def _small_fs(where: Path, size: int) -> Path | None:
     return where if done.returncode == 0 else None
 
 
-def _table(tallies: list, faults: list, kills: int) -> str:
-    rows = ["| job | uninterrupted s | kills | after it changed the store | check failed right after the kill "
-            "| half run seen by query right after | failed cycles | wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+def _table(tallies: list, faults: list, kills: int, min_kills: int = 0) -> str:
+    rows = ["| job | uninterrupted s | moments | kills | after it changed the store | check failed right after the kill "
+            "| half run seen by query right after | failed cycles | wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for t, wall in tallies:
-        rows.append(f"| {t.job} | {t.seconds:.1f} | {t.kills} | {t.touched} | {t.check_failed_before_reopen} | "
+        rows.append(f"| {t.job} | {t.seconds:.1f} | {len(t.cycles)} | {t.kills} | {t.touched} | "
+                    f"{t.check_failed_before_reopen} | "
                     f"{t.half_run_seen} | {len(t.failures)} | {wall:.0f} |")
-    lines = [f"{kills} moments per job; a moment after the job had ended is no kill (not counted).", "", *rows] \
-        if tallies else []
+    more = (f"; then more moments, each drawn in the first 90 % of the run, until {min_kills} kills had landed"
+            if min_kills else "")
+    lines = [f"{kills} moments per job{more}; a moment after the job had ended is no kill (not counted).", "",
+             *rows] if tallies else []
     fails = [f"- FAIL {c.why()}" for t, _ in tallies for c in t.failures]
     lines += ["", *fails] if fails else []
     if faults:

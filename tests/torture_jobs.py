@@ -142,7 +142,8 @@ def files_state(folder: Path) -> dict[str, tuple[int, int]]:
             st = p.stat()
         except FileNotFoundError:  # removed by the job meanwhile
             continue
-        out[p.name] = (st.st_size, st.st_mtime_ns)
+        if stat.S_ISREG(st.st_mode):  # a job's output folder (retrain's OUT) is not the store
+            out[p.name] = (st.st_size, st.st_mtime_ns)
     return out
 
 
@@ -152,12 +153,15 @@ class Job:
     name: str
     base: str | None        # the base store the job starts from (None: no store yet)
     args: Callable[[Path], list[str]]  # kgnorm arguments, given the cycle's folder (for outputs)
+    # problems with what the job wrote outside the store, given the folder and whether the job finished
+    outputs: Callable[[Path, bool], list[str]] | None = None
 
 
 @dataclass
 class World:
     root: Path
     model: Path
+    ner: Path | None = None  # a tiny detector (retrain's --ner)
     bases: dict[str, Path] = field(default_factory=dict)
     jobs: dict[str, Job] = field(default_factory=dict)
 
@@ -178,14 +182,38 @@ def build_world(root: Path, bert: Path) -> World:
     model = root / "biosyn"
     _ok(["train", "biosyn", "--ontology", "toyd", "--out", str(model), "--encoder", str(bert), "--store", uri(ont),
          "-q"])
-    w = World(root, model, {"ontologies": ont})
+    from test_annotate_formats import _tiny_detector
+
+    w = World(root, model, _tiny_detector(bert, root / "ner", silent=False), {"ontologies": ont})
     for job in jobs(w).values():
         w.jobs[job.name] = job
     w.bases["linked"] = copy_store(ont, base / "linked")
     _ok([*w.jobs["link"].args(root), "--store", uri(w.bases["linked"])])
     w.bases["annotated"] = copy_store(ont, base / "annotated")
     _ok([*w.jobs["annotate"].args(root), "--store", uri(w.bases["annotated"])])
+    w.bases["reviewed"] = _reviewed(w, base / "reviewed")
     return w
+
+
+def _reviewed(w: World, folder: Path) -> Path:
+    """The annotated store with every mention reviewed once (review_plan's first round) and every
+    document marked done: what `retrain` learns from."""
+    from kgnorm.review.desk import ReviewDesk
+
+    copy_store(w.bases["annotated"], folder)
+    plan = review_plan(w)
+    desk = ReviewDesk(uri(folder))
+    try:
+        for mention, body in plan[:len(plan) // 2]:
+            desk.record(mention, body["decision"], body.get("concept", ""), reviewer=body["reviewer"])
+        with desk.reading() as st:
+            documents = [r[0] for r in st.query("MATCH (d:Document) RETURN d.uid ORDER BY d.uid").rows]
+        for d in documents:
+            desk.mark_done(d, "r0")
+        desk.flush()
+    finally:
+        desk.close()
+    return folder
 
 
 def _ok(args: list[str]) -> None:
@@ -207,7 +235,51 @@ def jobs(w: World) -> dict[str, Job]:
         Job("place", "ontologies", lambda d: ["place", "--source", "toyx", "--target", "toyd", "--model", m,
                                               "--xrefs", "ignore", "--write-top-k", "2", "--output",
                                               str(d / "placed.tsv"), "-q"]),
+        Job("retrain", "reviewed", lambda d: ["retrain", "--model", m, "--ner", str(w.ner), "--out", str(d / "retrained"),
+                                             "--linker-minutes", "0.2", "--ner-minutes", "0.1", "--threads", "1", "-q"],
+            retrain_out_problems),
     ]}
+
+
+def model_file_written(folder: Path) -> bool:
+    """Whether retrain has written a model's kgnorm-model.json anywhere under its OUT."""
+    return any((folder / "retrained").rglob("kgnorm-model.json"))
+
+
+def retrain_out_problems(folder: Path, finished: bool) -> list[str]:
+    """What a killed retrain may leave in OUT (folder/retrained): OUT/linker absent or whole (its
+    commit block, it loads), OUT/ner only beside a committed linker; once a run `finished`, both
+    there, no staging left, and the store holds the Run the linker names."""
+    from kgnorm.jobs.retrain_out import BLOCK, staging
+    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.methods.ner.model import load_ner
+    from kgnorm.methods.registry import open_linker
+    from kgnorm.stores import open_store
+
+    out = folder / "retrained"
+    linker, ner, staged = out / "linker", out / "ner", staging(out) / "linker"
+    problems = []
+    for what, path, load in (("linker", linker, open_linker), ("detector", ner, load_ner)):
+        if not path.exists():
+            problems += [f"no {path} after the run again"] if finished else []
+            continue
+        try:
+            load(path)
+        except Exception as exc:  # noqa: BLE001 - a half-written model is what is looked for
+            problems.append(f"{path} is there but does not load: {type(exc).__name__}: {exc}"[:300])
+    committed = [p for p in (linker, staged) if p.exists() and BLOCK in read_model_meta(p)]
+    if linker.exists() and linker not in committed:
+        problems.append(f"{linker} is there without the block a finished retrain writes")
+    if ner.exists() and not committed:
+        problems.append(f"{ner} is there beside no committed linker")
+    if finished:
+        problems += [f"{staging(out)} left after the run again"] if staging(out).exists() else []
+        if linker in committed:
+            with open_store(uri(folder), read_only=True) as st:
+                runs = {r[0] for r in st.query("MATCH (r:Run) RETURN r.uid").rows}
+            uid = read_model_meta(linker)[BLOCK]["run"]["uid"]
+            problems += [] if uid in runs else [f"the store lacks run {uid} that {linker} names"]
+    return problems
 
 
 # -- one job in a subprocess ------------------------------------------------------------------------
@@ -288,12 +360,13 @@ class Cycle:
     rerun_code: int = 0
     same_result: bool = True
     lost_reviews: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)  # a half-written output (Job.outputs)
     error: str = ""
 
     @property
     def failed(self) -> bool:
         return bool(not self.opened or self.check_after_kill or self.check_after_reopen or self.half_run_seen
-                    or self.rerun_code or not self.same_result or self.lost_reviews or self.error)
+                    or self.rerun_code or not self.same_result or self.lost_reviews or self.outputs or self.error)
 
     def why(self) -> str:
         parts = [("store does not open: " + self.error) if not self.opened else self.error,
@@ -301,15 +374,17 @@ class Cycle:
                  "`kgnorm query` right after the kill shows a half run" if self.half_run_seen else "",
                  "; ".join(self.check_after_reopen), f"rerun exit {self.rerun_code}" if self.rerun_code else "",
                  "" if self.same_result else "rerun result differs from an uninterrupted run",
-                 f"lost reviews {self.lost_reviews[:3]}" if self.lost_reviews else ""]
+                 f"lost reviews {self.lost_reviews[:3]}" if self.lost_reviews else "", "; ".join(self.outputs)]
         return f"{self.job} killed at {self.moment:.2f}s: " + " | ".join(p for p in parts if p)
 
 
 def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[dict],
-               after_write: bool = False, at_checkpoint: bool = False) -> Cycle:
+               after_write: bool = False, at_checkpoint: bool = False,
+               after: Callable[[Path], bool] | None = None) -> Cycle:
     """Run `job` on a fresh copy of its base store, SIGKILL it `moment` seconds after its start (or,
     `after_write`, `moment` seconds after it first changed a file of the store; `at_checkpoint`,
-    `moment` seconds after LadybugDB began a checkpoint: its log renamed `.wal.checkpoint`), judge."""
+    `moment` seconds after LadybugDB began a checkpoint: its log renamed `.wal.checkpoint`; `after`,
+    `moment` seconds after after(folder) first held), judge."""
     from kgnorm.stores import open_store
 
     c = Cycle(job.name, moment)
@@ -323,6 +398,8 @@ def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[d
     if at_checkpoint:
         while proc.poll() is None and not (folder / "graph.wal.checkpoint").exists():
             time.sleep(0.0005)
+    while after is not None and proc.poll() is None and not after(folder):
+        time.sleep(0.002)
     try:
         proc.wait(timeout=moment)
         c.finished = True
@@ -334,6 +411,7 @@ def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[d
     try:
         if (folder / "graph").exists():
             open_store(uri(folder), read_only=True, lock_timeout=10).close()
+        c.outputs = job.outputs(folder, False) if job.outputs else []
         c.check_after_kill = check(folder)
         c.half_run_seen = bool(whole) and seen_by_query(folder) not in whole
         reopen(folder)
@@ -344,6 +422,8 @@ def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[d
     c.rerun_code = exit_code([*job.args(folder), "--store", uri(folder)])
     after = snapshot(folder)
     c.same_result = after in expected
+    if job.outputs and c.rerun_code == 0:
+        c.outputs += [f"after the run again: {p}" for p in job.outputs(folder, True)]
     if c.rerun_code == 0 and not c.check_after_reopen:
         c.check_after_reopen = check(folder)
     return c
@@ -517,26 +597,34 @@ class Tally:
 
 
 def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[str], None] = lambda s: None,
-            checkpoint_window: float = 0.0) -> Tally:
+            checkpoint_window: float = 0.0, min_kills: int = 0) -> Tally:
     """`n` kill cycles of job `name` at moments spread over an uninterrupted run's duration (with
-    `checkpoint_window`: over that many seconds from when LadybugDB began a checkpoint)."""
+    `checkpoint_window`: over that many seconds from when LadybugDB began a checkpoint); then, while
+    fewer than `min_kills` of them came before the job ended, one more at a moment drawn in the
+    first 90 % of that span (seeded)."""
     folder = work / name
     t = Tally(name)
     if name == "reviews":
         plan = review_plan(w)
         _, t.seconds = review_cycle(w, None, folder, plan, [])
         expected = [snapshot(folder)]
-        for m in moments(t.seconds, n, seed):
-            c, _ = review_cycle(w, m, folder, plan, expected)
-            t.cycles.append(c)
-            log(c.why() if c.failed else "")
+
+        def cycle(m: float) -> Cycle:
+            return review_cycle(w, m, folder, plan, expected)[0]
     else:
         job = w.jobs[name]
         expected, t.seconds = expected_results(w, job, folder)
-        for m in moments(checkpoint_window or t.seconds, n, seed):
-            c = kill_cycle(w, job, m, folder, expected, at_checkpoint=bool(checkpoint_window))
-            t.cycles.append(c)
-            log(c.why() if c.failed else "")
+
+        def cycle(m: float) -> Cycle:
+            return kill_cycle(w, job, m, folder, expected, at_checkpoint=bool(checkpoint_window))
+    span = checkpoint_window or t.seconds
+    rng = random.Random(seed + 1)
+    for m in moments(span, n, seed):
+        t.cycles.append(c := cycle(m))
+        log(c.why() if c.failed else "")
+    while t.kills < min_kills:
+        t.cycles.append(c := cycle(rng.random() * 0.9 * span))
+        log(c.why() if c.failed else "")
     return t
 
 
