@@ -17,14 +17,16 @@ exit non-zero, the store as before and sound. Reviews are killed, not run under 
 `--kills 0` runs the faults only.
 
     python benchmarks/torture.py --kills 50 [--min-kills 50] [--job link …] [--seed N] [--at-checkpoint S]
-                                 [--no-faults] [--no-record]
+                                 [--after-write S] [--bolt] [--no-faults] [--no-record]
 
 The cases run in-process from tests/torture_jobs.py (the CI test, tests/test_torture.py, runs a few
-kills per job from the same code). Bolt stores (ArcadeDB, Neo4j) are not tortured yet.
+kills per job from the same code). `--bolt` tortures an ArcadeDB server over Bolt (tests/bolt_server.py)
+in place of LadybugDB, rebuilt from the base stores' commands for every cycle; no I/O faults there.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -32,6 +34,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -52,36 +55,51 @@ def main() -> int:
     ap.add_argument("--at-checkpoint", type=float, default=0.0, metavar="S",
                     help="kill moments spread over S seconds from when LadybugDB began a checkpoint (its log "
                          "renamed .wal.checkpoint), not over the whole run")
+    ap.add_argument("--after-write", type=float, default=0.0, metavar="S",
+                    help="kill moments spread over S seconds from when the job first changed the store")
     ap.add_argument("--min-kills", type=int, default=0, metavar="N",
                     help="more moments (in the first 90%% of the run) until N of them came before the job ended")
+    ap.add_argument("--bolt", action="store_true",
+                    help="a Bolt store in place of LadybugDB: an ArcadeDB server on 127.0.0.1 (tests/bolt_server.py; "
+                         "the arcadedb-embedded test extra), rebuilt for every cycle; no I/O faults")
     ap.add_argument("--no-record", action="store_true", help="print only; no LOG.md section, no results row")
     args = ap.parse_args()
-    chosen = args.job or JOBS
+    chosen = args.job or ([j for j in JOBS if j != "retrain"] if args.bolt else JOBS)
+    if args.bolt and "retrain" in chosen:
+        ap.error("--bolt: retrain is tortured on LadybugDB only")
     warnings.simplefilter("ignore")
-    with tempfile.TemporaryDirectory(prefix="kgnorm-torture-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kgnorm-torture-") as tmp, _bolt(args.bolt, Path(tmp)) as server:
         root = Path(tmp)
         w = tj.build_world(root / "world", tj.write_tiny_bert(root / "bert"))
+        if server is not None:
+            tj.BOLT = tj.Bolt(server.uri, tj.bolt_recipes(w))
         tallies = []
         for name in (chosen if args.kills else []):
             t0 = time.perf_counter()
             t = tj.torture(w, name, args.kills, args.seed, root / "work", log=lambda s: s and print("  FAIL", s),
-                           checkpoint_window=args.at_checkpoint, min_kills=args.min_kills)
+                           checkpoint_window=args.at_checkpoint, min_kills=args.min_kills,
+                           write_window=args.after_write)
             tallies.append((t, time.perf_counter() - t0))
             print(f"{name}: {t.kills} kills ({t.touched} after it changed the store), {len(t.failures)} failure(s), "
                   f"check failing before a writer reopened: {t.check_failed_before_reopen}, "
                   f"half run seen by query: {t.half_run_seen}", flush=True)
-        faults = [] if args.no_faults else run_faults(w, chosen, root)
+        faults = [] if args.no_faults or args.bolt else run_faults(w, chosen, root)
     body = _table(tallies, faults, args.kills, args.min_kills)
     failures = sum(len(t.failures) for t, _ in tallies) + sum(1 for f in faults if f.failed)
     if args.no_record:
         print(body)
     else:
         window = f" in the {args.at_checkpoint:g} s after a checkpoint began" if args.at_checkpoint else ""
+        window += f" in the {args.after_write:g} s after its first write" if args.after_write else ""
+        window += BOLT_NAME if args.bolt else ""
         title = f"Crash torture: {', '.join(chosen)} x {args.kills} SIGKILL moments{window}" if args.kills else ""
-        faults_title = "" if args.no_faults else f"I/O faults: {', '.join(n for n in chosen if n != 'reviews')}"
+        faults_title = "" if args.no_faults or args.bolt else \
+            f"I/O faults: {', '.join(n for n in chosen if n != 'reviews')}"
         append(" and ".join(t for t in (title, faults_title) if t), body)
         for t, _ in tallies:
-            record("reliability", f"SIGKILL torture, {t.job}{' at checkpoint' if args.at_checkpoint else ''}",
+            where = (" at checkpoint" if args.at_checkpoint else "") + (" after its first write" if args.after_write
+                                                                         else "") + (BOLT_NAME if args.bolt else "")
+            record("reliability", f"SIGKILL torture, {t.job}{where}",
                    f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote)")
         if faults:
             record("reliability", "I/O faults (file size limit, read-only folder, full disk): failed",
@@ -89,6 +107,28 @@ def main() -> int:
                    f"{len({f.job for f in faults})} jobs "
                    "(one error line, store as before)")
     return 1 if failures else 0
+
+
+BOLT_NAME = " on ArcadeDB over Bolt"
+
+
+@contextlib.contextmanager
+def _bolt(wanted: bool, root: Path) -> Iterator[Any]:
+    """tests/bolt_server.py's ArcadeDB server for --bolt (its database named for every kgnorm the
+    torture starts), stopped at the end; None without --bolt."""
+    if not wanted:
+        yield None
+        return
+    from bolt_server import ArcadeDBProcess
+
+    (root / "arcadedb").mkdir()
+    server = ArcadeDBProcess(root / "arcadedb")
+    os.environ["KGNORM_NEO4J_DATABASE"] = server.database
+    try:
+        yield server
+    finally:
+        tj.BOLT = None
+        server.stop()
 
 
 def run_faults(w: tj.World, chosen: list[str], root: Path) -> list[tj.Fault]:

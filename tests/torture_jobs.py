@@ -20,9 +20,10 @@ import stat
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from annotate_fixtures import DOCS, OBO, write_jsonl, write_pubtator
 from cli_runner import exit_code
@@ -84,19 +85,57 @@ def write_tiny_bert(d: Path) -> Path:
 
 
 # -- stores: a folder holding the embedded store and its journal, copied for every cycle -------------
+@dataclass
+class Bolt:
+    """A Bolt store (tests/bolt_server.py's ArcadeDB) tortured in place of the embedded one: one
+    database, wiped and rebuilt from the kgnorm commands that made each base store (in-process)
+    where the embedded store's folder would be copied; the folder then holds only the job's outputs."""
+    uri: str
+    recipes: dict[str, list[list[str]]] = field(default_factory=dict)  # base folder name -> commands
+
+
+BOLT: Bolt | None = None  # set by the benchmark's --bolt
+
+
 def uri(folder: Path) -> str:
-    return f"ladybug://{folder}/graph"
+    return BOLT.uri if BOLT is not None else f"ladybug://{folder}/graph"
+
+
+def has_store(folder: Path) -> bool:
+    return BOLT is not None or (folder / "graph").exists()
 
 
 def copy_store(base: Path | None, dest: Path) -> Path:
     if dest.exists():
         _writable(dest)
         shutil.rmtree(dest)
-    if base is None:
+    if BOLT is not None:
+        dest.mkdir(parents=True)
+        _rebuild(BOLT, base.name if base is not None else None)
+    elif base is None:
         dest.mkdir(parents=True)
     else:
         shutil.copytree(base, dest)
     return dest
+
+
+def _rebuild(bolt: Bolt, base: str | None) -> None:
+    """The Bolt database wiped, then made by the base store's commands."""
+    from kgnorm.stores import open_store
+
+    with open_store(bolt.uri) as st:
+        st.query("MATCH (n) DETACH DELETE n")
+    for args in bolt.recipes[base] if base is not None else []:
+        _ok([*args, "--store", bolt.uri])
+
+
+def bolt_recipes(w: World) -> dict[str, list[list[str]]]:
+    """The commands that built each base store of `w` (build_world), for a Bolt store; outputs
+    go to the world's folder."""
+    r = w.root
+    ont = [["ingest", "obo", str(r / "toyd.obo"), "--ontology", "toyd", "-q"],
+           ["ingest", "obo", str(r / "toyx.obo"), "--ontology", "toyx", "-q"]]
+    return {"ontologies": ont, "linked": [*ont, w.jobs["link"].args(r)], "annotated": [*ont, w.jobs["annotate"].args(r)]}
 
 
 def _writable(folder: Path) -> None:
@@ -114,7 +153,7 @@ def snapshot(folder: Path) -> dict[str, Any]:
     is no store yet (an ingest killed before it made one)."""
     from kgnorm.stores import open_store
 
-    if not (folder / "graph").exists():
+    if not has_store(folder):
         return {}
     with open_store(uri(folder), read_only=True) as st:
         return {key: _rows(st, cypher) for key, cypher in QUERIES.items()}
@@ -145,6 +184,30 @@ def files_state(folder: Path) -> dict[str, tuple[int, int]]:
         if stat.S_ISREG(st.st_mode):  # a job's output folder (retrain's OUT) is not the store
             out[p.name] = (st.st_size, st.st_mtime_ns)
     return out
+
+
+def store_state(folder: Path) -> Any:
+    """What tells whether a killed process changed the store: its files' sizes and times (the
+    embedded store), or its content, staging runs included (a Bolt store, read without writing)."""
+    return snapshot(folder) if BOLT is not None else files_state(folder)
+
+
+@contextmanager
+def _write_probe(folder: Path) -> Iterator[Callable[[], bool]]:
+    """A callable saying whether the store changed since the probe began: its files (the embedded
+    store) or its count of nodes, read on one open connection (a Bolt store: a run's staging node
+    is its first write)."""
+    if BOLT is None:
+        before = files_state(folder)
+        yield lambda: files_state(folder) != before
+        return
+    from kgnorm.stores import open_store
+
+    with open_store(BOLT.uri, read_only=True) as st:
+        def count() -> int:
+            return st.query("MATCH (n) RETURN count(n)").rows[0][0]
+        n = count()
+        yield lambda: count() != n
 
 
 # -- the world: fixtures and base stores, built once --------------------------------------------------
@@ -319,7 +382,7 @@ def check(folder: Path) -> list[str]:
     """`kgnorm check`'s problems (not its notes), [] when sound or when there is no store yet."""
     from kgnorm.jobs.check import check_store
 
-    if not (folder / "graph").exists():
+    if not has_store(folder):
         return []
     return [f"{f.check}: {f.message}" for f in check_store(uri(folder), lock_timeout=10).problems()]
 
@@ -343,7 +406,7 @@ def reopen(folder: Path) -> None:
     """What the next writer does first (clears the stages of killed processes); nothing when no store."""
     from kgnorm.stores import open_store
 
-    if (folder / "graph").exists():
+    if has_store(folder):
         open_store(uri(folder), lock_timeout=10).close()
 
 
@@ -389,12 +452,13 @@ def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[d
 
     c = Cycle(job.name, moment)
     copy_store(w.bases.get(job.base) if job.base else None, folder)
-    before = files_state(folder)
+    before = store_state(folder)
     whole = [{k: s[k] for k in SEEN_BY_QUERY} for s in [snapshot(folder), *expected] if s] if job.base else []
     proc = start(job.args(folder), folder)
     if after_write:
-        while proc.poll() is None and files_state(folder) == before:
-            time.sleep(0.005)
+        with _write_probe(folder) as changed:
+            while proc.poll() is None and not changed():
+                time.sleep(0.005)
     if at_checkpoint:
         while proc.poll() is None and not (folder / "graph.wal.checkpoint").exists():
             time.sleep(0.0005)
@@ -407,9 +471,9 @@ def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[d
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     proc.stderr.close()
-    c.touched = files_state(folder) != before
+    c.touched = store_state(folder) != before
     try:
-        if (folder / "graph").exists():
+        if has_store(folder):
             open_store(uri(folder), read_only=True, lock_timeout=10).close()
         c.outputs = job.outputs(folder, False) if job.outputs else []
         c.check_after_kill = check(folder)
@@ -451,6 +515,8 @@ def review_plan(w: World) -> list[tuple[str, dict]]:
     every third, alternating reviewers, each mention twice: the reviews a session posts."""
     from kgnorm.stores import open_store
 
+    if BOLT is not None:
+        _rebuild(BOLT, w.bases["annotated"].name)
     with open_store(uri(w.bases["annotated"]), read_only=True) as st:
         mentions = [r[0] for r in st.query("MATCH (m:Mention) RETURN m.uid ORDER BY m.uid").rows]
     plan = []
@@ -522,7 +588,7 @@ def review_cycle(w: World, moment: float | None, folder: Path, plan: list[tuple[
 
     c = Cycle("reviews", moment if moment is not None else 0.0)
     copy_store(w.bases["annotated"], folder)
-    before = files_state(folder)
+    before = store_state(folder)
     acked: list[str] = []
     t0 = time.monotonic()
     proc, base = start_server(folder)
@@ -543,7 +609,7 @@ def review_cycle(w: World, moment: float | None, folder: Path, plan: list[tuple[
         poster.join(timeout=30)
         seconds = time.monotonic() - t0
     proc.stdout.close()
-    c.touched = files_state(folder) != before
+    c.touched = store_state(folder) != before
     try:
         c.lost_reviews = sorted(set(acked) - stored_review_uids(folder) - journaled_review_uids(folder))
         c.check_after_kill = check(folder)
@@ -597,27 +663,32 @@ class Tally:
 
 
 def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[str], None] = lambda s: None,
-            checkpoint_window: float = 0.0, min_kills: int = 0) -> Tally:
+            checkpoint_window: float = 0.0, min_kills: int = 0, write_window: float = 0.0) -> Tally:
     """`n` kill cycles of job `name` at moments spread over an uninterrupted run's duration (with
-    `checkpoint_window`: over that many seconds from when LadybugDB began a checkpoint); then, while
-    fewer than `min_kills` of them came before the job ended, one more at a moment drawn in the
-    first 90 % of that span (seeded)."""
+    `checkpoint_window`: over that many seconds from when LadybugDB began a checkpoint; with
+    `write_window`, from when the job first changed the store); then, while fewer than `min_kills`
+    of them came before the job ended, one more at a moment drawn in the first 90 % of that span
+    (seeded). Over Bolt, review moments count from when the server is ready, after a first session
+    that warms the server up."""
     folder = work / name
     t = Tally(name)
     if name == "reviews":
         plan = review_plan(w)
-        _, t.seconds = review_cycle(w, None, folder, plan, [])
+        ready = BOLT is not None
+        for _ in range(2 if ready else 1):
+            _, t.seconds = review_cycle(w, None, folder, plan, [], from_ready=ready)
         expected = [snapshot(folder)]
 
         def cycle(m: float) -> Cycle:
-            return review_cycle(w, m, folder, plan, expected)[0]
+            return review_cycle(w, m, folder, plan, expected, from_ready=ready)[0]
     else:
         job = w.jobs[name]
         expected, t.seconds = expected_results(w, job, folder)
 
         def cycle(m: float) -> Cycle:
-            return kill_cycle(w, job, m, folder, expected, at_checkpoint=bool(checkpoint_window))
-    span = checkpoint_window or t.seconds
+            return kill_cycle(w, job, m, folder, expected, at_checkpoint=bool(checkpoint_window),
+                              after_write=bool(write_window))
+    span = checkpoint_window or write_window or t.seconds
     rng = random.Random(seed + 1)
     for m in moments(span, n, seed):
         t.cycles.append(c := cycle(m))
