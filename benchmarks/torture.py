@@ -28,9 +28,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -64,6 +66,7 @@ def main() -> int:
                          "the arcadedb-embedded test extra), rebuilt for every cycle; no I/O faults")
     ap.add_argument("--no-record", action="store_true", help="print only; no LOG.md section, no results row")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, _stop_early)
     chosen = args.job or ([j for j in JOBS if j != "retrain"] if args.bolt else JOBS)
     if args.bolt and "retrain" in chosen:
         ap.error("--bolt: retrain is tortured on LadybugDB only")
@@ -75,15 +78,18 @@ def main() -> int:
             tj.BOLT = tj.Bolt(server.uri, tj.bolt_recipes(w))
         tallies = []
         for name in (chosen if args.kills else []):
+            if STOPPED.is_set():
+                break
             t0 = time.perf_counter()
-            t = tj.torture(w, name, args.kills, args.seed, root / "work", log=lambda s: s and print("  FAIL", s),
+            t = tj.torture(w, name, args.kills, args.seed, root / "work", log=lambda s: print("  " + s, flush=True),
+                           stop=lambda: STOPPED.is_set(),
                            checkpoint_window=args.at_checkpoint, min_kills=args.min_kills,
                            write_window=args.after_write)
             tallies.append((t, time.perf_counter() - t0))
             print(f"{name}: {t.kills} kills ({t.touched} after it changed the store), {len(t.failures)} failure(s), "
                   f"check failing before a writer reopened: {t.check_failed_before_reopen}, "
                   f"half run seen by query: {t.half_run_seen}", flush=True)
-        faults = [] if args.no_faults or args.bolt else run_faults(w, chosen, root)
+        faults = [] if args.no_faults or args.bolt or STOPPED.is_set() else run_faults(w, chosen, root)
     body = _table(tallies, faults, args.kills, args.min_kills)
     failures = sum(len(t.failures) for t, _ in tallies) + sum(1 for f in faults if f.failed)
     if args.no_record:
@@ -92,6 +98,7 @@ def main() -> int:
         window = f" in the {args.at_checkpoint:g} s after a checkpoint began" if args.at_checkpoint else ""
         window += f" in the {args.after_write:g} s after its first write" if args.after_write else ""
         window += BOLT_NAME if args.bolt else ""
+        window += " (stopped early)" if STOPPED.is_set() else ""
         title = f"Crash torture: {', '.join(chosen)} x {args.kills} SIGKILL moments{window}" if args.kills else ""
         faults_title = "" if args.no_faults or args.bolt else \
             f"I/O faults: {', '.join(n for n in chosen if n != 'reviews')}"
@@ -129,6 +136,14 @@ def _bolt(wanted: bool, root: Path) -> Iterator[Any]:
     finally:
         tj.BOLT = None
         server.stop()
+
+
+STOPPED = threading.Event()  # set by SIGTERM: the cycles end early, what ran is recorded as such
+
+
+def _stop_early(signum: int, frame: Any) -> None:
+    STOPPED.set()
+    print("SIGTERM: stopping after the cycle under way; what ran is recorded", flush=True)
 
 
 def run_faults(w: tj.World, chosen: list[str], root: Path) -> list[tj.Fault]:
@@ -179,7 +194,8 @@ def _table(tallies: list, faults: list, kills: int, min_kills: int = 0) -> str:
                     f"{t.half_run_seen} | {len(t.failures)} | {wall:.0f} |")
     more = (f"; then more moments, each drawn in the first 90 % of the run, until {min_kills} kills had landed"
             if min_kills else "")
-    lines = [f"{kills} moments per job{more}; a moment after the job had ended is no kill (not counted).", "",
+    early = " Stopped early (SIGTERM): the moments column says how many ran." if STOPPED.is_set() else ""
+    lines = [f"{kills} moments per job{more}; a moment after the job had ended is no kill (not counted).{early}", "",
              *rows] if tallies else []
     fails = [f"- FAIL {c.why()}" for t, _ in tallies for c in t.failures]
     lines += ["", *fails] if fails else []

@@ -10,6 +10,7 @@ non-zero and leave the store as it was. Everything is compared by content (`snap
 run uids or timestamps."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -663,13 +664,15 @@ class Tally:
 
 
 def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[str], None] = lambda s: None,
-            checkpoint_window: float = 0.0, min_kills: int = 0, write_window: float = 0.0) -> Tally:
+            checkpoint_window: float = 0.0, min_kills: int = 0, write_window: float = 0.0,
+            stop: Callable[[], bool] = lambda: False) -> Tally:
     """`n` kill cycles of job `name` at moments spread over an uninterrupted run's duration (with
     `checkpoint_window`: over that many seconds from when LadybugDB began a checkpoint; with
     `write_window`, from when the job first changed the store); then, while fewer than `min_kills`
     of them came before the job ended, one more at a moment drawn in the first 90 % of that span
     (seeded). Over Bolt, review moments count from when the server is ready, after a first session
-    that warms the server up."""
+    that warms the server up. `log` gets a line per cycle (prefixed FAIL when it failed); `stop()`
+    true ends the cycles early (the tally holds those run)."""
     folder = work / name
     t = Tally(name)
     if name == "reviews":
@@ -690,12 +693,13 @@ def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[s
                               after_write=bool(write_window))
     span = checkpoint_window or write_window or t.seconds
     rng = random.Random(seed + 1)
-    for m in moments(span, n, seed):
+    for m in itertools.chain(moments(span, n, seed), iter(lambda: rng.random() * 0.9 * span, None)):
+        if stop() or (len(t.cycles) >= n and t.kills >= min_kills):
+            break
         t.cycles.append(c := cycle(m))
-        log(c.why() if c.failed else "")
-    while t.kills < min_kills:
-        t.cycles.append(c := cycle(rng.random() * 0.9 * span))
-        log(c.why() if c.failed else "")
+        state = "ended before the kill" if c.finished else "killed" + (" after it wrote" if c.touched else "")
+        log(f"{'FAIL ' if c.failed else ''}cycle {len(t.cycles)} at {m:.2f}s: {state}"
+            + (f": {c.why()}" if c.failed else ""))
     return t
 
 
