@@ -192,7 +192,7 @@ def _table(tallies: list, faults: list, kills: int, min_kills: int = 0) -> str:
         rows.append(f"| {t.job} | {t.seconds:.1f} | {len(t.cycles)} | {t.kills} | {t.touched} | "
                     f"{t.check_failed_before_reopen} | "
                     f"{t.half_run_seen} | {len(t.failures)} | {wall:.0f} |")
-    more = (f"; then more moments, each drawn in the first 90 % of the run, until {min_kills} kills had landed"
+    more = (f"; then more moments, each drawn in the first 90 % of that span, until {min_kills} kills had landed"
             if min_kills else "")
     early = " Stopped early (SIGTERM): the moments column says how many ran." if STOPPED.is_set() else ""
     lines = [f"{kills} moments per job{more}; a moment after the job had ended is no kill (not counted).{early}", "",
