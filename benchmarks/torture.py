@@ -107,7 +107,8 @@ def main() -> int:
             where = (" at checkpoint" if args.at_checkpoint else "") + (" after its first write" if args.after_write
                                                                          else "") + (BOLT_NAME if args.bolt else "")
             record("reliability", f"SIGKILL torture, {t.job}{where}",
-                   f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote)")
+                   f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote)"
+                   + (" (stopped early)" if STOPPED.is_set() else ""))
         if faults:
             record("reliability", "I/O faults (file size limit, read-only folder, full disk): failed",
                    f"{sum(1 for f in faults if f.failed)} of {len(faults)} cases over "
