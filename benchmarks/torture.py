@@ -104,8 +104,7 @@ def main() -> int:
             f"I/O faults: {', '.join(n for n in chosen if n != 'reviews')}"
         append(" and ".join(t for t in (title, faults_title) if t), body)
         for t, _ in tallies:
-            where = (" at checkpoint" if args.at_checkpoint else "") + (" after its first write" if args.after_write
-                                                                         else "") + (BOLT_NAME if args.bolt else "")
+            where = (" at checkpoint" if args.at_checkpoint else "") + (", Bolt" if args.bolt else "")  # rows < 200 chars
             record("reliability", f"SIGKILL torture, {t.job}{where}",
                    f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote)"
                    + (" (stopped early)" if STOPPED.is_set() else ""))
