@@ -1,35 +1,42 @@
 """Crash and I/O-fault torture (issue 52): every job that writes a store (ingest, re-ingest,
-`link --write`, `annotate`, `place`, reviews posted to `kgnorm serve`) SIGKILLed at `--kills` moments
-spread over an uninterrupted run's duration (one drawn at random in each n-th of it, seeded), on a
-small embedded (LadybugDB) store built from the toy ontology of the tests. After each kill: the store
+`link --write`, `annotate`, `place`, reviews posted to `kgnorm serve`, `retrain`) SIGKILLed at `--kills`
+moments spread over an uninterrupted run's duration (one drawn at random in each n-th of it, seeded), on
+a small embedded (LadybugDB) store built from the toy ontology of the tests. After each kill: the store
 opens, `kgnorm check` passes right after the kill (what a dead process left, which the next writer
 clears, is a note) and again once a writer reopened it, `kgnorm query` right after the kill shows the
-store as it was before the job or as an uninterrupted run leaves it (no half run), every review the
-API acknowledged is in the store, and the job run again ends
-with what an uninterrupted run gives (compared by content: concepts, mentions, links, placements,
-current reviews). Then the I/O faults: each job under a file size limit (RLIMIT_FSIZE) a little over
-the store's size, with the store's folder made read-only halfway through its run (as root: under
-setpriv without the capabilities that let root write through a chmod), and (where this runs as root
-and may mount a tmpfs) with the store on a filesystem with 1 MiB left: one `kgnorm: error:` line,
+store as it was before the job or as an uninterrupted run leaves it (no half run), every review the API
+acknowledged is in the store, and the job run again ends with what an uninterrupted run gives (compared
+by content: concepts, mentions, links, placements, current reviews); a killed `retrain` must leave no
+half-written OUT/linker or OUT/ner (either absent or whole and loading) and its run again must leave
+both, with the Run they name. Then the I/O faults: each job under a file size limit (RLIMIT_FSIZE) a
+little over the store's size, with the store's folder made read-only halfway through its run (as root:
+under setpriv without the capabilities that let root write through a chmod), and (where this runs as
+root and may mount a tmpfs) with the store on a filesystem with 1 MiB left: one `kgnorm: error:` line,
 exit non-zero, the store as before and sound. Reviews are killed, not run under faults.
 
 `--kills 0` runs the faults only.
 
-    python benchmarks/torture.py --kills 50 [--job link …] [--seed N] [--at-checkpoint S] [--no-faults] [--no-record]
+    python benchmarks/torture.py --kills 50 [--min-kills 50] [--job link …] [--seed N] [--at-checkpoint S]
+                                 [--after-write S] [--bolt] [--no-faults] [--no-record]
 
 The cases run in-process from tests/torture_jobs.py (the CI test, tests/test_torture.py, runs a few
-kills per job from the same code). Bolt stores (ArcadeDB, Neo4j) are not tortured yet.
+kills per job from the same code). `--bolt` tortures an ArcadeDB server over Bolt (tests/bolt_server.py)
+in place of LadybugDB, rebuilt from the base stores' commands for every cycle; no I/O faults there.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -38,7 +45,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from _report import append, record  # noqa: E402
 import torture_jobs as tj  # noqa: E402
 
-JOBS = ["ingest", "reingest", "link", "annotate", "place", "reviews"]
+JOBS = ["ingest", "reingest", "link", "annotate", "place", "reviews", "retrain"]
 
 
 def main() -> int:
@@ -50,41 +57,93 @@ def main() -> int:
     ap.add_argument("--at-checkpoint", type=float, default=0.0, metavar="S",
                     help="kill moments spread over S seconds from when LadybugDB began a checkpoint (its log "
                          "renamed .wal.checkpoint), not over the whole run")
+    ap.add_argument("--after-write", type=float, default=0.0, metavar="S",
+                    help="kill moments spread over S seconds from when the job first changed the store")
+    ap.add_argument("--min-kills", type=int, default=0, metavar="N",
+                    help="more moments (in the first 90%% of the run) until N of them came before the job ended")
+    ap.add_argument("--bolt", action="store_true",
+                    help="a Bolt store in place of LadybugDB: an ArcadeDB server on 127.0.0.1 (tests/bolt_server.py; "
+                         "the arcadedb-embedded test extra), rebuilt for every cycle; no I/O faults")
     ap.add_argument("--no-record", action="store_true", help="print only; no LOG.md section, no results row")
     args = ap.parse_args()
-    chosen = args.job or JOBS
+    signal.signal(signal.SIGTERM, _stop_early)
+    chosen = args.job or ([j for j in JOBS if j != "retrain"] if args.bolt else JOBS)
+    if args.bolt and "retrain" in chosen:
+        ap.error("--bolt: retrain is tortured on LadybugDB only")
     warnings.simplefilter("ignore")
-    with tempfile.TemporaryDirectory(prefix="kgnorm-torture-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kgnorm-torture-") as tmp, _bolt(args.bolt, Path(tmp)) as server:
         root = Path(tmp)
         w = tj.build_world(root / "world", tj.write_tiny_bert(root / "bert"))
+        if server is not None:
+            tj.BOLT = tj.Bolt(server.uri, tj.bolt_recipes(w))
         tallies = []
         for name in (chosen if args.kills else []):
+            if STOPPED.is_set():
+                break
             t0 = time.perf_counter()
-            t = tj.torture(w, name, args.kills, args.seed, root / "work", log=lambda s: s and print("  FAIL", s),
-                           checkpoint_window=args.at_checkpoint)
+            t = tj.torture(w, name, args.kills, args.seed, root / "work", log=lambda s: print("  " + s, flush=True),
+                           stop=lambda: STOPPED.is_set(),
+                           checkpoint_window=args.at_checkpoint, min_kills=args.min_kills,
+                           write_window=args.after_write)
             tallies.append((t, time.perf_counter() - t0))
             print(f"{name}: {t.kills} kills ({t.touched} after it changed the store), {len(t.failures)} failure(s), "
                   f"check failing before a writer reopened: {t.check_failed_before_reopen}, "
                   f"half run seen by query: {t.half_run_seen}", flush=True)
-        faults = [] if args.no_faults else run_faults(w, chosen, root)
-    body = _table(tallies, faults, args.kills)
+        faults = [] if args.no_faults or args.bolt or STOPPED.is_set() else run_faults(w, chosen, root)
+    body = _table(tallies, faults, args.kills, args.min_kills)
     failures = sum(len(t.failures) for t, _ in tallies) + sum(1 for f in faults if f.failed)
     if args.no_record:
         print(body)
     else:
         window = f" in the {args.at_checkpoint:g} s after a checkpoint began" if args.at_checkpoint else ""
+        window += f" in the {args.after_write:g} s after its first write" if args.after_write else ""
+        window += BOLT_NAME if args.bolt else ""
+        window += " (stopped early)" if STOPPED.is_set() else ""
         title = f"Crash torture: {', '.join(chosen)} x {args.kills} SIGKILL moments{window}" if args.kills else ""
-        faults_title = "" if args.no_faults else f"I/O faults: {', '.join(n for n in chosen if n != 'reviews')}"
+        faults_title = "" if args.no_faults or args.bolt else \
+            f"I/O faults: {', '.join(n for n in chosen if n != 'reviews')}"
         append(" and ".join(t for t in (title, faults_title) if t), body)
         for t, _ in tallies:
-            record("reliability", f"SIGKILL torture, {t.job}{' at checkpoint' if args.at_checkpoint else ''}",
-                   f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote)")
+            where = (" at checkpoint" if args.at_checkpoint else "") + (", Bolt" if args.bolt else "")  # rows < 200 chars
+            record("reliability", f"SIGKILL torture, {t.job}{where}",
+                   f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote)"
+                   + (" (stopped early)" if STOPPED.is_set() else ""))
         if faults:
             record("reliability", "I/O faults (file size limit, read-only folder, full disk): failed",
                    f"{sum(1 for f in faults if f.failed)} of {len(faults)} cases over "
                    f"{len({f.job for f in faults})} jobs "
                    "(one error line, store as before)")
     return 1 if failures else 0
+
+
+BOLT_NAME = " on ArcadeDB over Bolt"
+
+
+@contextlib.contextmanager
+def _bolt(wanted: bool, root: Path) -> Iterator[Any]:
+    """tests/bolt_server.py's ArcadeDB server for --bolt (its database named for every kgnorm the
+    torture starts), stopped at the end; None without --bolt."""
+    if not wanted:
+        yield None
+        return
+    from bolt_server import ArcadeDBProcess
+
+    (root / "arcadedb").mkdir()
+    server = ArcadeDBProcess(root / "arcadedb")
+    os.environ["KGNORM_NEO4J_DATABASE"] = server.database
+    try:
+        yield server
+    finally:
+        tj.BOLT = None
+        server.stop()
+
+
+STOPPED = threading.Event()  # set by SIGTERM: the cycles end early, what ran is recorded as such
+
+
+def _stop_early(signum: int, frame: Any) -> None:
+    STOPPED.set()
+    print("SIGTERM: stopping after the cycle under way; what ran is recorded", flush=True)
 
 
 def run_faults(w: tj.World, chosen: list[str], root: Path) -> list[tj.Fault]:
@@ -126,14 +185,18 @@ def _small_fs(where: Path, size: int) -> Path | None:
     return where if done.returncode == 0 else None
 
 
-def _table(tallies: list, faults: list, kills: int) -> str:
-    rows = ["| job | uninterrupted s | kills | after it changed the store | check failed right after the kill "
-            "| half run seen by query right after | failed cycles | wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+def _table(tallies: list, faults: list, kills: int, min_kills: int = 0) -> str:
+    rows = ["| job | uninterrupted s | moments | kills | after it changed the store | check failed right after the kill "
+            "| half run seen by query right after | failed cycles | wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for t, wall in tallies:
-        rows.append(f"| {t.job} | {t.seconds:.1f} | {t.kills} | {t.touched} | {t.check_failed_before_reopen} | "
+        rows.append(f"| {t.job} | {t.seconds:.1f} | {len(t.cycles)} | {t.kills} | {t.touched} | "
+                    f"{t.check_failed_before_reopen} | "
                     f"{t.half_run_seen} | {len(t.failures)} | {wall:.0f} |")
-    lines = [f"{kills} moments per job; a moment after the job had ended is no kill (not counted).", "", *rows] \
-        if tallies else []
+    more = (f"; then more moments, each drawn in the first 90 % of that span, until {min_kills} kills had landed"
+            if min_kills else "")
+    early = " Stopped early (SIGTERM): the moments column says how many ran." if STOPPED.is_set() else ""
+    lines = [f"{kills} moments per job{more}; a moment after the job had ended is no kill (not counted).{early}", "",
+             *rows] if tallies else []
     fails = [f"- FAIL {c.why()}" for t, _ in tallies for c in t.failures]
     lines += ["", *fails] if fails else []
     if faults:

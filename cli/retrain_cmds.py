@@ -13,7 +13,8 @@ def retrain_cmd(
     model: Annotated[Path, typer.Option("--model", help="The BioSyn linker annotate used (kgnorm train biosyn): "
                                         "the linker starts from it.")],
     out: Annotated[Path, typer.Option("--out", help="Directory to write OUT/linker and OUT/ner into (use them as "
-                                      "--model and --ner); neither may exist yet.")],
+                                      "--model and --ner); neither may exist yet, unless the same retrain made them (run "
+                                      "again after a kill, it finishes).")],
     ner: Annotated[Optional[Path], typer.Option("--ner", help="The trained detector annotate used (kgnorm train "
                                                 "ner): retrained on the documents marked done. Without it, the "
                                                 "linker only.")] = None,

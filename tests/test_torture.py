@@ -124,3 +124,44 @@ def test_a_review_on_a_full_disk_waits_in_the_journal_and_lands(world, tmp_path,
     finally:
         desk.close()
     assert review.uid in tj.stored_review_uids(folder)
+
+
+def test_a_retrain_killed_as_it_writes_a_model_leaves_none_half_written_and_runs_again(world, tmp_path):
+    """A retrain killed as soon as it began writing a model directory: OUT/linker is not there
+    half-written (nothing `annotate --model` would take for a finished model) and the same command
+    run again finishes (found by the torture: killed so, a retrain left an OUT/linker that loaded as a
+    model though its training had not ended, a second later also an OUT/ner with a half-written
+    encoder config, and the run again was refused: 'exists')."""
+    job = world.jobs["retrain"]
+    expected = tj.snapshot(world.bases[job.base])  # the store gains the Run and nothing else
+    expected["runs"] = sorted([*expected["runs"], ("retrain", "biosyn")])
+    c = tj.kill_cycle(world, job, 0.0, tmp_path / "kill", [expected], after=tj.model_file_written)
+    assert not c.failed, c.why()
+    assert not c.finished
+
+
+def test_a_retrain_stopped_while_it_publishes_is_published_by_the_next(capsys, world, tmp_path, monkeypatch):
+    """Stopped after its commit point (the staged linker's `retrained_on` block) with OUT/ner renamed
+    and OUT/linker not yet, and no Run written: the same command run again trains nothing, writes
+    the Run and renames the linker into place."""
+    from kgnorm.jobs import retrain as retrain_job
+    from kgnorm.jobs.retrain_out import staging
+
+    folder = tj.copy_store(world.bases["reviewed"], tmp_path / "store")
+    args = [*world.jobs["retrain"].args(folder), "--store", tj.uri(folder)]
+
+    def stopped(out, run, store):
+        (staging(out) / "ner").rename(out / "ner")
+        raise KeyboardInterrupt  # as if killed: nothing after this runs
+
+    monkeypatch.setattr(retrain_job, "publish", stopped)
+    assert run(capsys, *args)[0] == 130
+    out = folder / "retrained"
+    assert (out / "ner").exists() and not (out / "linker").exists()
+    assert tj.retrain_out_problems(folder, False) == []
+    assert "retrain" not in {k for k, _ in tj.snapshot(folder)["runs"]}
+    monkeypatch.undo()
+    code, _, err = run(capsys, *[a for a in args if a != "-q"])  # not quiet: its notes are printed
+    assert code == 0, err
+    assert "published the models of a retrain stopped" in err and "nothing trained again" in err
+    assert tj.retrain_out_problems(folder, True) == []

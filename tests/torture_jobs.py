@@ -10,6 +10,7 @@ non-zero and leave the store as it was. Everything is compared by content (`snap
 run uids or timestamps."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -20,9 +21,10 @@ import stat
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from annotate_fixtures import DOCS, OBO, write_jsonl, write_pubtator
 from cli_runner import exit_code
@@ -84,19 +86,57 @@ def write_tiny_bert(d: Path) -> Path:
 
 
 # -- stores: a folder holding the embedded store and its journal, copied for every cycle -------------
+@dataclass
+class Bolt:
+    """A Bolt store (tests/bolt_server.py's ArcadeDB) tortured in place of the embedded one: one
+    database, wiped and rebuilt from the kgnorm commands that made each base store (in-process)
+    where the embedded store's folder would be copied; the folder then holds only the job's outputs."""
+    uri: str
+    recipes: dict[str, list[list[str]]] = field(default_factory=dict)  # base folder name -> commands
+
+
+BOLT: Bolt | None = None  # set by the benchmark's --bolt
+
+
 def uri(folder: Path) -> str:
-    return f"ladybug://{folder}/graph"
+    return BOLT.uri if BOLT is not None else f"ladybug://{folder}/graph"
+
+
+def has_store(folder: Path) -> bool:
+    return BOLT is not None or (folder / "graph").exists()
 
 
 def copy_store(base: Path | None, dest: Path) -> Path:
     if dest.exists():
         _writable(dest)
         shutil.rmtree(dest)
-    if base is None:
+    if BOLT is not None:
+        dest.mkdir(parents=True)
+        _rebuild(BOLT, base.name if base is not None else None)
+    elif base is None:
         dest.mkdir(parents=True)
     else:
         shutil.copytree(base, dest)
     return dest
+
+
+def _rebuild(bolt: Bolt, base: str | None) -> None:
+    """The Bolt database wiped, then made by the base store's commands."""
+    from kgnorm.stores import open_store
+
+    with open_store(bolt.uri) as st:
+        st.query("MATCH (n) DETACH DELETE n")
+    for args in bolt.recipes[base] if base is not None else []:
+        _ok([*args, "--store", bolt.uri])
+
+
+def bolt_recipes(w: World) -> dict[str, list[list[str]]]:
+    """The commands that built each base store of `w` (build_world), for a Bolt store; outputs
+    go to the world's folder."""
+    r = w.root
+    ont = [["ingest", "obo", str(r / "toyd.obo"), "--ontology", "toyd", "-q"],
+           ["ingest", "obo", str(r / "toyx.obo"), "--ontology", "toyx", "-q"]]
+    return {"ontologies": ont, "linked": [*ont, w.jobs["link"].args(r)], "annotated": [*ont, w.jobs["annotate"].args(r)]}
 
 
 def _writable(folder: Path) -> None:
@@ -114,7 +154,7 @@ def snapshot(folder: Path) -> dict[str, Any]:
     is no store yet (an ingest killed before it made one)."""
     from kgnorm.stores import open_store
 
-    if not (folder / "graph").exists():
+    if not has_store(folder):
         return {}
     with open_store(uri(folder), read_only=True) as st:
         return {key: _rows(st, cypher) for key, cypher in QUERIES.items()}
@@ -142,8 +182,33 @@ def files_state(folder: Path) -> dict[str, tuple[int, int]]:
             st = p.stat()
         except FileNotFoundError:  # removed by the job meanwhile
             continue
-        out[p.name] = (st.st_size, st.st_mtime_ns)
+        if stat.S_ISREG(st.st_mode):  # a job's output folder (retrain's OUT) is not the store
+            out[p.name] = (st.st_size, st.st_mtime_ns)
     return out
+
+
+def store_state(folder: Path) -> Any:
+    """What tells whether a killed process changed the store: its files' sizes and times (the
+    embedded store), or its content, staging runs included (a Bolt store, read without writing)."""
+    return snapshot(folder) if BOLT is not None else files_state(folder)
+
+
+@contextmanager
+def _write_probe(folder: Path) -> Iterator[Callable[[], bool]]:
+    """A callable saying whether the store changed since the probe began: its files (the embedded
+    store) or its count of nodes, read on one open connection (a Bolt store: a run's staging node
+    is its first write)."""
+    if BOLT is None:
+        before = files_state(folder)
+        yield lambda: files_state(folder) != before
+        return
+    from kgnorm.stores import open_store
+
+    with open_store(BOLT.uri, read_only=True) as st:
+        def count() -> int:
+            return st.query("MATCH (n) RETURN count(n)").rows[0][0]
+        n = count()
+        yield lambda: count() != n
 
 
 # -- the world: fixtures and base stores, built once --------------------------------------------------
@@ -152,12 +217,15 @@ class Job:
     name: str
     base: str | None        # the base store the job starts from (None: no store yet)
     args: Callable[[Path], list[str]]  # kgnorm arguments, given the cycle's folder (for outputs)
+    # problems with what the job wrote outside the store, given the folder and whether the job finished
+    outputs: Callable[[Path, bool], list[str]] | None = None
 
 
 @dataclass
 class World:
     root: Path
     model: Path
+    ner: Path | None = None  # a tiny detector (retrain's --ner)
     bases: dict[str, Path] = field(default_factory=dict)
     jobs: dict[str, Job] = field(default_factory=dict)
 
@@ -178,14 +246,38 @@ def build_world(root: Path, bert: Path) -> World:
     model = root / "biosyn"
     _ok(["train", "biosyn", "--ontology", "toyd", "--out", str(model), "--encoder", str(bert), "--store", uri(ont),
          "-q"])
-    w = World(root, model, {"ontologies": ont})
+    from test_annotate_formats import _tiny_detector
+
+    w = World(root, model, _tiny_detector(bert, root / "ner", silent=False), {"ontologies": ont})
     for job in jobs(w).values():
         w.jobs[job.name] = job
     w.bases["linked"] = copy_store(ont, base / "linked")
     _ok([*w.jobs["link"].args(root), "--store", uri(w.bases["linked"])])
     w.bases["annotated"] = copy_store(ont, base / "annotated")
     _ok([*w.jobs["annotate"].args(root), "--store", uri(w.bases["annotated"])])
+    w.bases["reviewed"] = _reviewed(w, base / "reviewed")
     return w
+
+
+def _reviewed(w: World, folder: Path) -> Path:
+    """The annotated store with every mention reviewed once (review_plan's first round) and every
+    document marked done: what `retrain` learns from."""
+    from kgnorm.review.desk import ReviewDesk
+
+    copy_store(w.bases["annotated"], folder)
+    plan = review_plan(w)
+    desk = ReviewDesk(uri(folder))
+    try:
+        for mention, body in plan[:len(plan) // 2]:
+            desk.record(mention, body["decision"], body.get("concept", ""), reviewer=body["reviewer"])
+        with desk.reading() as st:
+            documents = [r[0] for r in st.query("MATCH (d:Document) RETURN d.uid ORDER BY d.uid").rows]
+        for d in documents:
+            desk.mark_done(d, "r0")
+        desk.flush()
+    finally:
+        desk.close()
+    return folder
 
 
 def _ok(args: list[str]) -> None:
@@ -207,7 +299,51 @@ def jobs(w: World) -> dict[str, Job]:
         Job("place", "ontologies", lambda d: ["place", "--source", "toyx", "--target", "toyd", "--model", m,
                                               "--xrefs", "ignore", "--write-top-k", "2", "--output",
                                               str(d / "placed.tsv"), "-q"]),
+        Job("retrain", "reviewed", lambda d: ["retrain", "--model", m, "--ner", str(w.ner), "--out", str(d / "retrained"),
+                                             "--linker-minutes", "0.2", "--ner-minutes", "0.1", "--threads", "1", "-q"],
+            retrain_out_problems),
     ]}
+
+
+def model_file_written(folder: Path) -> bool:
+    """Whether retrain has written a model's kgnorm-model.json anywhere under its OUT."""
+    return any((folder / "retrained").rglob("kgnorm-model.json"))
+
+
+def retrain_out_problems(folder: Path, finished: bool) -> list[str]:
+    """What a killed retrain may leave in OUT (folder/retrained): OUT/linker absent or whole (its
+    commit block, it loads), OUT/ner only beside a committed linker; once a run `finished`, both
+    there, no staging left, and the store holds the Run the linker names."""
+    from kgnorm.jobs.retrain_out import BLOCK, staging
+    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.methods.ner.model import load_ner
+    from kgnorm.methods.registry import open_linker
+    from kgnorm.stores import open_store
+
+    out = folder / "retrained"
+    linker, ner, staged = out / "linker", out / "ner", staging(out) / "linker"
+    problems = []
+    for what, path, load in (("linker", linker, open_linker), ("detector", ner, load_ner)):
+        if not path.exists():
+            problems += [f"no {path} after the run again"] if finished else []
+            continue
+        try:
+            load(path)
+        except Exception as exc:  # noqa: BLE001 - a half-written model is what is looked for
+            problems.append(f"{path} is there but does not load: {type(exc).__name__}: {exc}"[:300])
+    committed = [p for p in (linker, staged) if p.exists() and BLOCK in read_model_meta(p)]
+    if linker.exists() and linker not in committed:
+        problems.append(f"{linker} is there without the block a finished retrain writes")
+    if ner.exists() and not committed:
+        problems.append(f"{ner} is there beside no committed linker")
+    if finished:
+        problems += [f"{staging(out)} left after the run again"] if staging(out).exists() else []
+        if linker in committed:
+            with open_store(uri(folder), read_only=True) as st:
+                runs = {r[0] for r in st.query("MATCH (r:Run) RETURN r.uid").rows}
+            uid = read_model_meta(linker)[BLOCK]["run"]["uid"]
+            problems += [] if uid in runs else [f"the store lacks run {uid} that {linker} names"]
+    return problems
 
 
 # -- one job in a subprocess ------------------------------------------------------------------------
@@ -247,7 +383,7 @@ def check(folder: Path) -> list[str]:
     """`kgnorm check`'s problems (not its notes), [] when sound or when there is no store yet."""
     from kgnorm.jobs.check import check_store
 
-    if not (folder / "graph").exists():
+    if not has_store(folder):
         return []
     return [f"{f.check}: {f.message}" for f in check_store(uri(folder), lock_timeout=10).problems()]
 
@@ -271,7 +407,7 @@ def reopen(folder: Path) -> None:
     """What the next writer does first (clears the stages of killed processes); nothing when no store."""
     from kgnorm.stores import open_store
 
-    if (folder / "graph").exists():
+    if has_store(folder):
         open_store(uri(folder), lock_timeout=10).close()
 
 
@@ -288,12 +424,13 @@ class Cycle:
     rerun_code: int = 0
     same_result: bool = True
     lost_reviews: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)  # a half-written output (Job.outputs)
     error: str = ""
 
     @property
     def failed(self) -> bool:
         return bool(not self.opened or self.check_after_kill or self.check_after_reopen or self.half_run_seen
-                    or self.rerun_code or not self.same_result or self.lost_reviews or self.error)
+                    or self.rerun_code or not self.same_result or self.lost_reviews or self.outputs or self.error)
 
     def why(self) -> str:
         parts = [("store does not open: " + self.error) if not self.opened else self.error,
@@ -301,28 +438,33 @@ class Cycle:
                  "`kgnorm query` right after the kill shows a half run" if self.half_run_seen else "",
                  "; ".join(self.check_after_reopen), f"rerun exit {self.rerun_code}" if self.rerun_code else "",
                  "" if self.same_result else "rerun result differs from an uninterrupted run",
-                 f"lost reviews {self.lost_reviews[:3]}" if self.lost_reviews else ""]
+                 f"lost reviews {self.lost_reviews[:3]}" if self.lost_reviews else "", "; ".join(self.outputs)]
         return f"{self.job} killed at {self.moment:.2f}s: " + " | ".join(p for p in parts if p)
 
 
 def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[dict],
-               after_write: bool = False, at_checkpoint: bool = False) -> Cycle:
+               after_write: bool = False, at_checkpoint: bool = False,
+               after: Callable[[Path], bool] | None = None) -> Cycle:
     """Run `job` on a fresh copy of its base store, SIGKILL it `moment` seconds after its start (or,
     `after_write`, `moment` seconds after it first changed a file of the store; `at_checkpoint`,
-    `moment` seconds after LadybugDB began a checkpoint: its log renamed `.wal.checkpoint`), judge."""
+    `moment` seconds after LadybugDB began a checkpoint: its log renamed `.wal.checkpoint`; `after`,
+    `moment` seconds after after(folder) first held), judge."""
     from kgnorm.stores import open_store
 
     c = Cycle(job.name, moment)
     copy_store(w.bases.get(job.base) if job.base else None, folder)
-    before = files_state(folder)
+    before = store_state(folder)
     whole = [{k: s[k] for k in SEEN_BY_QUERY} for s in [snapshot(folder), *expected] if s] if job.base else []
     proc = start(job.args(folder), folder)
     if after_write:
-        while proc.poll() is None and files_state(folder) == before:
-            time.sleep(0.005)
+        with _write_probe(folder) as changed:
+            while proc.poll() is None and not changed():
+                time.sleep(0.005)
     if at_checkpoint:
         while proc.poll() is None and not (folder / "graph.wal.checkpoint").exists():
             time.sleep(0.0005)
+    while after is not None and proc.poll() is None and not after(folder):
+        time.sleep(0.002)
     try:
         proc.wait(timeout=moment)
         c.finished = True
@@ -330,10 +472,11 @@ def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[d
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     proc.stderr.close()
-    c.touched = files_state(folder) != before
+    c.touched = store_state(folder) != before
     try:
-        if (folder / "graph").exists():
+        if has_store(folder):
             open_store(uri(folder), read_only=True, lock_timeout=10).close()
+        c.outputs = job.outputs(folder, False) if job.outputs else []
         c.check_after_kill = check(folder)
         c.half_run_seen = bool(whole) and seen_by_query(folder) not in whole
         reopen(folder)
@@ -344,6 +487,8 @@ def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[d
     c.rerun_code = exit_code([*job.args(folder), "--store", uri(folder)])
     after = snapshot(folder)
     c.same_result = after in expected
+    if job.outputs and c.rerun_code == 0:
+        c.outputs += [f"after the run again: {p}" for p in job.outputs(folder, True)]
     if c.rerun_code == 0 and not c.check_after_reopen:
         c.check_after_reopen = check(folder)
     return c
@@ -371,6 +516,8 @@ def review_plan(w: World) -> list[tuple[str, dict]]:
     every third, alternating reviewers, each mention twice: the reviews a session posts."""
     from kgnorm.stores import open_store
 
+    if BOLT is not None:
+        _rebuild(BOLT, w.bases["annotated"].name)
     with open_store(uri(w.bases["annotated"]), read_only=True) as st:
         mentions = [r[0] for r in st.query("MATCH (m:Mention) RETURN m.uid ORDER BY m.uid").rows]
     plan = []
@@ -442,7 +589,7 @@ def review_cycle(w: World, moment: float | None, folder: Path, plan: list[tuple[
 
     c = Cycle("reviews", moment if moment is not None else 0.0)
     copy_store(w.bases["annotated"], folder)
-    before = files_state(folder)
+    before = store_state(folder)
     acked: list[str] = []
     t0 = time.monotonic()
     proc, base = start_server(folder)
@@ -463,7 +610,7 @@ def review_cycle(w: World, moment: float | None, folder: Path, plan: list[tuple[
         poster.join(timeout=30)
         seconds = time.monotonic() - t0
     proc.stdout.close()
-    c.touched = files_state(folder) != before
+    c.touched = store_state(folder) != before
     try:
         c.lost_reviews = sorted(set(acked) - stored_review_uids(folder) - journaled_review_uids(folder))
         c.check_after_kill = check(folder)
@@ -517,26 +664,42 @@ class Tally:
 
 
 def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[str], None] = lambda s: None,
-            checkpoint_window: float = 0.0) -> Tally:
+            checkpoint_window: float = 0.0, min_kills: int = 0, write_window: float = 0.0,
+            stop: Callable[[], bool] = lambda: False) -> Tally:
     """`n` kill cycles of job `name` at moments spread over an uninterrupted run's duration (with
-    `checkpoint_window`: over that many seconds from when LadybugDB began a checkpoint)."""
+    `checkpoint_window`: over that many seconds from when LadybugDB began a checkpoint; with
+    `write_window`, from when the job first changed the store); then, while fewer than `min_kills`
+    of them came before the job ended, one more at a moment drawn in the first 90 % of that span
+    (seeded). Over Bolt, review moments count from when the server is ready, after a first session
+    that warms the server up. `log` gets a line per cycle (prefixed FAIL when it failed); `stop()`
+    true ends the cycles early (the tally holds those run)."""
     folder = work / name
     t = Tally(name)
     if name == "reviews":
         plan = review_plan(w)
-        _, t.seconds = review_cycle(w, None, folder, plan, [])
+        ready = BOLT is not None
+        for _ in range(2 if ready else 1):
+            _, t.seconds = review_cycle(w, None, folder, plan, [], from_ready=ready)
         expected = [snapshot(folder)]
-        for m in moments(t.seconds, n, seed):
-            c, _ = review_cycle(w, m, folder, plan, expected)
-            t.cycles.append(c)
-            log(c.why() if c.failed else "")
+
+        def cycle(m: float) -> Cycle:
+            return review_cycle(w, m, folder, plan, expected, from_ready=ready)[0]
     else:
         job = w.jobs[name]
         expected, t.seconds = expected_results(w, job, folder)
-        for m in moments(checkpoint_window or t.seconds, n, seed):
-            c = kill_cycle(w, job, m, folder, expected, at_checkpoint=bool(checkpoint_window))
-            t.cycles.append(c)
-            log(c.why() if c.failed else "")
+
+        def cycle(m: float) -> Cycle:
+            return kill_cycle(w, job, m, folder, expected, at_checkpoint=bool(checkpoint_window),
+                              after_write=bool(write_window))
+    span = checkpoint_window or write_window or t.seconds
+    rng = random.Random(seed + 1)
+    for m in itertools.chain(moments(span, n, seed), iter(lambda: rng.random() * 0.9 * span, None)):
+        if stop() or (len(t.cycles) >= n and t.kills >= min_kills):
+            break
+        t.cycles.append(c := cycle(m))
+        state = "ended before the kill" if c.finished else "killed" + (" after it wrote" if c.touched else "")
+        log(f"{'FAIL ' if c.failed else ''}cycle {len(t.cycles)} at {m:.2f}s: {state}"
+            + (f": {c.why()}" if c.failed else ""))
     return t
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import KgnormError
+from kgnorm.jobs.retrain_out import commit, inputs_digest, publish, refuse_foreign, settle, staging
 from kgnorm.progress import note
 
 HELD_BACK = 5  # one document in HELD_BACK is held back
@@ -88,9 +89,7 @@ def _check(model: Path, ner: Path | None, out: Path) -> None:
     check_base(model)
     if ner is not None:
         base_types(ner)
-    for sub in ("linker", "ner"):
-        if (out / sub).exists():
-            raise KgnormError(f"{out / sub} exists: retrain writes new model directories; give another --out")
+    refuse_foreign(out)
 
 
 def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Path | None = None, *,
@@ -123,19 +122,29 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
     train = [r for r in reviews if not held_back(r[0])]
     test = [r for r in reviews if held_back(r[0])]
     report.held_back_documents = len({d for d, _, _ in test})
+    digest = inputs_digest(model, ner, seed, reviews, done)
+    finished = settle(out, digest, uri, report.notes)
+    if finished is not None:
+        report.run_uid = finished.uid
+        report.notes.append(f"{out} already holds the retrain of these reviews and models: nothing trained again")
+        return report
     if not test:
         report.notes.append("no reviewed document falls in the held-back fifth: no before/after scores, no "
                             "recalibration (review more documents)")
-    out.mkdir(parents=True, exist_ok=True)
-    report.linker = _linker(model, train, out / "linker", linker_minutes, linker_epochs, seed, quiet)
+    stage = staging(out)  # both models trained here, renamed into OUT once whole (kgnorm.jobs.retrain_out)
+    stage.mkdir(parents=True)
+    report.linker = _linker(model, train, stage / "linker", linker_minutes, linker_epochs, seed, quiet)
     if ner is not None:
         texts = {d: v for d, v in done_docs.items() if not held_back(d)}
-        report.ner = _detector(ner, texts, [r for r in train if r[0] in done], out / "ner", ner_minutes, ner_epochs,
-                               seed, quiet, report.notes)
+        report.ner = _detector(ner, texts, [r for r in train if r[0] in done], stage / "ner", ner_minutes,
+                               ner_epochs, seed, quiet, report.notes)
     if test:
-        _score_held_back(uri, model, ner, out, test, done, report, threads, quiet)
+        _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet)
     report.seconds = time.perf_counter() - t0
-    report.run_uid = _write_run(uri, model, ner, out, report, seed)
+    run = _run(model, ner, out, report, seed)
+    commit(out, run, digest)
+    publish(out, run, uri)
+    report.run_uid = run.uid
     return report
 
 
@@ -312,18 +321,16 @@ def _document_prf(rows: list[dict[str, Any]], gold: dict[str, frozenset[str]]) -
     return document_prf(mentions, gold, lambda i: True)
 
 
-def _write_run(uri: str, model: Path, ner: Path | None, out: Path, report: RetrainReport, seed: int) -> str:
-    from kgnorm.jobs.run import model_run, write_whole_run
+def _run(model: Path, ner: Path | None, out: Path, report: RetrainReport, seed: int) -> Any:
+    """The Run to record, naming the models where they will be once published (OUT/linker)."""
+    from kgnorm.jobs.run import model_run
     from kgnorm.methods.model_dir import read_model_meta
-    from kgnorm.stores.base import RunWrite
 
-    linker_meta = read_model_meta(out / "linker")
+    linker_meta = read_model_meta(staging(out) / "linker")
     params = {"model": str(model.resolve()), "ner": str(ner.resolve()) if ner else None, "out": str(out.resolve()),
               "reviews": report.reviews, "documents": report.documents, "done_documents": report.done_documents,
               "held_back_documents": report.held_back_documents, "seed": seed, "linker": report.linker,
               "ner_training": report.ner}
     metrics = {"held_back": report.held_back, "calibration": report.calibration, "seconds": round(report.seconds, 1)}
-    run = model_run("retrain", (out / "linker").resolve(), "biosyn", {"created_at": linker_meta.get("created_at", "")},
-                    params, metrics)
-    write_whole_run(uri, RunWrite(run))
-    return run.uid
+    return model_run("retrain", (out / "linker").resolve(), "biosyn", {"created_at": linker_meta.get("created_at", "")},
+                     params, metrics)
