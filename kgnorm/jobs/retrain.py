@@ -55,7 +55,8 @@ class RetrainReport:
             lines.append(f"linker: {self.linker['queries']:,} queries, {self.linker['epochs']} epoch(s) → "
                          f"{self.out / 'linker'}")
         if self.ner:
-            lines.append(f"detector: {self.ner['documents']:,} done document(s), {self.ner['steps']:,} steps → "
+            kept = f" (not kept: {self.out / 'ner'} is the given detector)" if self.ner.get("kept_given") else ""
+            lines.append(f"detector: {self.ner['documents']:,} done document(s), {self.ner['steps']:,} steps{kept} → "
                          f"{self.out / 'ner'}")
         hb = self.held_back
         if hb.get("acc1_before") is not None:
@@ -138,8 +139,7 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
         texts = {d: v for d, v in done_docs.items() if not held_back(d)}
         report.ner = _detector(ner, texts, [r for r in train if r[0] in done], stage / "ner", ner_minutes,
                                ner_epochs, seed, quiet, report.notes)
-    if test:
-        _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet)
+    _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet)  # none held back: no scores
     report.seconds = time.perf_counter() - t0
     run = _run(model, ner, out, report, seed)
     commit(out, run, digest)
