@@ -201,11 +201,13 @@ def _as_the_store_says(s, asked=ASKED) -> None:
         assert wrong[:2] == pytest.approx(wrong[2:])
 
 
-def test_the_kept_queue_follows_reviews_and_runs(served):
-    from kgnorm.review.queue_cache import QueueCache
+def test_the_kept_queue_follows_reviews_and_runs(served, monkeypatch):
+    from kgnorm.review import queue_cache
 
+    monkeypatch.setattr(queue_cache, "AHEAD", 3)  # reads ahead that run out: every way of reading is taken
+    monkeypatch.setattr(queue_cache, "AHEAD_FORM", 1)
     c = served.client
-    served.desk.queue = QueueCache()  # kept from now: only the forms asked for are read
+    served.desk.queue = queue_cache.QueueCache()  # kept from now: only the forms asked for are read
     _as_the_store_says(served, (("uncertain", 1, ""),))
     for m in [m for d in ("d1", "d2", "x1") for m in _doc(c, d)["mentions"] if m["review"] is not None]:
         _review(c, m["uid"], {"decision": "withdraw", "reviewer": "kay"})  # every mention in the queue again

@@ -154,24 +154,26 @@ def queue_view(store: GraphStore, limit: Any = 50, order: str = "uncertain", typ
     pick = _first(order)
     shown = [(k, pick(groups[k])) for k in chosen if k in groups]
     total = int(store.run_saved("review_counts", {"type": typ}).rows[0][0] or 0)
-    return queue_result(store, order, typ, n, forms, shown, total)
+    progress = progress_of(total, sum(f.n for f in forms.values()), sum(f.n_confidence for f in forms.values()),
+                           sum(f.wrong for f in forms.values()))
+    return queue_result(store, order, typ, n, [(m, forms[k].n) for k, m in shown], len(forms), progress)
 
 
-def queue_result(store: GraphStore, order: str, typ: str, n: int, forms: dict[tuple[str, str], _Form],
-                 shown: list[tuple[tuple[str, str], _Mention]], total: int) -> dict[str, Any]:
-    """The queue's answer: the forms shown by their mentions (in document order for ``document``,
-    the first n), with their links, and the progress over `forms` of `total` mentions."""
+def queue_result(store: GraphStore, order: str, typ: str, n: int, shown: list[tuple[_Mention, int]], forms: int,
+                 progress: dict[str, Any]) -> dict[str, Any]:
+    """The queue's answer: the forms shown by their mentions and how many unreviewed mentions each
+    form has (in document order for ``document``, the first n), with their links."""
     if order == "document":
-        shown = sorted(shown, key=lambda km: _where(km[1]))[:n]
-    links = _links(store, [m.uid for _, m in shown])
+        shown = sorted(shown, key=lambda mn: _where(mn[0]))[:n]
+    links = _links(store, [m.uid for m, _ in shown])
     out = []
-    for k, m in shown:
+    for m, count in shown:
         doc_uid, concept, onto, name = links.get(m.uid, ("", "", "", ""))
         out.append({"uid": m.uid, "doc_id": m.doc_id, "document_uid": doc_uid, "start": m.start, "end": m.end,
                     "text": m.text, "type": m.type, "concept": concept or None, "concept_name": name, "ontology": onto,
                     "score": m.s1, "confidence": m.confidence, "margin": m.margin(), "key": m.key,
-                    "same_text": forms[k].n - 1})
-    return {"mentions": out, "order": order, "type": typ, "forms": len(forms), "progress": _progress(total, forms)}
+                    "same_text": count - 1})
+    return {"mentions": out, "order": order, "type": typ, "forms": forms, "progress": progress}
 
 
 def _links(store: GraphStore, uids: list[str]) -> dict[str, tuple[str, str, str, str]]:
@@ -187,9 +189,8 @@ def _links(store: GraphStore, uids: list[str]) -> dict[str, tuple[str, str, str,
     return {u: (docs.get(u, ""), *best.get(u, (0.0, "", "", ""))[1:]) for u in uids}
 
 
-def _progress(total: int, forms: dict[tuple[str, str], _Form]) -> dict[str, Any]:
-    todo = sum(f.n for f in forms.values())
-    sure = sum(f.n_confidence for f in forms.values())
-    wrong = sum(f.wrong for f in forms.values())
+def progress_of(total: int, todo: int, sure: int, wrong: float) -> dict[str, Any]:
+    """Mentions reviewed of all, and the share of the unreviewed ones with a calibrated confidence
+    (`sure` of `todo`) that it expects to be linked wrong (`wrong`: the sum of 1 - confidence)."""
     return {"mentions": total, "reviewed": max(0, total - todo), "unreviewed": todo, "with_confidence": sure,
             "predicted_wrong": wrong, "predicted_wrong_share": wrong / sure if sure else None}

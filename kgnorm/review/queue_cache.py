@@ -6,36 +6,53 @@ first document over the mentions with no current review then, and which mentions
 Each request then reads only what can have moved: the Review nodes (few: people write them), the
 mentions those reviews are about (by uid, kept once read), and a stamp of the machine's side (how
 many mentions and links, the ranges of their confidences and scores, the runs): any change there
-but the spans a review added rebuilds it all. A form's mention to show comes from that form's
-mentions fetched once up to a bound (every one as sure as the bound or less, or in a document up
-to it); a form whose fetched mentions were all reviewed since is fetched whole. The answer is
-kgnorm.review.queue.queue_view's, for any store kgnorm wrote (the cache adds nothing to it)."""
+but the spans a review added rebuilds it all. A form's mention to show comes from mentions read
+once up to a bound (every one ranked at or before it, least sure first or in document order):
+the AHEAD least sure of the whole store at the first request that needs one, then per form where
+reviews used those up. The answer is kgnorm.review.queue.queue_view's, for any store kgnorm wrote
+(the cache adds nothing to it); string order is taken to be the store's (code points)."""
 from __future__ import annotations
 
+import heapq
 import math
 import random
 import threading
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, islice
 from typing import Any, Callable, Sequence
 
 from kgnorm.nil.confidence import MARGIN_CAP
-from kgnorm.review.queue import (_busy, _chosen, _first, _Form, _forms, _Mention, _mentions, _where, queue_params,
+from kgnorm.review.queue import (_busy, _first, _Form, _forms, _Mention, _mentions, progress_of, queue_params,
                                  queue_result)
 from kgnorm.review.records import REVIEW_RUN, Review
 from kgnorm.stores import GraphStore
 
 Key = tuple[str, str]
+Rank = tuple[Any, ...]
 LAST_DOC = "\U0010ffff"
+BIG = 1 << 62
+AHEAD = 20_000  # the least sure mentions read at once, for every form
+AHEAD_FORM = 1_000  # a form's least sure mentions read where reviews used up those
+
+
+def _rank(m: _Mention, dim: str) -> Rank:
+    """A mention's place: least sure first (then document, start, uid), or in document order."""
+    where = (m.doc_id, m.start if m.start is not None else -1, m.uid)
+    return (m.key, *where) if dim == "key" else where
+
+
+def _upto(dim: str, most: float = math.inf, last: str = LAST_DOC) -> Rank:
+    return (most, LAST_DOC, BIG, LAST_DOC) if dim == "key" else (last, BIG, LAST_DOC)
 
 
 @dataclass
 class _Fetched:
-    """A form's mentions read from the store: every one with no current review then that is as sure
-    as `kb` or less, and every one in a document up to `db` (the reviewed ones are known apart)."""
+    """A form's mentions read from the store: every one with no current review then ranked at or
+    before `kb` (least sure first) and at or before `db` (document order); the reviewed ones are
+    known apart (_Now.known)."""
 
-    kb: float = -math.inf
-    db: str = ""
+    kb: Rank = ()
+    db: Rank = ()
     ms: dict[str, _Mention] = field(default_factory=dict)
 
 
@@ -46,20 +63,31 @@ class _Built:
     forms: dict[Key, _Form]  # over the mentions with no current review when built
     reviewed: dict[str, bool]  # every mention with a review when built: whether one was current
     totals: dict[str, int]  # mentions of a type ('' every type) as when built
+    keys: list[Key] = field(default_factory=list)  # `forms` sorted
+    by_key: list[Key] = field(default_factory=list)  # `forms` least sure first (then by form)
+    by_doc: list[Key] = field(default_factory=list)  # `forms` by first document (then by form)
+    sums: dict[str, tuple[int, int, int, float]] = field(default_factory=dict)  # type -> forms, n, with conf., wrong
     rows: dict[str, _Mention] = field(default_factory=dict)  # reviewed mentions, by uid
     sources: dict[str, str] = field(default_factory=dict)
     fetched: dict[Key, _Fetched] = field(default_factory=dict)
+    ahead: Rank = ()  # every form's mentions are read up to here (least sure first)
 
 
 @dataclass
 class _Now:
-    """The queue's state at one request: the forms now, and the changes since the build per form."""
+    """The queue's state at one request: the changes since the build per form."""
 
     status: Callable[[str], bool]  # uid -> has a review now (stored current, or pending)
     added: dict[Key, list[_Mention]]  # unreviewed now, not counted when built
     removed: dict[Key, list[_Mention]]  # counted when built, reviewed now
     known: dict[Key, list[_Mention]]  # every reviewed (or once reviewed) mention, by form
     new_spans: list[_Mention]  # spans added by reviews since the build, in the store now
+    touched: dict[Key, _Form | None] = field(default_factory=dict)  # the forms changed (None: none left)
+
+    def form(self, b: _Built, k: Key) -> _Form:
+        f = self.touched[k] if k in self.touched else b.forms[k]
+        assert f is not None
+        return f
 
 
 def _key(m: _Mention) -> Key:
@@ -92,10 +120,15 @@ class QueueCache:
         order, n, rng, typ = queue_params(limit, order, typ, seed)
         with self._lock:
             b, now = self._current(store, _busy(pending))
-            forms = self._forms(store, b, now, typ)
-            shown = self._shown(store, b, now, forms, order, n, rng)
-            total = self._total(store, b, now, typ)
-            return queue_result(store, order, typ, n, forms, shown, total)
+            _touch(b, now)
+            dim = "key" if order == "uncertain" else "doc"
+            if order != "random":
+                self._resolve(store, b, now, [k for k, f in now.touched.items() if f is not None], dim)
+            chosen = _choose(b, now, order, n, rng, typ)
+            if order == "random":
+                self._resolve(store, b, now, [k for k in chosen if k in now.touched], dim)
+            shown = self._shown(store, b, now, chosen, order)
+            return queue_result(store, order, typ, n, shown, *_progress(b, now, typ, self._total(store, b, now, typ)))
 
     # -- the state now -------------------------------------------------------------------------
     def _current(self, store: GraphStore, busy: set[str]) -> tuple[_Built, _Now]:
@@ -114,37 +147,52 @@ class QueueCache:
             self._built = None  # mentions came or went besides the spans reviews added: build again
         raise AssertionError("unreachable: a fresh build counts the mentions it was built with")
 
-    def _forms(self, store: GraphStore, b: _Built, now: _Now, typ: str) -> dict[Key, _Form]:
-        """Every form with an unreviewed mention now (of `typ`): the build's, and for the forms reviews
-        touched since, the changes (their least key or first document read from their mentions where
-        a mention reviewed since may have held it)."""
-        forms = dict(b.forms)
-        todo: list[Key] = []
-        for k in set(now.added) | set(now.removed):
-            f = _counted(b.forms.get(k), now.added.get(k, []), now.removed.get(k, []))
-            if f.n <= 0:
-                forms.pop(k, None)
-                continue
-            f.key, f.first_doc = _lowest(b, now, k, "key"), _lowest(b, now, k, "doc")
-            todo += [k] if f.key is None or f.first_doc is None else []
-            forms[k] = f
-        if todo:  # read those forms' mentions whole
+    def _resolve(self, store: GraphStore, b: _Built, now: _Now, keys: list[Key], dim: str) -> None:
+        """The least key (dim key) or first document (doc) of the forms `keys` reviews changed:
+        from the build and the changes, else from the mentions read, else read."""
+        todo = [k for k in keys if not _settle(b, now, k, dim)]
+        if todo and dim == "key":
+            self._ahead(store, b, todo)
+            todo = [k for k in todo if not _settle(b, now, k, dim)]
+        if todo:  # read those forms whole
             self._fetch(store, b, todo)
-            for k in todo:
-                forms[k].key, forms[k].first_doc = _lowest(b, now, k, "key"), _lowest(b, now, k, "doc")
-        return {k: f for k, f in forms.items() if k[1] == typ} if typ else forms
+            todo = [k for k in todo if not _settle(b, now, k, dim)]
+        assert not todo, todo  # read whole, a form with an unreviewed mention has it among them
 
-    def _shown(self, store: GraphStore, b: _Built, now: _Now, forms: dict[Key, _Form], order: str, n: int,
-               rng: random.Random) -> list[tuple[Key, _Mention]]:
-        chosen = _chosen(forms, order, n, rng)
+    def _shown(self, store: GraphStore, b: _Built, now: _Now, chosen: list[Key],
+               order: str) -> list[tuple[_Mention, int]]:
+        """Each chosen form's mention to show (kgnorm.review.queue._first), with the form's count."""
         dim = "key" if order == "uncertain" else "doc"
-        short = [k for k in chosen if not _covers(b.fetched.get(k), forms[k], dim)]
+        short = [k for k in chosen if not _candidates(b, now, k, dim)]
         if short and dim == "key":
-            self._fetch(store, b, short, most=max(forms[k].key for k in short))
+            self._ahead(store, b, short)
+            short = [k for k in short if not _candidates(b, now, k, dim)]
+            if short:
+                self._fetch(store, b, short, most=max(now.form(b, k).key for k in short))
         elif short:
-            self._fetch(store, b, short, last=max(forms[k].first_doc for k in short))
+            self._fetch(store, b, short, last=max(now.form(b, k).first_doc for k in short))
         pick = _first(order)
-        return [(k, pick(_candidates(b, now, k, dim))) for k in chosen]
+        return [(pick(_candidates(b, now, k, dim)), now.form(b, k).n) for k in chosen]
+
+    def _ahead(self, store: GraphStore, b: _Built, keys: list[Key]) -> None:
+        """Read ahead: the AHEAD least sure mentions of every form the first time, else AHEAD_FORM of `keys`'."""
+        every = not b.ahead
+        p = {"forms": [] if every else sorted({f for f, _ in keys}), "k": AHEAD if every else AHEAD_FORM}
+        rows, bound = [], _upto("key")
+        for name, extra in (("review_queue_least", {"cap": MARGIN_CAP}), ("review_queue_least_unlinked", {})):
+            got = _as_mentions(store.run_saved(name, {**p, **extra}).rows)
+            rows += got
+            if len(got) == p["k"]:  # more may follow: what was read is whole only up to the last one
+                bound = min(bound, _rank(got[-1], "key"))
+        wanted = None if every else set(keys)
+        for m in rows:
+            if _rank(m, "key") <= bound and (wanted is None or _key(m) in wanted):
+                b.fetched.setdefault(_key(m), _Fetched()).ms[m.uid] = m
+        if every:
+            b.ahead = bound
+        for k in keys:
+            fe = b.fetched.setdefault(k, _Fetched())
+            fe.kb = max(fe.kb, bound)
 
     def _fetch(self, store: GraphStore, b: _Built, keys: list[Key], most: float = math.inf,
                last: str = LAST_DOC) -> None:
@@ -156,9 +204,9 @@ class QueueCache:
         for k in keys:
             fe = b.fetched.setdefault(k, _Fetched())
             if last == LAST_DOC:
-                fe.kb = max(fe.kb, most)
+                fe.kb = max(fe.kb, _upto("key", most))
             if most == math.inf:
-                fe.db = max(fe.db, last)
+                fe.db = max(fe.db, _upto("doc", last=last))
 
     def _total(self, store: GraphStore, b: _Built, now: _Now, typ: str) -> int:
         spans = sum(1 for m in now.new_spans if not typ or m.type == typ)
@@ -168,8 +216,51 @@ class QueueCache:
 
 
 def _build(store: GraphStore, stamp: tuple[Any, ...], mentions: int, stored: dict[str, bool]) -> _Built:
+    """The forms over the mentions with no current review now, sorted each way, and their sums per type."""
     total = int(store.run_saved("review_counts", {"type": ""}).rows[0][0] or 0)
-    return _Built(stamp, mentions, _forms(store, "", set()), dict(stored), {"": total})
+    forms = _forms(store, "", set())
+    sums: dict[str, tuple[int, int, int, float]] = {}
+    for k, f in forms.items():
+        for t in {"", k[1]}:
+            c = sums.get(t, (0, 0, 0, 0.0))
+            sums[t] = (c[0] + 1, c[1] + f.n, c[2] + f.n_confidence, c[3] + f.wrong)
+    return _Built(stamp, mentions, forms, dict(stored), {"": total}, sorted(forms),
+                  sorted(forms, key=lambda k: (forms[k].key, k)), sorted(forms, key=lambda k: (forms[k].first_doc, k)),
+                  sums)
+
+
+def _choose(b: _Built, now: _Now, order: str, n: int, rng: random.Random, typ: str) -> list[Key]:
+    """kgnorm.review.queue._chosen over the forms now, walking the build's sorted forms (those
+    reviews changed merged in) instead of sorting them all."""
+    def mine(k: Key) -> bool:
+        return not typ or k[1] == typ
+
+    live = [k for k, f in now.touched.items() if f is not None and mine(k)]
+    if order == "random":
+        keys = [k for k in b.keys if mine(k) and now.touched.get(k, b.forms[k]) is not None]
+        new = [k for k in live if k not in b.forms]
+        keys = sorted(keys + new) if new else keys
+        rng.shuffle(keys)
+        return keys[:n]
+    if order == "uncertain":
+        def rank(k: Key) -> tuple[Any, ...]:
+            return (now.form(b, k).key, k)
+    else:
+        def rank(k: Key) -> tuple[Any, ...]:
+            return (now.form(b, k).first_doc, k)
+    base = b.by_key if order == "uncertain" else b.by_doc
+    walk = heapq.merge((k for k in base if k not in now.touched and mine(k)), sorted(live, key=rank), key=rank)
+    if order == "uncertain":
+        return list(islice(walk, n))
+    out: list[Key] = []
+    last = None
+    for k in walk:  # every form whose first document ties the n-th's
+        first = now.form(b, k).first_doc
+        if last is not None and first > last:
+            break
+        out.append(k)
+        last = first if len(out) == n else last
+    return out
 
 
 def _changes(b: _Built, stored: dict[str, bool], busy: set[str]) -> _Now:
@@ -207,19 +298,56 @@ def _counted(base: _Form | None, added: list[_Mention], removed: list[_Mention])
     return f
 
 
+def _touch(b: _Built, now: _Now) -> None:
+    """The counts of the forms reviews changed since the build (their key and first document: _settle)."""
+    for k in set(now.added) | set(now.removed):
+        f = _counted(b.forms.get(k), now.added.get(k, []), now.removed.get(k, []))
+        now.touched[k] = f if f.n > 0 else None
+        if f.n > 0:
+            f.key, f.first_doc = None, None  # type: ignore[assignment]  # not known until settled
+
+
+def _settle(b: _Built, now: _Now, k: Key, dim: str) -> bool:
+    """Set a changed form's least key (or first document) where it can be told without reading the store."""
+    f = now.form(b, k)
+    value = _lowest(b, now, k, dim)
+    if dim == "key":
+        f.key = value if value is not None else f.key
+    else:
+        f.first_doc = value if value is not None else f.first_doc
+    return value is not None
+
+
+def _progress(b: _Built, now: _Now, typ: str, total: int) -> tuple[int, dict[str, Any]]:
+    """(forms, progress) of `typ`: the build's sums, less the changed forms as built, plus as now."""
+    forms, todo, sure, wrong = b.sums.get(typ, (0, 0, 0, 0.0))
+    for k, new in now.touched.items():
+        if not typ or k[1] == typ:
+            old = b.forms.get(k)
+            forms += (new is not None) - (old is not None)
+            for x, sign in ((new, 1), (old, -1)):
+                if x is not None:
+                    todo, sure, wrong = todo + sign * x.n, sure + sign * x.n_confidence, wrong + sign * x.wrong
+    return forms, progress_of(total, todo, sure, wrong)
+
+
+def _as_mentions(rows: list[list[Any]]) -> list[_Mention]:
+    return [_Mention(uid, doc_id or "", start, end, text or "", mtype or "", None if conf is None else float(conf),
+                     s1, s2, float(key)) for uid, doc_id, start, end, text, mtype, conf, s1, s2, key, *_ in rows]
+
+
 def _value(m: _Mention, dim: str) -> Any:
     return m.key if dim == "key" else m.doc_id
 
 
 def _candidates(b: _Built, now: _Now, k: Key, dim: str) -> list[_Mention]:
-    """The unreviewed mentions of form `k` within what was read of it along `dim` (every one there is)."""
+    """The unreviewed mentions of form `k` ranked at or before what was read of it along `dim`:
+    where there is one, the form's first along `dim` is among them."""
     fe = b.fetched.get(k)
-    if fe is None:
-        return []
-    bound = fe.kb if dim == "key" else fe.db
+    bound = max(fe.kb if fe else (), b.ahead) if dim == "key" else (fe.db if fe else ())
     seen: dict[str, _Mention] = {}
-    for m in chain(fe.ms.values(), now.known.get(k, [])):
-        if not now.status(m.uid) and _value(m, dim) <= bound:
+    for m in chain(fe.ms.values() if fe else (), now.known.get(k, [])):
+        if not now.status(m.uid) and _rank(m, dim) <= bound:
             seen[m.uid] = m
     return list(seen.values())
 
@@ -235,7 +363,3 @@ def _lowest(b: _Built, now: _Now, k: Key, dim: str) -> Any:
             return min(values)
     cands = _candidates(b, now, k, dim)
     return min(_value(m, dim) for m in cands) if cands else None
-
-
-def _covers(fe: _Fetched | None, f: _Form, dim: str) -> bool:
-    return fe is not None and (fe.kb >= f.key if dim == "key" else fe.db >= f.first_doc)
