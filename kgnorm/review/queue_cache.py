@@ -22,7 +22,7 @@ from itertools import chain, islice
 from typing import Any, Callable, Sequence
 
 from kgnorm.nil.confidence import MARGIN_CAP
-from kgnorm.review.queue import (_busy, _first, _Form, _forms, _Mention, _mentions, progress_of, queue_params,
+from kgnorm.review.queue import (_busy, _Form, _forms, _Mention, _mentions, progress_of, queue_params,
                                  queue_result)
 from kgnorm.review.records import REVIEW_RUN, Review
 from kgnorm.stores import GraphStore
@@ -54,6 +54,17 @@ class _Fetched:
     kb: Rank = ()
     db: Rank = ()
     ms: dict[str, _Mention] = field(default_factory=dict)
+    _ranked: dict[str, list[tuple[Rank, _Mention]]] = field(default_factory=dict)
+
+    def add(self, m: _Mention) -> None:
+        self.ms[m.uid] = m
+        self._ranked.clear()
+
+    def ranked(self, dim: str) -> list[tuple[Rank, _Mention]]:
+        """`ms` in rank order along `dim` (sorted once per change)."""
+        if dim not in self._ranked:
+            self._ranked[dim] = sorted(((_rank(m, dim), m) for m in self.ms.values()), key=lambda rm: rm[0])
+        return self._ranked[dim]
 
 
 @dataclass
@@ -163,16 +174,20 @@ class QueueCache:
                order: str) -> list[tuple[_Mention, int]]:
         """Each chosen form's mention to show (kgnorm.review.queue._first), with the form's count."""
         dim = "key" if order == "uncertain" else "doc"
-        short = [k for k in chosen if not _candidates(b, now, k, dim)]
+        short = [k for k in chosen if _least(b, now, k, dim) is None]
         if short and dim == "key":
             self._ahead(store, b, short)
-            short = [k for k in short if not _candidates(b, now, k, dim)]
+            short = [k for k in short if _least(b, now, k, dim) is None]
             if short:
                 self._fetch(store, b, short, most=max(now.form(b, k).key for k in short))
         elif short:
             self._fetch(store, b, short, last=max(now.form(b, k).first_doc for k in short))
-        pick = _first(order)
-        return [(pick(_candidates(b, now, k, dim)), now.form(b, k).n) for k in chosen]
+        out = []
+        for k in chosen:
+            m = _least(b, now, k, dim)
+            assert m is not None, k  # read up to the form's least key (first document): its mention is there
+            out.append((m, now.form(b, k).n))
+        return out
 
     def _ahead(self, store: GraphStore, b: _Built, keys: list[Key]) -> None:
         """Read ahead: the AHEAD least sure mentions of every form the first time, else AHEAD_FORM of `keys`'."""
@@ -187,7 +202,7 @@ class QueueCache:
         wanted = None if every else set(keys)
         for m in rows:
             if _rank(m, "key") <= bound and (wanted is None or _key(m) in wanted):
-                b.fetched.setdefault(_key(m), _Fetched()).ms[m.uid] = m
+                b.fetched.setdefault(_key(m), _Fetched()).add(m)
         if every:
             b.ahead = bound
         for k in keys:
@@ -200,7 +215,7 @@ class QueueCache:
         document up to `last`: each form is then known whole up to `most` (last: every document), or
         up to `last` (most: any)."""
         for m in _mentions(store, keys, "", set(), most if math.isfinite(most) else 1e300, last):
-            b.fetched.setdefault(_key(m), _Fetched()).ms[m.uid] = m
+            b.fetched.setdefault(_key(m), _Fetched()).add(m)
         for k in keys:
             fe = b.fetched.setdefault(k, _Fetched())
             if last == LAST_DOC:
@@ -340,16 +355,23 @@ def _value(m: _Mention, dim: str) -> Any:
     return m.key if dim == "key" else m.doc_id
 
 
-def _candidates(b: _Built, now: _Now, k: Key, dim: str) -> list[_Mention]:
-    """The unreviewed mentions of form `k` ranked at or before what was read of it along `dim`:
-    where there is one, the form's first along `dim` is among them."""
+def _least(b: _Built, now: _Now, k: Key, dim: str) -> _Mention | None:
+    """Form `k`'s first unreviewed mention along `dim` (kgnorm.review.queue._first's) among those
+    ranked at or before what was read of it: where there is one, it is the form's first."""
     fe = b.fetched.get(k)
     bound = max(fe.kb if fe else (), b.ahead) if dim == "key" else (fe.db if fe else ())
-    seen: dict[str, _Mention] = {}
-    for m in chain(fe.ms.values() if fe else (), now.known.get(k, [])):
-        if not now.status(m.uid) and _rank(m, dim) <= bound:
-            seen[m.uid] = m
-    return list(seen.values())
+    best: tuple[Rank, _Mention] | None = None
+    for r, m in fe.ranked(dim) if fe else ():
+        if r > bound:
+            break
+        if not now.status(m.uid):
+            best = (r, m)
+            break
+    for m in now.known.get(k, []):  # the mentions reviewed once: not read with the others
+        r = _rank(m, dim)
+        if r <= bound and not now.status(m.uid) and (best is None or r < best[0]):
+            best = (r, m)
+    return None if best is None else best[1]
 
 
 def _lowest(b: _Built, now: _Now, k: Key, dim: str) -> Any:
@@ -361,5 +383,5 @@ def _lowest(b: _Built, now: _Now, k: Key, dim: str) -> Any:
         values = [low] * (low is not None) + [_value(m, dim) for m in now.added.get(k, [])]
         if values:
             return min(values)
-    cands = _candidates(b, now, k, dim)
-    return min(_value(m, dim) for m in cands) if cands else None
+    m = _least(b, now, k, dim)
+    return None if m is None else _value(m, dim)
