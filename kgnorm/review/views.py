@@ -85,8 +85,7 @@ def list_documents(store: GraphStore, limit: Any = 50, after: str = "", q: str =
     after, q, concept = (after or "")[:1000], (q or "").strip()[:MAX_QUERY], (concept or "").strip()[:MAX_QUERY]
     if concept:
         rows = _documents_of_concept(store, concept, after, n + 1)
-        mentions = store.query(f"MATCH (d:Document) WHERE d.uid IN $u {_COUNTS}",
-                               {"u": [r[0] for r in rows[:n]]}).rows if rows else []
+        mentions = store.run_saved("serve_documents_counts", {"u": [r[0] for r in rows[:n]]}).rows if rows else []
     else:
         rows, mentions = _documents_page(store, after, q, n + 1)
     page = rows[:n]
@@ -95,25 +94,17 @@ def list_documents(store: GraphStore, limit: Any = 50, after: str = "", q: str =
     return {"documents": docs, "next": page[-1][0] if len(rows) > n else None}
 
 
-# per document of the page: each mention, its number of links and its current review
-_COUNTS = ("OPTIONAL MATCH (d)<-[:`IN`]-(m:Mention) WITH DISTINCT d, m "
-           "OPTIONAL MATCH (m)-[l:LINKED_TO]->(:Concept) WITH d, m, count(l) AS links "
-           "OPTIONAL MATCH (m)-[:REVIEWED]->(r:Review) WHERE r.current = true "
-           "RETURN d.uid, m.uid, links, r.decision, r.concept_uid, r.created_at, d.doc_id, d.title")
-
-
 def _documents_page(store: GraphStore, after: str, q: str, n: int) -> tuple[list[list[Any]], list[list[Any]]]:
     """(uid, doc_id, title) of a page and its mention rows, in one query: the page first (ORDER BY
     uid LIMIT n), then its mentions (LadybugDB plans an UNWIND of uids into a scan of every IN edge).
     `q`: the documents with that doc id (or uid) when there are any, else those whose title or
     text has it (a scan of every text, so only when no id matched)."""
-    where = "d.uid > $after"
     if q and store.run_saved("serve_document_id_exists", {"q": q}).rows:
-        where += " AND (d.doc_id = $q OR d.uid = $q)"
+        mentions = store.run_saved("serve_documents_page_id", {"after": after, "q": q, "limit": n}).rows
     elif q:
-        where += " AND (toLower(coalesce(d.title, '')) CONTAINS $lq OR toLower(coalesce(d.text, '')) CONTAINS $lq)"
-    mentions = store.query(f"MATCH (d:Document) WHERE {where} WITH d ORDER BY d.uid LIMIT {n} {_COUNTS}",
-                           {"after": after, "q": q, "lq": q.lower()}).rows
+        mentions = store.run_saved("serve_documents_page_text", {"after": after, "lq": q.lower(), "limit": n}).rows
+    else:
+        mentions = store.run_saved("serve_documents_page", {"after": after, "limit": n}).rows
     docs = {r[0]: [r[0], r[6], r[7]] for r in mentions}
     return [docs[u] for u in sorted(docs)], mentions
 
