@@ -1,6 +1,6 @@
 """How fast `kgnorm serve` answers on a big store (issue 40: a document page for an abstract with 30
 mentions in <= 200 ms on 100,000 documents and 1 million mentions, 2 cores; issue 50: the review
-queue in <= 200 ms there, asked for QUEUE_REPEAT times only, as it scans every mention).
+queue in <= 200 ms there).
 
 The store is built through the product's own write path (a StagedRun, as `annotate` writes): a
 synthetic ontology of `--concepts` concepts (ingested with `kgnorm ingest obo`), `--documents`
@@ -8,23 +8,32 @@ documents of abstract length, one in ten with 30 mentions and the rest with enou
 `--mentions` in all, each mention LINKED_TO one concept (rank 1, as annotate writes by default).
 Then the pages are asked for through the app itself (Starlette's test client: routing, the store
 reads, the template, no network), each `--repeat` times on distinct documents, after one warm-up
-request; the figure is the median and the 95th percentile per route. `--store DIR` keeps (and
-reuses) the built store; without it the store lives in a temporary directory.
+request; the figure is the median and the 95th percentile per route. The review queue is timed
+three ways in the same run: as kgnorm.review.queue computes it from the store on every call (what
+the app did before it kept the queue; QUEUE_REPEAT times, as it scans every mention), the app's
+first request (which builds what the app keeps), and the app's requests after it; then, on a copy
+of the store, a curator's loop: `--reviews` times, the queue's first mention reviewed and the queue
+asked again (the figure: that request). `--store DIR` keeps (and reuses) the built store; without
+it the store lives in a temporary directory.
 """
 from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import append, record  # noqa: E402
 
 QUEUE_REPEAT = 5
+QUEUE = "/api/queue?limit=50"
+QUEUE_LABEL = "review queue (/api/queue?limit=50)"
 WORDS = ["heart", "attack", "kidney", "renal", "failure", "acute", "chronic", "disease", "syndrome",
          "infarction", "myocardial", "parkinson", "cancer", "tumor", "breast", "lung", "liver", "pain",
          "fever", "diabetes", "hyper", "tension", "neuro", "cardio", "gastro", "nephro", "hepato", "onco"]
@@ -125,14 +134,55 @@ def measure(uri: str, repeat: int, n_docs: int, seed: int) -> dict[str, list[flo
                                  ("documents list, first page (/api/documents?limit=50)",
                                   ["/api/documents?limit=50"] * (repeat + 1)),
                                  ("concept page (HTML)", [f"/concepts/SYN:{rng.randrange(1000):06d}"
-                                                          for _ in range(repeat + 1)]),
-                                 ("review queue (/api/queue?limit=50)",
-                                  ["/api/queue?limit=50"] * (min(repeat, QUEUE_REPEAT) + 1))):
+                                                          for _ in range(repeat + 1)])):
                 timed(client, paths[0], 1)  # warm-up
                 results[label] = [t for p in paths[1:] for t in timed(client, p, 1)]
+            results.update(measure_queue(client, desk, repeat))
     finally:
         desk.close()
     return results
+
+
+def measure_queue(client, desk, repeat: int) -> dict[str, list[float]]:
+    """The queue as kgnorm.review.queue computes it on every call (the app before it kept it), the
+    app's first request (which builds what it keeps) and the requests after it."""
+    from kgnorm.review.queue import queue_view
+
+    before = []
+    for _ in range(QUEUE_REPEAT):
+        t0 = time.perf_counter()
+        with desk.reading() as st:
+            queue_view(st, 50, pending=desk.pending())
+        before.append((time.perf_counter() - t0) * 1000)
+    return {"review queue, computed on every request (before)": before,
+            "review queue, the app's first request (builds what it keeps)": timed(client, QUEUE, 1),
+            QUEUE_LABEL: timed(client, QUEUE, repeat)}
+
+
+def measure_review_loop(uri: str, reviews: int) -> dict[str, list[float]]:
+    """A curator's loop on a copy of the store: the queue's first mention reviewed (nil), the queue
+    asked again; the figure is the queue request after each review."""
+    from starlette.testclient import TestClient
+
+    from kgnorm.review.desk import ReviewDesk
+    from kgnorm.serve.app import create_app
+
+    token = "benchmark-token-0123456789"
+    desk = ReviewDesk(uri)
+    out: list[float] = []
+    try:
+        with TestClient(create_app(desk, token)) as client:
+            top = client.get(QUEUE).json()["mentions"][0]
+            for _ in range(reviews):
+                r = client.post(f"/api/mentions/{quote(top['uid'], safe='')}/review", json={"decision": "nil"},
+                                headers={"X-Kgnorm-Token": token})
+                assert r.status_code == 200, r.text
+                t0 = time.perf_counter()
+                top = client.get(QUEUE).json()["mentions"][0]
+                out.append((time.perf_counter() - t0) * 1000)
+    finally:
+        desk.close()
+    return {"review queue after each review (review the first, ask again)": out}
 
 
 # docs/results.md's row for each request (benchmarks/results.jsonl; _report.record)
@@ -140,16 +190,23 @@ RESULT_ROWS = {"document page (HTML), 30 mentions": "Document page (HTML, 30 men
                "document JSON (/api/documents/ID), 30 mentions": "Document JSON (/api/documents/ID)",
                "documents list, first page (/api/documents?limit=50)": "Documents list, first page of 50",
                "concept page (HTML)": "Concept page (HTML)",
-               "review queue (/api/queue?limit=50)": "Review queue, 50 texts least sure first (/api/queue)"}
+               QUEUE_LABEL: "Review queue, 50 texts least sure first (/api/queue)",
+               "review queue, computed on every request (before)": "Review queue computed on every request (before)",
+               "review queue, the app's first request (builds what it keeps)": "Review queue, first request (builds it)",
+               "review queue after each review (review the first, ask again)": "Review queue after each review"}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_store_options(ap, repeat=30)
+    ap.add_argument("--reviews", type=int, default=20, help="reviews in the review loop (on a copy of the store)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kgnorm-serve-bench-") as tmp:
         path, built = store_for(args, Path(tmp))
         results = measure(f"ladybug://{path}", args.repeat, args.documents, args.seed)
+        if args.reviews:
+            shutil.copyfile(path, Path(tmp) / "loop")
+            results.update(measure_review_loop(f"ladybug://{tmp}/loop", args.reviews))
     lines = [f"Store: {args.documents:,} documents, about {args.mentions:,} mentions (one document in ten with 30), "
              f"{args.concepts:,} concepts; built (or found) in {built:.0f} s through a StagedRun.", "",
              "| request | median ms | p95 ms | n |", "|---|---|---|---|"]

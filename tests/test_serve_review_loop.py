@@ -182,3 +182,54 @@ def test_a_pending_review_leaves_the_queue_at_once(stores, monkeypatch):  # noqa
     withdrawn = Review("p9", form[0]["uid"], "withdraw", reviewer="cy", created_at=now(), doc_id=form[0]["doc_id"])
     monkeypatch.setattr(lady.desk, "pending", lambda: [*mine, withdrawn])  # unreviewed again
     assert form[0]["uid"] in {m["uid"] for m in _queue(c, limit=200)["mentions"]}
+
+
+ASKED = (("uncertain", 1, ""), ("document", 2, ""), ("uncertain", 3, ""), ("random", 3, ""), ("uncertain", 200, ""),
+         ("document", 200, ""), ("uncertain", 200, "Disease"))
+
+
+def _as_the_store_says(s, asked=ASKED) -> None:
+    """The app's kept queue (kgnorm.review.queue_cache) answers as the store's queries do now."""
+    from kgnorm.review.queue import queue_view
+
+    for order, limit, typ in asked:
+        kept = _queue(s.client, order=order, limit=limit, type=typ, seed=3)
+        with s.desk.reading() as st:
+            fresh = queue_view(st, limit, order, typ, 3, pending=s.desk.pending())
+        wrong = [q["progress"].pop(k) for q in (kept, fresh) for k in ("predicted_wrong", "predicted_wrong_share")]
+        assert kept == fresh, (order, limit, typ)
+        assert wrong[:2] == pytest.approx(wrong[2:])
+
+
+def test_the_kept_queue_follows_reviews_and_runs(served, monkeypatch):
+    from kgnorm.review import queue_cache
+
+    monkeypatch.setattr(queue_cache, "AHEAD", 3)  # reads ahead that run out: every way of reading is taken
+    monkeypatch.setattr(queue_cache, "AHEAD_FORM", 1)
+    c = served.client
+    served.desk.queue = queue_cache.QueueCache()  # kept from now: only the forms asked for are read
+    _as_the_store_says(served, (("uncertain", 1, ""),))
+    for m in [m for d in ("d1", "d2", "x1") for m in _doc(c, d)["mentions"] if m["review"] is not None]:
+        _review(c, m["uid"], {"decision": "withdraw", "reviewer": "kay"})  # every mention in the queue again
+    for _ in range(4):  # the least sure each time, one by one: each form's next mention comes up
+        top = _queue(c, limit=1)["mentions"][0]
+        _review(c, top["uid"], {"decision": "nil", "reviewer": "kay"})
+        _as_the_store_says(served, (("uncertain", 1, ""), ("document", 1, "")))
+    _as_the_store_says(served)
+    _review(c, top["uid"], {"decision": "withdraw", "reviewer": "kay"})  # back in the queue
+    _as_the_store_says(served)
+    first = _queue(c, order="document", limit=1)["mentions"][0]
+    _review(c, first["uid"], {"decision": "not_a_mention", "reviewer": "kay", "apply_to_same_text": True})
+    _as_the_store_says(served)
+    doc = _doc(c, "d2")
+    at = doc["text"].index("No link")
+    r = _post(c, f"/api/documents/{quote(doc['uid'], safe='')}/mentions",
+              {"start": at, "end": at + 7, "type": "Disease", "reviewer": "kay"})
+    assert r.status_code == 201, r.text
+    _as_the_store_says(served)  # a span a person added, reviewed: not in the queue, counted in all
+    _review(c, r.json()["mention_uid"], {"decision": "withdraw", "reviewer": "kay"})
+    _as_the_store_says(served)  # taken back: unreviewed, so in the queue
+    some = next(m for m in _doc(c, "d1")["mentions"] if m["review"] is None)
+    with open_store(served.uri) as st:  # a refit's confidences (not through the app): the queue is built again
+        st.write_statements([("MATCH (m:Mention {uid: $m}) SET m.confidence = 0.002", {"m": some["uid"]})], "conf")
+    _as_the_store_says(served)

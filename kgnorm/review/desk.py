@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from kgnorm.errors import StoreError
 from kgnorm.review.done import DocumentDone, applied_done, apply_done, make_done
 from kgnorm.review.journal import ReviewJournal
+from kgnorm.review.queue_cache import QueueCache
 from kgnorm.review.records import (WITHDRAW, AddedMention, Review, applied, apply_review, make_review,
                                    same_text_reviews)
 from kgnorm.stores import GraphStore, check_store_uri, embedded_path, open_store
@@ -47,6 +48,7 @@ class ReviewDesk:
         self._applied: set[str] = set()
         self._applied_done: set[str] = set()
         self._linker = _ModelCandidates(model) if model else None
+        self.queue = QueueCache()  # the review queue, kept between requests (`queue.view(store, ...)`)
         self._stop = threading.Event()
         self._retry: threading.Thread | None = None
         if self.path is not None and not read_only:

@@ -124,11 +124,8 @@ def _first(order: str) -> Callable[[list[_Mention]], _Mention]:
     return lambda ms: min(ms, key=_where)
 
 
-def queue_view(store: GraphStore, limit: Any = 50, order: str = "uncertain", typ: str = "", seed: Any = 0,
-               pending: Sequence[Review] = ()) -> dict[str, Any]:
-    """The first `limit` surface forms no one reviewed, each by one of its mentions (``same_text``:
-    how many others share it), and the progress: mentions reviewed of all, and the share of the
-    unreviewed ones the calibrated confidence expects to be linked wrong."""
+def queue_params(limit: Any, order: str, typ: str, seed: Any) -> tuple[str, int, random.Random, str]:
+    """(order, how many forms, the shuffle's generator, type) from a request's values; InputError for bad ones."""
     order = (order or "uncertain").strip().lower()
     if order not in ORDERS:
         raise InputError(f"unknown order {order!r}: one of {', '.join(ORDERS)}")
@@ -136,7 +133,17 @@ def queue_view(store: GraphStore, limit: Any = 50, order: str = "uncertain", typ
         n, rng = max(1, min(int(limit), MAX_QUEUE)), random.Random(int(seed))
     except (TypeError, ValueError):
         raise InputError("limit and seed must be integers") from None
-    typ, busy = (typ or "").strip()[:200], _busy(pending)
+    return order, n, rng, (typ or "").strip()[:200]
+
+
+def queue_view(store: GraphStore, limit: Any = 50, order: str = "uncertain", typ: str = "", seed: Any = 0,
+               pending: Sequence[Review] = ()) -> dict[str, Any]:
+    """The first `limit` surface forms no one reviewed, each by one of its mentions (``same_text``:
+    how many others share it), and the progress: mentions reviewed of all, and the share of the
+    unreviewed ones the calibrated confidence expects to be linked wrong. Computed from the store
+    on every call (kgnorm.review.queue_cache keeps it between calls)."""
+    order, n, rng, typ = queue_params(limit, order, typ, seed)
+    busy = _busy(pending)
     forms = _forms(store, typ, busy)
     chosen = _chosen(forms, order, n, rng)
     most = max((forms[k].key for k in chosen), default=0.0) if order == "uncertain" else 1e300
@@ -146,17 +153,27 @@ def queue_view(store: GraphStore, limit: Any = 50, order: str = "uncertain", typ
         groups.setdefault((m.text.lower(), m.type), []).append(m)
     pick = _first(order)
     shown = [(k, pick(groups[k])) for k in chosen if k in groups]
+    total = int(store.run_saved("review_counts", {"type": typ}).rows[0][0] or 0)
+    progress = progress_of(total, sum(f.n for f in forms.values()), sum(f.n_confidence for f in forms.values()),
+                           sum(f.wrong for f in forms.values()))
+    return queue_result(store, order, typ, n, [(m, forms[k].n) for k, m in shown], len(forms), progress)
+
+
+def queue_result(store: GraphStore, order: str, typ: str, n: int, shown: list[tuple[_Mention, int]], forms: int,
+                 progress: dict[str, Any]) -> dict[str, Any]:
+    """The queue's answer: the forms shown by their mentions and how many unreviewed mentions each
+    form has (in document order for ``document``, the first n), with their links."""
     if order == "document":
-        shown = sorted(shown, key=lambda km: _where(km[1]))[:n]
-    links = _links(store, [m.uid for _, m in shown])
+        shown = sorted(shown, key=lambda mn: _where(mn[0]))[:n]
+    links = _links(store, [m.uid for m, _ in shown])
     out = []
-    for k, m in shown:
+    for m, count in shown:
         doc_uid, concept, onto, name = links.get(m.uid, ("", "", "", ""))
         out.append({"uid": m.uid, "doc_id": m.doc_id, "document_uid": doc_uid, "start": m.start, "end": m.end,
                     "text": m.text, "type": m.type, "concept": concept or None, "concept_name": name, "ontology": onto,
                     "score": m.s1, "confidence": m.confidence, "margin": m.margin(), "key": m.key,
-                    "same_text": forms[k].n - 1})
-    return {"mentions": out, "order": order, "type": typ, "forms": len(forms), "progress": _progress(store, typ, forms)}
+                    "same_text": count - 1})
+    return {"mentions": out, "order": order, "type": typ, "forms": forms, "progress": progress}
 
 
 def _links(store: GraphStore, uids: list[str]) -> dict[str, tuple[str, str, str, str]]:
@@ -172,10 +189,8 @@ def _links(store: GraphStore, uids: list[str]) -> dict[str, tuple[str, str, str,
     return {u: (docs.get(u, ""), *best.get(u, (0.0, "", "", ""))[1:]) for u in uids}
 
 
-def _progress(store: GraphStore, typ: str, forms: dict[tuple[str, str], _Form]) -> dict[str, Any]:
-    total = int(store.run_saved("review_counts", {"type": typ}).rows[0][0] or 0)
-    todo = sum(f.n for f in forms.values())
-    sure = sum(f.n_confidence for f in forms.values())
-    wrong = sum(f.wrong for f in forms.values())
+def progress_of(total: int, todo: int, sure: int, wrong: float) -> dict[str, Any]:
+    """Mentions reviewed of all, and the share of the unreviewed ones with a calibrated confidence
+    (`sure` of `todo`) that it expects to be linked wrong (`wrong`: the sum of 1 - confidence)."""
     return {"mentions": total, "reviewed": max(0, total - todo), "unreviewed": todo, "with_confidence": sure,
             "predicted_wrong": wrong, "predicted_wrong_share": wrong / sure if sure else None}

@@ -85,8 +85,7 @@ def list_documents(store: GraphStore, limit: Any = 50, after: str = "", q: str =
     after, q, concept = (after or "")[:1000], (q or "").strip()[:MAX_QUERY], (concept or "").strip()[:MAX_QUERY]
     if concept:
         rows = _documents_of_concept(store, concept, after, n + 1)
-        mentions = store.query(f"MATCH (d:Document) WHERE d.uid IN $u {_COUNTS}",
-                               {"u": [r[0] for r in rows[:n]]}).rows if rows else []
+        mentions = store.run_saved("serve_documents_counts", {"u": [r[0] for r in rows[:n]]}).rows if rows else []
     else:
         rows, mentions = _documents_page(store, after, q, n + 1)
     page = rows[:n]
@@ -95,38 +94,26 @@ def list_documents(store: GraphStore, limit: Any = 50, after: str = "", q: str =
     return {"documents": docs, "next": page[-1][0] if len(rows) > n else None}
 
 
-# per document of the page: each mention, its number of links and its current review
-_COUNTS = ("OPTIONAL MATCH (d)<-[:`IN`]-(m:Mention) WITH DISTINCT d, m "
-           "OPTIONAL MATCH (m)-[l:LINKED_TO]->(:Concept) WITH d, m, count(l) AS links "
-           "OPTIONAL MATCH (m)-[:REVIEWED]->(r:Review) WHERE r.current = true "
-           "RETURN d.uid, m.uid, links, r.decision, r.concept_uid, r.created_at, d.doc_id, d.title")
-
-
 def _documents_page(store: GraphStore, after: str, q: str, n: int) -> tuple[list[list[Any]], list[list[Any]]]:
     """(uid, doc_id, title) of a page and its mention rows, in one query: the page first (ORDER BY
     uid LIMIT n), then its mentions (LadybugDB plans an UNWIND of uids into a scan of every IN edge).
     `q`: the documents with that doc id (or uid) when there are any, else those whose title or
     text has it (a scan of every text, so only when no id matched)."""
-    where = "d.uid > $after"
-    if q and store.query("MATCH (d:Document) WHERE d.doc_id = $q OR d.uid = $q RETURN d.uid LIMIT 1", {"q": q}).rows:
-        where += " AND (d.doc_id = $q OR d.uid = $q)"
+    if q and store.run_saved("serve_document_id_exists", {"q": q}).rows:
+        mentions = store.run_saved("serve_documents_page_id", {"after": after, "q": q, "limit": n}).rows
     elif q:
-        where += " AND (toLower(coalesce(d.title, '')) CONTAINS $lq OR toLower(coalesce(d.text, '')) CONTAINS $lq)"
-    mentions = store.query(f"MATCH (d:Document) WHERE {where} WITH d ORDER BY d.uid LIMIT {n} {_COUNTS}",
-                           {"after": after, "q": q, "lq": q.lower()}).rows
+        mentions = store.run_saved("serve_documents_page_text", {"after": after, "lq": q.lower(), "limit": n}).rows
+    else:
+        mentions = store.run_saved("serve_documents_page", {"after": after, "limit": n}).rows
     docs = {r[0]: [r[0], r[6], r[7]] for r in mentions}
     return [docs[u] for u in sorted(docs)], mentions
 
 
 def _documents_of_concept(store: GraphStore, concept: str, after: str, n: int) -> list[list[Any]]:
     """Documents with a mention the machine linked to `concept` or a person reviewed to it."""
-    p = {"c": concept, "after": after}
-    linked = store.query("MATCH (:ConceptId {uid: $c})-[:IDENTIFIES]->(:Concept)<-[:LINKED_TO]-(:Mention)"
-                         "-[:`IN`]->(d:Document) WHERE d.uid > $after "
-                         f"RETURN DISTINCT d.uid, d.doc_id, d.title ORDER BY d.uid LIMIT {n}", p).rows
-    reviewed = store.query("MATCH (m:Mention)-[:REVIEWED]->(r:Review) WHERE r.current = true AND r.concept_uid = $c "
-                           "MATCH (m)-[:`IN`]->(d:Document) WHERE d.uid > $after "
-                           f"RETURN DISTINCT d.uid, d.doc_id, d.title ORDER BY d.uid LIMIT {n}", p).rows
+    p = {"c": concept, "after": after, "limit": n}
+    linked = store.run_saved("serve_concept_linked_documents", p).rows
+    reviewed = store.run_saved("serve_concept_reviewed_documents", p).rows
     merged = {r[0]: r for r in [*linked, *reviewed]}
     return [merged[u] for u in sorted(merged)][:n]
 
@@ -160,14 +147,13 @@ def _document_counts(uids: list[str], rows: list[list[Any]], pending: Sequence[R
 def find_document(store: GraphStore, doc_id: str) -> list[Any]:
     """(uid, doc_id, title, text, others) of a Document uid or a plain doc id; when several
     documents share a doc id, the one with the most mentions (`others`: the rest's uids)."""
-    rows = store.query("MATCH (d:Document {uid: $d}) RETURN d.uid, d.doc_id, d.title, d.text", {"d": doc_id}).rows
+    rows = store.run_saved("serve_document", {"d": doc_id}).rows
     if rows:
         return [*rows[0], []]
-    found = store.query("MATCH (d:Document) WHERE d.doc_id = $d OPTIONAL MATCH (m:Mention)-[:`IN`]->(d) "
-                        "RETURN d.uid, count(DISTINCT m) AS n ORDER BY n DESC, d.uid LIMIT 50", {"d": doc_id}).rows
+    found = store.run_saved("serve_documents_by_id", {"d": doc_id}).rows
     if not found:
         raise NotFound(f"no document {doc_id!r}")
-    rows = store.query("MATCH (d:Document {uid: $d}) RETURN d.uid, d.doc_id, d.title, d.text", {"d": found[0][0]}).rows
+    rows = store.run_saved("serve_document", {"d": found[0][0]}).rows
     return [*rows[0], [u for u, _ in found[1:]]]
 
 
@@ -175,9 +161,7 @@ def document_view(store: GraphStore, doc_id: str, pending: Sequence[Review] = ()
     """A document, its text and every mention in it with its machine link and current review."""
     uid, did, title, text, others = find_document(store, doc_id)
     mentions = _document_mentions(store, uid)
-    reviews = {r[0]: _stored_review(r[1:]) for r in store.query(
-        "MATCH (d:Document {uid: $d})<-[:`IN`]-(m:Mention)-[:REVIEWED]->(r:Review) WHERE r.current = true "
-        "RETURN DISTINCT m.uid, r.decision, r.concept_uid, r.ontology, r.reviewer, r.created_at", {"d": uid}).rows}
+    reviews = {r[0]: _stored_review(r[1:]) for r in store.run_saved("serve_document_current_reviews", {"d": uid}).rows}
     pend = latest_pending(pending)
     for r in pend.values():
         if r.added is not None and r.added.document_uid == uid and r.added.uid not in mentions:
@@ -225,10 +209,7 @@ def _mention(uid: str, start: Any, end: Any, typ: Any, text: Any, link: Sequence
 
 def _document_mentions(store: GraphStore, doc_uid: str) -> dict[str, dict[str, Any]]:
     """uid -> mention of a document, with its best machine link (rank 1, highest score)."""
-    rows = store.query("MATCH (d:Document {uid: $d})<-[:`IN`]-(m:Mention) WITH DISTINCT m "
-                       "OPTIONAL MATCH (m)-[l:LINKED_TO]->(c:Concept) "
-                       "RETURN m.uid, m.start, m.`end`, m.type, m.text, c.uid, c.name, l.score, l.rank, c.ontology",
-                       {"d": doc_uid}).rows
+    rows = store.run_saved("serve_document_mention_links", {"d": doc_uid}).rows
     best: dict[str, tuple[Any, ...]] = {}
     out: dict[str, dict[str, Any]] = {}
     for uid, start, end, typ, text, cuid, cname, score, rank, conto in rows:
@@ -246,8 +227,7 @@ def concept_names(store: GraphStore, refs: Sequence[ConceptRef]) -> dict[Concept
         "UNWIND $u AS x MATCH (c:Concept {key: x}) RETURN c.key, c.name", [r.key for r in refs if r.ontology])}
     bare = [r.uid for r in refs if not r.ontology]
     if bare:
-        rows = store.query("UNWIND $u AS x MATCH (:ConceptId {uid: x})-[:IDENTIFIES]->(c:Concept) "
-                           "RETURN c.uid, c.name, c.ontology ORDER BY c.ontology DESC", {"u": bare}).rows
+        rows = store.run_saved("serve_concept_names", {"u": bare}).rows
         out.update({ConceptRef("", uid): name or "" for uid, name, _ in rows})
     return out
 
@@ -319,9 +299,7 @@ def concept_details(store: GraphStore, uids: Sequence[str], prefer: str = "") ->
     wanted = list(dict.fromkeys(u for u in uids if u))
     if not wanted:
         return {}
-    rows = store.query("UNWIND $u AS x MATCH (:ConceptId {uid: x})-[:IDENTIFIES]->(c:Concept) "
-                       "OPTIONAL MATCH (c)-[:IS_A]->(p:Concept) "
-                       "RETURN c.uid, c.ontology, c.name, c.synonyms, c.definition, p.uid, p.name", {"u": wanted}).rows
+    rows = store.run_saved("serve_concept_details", {"u": wanted}).rows
     out: dict[str, dict[str, Any]] = {}
     for uid, onto, name, syns, definition, puid, pname in sorted(rows, key=lambda r: (r[0], r[1] != prefer, r[1],
                                                                                       r[5] or "")):
@@ -335,21 +313,17 @@ def concept_details(store: GraphStore, uids: Sequence[str], prefer: str = "") ->
 def concept_view(store: GraphStore, uid: str, ontology: str = "") -> dict[str, Any]:
     """A concept (of `ontology` when the uid is in several), its hierarchy, predicted hypernyms and
     the mentions linked or reviewed to it (bounded)."""
-    rows = store.query("MATCH (:ConceptId {uid: $u})-[:IDENTIFIES]->(c:Concept) RETURN c.key, c.uid, c.ontology, "
-                       "c.name, c.synonyms, c.definition, c.xrefs, c.alt_ids, c.obsolete ORDER BY c.ontology",
-                       {"u": uid}).rows
+    rows = store.run_saved("serve_concept_view", {"u": uid}).rows
     if not rows:
         raise NotFound(f"no concept {uid!r}")
     key, cuid, onto, name, syns, definition, xrefs, alt_ids, obsolete = next(
         (r for r in rows if r[2] == ontology), rows[0])
-    p = {"k": key}
+    p = {"k": key, "limit": MAX_LISTED}
     out: dict[str, Any] = {"uid": cuid, "ontology": onto, "ontologies": [r[2] for r in rows], "name": name or "",
                            "synonyms": list(syns or []), "definition": definition or "", "xrefs": list(xrefs or []),
                            "alt_ids": list(alt_ids or []), "obsolete": bool(obsolete)}
-    out["parents"] = _uid_names(store.query("MATCH (c:Concept {key: $k})-[:IS_A]->(x:Concept) RETURN x.uid, x.name "
-                                            f"ORDER BY x.uid LIMIT {MAX_LISTED}", p).rows)
-    out["children"] = _uid_names(store.query("MATCH (x:Concept)-[:IS_A]->(c:Concept {key: $k}) RETURN x.uid, x.name "
-                                             f"ORDER BY x.uid LIMIT {MAX_LISTED}", p).rows)
+    out["parents"] = _uid_names(store.run_saved("serve_concept_parents", p).rows)
+    out["children"] = _uid_names(store.run_saved("serve_concept_children", p).rows)
     out.update(_predicted(store, key))
     out["mentions"] = _concept_mentions(store, key, cuid, onto)
     return out
@@ -361,13 +335,10 @@ def _uid_names(rows: list[list[Any]]) -> list[dict[str, Any]]:
 
 def _predicted(store: GraphStore, key: str) -> dict[str, list[dict[str, Any]]]:
     """PREDICTED_IS_A out of the concept (its predicted hypernyms) and into it (from concepts and mentions)."""
-    p, tail = {"k": key}, f"e.score, e.rank, e.run ORDER BY e.rank, e.score DESC LIMIT {MAX_LISTED}"
-    up = store.query(f"MATCH (c:Concept {{key: $k}})-[e:PREDICTED_IS_A]->(x:Concept) RETURN x.uid, x.name, {tail}",
-                     p).rows
-    down = [(*r, "concept") for r in store.query(
-        f"MATCH (x:Concept)-[e:PREDICTED_IS_A]->(c:Concept {{key: $k}}) RETURN x.uid, x.name, {tail}", p).rows]
-    down += [(*r, "mention") for r in store.query(
-        f"MATCH (x:Mention)-[e:PREDICTED_IS_A]->(c:Concept {{key: $k}}) RETURN x.uid, x.text, {tail}", p).rows]
+    p = {"k": key, "limit": MAX_LISTED}
+    up = store.run_saved("serve_concept_predicted_parents", p).rows
+    down = [(*r, "concept") for r in store.run_saved("serve_concept_predicted_children", p).rows]
+    down += [(*r, "mention") for r in store.run_saved("serve_concept_predicted_mentions", p).rows]
 
     def rec(r: Sequence[Any]) -> dict[str, Any]:
         return {"uid": r[0], "name": r[1] or "", "score": r[2], "rank": r[3], "run": r[4] or ""}
@@ -377,12 +348,8 @@ def _predicted(store: GraphStore, key: str) -> dict[str, list[dict[str, Any]]]:
 
 def _concept_mentions(store: GraphStore, key: str, uid: str, onto: str) -> dict[str, Any]:
     """Mentions the machine linked to the concept and those a person reviewed to it, bounded."""
-    linked = store.query("MATCH (m:Mention)-[l:LINKED_TO]->(c:Concept {key: $k}) "
-                         "RETURN m.uid, m.text, m.doc_id, l.score, l.rank "
-                         f"ORDER BY m.doc_id, m.uid LIMIT {MAX_LISTED + 1}", {"k": key}).rows
-    reviewed = store.query("MATCH (m:Mention)-[:REVIEWED]->(r:Review) WHERE r.current = true AND r.concept_uid = $u "
-                           "AND r.ontology = $o RETURN m.uid, m.text, m.doc_id, r.decision, r.reviewer "
-                           f"ORDER BY m.doc_id, m.uid LIMIT {MAX_LISTED + 1}", {"u": uid, "o": onto}).rows
+    linked = store.run_saved("serve_concept_linked_mentions", {"k": key, "limit": MAX_LISTED + 1}).rows
+    reviewed = store.run_saved("serve_concept_reviewed_mentions", {"u": uid, "o": onto, "limit": MAX_LISTED + 1}).rows
     seen: set[str] = set()
     items = [{"uid": u, "text": t or "", "doc_id": d or "", "score": s, "rank": rk}
              for u, t, d, s, rk in linked if not (u in seen or seen.add(u))]

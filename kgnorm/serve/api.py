@@ -11,7 +11,6 @@ from starlette.routing import Route
 from kgnorm.errors import InputError
 from kgnorm.review import views
 from kgnorm.review.done import NotDone, document_done
-from kgnorm.review.queue import queue_view
 from kgnorm.review.records import AddedMention, Review
 from kgnorm.serve.guard import check_token, read_json
 from kgnorm.serve.highlight import mark_classes
@@ -52,7 +51,7 @@ def queue_routes(s: Served) -> list[Route]:
     """GET /api/queue: the review queue (kgnorm.review.queue)."""
     async def queue(request: Request) -> JSONResponse:
         p = request.query_params
-        return json_response(await s.view(queue_view, p.get("limit", 50), p.get("order", "uncertain"),
+        return json_response(await s.view(s.desk.queue.view, p.get("limit", 50), p.get("order", "uncertain"),
                                           p.get("type", ""), p.get("seed", 0), pending=True))
 
     return [Route("/api/queue", queue)]

@@ -15,7 +15,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from kgnorm.review import views
-from kgnorm.review.queue import ORDERS, queue_view
+from kgnorm.review.queue import ORDERS
 from kgnorm.serve.api import orphans_with_candidates
 from kgnorm.serve.highlight import LOW_SCORE, mark_classes, placed, segments, type_legend
 from kgnorm.serve.state import Served
@@ -73,7 +73,7 @@ def page_routes(s: Served) -> list[Route]:
     async def queue(request: Request) -> Response:
         p = request.query_params
         order, typ = p.get("order", "uncertain"), p.get("type", "")
-        q = await s.view(queue_view, p.get("limit", 50), order, typ, p.get("seed", 0), pending=True)
+        q = await s.view(s.desk.queue.view, p.get("limit", 50), order, typ, p.get("seed", 0), pending=True)
         return render(request, "queue.html", q=q, orders=ORDERS)
 
     async def orphans(request: Request) -> Response:

@@ -1,0 +1,3 @@
+// The mentions predicted to fall under a concept, PREDICTED_IS_A into it (kgnorm serve's concept page).  Params: k (concept key); slot limit
+MATCH (x:Mention)-[e:PREDICTED_IS_A]->(c:Concept {key: $k})
+RETURN x.uid, x.text, e.score, e.rank, e.run ORDER BY e.rank, e.score DESC LIMIT {{limit:500}};
