@@ -5,7 +5,9 @@ A-only) / (B-only - A-only), where B-only is given (--b-model/--b-ner), else not
 
     python benchmarks/review_transfer.py --a-model DIR --a-ner DIR [--b-model DIR --b-ner DIR]
         [--direction bc5cdr-ncbi|ncbi-bc5cdr] [--budgets 0,50,100,200,400,800]
-        [--orders document,random,uncertain] [--seeds 0,1,2] [--quick] [--work DIR] [--threads 2] [--no-append]
+        [--orders document,random,uncertain,same-text] [--seeds 0,1,2] [--quick] [--work DIR] [--threads 2]
+        [--no-append]
+    python benchmarks/review_transfer.py --direction D --rows-from WORK1/rows.json WORK2/rows.json
 
 --quick: one direction (BC5CDR-disease -> NCBI-disease), budgets 0,200,800, orders document,
 uncertain and same-text, seed 0. The models of A are trained beforehand (`kgnorm train biosyn --ontology medic`,
@@ -246,8 +248,8 @@ def table(rows: list[dict[str, Any]], b_only: dict[str, Any] | None) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_option(p, help="holds ncbi-disease/, bc5cdr/ and medic/ (default: ../shared/data)")
-    p.add_argument("--a-model", type=Path, required=True, help="BioSyn on MEDIC trained on A's train")
-    p.add_argument("--a-ner", type=Path, required=True, help="detector trained on A's train")
+    p.add_argument("--a-model", type=Path, help="BioSyn on MEDIC trained on A's train (required to run)")
+    p.add_argument("--a-ner", type=Path, help="detector trained on A's train (required to run)")
     p.add_argument("--b-model", type=Path, help="B-only reference linker (trained on B's train)")
     p.add_argument("--b-ner", type=Path, help="B-only reference detector")
     p.add_argument("--direction", default="bc5cdr-ncbi", choices=["bc5cdr-ncbi", "ncbi-bc5cdr"])
@@ -258,7 +260,13 @@ def main() -> None:
     p.add_argument("--work", type=Path, default=Path("/tmp/kgnorm-review-transfer"))
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-append", action="store_true")
+    p.add_argument("--rows-from", type=Path, nargs="+", help="record the rows.json of earlier runs (--work's), "
+                   "one table, later files winning per (order, seed, budget): budgets run apart, e.g. 800 after 200")
     args = p.parse_args()
+    if args.rows_from:
+        return record_saved(args)
+    if not (args.a_model and args.a_ner):
+        p.error("--a-model and --a-ner are required (unless --rows-from)")
     if args.quick:
         args.direction, args.budgets, args.orders, args.seeds = "bc5cdr-ncbi", "0,200,800", "document,uncertain,same-text", "0"
     args.budgets = sorted(int(x) for x in args.budgets.split(","))
@@ -298,6 +306,22 @@ def main() -> None:
         return
     append(TITLE, body)
     record_rows(args, rows, b_only)
+
+
+def record_saved(args: argparse.Namespace) -> None:
+    """One table and one set of results rows from the rows.json of several runs of the same models."""
+    rows: dict[tuple[str, int, int], dict[str, Any]] = {}
+    b_only = None
+    for f in args.rows_from:
+        saved = json.loads(f.read_text(encoding="utf-8"))
+        b_only = saved.get("b_only") or b_only
+        rows.update({(r["order"], r["seed"], r["budget"]): r for r in saved["rows"]})
+    ordered = sorted(rows.values(), key=lambda r: (r["order"], r["seed"], r["budget"]))
+    body = (f"Direction {args.direction}; rows of {', '.join(f'`{f}`' for f in args.rows_from)}"
+            + (f"; B-only doc F1 {b_only['document_f1']:.4f}, Acc@1 {b_only['acc1']:.4f}" if b_only else "")
+            + ".\n\n" + table(ordered, b_only))
+    append(TITLE, body)
+    record_rows(args, ordered, b_only)
 
 
 def _gap(f1: float, base: float, b_only: dict[str, Any] | None) -> str:
