@@ -146,6 +146,7 @@ class DictionaryDetector(MentionDetector):
         self._bag_words = 0
         self._bag_vocabulary: set[str] = set()
         self._variant: dict[str, str] = {}   # word -> its variant class (learn_word_variants)
+        self._name_keys: dict[str, str] = {}  # a name as given -> its key (_name_key: the learn_* steps read them again)
         self.stats = DictionaryStats()
         stop = _stop_words()
         # normalized short name -> the case-kept forms it may match (None: any case)
@@ -161,6 +162,7 @@ class DictionaryDetector(MentionDetector):
             form = normalize(raw, lowercase=False)
             stop_only = all(word in stop for word in key.split(" "))  # read on the words as written
             key = self._fold(key)
+            self._name_keys[raw] = key
             if "," in raw:
                 self._comma_keys.add(key)
             if len(key) > short_length:
@@ -265,7 +267,7 @@ class DictionaryDetector(MentionDetector):
 
         pairs: Counter[tuple[str, str]] = Counter()
         for names in concepts:
-            bags = {frozenset(self._bag_word(w) for w in self._fold(normalize(n)).split(" ") if w not in _FUNCTION_WORDS)
+            bags = {frozenset(self._bag_word(w) for w in self._name_key(n).split(" ") if w not in _FUNCTION_WORDS)
                     for n in names}
             bags = [b for b in bags if 2 <= len(b) <= 4]
             for i, a in enumerate(bags):
@@ -312,7 +314,7 @@ class DictionaryDetector(MentionDetector):
         words likewise). Such a match is not ``exact``. Returns the modifiers."""
         from collections import Counter
 
-        keys = {uid: {self._fold(normalize(n)) for n in ns} for uid, ns in names.items()}
+        keys = {uid: {self._name_key(n) for n in ns} for uid, ns in names.items()}
         counts: Counter[str] = Counter()
         for child, parent in is_a:
             for key in keys.get(child, ()) if parent in keys else ():
@@ -368,8 +370,13 @@ class DictionaryDetector(MentionDetector):
                         changed += 1
         return changed
 
+    def _name_key(self, name: str) -> str:
+        """A name's key as the constructor made it (normalized, folded), made once per name."""
+        key = self._name_keys.get(name)
+        return self._fold(normalize(name)) if key is None else key
+
     def _fold(self, key: str) -> str:
-        return " ".join(singular(w) for w in key.split(" ")) if self.plurals else key
+        return " ".join([singular(w) for w in key.split(" ")]) if self.plurals else key
 
     def _bag_word(self, word: str) -> str:
         """A content word as the other-word-order matching compares it: participles folded too
