@@ -217,3 +217,37 @@ def test_the_overlapped_linking_stage_declares_its_one_core_to_the_query_encoder
             import os
 
             assert all(cores == len(os.sched_getaffinity(0)) for cores, _ in seen)  # nothing declared
+
+
+def test_read_ahead_fills_the_query_encoder_across_batches_and_writes_the_same_bytes(world, tmp_path, monkeypatch):
+    """In-process, not overlapped: batches are detected up to LOOKAHEAD mentions ahead of the one
+    linked and their queries prefetched, so the fixed-shape encoder calls fill across batches (fewer
+    calls than linking each batch as it comes, LOOKAHEAD 0) and the output is the same bytes."""
+    import kgnorm.encoders.fixed_shape as fs
+    import kgnorm.linking.linker as linker_module
+
+    store, model, docs, det = world
+    calls: list[int] = []
+    real = fs.QueryVectors._encode
+
+    def spy(self, counts, later=False):
+        before = self.calls
+        real(self, counts, later)
+        calls.append(self.calls - before)
+
+    monkeypatch.setattr(fs.QueryVectors, "_encode", spy)
+
+    def out(lookahead: int) -> tuple[bytes, int]:
+        monkeypatch.setattr(linker_module, "LOOKAHEAD", lookahead)
+        calls.clear()
+        path = tmp_path / f"{lookahead}.jsonl"
+        annotate_documents(str(det), model, docs, input_format="jsonl", output=path, output_format="jsonl",
+                           store=store, write=False, batch_docs=1, progress=False, overlap=False,
+                           ner_precision="fp32")
+        return path.read_bytes(), sum(calls)
+
+    each, n_each = out(0)
+    ahead, n_ahead = out(10_000)
+    assert each.count(b'"ids"') >= 10
+    assert ahead == each
+    assert 0 < n_ahead < n_each

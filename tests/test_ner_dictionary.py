@@ -128,3 +128,22 @@ def test_commas_hyphenated_acronyms_and_participles() -> None:
     # a participle meets another in the other-word-order matching only (two content words or more)
     assert [t for _, _, t in spans(d, "Bridging of the sella turcica, in order.")] == ["Bridging of the sella turcica"]
     assert spans(DictionaryDetector(["Bridged sella turcica"], participles=False), "bridging of sella turcica") == []
+
+
+def test_stop_words_are_scikit_learns_read_without_importing_it():
+    """The guard's stop words are scikit-learn's list, read from its file: building a tagger (and
+    checking annotate's detector precision) imports neither scikit-learn nor torch (1.1 CPU-s each)."""
+    import subprocess
+    import sys
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from kgnorm.ner.dictionary import _stop_words
+
+    assert _stop_words() == frozenset(ENGLISH_STOP_WORDS)
+    code = ("import sys; from kgnorm.ner.dictionary import DictionaryDetector; "
+            "from kgnorm.methods.ner.precision import resolve_precision; resolve_precision('auto'); "
+            "DictionaryDetector(['all', 'breast cancer']); "
+            "print(sorted(m for m in ('sklearn', 'torch') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -148,6 +148,14 @@ def link_found(linker: PartLinker, pipeline: TextPipeline, consistency: bool, li
     return done
 
 
+def prefetch_found(linker: PartLinker, pipeline: TextPipeline, link_kw: dict[str, Any], found: DocumentsFound) -> None:
+    """The queries of a detected batch handed to the linker ahead of its :func:`link_found`
+    (kgnorm.linking.linker.prefetch_mentions; the same `link_kw`)."""
+    from kgnorm.linking.linker import prefetch_mentions
+
+    prefetch_mentions(linker, pipeline, found.items, **link_kw)
+
+
 def annotate_batch(detector: MentionDetector, linker: PartLinker, pipeline: TextPipeline, consistency: bool,
                    link_kw: dict[str, Any], batch: list[TextDocument],
                    confidence: Confidences | None = None, evidence: bool = False) -> DocumentsDone:
@@ -184,6 +192,10 @@ class AnnotateBatchWork:
         return (partial(detect_batch, detector, self.consistency),
                 partial(link_found, linker, self.pipeline, self.consistency, self.link_kw,
                         confidence=self.confidence, evidence=self.evidence))
+
+    def prefetch(self, linker: PartLinker) -> Any:
+        """The function that hands a detected batch's queries to `linker` ahead of its linking."""
+        return partial(prefetch_found, linker, self.pipeline, self.link_kw)
 
     def open(self) -> Any:
         from kgnorm.jobs.detectors import build_detector

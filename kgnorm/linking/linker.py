@@ -80,19 +80,12 @@ def link_stream(linker: PartLinker, pipeline: TextPipeline,
     queries handed to the linker's ``prefetch`` where it has one (the query encoder fills its
     fixed-shape calls from them; ``prefetch_parts`` also gets each query's mention, for a linker
     that routes by it); memory follows `batch_size` + `lookahead`, not the corpus."""
-    fetch = max(top_k, nil_classifier.depth) if nil_classifier is not None else top_k
-    prefetch = getattr(linker, "prefetch", None)
-    by_mention = getattr(linker, "prefetch_parts", None)  # a linker that routes each query by its mention
+    fetch = _fetch_depth(top_k, nil_classifier)
     lookahead = LOOKAHEAD if lookahead is None else lookahead
 
     def prepare(batch: list[tuple[Mention, dict[str, str]]]) -> list[LinkedMention]:
-        linked = [LinkedMention(m, pipeline.prepare(m, abbr) or [pipeline.normalize_name(m.text)])
-                  for m, abbr in batch]
-        if by_mention is not None:
-            by_mention([q for lm in linked for q in lm.queries], [lm.mention for lm in linked for _ in lm.queries],
-                       fetch)
-        elif prefetch is not None:
-            prefetch([q for lm in linked for q in lm.queries], fetch)
+        linked = _prepared(pipeline, batch)
+        _prefetch(linker, linked, fetch)
         return linked
 
     def run(linked: list[LinkedMention]) -> Iterator[LinkedMention]:
@@ -129,6 +122,37 @@ def link_stream(linker: PartLinker, pipeline: TextPipeline,
         ahead.append(prepare(batch))
     while ahead:
         yield from run(ahead.popleft())
+
+
+def _fetch_depth(top_k: int, nil_classifier: Any = None) -> int:
+    """Ranks the linker is asked for: `top_k`, or deeper where the nil classifier reads more."""
+    return max(top_k, nil_classifier.depth) if nil_classifier is not None else top_k
+
+
+def _prepared(pipeline: TextPipeline, batch: Iterable[tuple[Mention, dict[str, str]]]) -> list[LinkedMention]:
+    return [LinkedMention(m, pipeline.prepare(m, abbr) or [pipeline.normalize_name(m.text)]) for m, abbr in batch]
+
+
+def _prefetch(linker: PartLinker, linked: list[LinkedMention], fetch: int) -> None:
+    """The queries of `linked` handed to the linker's ``prefetch`` (or ``prefetch_parts``, with each
+    query's mention, for a linker that routes by it) where it has one."""
+    by_mention = getattr(linker, "prefetch_parts", None)  # a linker that routes each query by its mention
+    prefetch = getattr(linker, "prefetch", None)
+    if by_mention is not None:
+        by_mention([q for lm in linked for q in lm.queries], [lm.mention for lm in linked for _ in lm.queries],
+                   fetch)
+    elif prefetch is not None:
+        prefetch([q for lm in linked for q in lm.queries], fetch)
+
+
+def prefetch_mentions(linker: PartLinker, pipeline: TextPipeline, mentions: Iterable[tuple[Mention, dict[str, str]]],
+                      top_k: int = 5, nil_classifier: Any = None, **_: Any) -> None:
+    """Mentions a later :func:`link_stream` (same linker, pipeline and link options) will link,
+    their queries handed to the linker's prefetch now: a caller that links in many short streams
+    (annotate, one per batch of documents) lets the query encoder fill its fixed-shape calls across
+    them, where each stream alone would end in part-filled calls (kgnorm.encoders.fixed_shape). It
+    changes when a query's vector is computed, not its value: the output is the same."""
+    _prefetch(linker, _prepared(pipeline, mentions), _fetch_depth(top_k, nil_classifier))
 
 
 def tsv_rows(linked: LinkedMention, top_k: int) -> list[list[str]]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import ahocorasick
@@ -84,7 +85,20 @@ def _hyphenated(text: str, start: int, end: int) -> bool:
 
 
 def _stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    """scikit-learn's ENGLISH_STOP_WORDS, read from the one file that holds them: importing
+    sklearn.feature_extraction (it imports scipy and sklearn.base) cost 1.1 CPU-s of every
+    `annotate --ner dictionary:...`, which imports scikit-learn for nothing else."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")  # finds the package without importing it
+    path = Path(spec.origin).parent / "feature_extraction" / "_stop_words.py" if spec and spec.origin else None
+    if path is not None and path.is_file():
+        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location("_kgnorm_stop_words", path))
+        module.__spec__.loader.exec_module(module)  # type: ignore[union-attr]
+        words = getattr(module, "ENGLISH_STOP_WORDS", None)
+        if words:
+            return frozenset(words)
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # another layout: the public import
 
     return frozenset(ENGLISH_STOP_WORDS)
 
@@ -132,6 +146,7 @@ class DictionaryDetector(MentionDetector):
         self._bag_words = 0
         self._bag_vocabulary: set[str] = set()
         self._variant: dict[str, str] = {}   # word -> its variant class (learn_word_variants)
+        self._name_keys: dict[str, str] = {}  # a name as given -> its key (_name_key: the learn_* steps read them again)
         self.stats = DictionaryStats()
         stop = _stop_words()
         # normalized short name -> the case-kept forms it may match (None: any case)
@@ -147,6 +162,7 @@ class DictionaryDetector(MentionDetector):
             form = normalize(raw, lowercase=False)
             stop_only = all(word in stop for word in key.split(" "))  # read on the words as written
             key = self._fold(key)
+            self._name_keys[raw] = key
             if "," in raw:
                 self._comma_keys.add(key)
             if len(key) > short_length:
@@ -251,7 +267,7 @@ class DictionaryDetector(MentionDetector):
 
         pairs: Counter[tuple[str, str]] = Counter()
         for names in concepts:
-            bags = {frozenset(self._bag_word(w) for w in self._fold(normalize(n)).split(" ") if w not in _FUNCTION_WORDS)
+            bags = {frozenset(self._bag_word(w) for w in self._name_key(n).split(" ") if w not in _FUNCTION_WORDS)
                     for n in names}
             bags = [b for b in bags if 2 <= len(b) <= 4]
             for i, a in enumerate(bags):
@@ -298,7 +314,7 @@ class DictionaryDetector(MentionDetector):
         words likewise). Such a match is not ``exact``. Returns the modifiers."""
         from collections import Counter
 
-        keys = {uid: {self._fold(normalize(n)) for n in ns} for uid, ns in names.items()}
+        keys = {uid: {self._name_key(n) for n in ns} for uid, ns in names.items()}
         counts: Counter[str] = Counter()
         for child, parent in is_a:
             for key in keys.get(child, ()) if parent in keys else ():
@@ -354,8 +370,13 @@ class DictionaryDetector(MentionDetector):
                         changed += 1
         return changed
 
+    def _name_key(self, name: str) -> str:
+        """A name's key as the constructor made it (normalized, folded), made once per name."""
+        key = self._name_keys.get(name)
+        return self._fold(normalize(name)) if key is None else key
+
     def _fold(self, key: str) -> str:
-        return " ".join(singular(w) for w in key.split(" ")) if self.plurals else key
+        return " ".join([singular(w) for w in key.split(" ")]) if self.plurals else key
 
     def _bag_word(self, word: str) -> str:
         """A content word as the other-word-order matching compares it: participles folded too
@@ -393,7 +414,8 @@ class DictionaryDetector(MentionDetector):
         if not words:
             return []
         # the text as normalize() would make it, word by word, with where each word starts in it
-        lowered = [self._fold(text[s:e].lower()) for s, e in words]
+        fold = singular if self.plurals else str  # one word: _fold without its split and join
+        lowered = [fold(text[s:e].lower()) for s, e in words]
         offsets, pos = [], 1
         for word in lowered:
             offsets.append(pos)

@@ -4,12 +4,19 @@ singular-like key (Harman's 1991 S-stemmer, plus the Latin plurals of anatomy); 
 folds its names and the text alike, so only the equality of folded words matters: a key need not
 be an English word ("diabetes" and "diabetes" both give "diabete"). British "ae"/"oe" inside a word
 fold to "e" ("naevus": "nevus"). Words of 3 letters or fewer, and words with a digit, are kept as
-they are ("has", "gas", "ms", "t4s")."""
+they are ("has", "gas", "ms", "t4s").
+
+Both folds are pure functions of one word, called for every word of every name and text: each keeps
+the answers of the last WORDS_CACHED distinct words (a text repeats its words, an ontology its
+vocabulary; the dictionary tagger's build over HPO folds 0.49 M words, 12 k of them distinct)."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["singular", "participle"]
+
+WORDS_CACHED = 1 << 18  # distinct words whose folds are kept (a few tens of MB at most)
 
 _UK = re.compile(r"(ae|oe)(?=[a-z])")
 
@@ -24,6 +31,7 @@ _LATIN = (("omata", "oma"), ("ae", "a"))
 _KEEP = ("ss", "us", "is")
 
 
+@lru_cache(maxsize=WORDS_CACHED)
 def singular(word: str) -> str:
     """The folded form of a lowercased ``word`` (module docstring)."""
     if len(word) <= 3 or not word.isalpha():
@@ -43,6 +51,7 @@ def singular(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=WORDS_CACHED)
 def participle(word: str) -> str:
     """A folded ``word`` (after :func:`singular`) with a participle's ending cut: "bridged" and
     "bridging" both give "bridg", so the text's "bridging of sella turcica" meets the name "Bridged

@@ -16,38 +16,19 @@ from typing import Any
 import torch
 
 from kgnorm.errors import KgnormError
+from kgnorm.methods.ner.precision import BF16_ENV, PRECISION_ENV, PRECISIONS, resolve_precision
 from kgnorm.model_cache import cache_dir as onnx_cache_dir
 from kgnorm.model_cache import cached_export, model_digest
 
 __all__ = ["PRECISIONS", "PRECISION_ENV", "BF16_ENV", "resolve_precision", "Emissions", "make_emissions",
            "onnx_cache_dir", "model_digest"]
 
-PRECISIONS = ("auto", "fp32", "bf16", "int8")
-PRECISION_ENV = "KGNORM_NER_PRECISION"
-BF16_ENV = "KGNORM_NER_BF16"          # the older opt-in: "1" means bf16 (kept; PRECISION_ENV wins)
 # The name says how it was quantized: per-channel int8 weights in 7 bits (-64..64). ONNX Runtime's
 # u8s8 kernel on CPUs without VNNI (AVX2-only) adds pairs of u8 x s8 products in 16 bits and
 # saturates on full-range weights (2 x 255 x 127 > 32767; emissions off by 6.1 where VNNI gave 0.3);
 # in 7 bits the pair stays under 2 x 255 x 64 = 32640, so every kernel (AVX2, AVX512-VNNI, AVX-VNNI,
 # AMX) computes the same integers. tests/test_ner_runtime.py forces the AVX2 kernel under QEMU.
 ONNX_FILE = "emissions.int8-per-channel-7bit.onnx"
-
-
-def resolve_precision(requested: str | None = None, flags: frozenset[str] | None = None) -> str:
-    """The concrete path (fp32, bf16 or int8) for `requested` (None: ``KGNORM_NER_PRECISION``, else
-    ``KGNORM_NER_BF16=1`` as bf16, else auto). ``auto`` is bf16 where the CPU declares native bf16
-    (AMX-BF16 / AVX512-BF16), else fp32: bf16 tagged 2.3-3.8x as fast and moved NER F1 by +0.0012
-    (NCBI dev) and +0.0008 (BC5CDR dev), under the 0.002 allowed; int8 is never chosen by auto
-    (no faster than fp32 there, and -0.0035 on BC5CDR dev). benchmarks/LOG.md, "annotate speed paths"."""
-    from kgnorm.linking.cpu_features import bf16_native
-
-    value = requested or os.environ.get(PRECISION_ENV) or ("bf16" if os.environ.get(BF16_ENV) == "1" else "auto")
-    value = value.strip().lower()
-    if value not in PRECISIONS:
-        raise KgnormError(f"unknown detector precision {value!r}; use one of {', '.join(PRECISIONS)}")
-    if value == "auto":
-        return "bf16" if bf16_native(flags) else "fp32"
-    return value
 
 
 @dataclass
