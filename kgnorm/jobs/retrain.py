@@ -12,7 +12,8 @@ on its done documents), and annotate's mention confidence is fitted on it (as `k
 does on dev) for the new pair. The retrained detector is kept only when held-back done documents
 exist and its document-level F1 on them, with the new linker, is no lower than the given detector's
 with that linker; otherwise OUT/ner is the given detector (measured: 11 done documents taught it their
-few spans and cost 0.034 F1 on its own corpus's dev; benchmarks/review_transfer.py). The Run written records the inputs and those scores.
+few spans and cost 0.034 F1 on its own corpus's dev; benchmarks/review_transfer.py). The Run written
+records the inputs and those scores.
 
 Composite: it annotates the held-back documents through `kgnorm.jobs.annotate` (the very path
 `annotate` takes), so it is the one job that calls another."""
@@ -276,7 +277,7 @@ def keep_given_detector(ner: Path, out: Path, report: RetrainReport, why: str) -
     shutil.rmtree(out / "ner")
     _copy_detector(ner, out / "ner")
     report.ner = {**report.ner, "kept_given": why}
-    report.notes.append(f"the retrained detector was not kept ({why}): {out / 'ner'} is the given detector")
+    report.notes.append(f"the retrained detector was not kept ({why}): OUT/ner is the given detector")
 
 
 def _score_documents(uri: str, model: Path, ner: Path, out: Path, docs: list[tuple[str, str, Any]],

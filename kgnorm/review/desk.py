@@ -190,12 +190,14 @@ class ReviewDesk:
                 for r in todo:
                     if r.uid not in done:
                         apply_review(st, r)
-                    self._applied.add(r.uid)
                 done = applied_done(st, [m.uid for m in marks]) if marks else set()
                 for m in marks:
                     if m.uid not in done:
                         apply_done(st, m)
-                    self._applied_done.add(m.uid)
+            # pending until the writer is closed: until then pages read through the reader as it was,
+            # which does not hold them yet, so a review taken off the pending list earlier was seen nowhere
+            self._applied.update(r.uid for r in todo)
+            self._applied_done.update(m.uid for m in marks)
             return len(todo) + len(marks)
         finally:
             self._write_lock.release()
