@@ -262,6 +262,8 @@ def main() -> None:
     p.add_argument("--no-append", action="store_true")
     p.add_argument("--rows-from", type=Path, nargs="+", help="record the rows.json of earlier runs (--work's), "
                    "one table, later files winning per (order, seed, budget): budgets run apart, e.g. 800 after 200")
+    p.add_argument("--label", default="", help="with --rows-from: a word added to the rows' names and the plot's file "
+                   "(e.g. the code change the runs measure)")
     args = p.parse_args()
     if args.rows_from:
         return record_saved(args)
@@ -334,6 +336,8 @@ def record_rows(args: argparse.Namespace, rows: list[dict[str, Any]], b_only: di
     """docs/results.md: per order, B dev document F1 (and gap recovered) by budget; A dev's largest
     fall; the plot (matplotlib, a benchmark-only dependency: pip install matplotlib)."""
     a, b = args.direction.split("-")
+    label = getattr(args, "label", "")
+    tag = f", {label}" if label else ""
     cmd = f"python benchmarks/review_transfer.py --direction {args.direction} …"
     base = rows[0]["b_dev"]["document_f1"] if rows else 0.0
     by_order: dict[str, list[dict[str, Any]]] = {}
@@ -343,23 +347,24 @@ def record_rows(args: argparse.Namespace, rows: list[dict[str, Any]], b_only: di
         rs = sorted(rs, key=lambda r: (r["budget"], r["seed"]))
         fig = " / ".join(f"{r['b_dev']['document_f1']:.3f}" + (f" ({_gap(r['b_dev']['document_f1'], base, b_only)})"
                                                                 if r["budget"] and b_only else "") for r in rs)
-        record("serve", f"{b} dev doc F1 at {'/'.join(str(r['budget']) for r in rs)} reviews ({a} models, {order})",
+        record("serve", f"{b} dev doc F1 at {'/'.join(str(r['budget']) for r in rs)} reviews ({a} models, {order}{tag})",
                fig, cmd)
     fall = min((r["a_dev"]["document_f1"] - base_a for r in rows if r["budget"]
                 for base_a in [rows[0]["a_dev"]["document_f1"]]), default=0.0)
-    record("serve", f"{a} dev doc F1, largest change after a retrain ({args.direction})", f"{fall:+.4f}", cmd)
+    record("serve", f"{a} dev doc F1, largest change after a retrain ({args.direction}{tag})", f"{fall:+.4f}", cmd)
     if b_only:
         record("serve", f"{b} dev doc F1, {a}-only vs {b}-only models", f"{base:.3f} vs {b_only['document_f1']:.3f}", cmd)
-    plot = plot_curves(by_order, b_only, base, args.direction)
+    plot = plot_curves(by_order, b_only, base, args.direction, label)
     if plot:
-        record("serve", f"review transfer curves ({args.direction})", f"[plot]({plot.relative_to(ROOT / 'docs')})", cmd)
+        record("serve", f"review transfer curves ({args.direction}{tag})", f"[plot]({plot.relative_to(ROOT / 'docs')})",
+               cmd)
 
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def plot_curves(by_order: dict[str, list[dict[str, Any]]], b_only: dict[str, Any] | None, base: float,
-                direction: str) -> Path | None:
+                direction: str, label: str = "") -> Path | None:
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -377,9 +382,10 @@ def plot_curves(by_order: dict[str, list[dict[str, Any]]], b_only: dict[str, Any
     if b_only:
         ax.axhline(b_only["document_f1"], color="black", linestyle="--", label="B only")
     a, b = direction.split("-")
-    ax.set(xlabel="reviewed mentions", ylabel=f"{b} dev document F1", title=f"{a} models reviewed on {b} train")
+    ax.set(xlabel="reviewed mentions", ylabel=f"{b} dev document F1",
+           title=f"{a} models reviewed on {b} train" + (f" ({label})" if label else ""))
     ax.legend()
-    out = ROOT / "docs" / f"review-transfer-{direction}.png"
+    out = ROOT / "docs" / f"review-transfer-{direction}{'-' + label if label else ''}.png"
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     return out
