@@ -349,8 +349,8 @@ def record_rows(args: argparse.Namespace, rows: list[dict[str, Any]], b_only: di
                                                                 if r["budget"] and b_only else "") for r in rs)
         record("serve", f"{b} dev doc F1 at {'/'.join(str(r['budget']) for r in rs)} reviews ({a} models, {order}{tag})",
                fig, cmd)
-    fall = min((r["a_dev"]["document_f1"] - base_a for r in rows if r["budget"]
-                for base_a in [rows[0]["a_dev"]["document_f1"]]), default=0.0)
+    a_base = rows[0]["a_dev"]["document_f1"] if rows else 0.0
+    fall = min((r["a_dev"]["document_f1"] - a_base for r in rows if r["budget"]), default=0.0)
     record("serve", f"{a} dev doc F1, largest change after a retrain ({args.direction}{tag})", f"{fall:+.4f}", cmd)
     if b_only:
         record("serve", f"{b} dev doc F1, {a}-only vs {b}-only models", f"{base:.3f} vs {b_only['document_f1']:.3f}", cmd)

@@ -14,6 +14,7 @@ from annotate_fixtures import OBO, write_gold_pubtator
 from cli_runner import exit_code, run
 from kgnorm.documents.readers import read_documents
 from kgnorm.nil.confidence import FEATURES, DevMention, MentionConfidence, document_prf, fit_confidence, mention_features
+from test_cli_journey import journey_store  # noqa: F401  (a fresh store of each kind)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -75,26 +76,13 @@ def test_fit_refuses_dev_data_without_wrong_links():
 
 
 # ---------------------------------------------------------------------- through the CLI
-def _store(kind, tmp, request):
-    if kind == "ladybug":
-        return f"ladybug://{tmp}/graph"
-    from kgnorm.stores import open_store
-
-    uri, database, _ = request.getfixturevalue("bolt_server")
-    if database:
-        request.getfixturevalue("monkeypatch").setenv("KGNORM_NEO4J_DATABASE", database)
-    with open_store(uri) as st:
-        st.query("MATCH (n) DETACH DELETE n")
-    return uri
-
-
-@pytest.mark.parametrize("kind", ["ladybug", "bolt"])
-def test_calibrate_then_annotate_drops_junk_and_writes_confidence(kind, tmp_path, tiny_bert_dir, capsys, request):
+def test_calibrate_then_annotate_drops_junk_and_writes_confidence(journey_store, tmp_path, tiny_bert_dir,  # noqa: F811
+                                                                 capsys):
     from test_annotate_formats import _tiny_detector
 
     from kgnorm.api import Workbench
 
-    store = _store(kind, tmp_path, request)
+    store = journey_store
     (tmp_path / "toyd.obo").write_text(OBO, encoding="utf-8")
     assert exit_code(["ingest", "obo", str(tmp_path / "toyd.obo"), "--ontology", "toyd", "--store", store, "-q"]) == 0
     model = tmp_path / "biosyn"
@@ -127,7 +115,7 @@ def test_calibrate_then_annotate_drops_junk_and_writes_confidence(kind, tmp_path
     [entry] = meta["mention_confidence"]
     assert entry["linker"]["created_at"] == json.loads((model / "kgnorm-model.json").read_text())["created_at"]
     fitted = MentionConfidence.from_meta(entry)
-    if kind == "ladybug":  # the Python API fits the same (and replaces the entry of this linker)
+    if store.startswith("ladybug://"):  # the Python API fits the same (and replaces the entry of this linker)
         again = Workbench(store).calibrate(ner, model, dev)
         assert again["threshold"] == fitted.threshold and again["document_after"] == fitted.fit["document_after"]
         assert len(json.loads((ner / "kgnorm-model.json").read_text(encoding="utf-8"))["mention_confidence"]) == 1

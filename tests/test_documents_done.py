@@ -6,39 +6,27 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from starlette.testclient import TestClient
 
-from annotate_fixtures import OBO, write_jsonl
-from cli_runner import exit_code
+from annotate_fixtures import OBO
 from kgnorm.review.desk import ReviewDesk
 from kgnorm.review.done import done_documents
 from kgnorm.serve import create_app
 from test_cli_journey import journey_store  # noqa: F401  (a fresh store of each kind)
+from test_serve_http import _build as build_served_store
 
 TOKEN = "done-test-token-0123456789"
 DOCS = [{"id": "a1", "title": "Breast cancer", "abstract": "Ovarian cancer and breast carcinoma were seen."},
         {"id": "a2", "title": "Colorectal cancer", "abstract": "No ataxia telangiectasia here."}]
 
 
-def _build(tmp: Path, uri: str, bert: Path) -> None:
-    (tmp / "toyd.obo").write_text(OBO, encoding="utf-8")
-    assert exit_code(["ingest", "obo", str(tmp / "toyd.obo"), "--ontology", "toyd", "--store", uri, "-q"]) == 0
-    model = tmp / "biosyn"
-    assert exit_code(["train", "biosyn", "--ontology", "toyd", "--out", str(model), "--encoder", str(bert),
-                      "--store", uri, "-q"]) == 0
-    src = write_jsonl(tmp / "docs.jsonl", DOCS)
-    assert exit_code(["annotate", "--ner", "dictionary:toyd", "--model", str(model), "--input", str(src),
-                      "--input-format", "jsonl", "--store", uri, "-q"]) == 0
-
-
 @pytest.fixture
 def served(journey_store, tmp_path, tiny_bert_dir):
     uri = journey_store
-    _build(tmp_path, uri, tiny_bert_dir)
+    build_served_store(tmp_path, uri, tiny_bert_dir, OBO, DOCS)
     desk = ReviewDesk(uri)
     try:
         yield desk, TestClient(create_app(desk, TOKEN))
@@ -91,7 +79,7 @@ st.close()
 
 def test_done_mark_waits_in_the_journal_while_the_store_is_held(tmp_path, tiny_bert_dir):
     uri = f"ladybug://{tmp_path}/graph"
-    _build(tmp_path, uri, tiny_bert_dir)
+    build_served_store(tmp_path, uri, tiny_bert_dir, OBO, DOCS)
     desk = ReviewDesk(uri, lock_timeout=0.2, retry_s=3600)
     writer = subprocess.Popen([sys.executable, "-c", HOLD, uri], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True)

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 from urllib.parse import quote
 
-import pytest
 from starlette.testclient import TestClient
 
 from annotate_fixtures import OBO, write_gold_pubtator
@@ -17,19 +16,9 @@ from kgnorm.documents.readers import read_documents
 from kgnorm.review.desk import ReviewDesk
 from kgnorm.serve import create_app
 from kgnorm.stores import open_store
+from test_cli_journey import journey_store  # noqa: F401  (a fresh store of each kind)
 
 TOKEN = "retrain-test-token-0123456789"
-def _store(kind: str, tmp: Path, request) -> str:
-    if kind == "ladybug":
-        return f"ladybug://{tmp}/graph"
-    uri, database, _ = request.getfixturevalue("bolt_server")
-    if database:
-        request.getfixturevalue("monkeypatch").setenv("KGNORM_NEO4J_DATABASE", database)
-    with open_store(uri) as st:
-        st.query("MATCH (n) DETACH DELETE n")
-    return uri
-
-
 def _review(client: TestClient, corpus: Path, done_every: int) -> dict[str, int]:
     """A curator replaying the gold through the API: each found mention accepted, corrected or
     not-a-mention, each missed gold span added; every `done_every`-th document marked done."""
@@ -61,11 +50,10 @@ def _review(client: TestClient, corpus: Path, done_every: int) -> dict[str, int]
     return counts
 
 
-@pytest.mark.parametrize("kind", ["ladybug", "bolt"])
-def test_annotate_review_done_retrain_annotate_again(kind, tmp_path, tiny_bert_dir, capsys, request):
+def test_annotate_review_done_retrain_annotate_again(journey_store, tmp_path, tiny_bert_dir, capsys):  # noqa: F811
     from test_annotate_formats import _tiny_detector
 
-    store = _store(kind, tmp_path, request)
+    store = journey_store
     (tmp_path / "toyd.obo").write_text(OBO, encoding="utf-8")
     assert run(capsys, "ingest", "obo", str(tmp_path / "toyd.obo"), "--ontology", "toyd", "--store", store, "-q")[0] == 0
     model = tmp_path / "biosyn"

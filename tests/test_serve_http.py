@@ -30,14 +30,14 @@ OBO_SERVE = OBO + f"\n[Term]\nid: TOYD:0005\nname: {EVIL}\nis_a: TOYD:0000\n"
 DOCS_SERVE = [*DOCS, {"id": "x1", "title": "<script>alert(1)</script>", "abstract": "Breast cancer here."}]
 
 
-def _build(tmp: Path, uri: str, bert: Path) -> None:
-    """The toy ontology (plus a concept with a hostile name), an untrained BioSyn, annotated documents."""
-    (tmp / "toyd.obo").write_text(OBO_SERVE, encoding="utf-8")
+def _build(tmp: Path, uri: str, bert: Path, obo: str = OBO_SERVE, docs: list[dict] = DOCS_SERVE) -> None:
+    """The toy ontology (by default plus a concept with a hostile name), an untrained BioSyn, annotated documents."""
+    (tmp / "toyd.obo").write_text(obo, encoding="utf-8")
     assert exit_code(["ingest", "obo", str(tmp / "toyd.obo"), "--ontology", "toyd", "--store", uri, "-q"]) == 0
     model = tmp / "biosyn"
     assert exit_code(["train", "biosyn", "--ontology", "toyd", "--out", str(model), "--encoder", str(bert),
                       "--store", uri, "-q"]) == 0
-    src = write_jsonl(tmp / "docs.jsonl", DOCS_SERVE)
+    src = write_jsonl(tmp / "docs.jsonl", docs)
     assert exit_code(["annotate", "--ner", "dictionary:toyd", "--model", str(model), "--input", str(src),
                       "--input-format", "jsonl", "--output", str(tmp / "out.pubtator"), "--store", uri, "-q"]) == 0
 
