@@ -253,3 +253,32 @@ def test_the_queue_a_decision_for_the_same_text_its_time_and_a_withdrawal(capsys
     browser.get(f"{url}/runs")
     agreement = browser.find_element(By.ID, "agreement").text
     assert "browser-test · second" in agreement and "0% (0)" in agreement
+
+
+def test_a_document_marked_done_once_every_mention_is_reviewed(capsys, served, browser):
+    """Issue 50: "Document done" is refused while a mention has no review (the page says how many and
+    opens the first of them); once each is decided by key, the button marks the document done."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _, url, _, _ = served
+    browser.get(f"{url}/documents/d2")
+    marks = browser.find_elements(By.CSS_SELECTOR, "#doctext mark[data-mention]")
+    assert marks and "not marked done" in browser.find_element(By.ID, "done-state").text
+    browser.find_element(By.ID, "mark-done").click()
+    alert = WebDriverWait(browser, 30).until(expected_conditions.alert_is_present())
+    assert f"has {len(marks)} unreviewed mention(s)" in alert.text
+    alert.accept()
+    first = WebDriverWait(browser, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "#doctext mark.selected"))
+    assert first.get_attribute("data-mention") == marks[0].get_attribute("data-mention")
+    body = browser.find_element(By.TAG_NAME, "body")
+    for mark in marks:  # each decided by key: nil
+        mark.click()
+        WebDriverWait(browser, 30).until(lambda d: "Candidates" in d.find_element(By.ID, "panel").text)
+        body.send_keys("x")
+        WebDriverWait(browser, 30).until(lambda d, m=mark: "reviewed" in m.get_attribute("class"))
+    browser.find_element(By.ID, "mark-done").click()
+    WebDriverWait(browser, 30).until(lambda d: "done: marked by browser-test" in d.find_element(By.ID, "done-state").text)
+    _no_alert(browser)
+    _screenshot(browser, "serve-done.png")

@@ -233,3 +233,88 @@ def test_the_kept_queue_follows_reviews_and_runs(served, monkeypatch):
     with open_store(served.uri) as st:  # a refit's confidences (not through the app): the queue is built again
         st.write_statements([("MATCH (m:Mention {uid: $m}) SET m.confidence = 0.002", {"m": some["uid"]})], "conf")
     _as_the_store_says(served)
+
+
+def test_the_queue_is_built_as_the_server_starts(served, monkeypatch):
+    """The app builds the kept queue in the background as it starts: meanwhile the other pages answer,
+    a queue request waits for the build (past the wait it says so: 503, one line), then the queue is
+    the store's."""
+    import threading
+
+    from starlette.testclient import TestClient
+
+    from kgnorm.review import queue_cache
+    from kgnorm.review.desk import ReviewDesk
+    from kgnorm.serve import create_app, state
+    from test_serve_http import TOKEN as token
+
+    gate, started, build = threading.Event(), threading.Event(), queue_cache._build
+
+    def held(*a, **kw):  # the build, held until the test lets it go (a big store's seconds)
+        started.set()
+        assert gate.wait(60)
+        return build(*a, **kw)
+
+    monkeypatch.setattr(queue_cache, "_build", held)
+    desk = ReviewDesk(served.uri, read_only=True)
+    try:
+        c = TestClient(create_app(desk, token, read_only=True))
+        assert started.wait(60) and not desk.queue.built
+        assert c.get("/api/documents/d1").status_code == 200  # the desk's reader is free: pages answer
+        assert c.get("/documents/d2").status_code == 200
+        monkeypatch.setattr(state, "QUEUE_WAIT_S", 0.05)
+        r = c.get("/api/queue")
+        assert r.status_code == 503 and "still being built" in r.json()["error"] and r.headers["retry-after"]
+        assert "still being built" in c.get("/queue").text
+        monkeypatch.setattr(state, "QUEUE_WAIT_S", 60.0)
+        got: dict = {}
+        waiting = threading.Thread(target=lambda: got.update(r=TestClient(c.app).get("/api/queue?limit=200")))
+        waiting.start()
+        waiting.join(0.3)
+        assert waiting.is_alive() and not got  # it waits for the build ...
+        gate.set()
+        waiting.join(60)
+        assert got["r"].status_code == 200 and desk.queue.built  # ... and answers from it
+        with desk.reading() as st:
+            from kgnorm.review.queue import queue_view
+            fresh = queue_view(st, 200, pending=desk.pending())
+        kept = got["r"].json()
+        for q in (kept, fresh):
+            q["progress"].pop("predicted_wrong"), q["progress"].pop("predicted_wrong_share")
+        assert kept == fresh
+    finally:
+        gate.set()
+        desk.close()
+
+
+def test_a_server_up_long_enough_answers_the_first_queue_request_from_what_it_built(served):
+    from starlette.testclient import TestClient
+
+    from kgnorm.review.desk import ReviewDesk
+    from kgnorm.serve import create_app
+    from test_serve_http import TOKEN as token
+
+    desk = ReviewDesk(served.uri, read_only=True)
+    try:
+        c = TestClient(create_app(desk, token, read_only=True))
+        assert desk.queue.wait_ready(60) and desk.queue.built  # built before any queue request
+        built = desk.queue._built
+        assert c.get("/api/queue").status_code == 200 and desk.queue._built is built  # not built again
+    finally:
+        desk.close()
+
+
+def test_concept_search_by_uid_name_and_synonym_within_an_ontology(served):
+    """The panel's concept search (serve_search_*.cypher): an exact uid, names starting with the
+    text, then names and synonyms holding it; with `ontology`, that ontology's concepts only."""
+    def hits(**params) -> list[tuple[str, str]]:
+        r = served.client.get("/api/concepts", params=params)
+        assert r.status_code == 200, r.text
+        return [(h["uid"], h["ontology"]) for h in r.json()["concepts"]]
+
+    assert hits(q="TOYD:0002") == hits(q="TOYD:0002", ontology="toyd") == [("TOYD:0002", "toyd")]
+    assert hits(q="TOYD:0002", ontology="other") == []
+    assert hits(q="Breast", ontology="toyd") == [("TOYD:0002", "toyd")]  # a name starts with it
+    assert hits(q="louis-bar") == [("TOYD:0001", "toyd")]  # a synonym holds it
+    assert hits(q="louis-bar", ontology="other") == []
+    assert hits(q="cancer", limit=2) == [("TOYD:0002", "toyd"), ("TOYD:0003", "toyd")]  # shortest names first

@@ -10,6 +10,7 @@ background thread writes them once it is free. On Neo4j the
 server takes concurrent writes: a review is written at once (an error is the caller's)."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from contextlib import contextmanager
@@ -27,6 +28,8 @@ from kgnorm.stores.ladybug_guard import NoRoom
 
 RETRY_S = 2.0
 REOPEN_S = 0.5
+CLOSE_WAIT_S = 10.0  # how long close() waits for a queue build in the background
+log = logging.getLogger("kgnorm.serve")
 
 
 class ReviewDesk:
@@ -49,6 +52,7 @@ class ReviewDesk:
         self._applied_done: set[str] = set()
         self._linker = _ModelCandidates(model) if model else None
         self.queue = QueueCache()  # the review queue, kept between requests (`queue.view(store, ...)`)
+        self._queue_build: threading.Thread | None = None
         self._stop = threading.Event()
         self._retry: threading.Thread | None = None
         if self.path is not None and not read_only:
@@ -114,6 +118,45 @@ class ReviewDesk:
         assert self._reader is not None
         self._reader.close()
         self._reader, self._reader_stamp = fresh, stamp
+
+    # -- the kept review queue -------------------------------------------------------
+    def build_queue(self) -> None:
+        """Build the kept review queue (kgnorm.review.queue_cache) now, in a background thread and on
+        a store handle of its own: the first queue request finds it built instead of building it
+        then (seconds on a big store), and the desk's reader stays free for every other page.
+        Once per desk; nothing to do when a request built it already."""
+        if self._queue_build is not None or self.queue.built:
+            return
+        self.queue.building()
+        self._queue_build = threading.Thread(target=self._build_queue, args=(self.queue,), daemon=True,
+                                             name="kgnorm-queue-build")
+        self._queue_build.start()
+
+    def _build_queue(self, queue: QueueCache) -> None:
+        try:
+            with self._own_reader() as st:
+                queue.view(st, pending=self.pending())  # the default request's answer: what it reads is kept
+        except Exception as exc:  # the first queue request builds it then, on the desk's reader
+            log.warning("kgnorm serve: the review queue was not built in the background (%s); the first "
+                        "queue request builds it", type(exc).__name__)
+        finally:
+            queue.ready()
+
+    @contextmanager
+    def _own_reader(self) -> Iterator[GraphStore]:
+        """A read-only store of its own (for work too long to hold the desk's reader). Closed only
+        while this desk's writer is not open: closing an embedded store's handle releases every
+        POSIX lock this process holds on it, the writer's too (see _writer)."""
+        st = open_store(self.uri, read_only=True, lock_timeout=self.lock_timeout)
+        try:
+            yield st
+        finally:
+            while True:
+                with self._read_lock:
+                    if not self._writing:
+                        st.close()
+                        break
+                time.sleep(0.05)
 
     # -- writes --------------------------------------------------------------------
     def record(self, mention_uid: str, decision: str, concept_uid: str = "", *, reviewer: str = "",
@@ -248,15 +291,18 @@ class ReviewDesk:
         if self._linker is None:
             return None
         with self.reading() as st:
-            rows = st.query("MATCH (m:Mention {uid: $m}) RETURN m.text, m.context, m.type", {"m": mention_uid}).rows
+            rows = st.run_saved("serve_mention_fields", {"m": mention_uid}).rows
         if not rows:
             return []
-        return self._linker.top(rows[0][0], rows[0][1] or "", k, rows[0][2] or "")
+        _, text, mtype, context = rows[0]
+        return self._linker.top(text, context or "", k, mtype or "")
 
     def close(self) -> None:
         self._stop.set()
         if self._retry is not None:
             self._retry.join(timeout=5)
+        if self._queue_build is not None:
+            self._queue_build.join(timeout=CLOSE_WAIT_S)
         try:
             self.flush(lock_timeout=self.lock_timeout)
         except StoreError:

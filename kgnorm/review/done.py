@@ -81,15 +81,14 @@ def apply_done(store: GraphStore, mark: DocumentDone) -> None:
 
 def applied_done(store: GraphStore, uids: list[str]) -> set[str]:
     """Those of `uids` that are DocumentDone nodes in the store."""
-    return {row[0] for row in store.rows_for("UNWIND $u AS x MATCH (r:DocumentDone {uid: x}) RETURN r.uid", uids)}
+    return {row[0] for row in store.run_saved_for("existing_done_marks", uids)}
 
 
 def done_documents(store: GraphStore, pending: Sequence[DocumentDone] = ()) -> dict[str, DocumentDone]:
     """Document uid -> its newest done mark (stored or still pending). A store no desk ever wrote to
     since done marks exist has no such table: no document is done."""
     try:
-        rows = store.query("MATCH (d:Document)-[:MARKED_DONE]->(x:DocumentDone) RETURN x.uid, d.uid, x.doc_id, "
-                           "x.reviewer, x.created_at, x.mentions").rows
+        rows = store.run_saved("serve_done_marks").rows
     except StoreError:
         rows = []
     out: dict[str, DocumentDone] = {}
@@ -103,20 +102,12 @@ def done_documents(store: GraphStore, pending: Sequence[DocumentDone] = ()) -> d
 def document_done(store: GraphStore, document_uid: str, pending: Sequence[DocumentDone] = ()) -> DocumentDone | None:
     """The newest done mark of one document (stored or pending), if any."""
     try:
-        rows = store.query("MATCH (d:Document {uid: $d})-[:MARKED_DONE]->(x:DocumentDone) RETURN x.uid, x.doc_id, "
-                           "x.reviewer, x.created_at, x.mentions ORDER BY x.created_at DESC LIMIT 1",
-                           {"d": document_uid}).rows
+        rows = store.run_saved("serve_document_done", {"d": document_uid}).rows
     except StoreError:
         rows = []
     marks = [DocumentDone(u, document_uid, doc or "", who or "", at or "", int(n or 0)) for u, doc, who, at, n in rows]
     marks += [m for m in pending if m.document_uid == document_uid]
     return max(marks, key=lambda m: m.created_at) if marks else None
-
-
-TRAINING_REVIEWS = ("MATCH (m:Mention)-[:REVIEWED]->(r:Review) WHERE r.current = true AND r.decision IN $decisions "
-                    "MATCH (m)-[:`IN`]->(d:Document) "
-                    "RETURN DISTINCT d.uid, d.doc_id, d.title, d.text, m.uid, m.start, m.`end`, m.text, m.type, "
-                    "r.decision, r.concept_uid, r.created_at")
 
 
 def training_reviews(store: GraphStore) -> list[tuple[str, str, Any]]:
@@ -126,7 +117,7 @@ def training_reviews(store: GraphStore) -> list[tuple[str, str, Any]]:
     from kgnorm.review.export import ReviewedMention
     from kgnorm.review.records import WITH_CONCEPT
 
-    rows = store.query(TRAINING_REVIEWS, {"decisions": [*WITH_CONCEPT, "nil"]}).rows
+    rows = store.run_saved("training_reviews", {"decisions": [*WITH_CONCEPT, "nil"]}).rows
     return [(d_uid, m_uid, ReviewedMention(doc_id or "", -1 if s is None else int(s), -1 if e is None else int(e),
                                            text or "", mtype or "", decision, concept or "", at or "", title or "",
                                            doc_text or None))
@@ -137,8 +128,7 @@ def done_texts_of(store: GraphStore) -> dict[str, tuple[str, str]]:
     """Document uid -> (doc id, text) of every document marked done: a done document with no
     mention in it is training data too (nothing there to find)."""
     try:
-        rows = store.query("MATCH (d:Document)-[:MARKED_DONE]->(:DocumentDone) RETURN DISTINCT d.uid, d.doc_id, "
-                           "d.text").rows
+        rows = store.run_saved("done_documents").rows
     except StoreError:
         return {}
     return {uid: (doc_id or "", text or "") for uid, doc_id, text in rows}

@@ -10,7 +10,11 @@ but the spans a review added rebuilds it all. A form's mention to show comes fro
 once up to a bound (every one ranked at or before it, least sure first or in document order):
 the AHEAD least sure of the whole store at the first request that needs one, then per form where
 reviews used those up. The answer is kgnorm.review.queue.queue_view's, for any store kgnorm wrote
-(the cache adds nothing to it); string order is taken to be the store's (code points)."""
+(the cache adds nothing to it); string order is taken to be the store's (code points).
+
+The build takes seconds on a big store (5.5 s at 100,000 documents), so `kgnorm serve` makes it in
+the background as it starts (ReviewDesk.build_queue); a queue request meanwhile waits for it
+(`wait_ready`) before it takes the desk's reader, which the other pages go on using."""
 from __future__ import annotations
 
 import heapq
@@ -125,6 +129,24 @@ class QueueCache:
     def __init__(self) -> None:
         self._built: _Built | None = None
         self._lock = threading.Lock()
+        self._ready = threading.Event()  # cleared while a background build runs (`building`)
+        self._ready.set()
+
+    @property
+    def built(self) -> bool:
+        return self._built is not None
+
+    def building(self) -> None:
+        """A build in the background has begun: `wait_ready` waits until `ready`."""
+        self._ready.clear()
+
+    def ready(self) -> None:
+        """The background build ended (built, or failed: a request then builds it itself)."""
+        self._ready.set()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait up to `timeout` s for a background build; False: it still runs."""
+        return self._ready.wait(timeout)
 
     def view(self, store: GraphStore, limit: Any = 50, order: str = "uncertain", typ: str = "", seed: Any = 0,
              pending: Sequence[Review] = ()) -> dict[str, Any]:

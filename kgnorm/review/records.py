@@ -81,18 +81,16 @@ def link_now(decision: str | None, reviewed: tuple[str, str], machine: tuple[str
 
 def current_link(store: GraphStore, mention_uid: str) -> tuple[str, str]:
     """(concept uid, ontology) a mention has now (link_now), ("", "") for none."""
-    rows = store.query("MATCH (m:Mention {uid: $m})-[:REVIEWED]->(r:Review) WHERE r.current = true "
-                       "RETURN r.decision, r.concept_uid, r.ontology", {"m": mention_uid}).rows
+    rows = store.run_saved("serve_current_review", {"m": mention_uid}).rows
     if rows:
-        decision, uid, onto = rows[0]
+        _, decision, uid, onto = rows[0]
         return link_now(decision, (uid or "", onto or ""), ("", ""))
     return machine_link(store, mention_uid)
 
 
 def machine_link(store: GraphStore, mention_uid: str) -> tuple[str, str]:
     """(concept uid, ontology) of the machine's best link of a mention (rank 1, highest score)."""
-    rows = store.query("MATCH (m:Mention {uid: $m})-[l:LINKED_TO]->(c:Concept) RETURN c.uid, c.ontology, l.rank, l.score "
-                       "ORDER BY l.rank, l.score DESC LIMIT 1", {"m": mention_uid}).rows
+    rows = store.run_saved("serve_machine_link", {"m": mention_uid}).rows
     return (rows[0][0], rows[0][1]) if rows else ("", "")
 
 
@@ -108,7 +106,7 @@ def make_review(store: GraphStore, mention_uid: str, decision: str, concept_uid:
         raise InputError(f"elapsed_ms must be between 0 and {MAX_ELAPSED_MS} (a day), got {elapsed_ms}")
     doc_id = ""
     if added is None:
-        rows = store.query("MATCH (m:Mention {uid: $m}) RETURN m.doc_id", {"m": mention_uid}).rows
+        rows = store.run_saved("serve_mention_fields", {"m": mention_uid}).rows
         if not rows:
             raise InputError(f"no mention {mention_uid!r} in the store")
         doc_id = rows[0][0] or ""
@@ -136,12 +134,11 @@ def make_review(store: GraphStore, mention_uid: str, decision: str, concept_uid:
 
 
 def has_current_review(store: GraphStore, mention_uid: str) -> bool:
-    return bool(store.query("MATCH (m:Mention {uid: $m})-[:REVIEWED]->(r:Review) WHERE r.current = true "
-                            "RETURN r.uid LIMIT 1", {"m": mention_uid}).rows)
+    return bool(store.run_saved("serve_current_review", {"m": mention_uid}).rows)
 
 
 def _document_id(store: GraphStore, added: AddedMention) -> str:
-    rows = store.query("MATCH (d:Document {uid: $d}) RETURN d.doc_id, d.text", {"d": added.document_uid}).rows
+    rows = store.run_saved("serve_document_text", {"d": added.document_uid}).rows
     if not rows:
         raise InputError(f"no document {added.document_uid!r} in the store")
     doc_id, text = rows[0]
@@ -172,8 +169,8 @@ def same_text_reviews(store: GraphStore, review: Review, pending: Sequence[Revie
     if review.added is not None:
         text, typ = review.added.text, review.added.type
     else:
-        rows = store.query("MATCH (m:Mention {uid: $m}) RETURN m.text, m.type", {"m": review.mention_uid}).rows
-        text, typ = (rows[0][0] or "", rows[0][1] or "") if rows else ("", "")
+        rows = store.run_saved("serve_mention_fields", {"m": review.mention_uid}).rows
+        text, typ = (rows[0][1] or "", rows[0][2] or "") if rows else ("", "")
     newest: dict[str, Review] = {}
     for r in pending:
         if r.mention_uid not in newest or r.created_at >= newest[r.mention_uid].created_at:
@@ -240,4 +237,4 @@ def apply_review(store: GraphStore, review: Review) -> None:
 
 def applied(store: GraphStore, uids: list[str]) -> set[str]:
     """Those of `uids` that are Review nodes in the store (index lookups)."""
-    return {row[0] for row in store.rows_for("UNWIND $u AS x MATCH (r:Review {uid: x}) RETURN r.uid", uids)}
+    return {row[0] for row in store.run_saved_for("existing_reviews", uids)}

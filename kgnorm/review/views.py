@@ -223,8 +223,8 @@ def _document_mentions(store: GraphStore, doc_uid: str) -> dict[str, dict[str, A
 def concept_names(store: GraphStore, refs: Sequence[ConceptRef]) -> dict[ConceptRef, str]:
     """ref -> name (index lookups: by key for a ref naming its ontology; through ConceptId for a
     bare uid, the first ontology's when several have it)."""
-    out = {ConceptRef.from_key(key): name or "" for key, name in store.rows_for(
-        "UNWIND $u AS x MATCH (c:Concept {key: x}) RETURN c.key, c.name", [r.key for r in refs if r.ontology])}
+    out = {ConceptRef.from_key(key): name or "" for key, name in store.run_saved_for(
+        "serve_concept_names_by_key", [r.key for r in refs if r.ontology])}
     bare = [r.uid for r in refs if not r.ontology]
     if bare:
         rows = store.run_saved("serve_concept_names", {"u": bare}).rows
@@ -367,16 +367,11 @@ def search_concepts(store: GraphStore, prefix: str, limit: Any = 20, ontology: s
     if not q:
         return []
     onto = (ontology or "").strip()[:MAX_QUERY]
-    p, ret = {"q": q, "lq": q.lower(), "o": onto}, f"RETURN c.uid, c.name, c.ontology ORDER BY size(c.name), c.uid LIMIT {n}"
-    mine = " AND c.ontology = $o" if onto else ""
-    rows = store.query("MATCH (:ConceptId {uid: $q})-[:IDENTIFIES]->(c:Concept) "
-                       f"{'WHERE c.ontology = $o ' if onto else ''}RETURN c.uid, c.name, c.ontology", p).rows
-    rows += store.query(f"MATCH (c:Concept) WHERE toLower(c.name) STARTS WITH $lq{mine} {ret}", p).rows
+    rows = store.run_saved("serve_search_id", {"q": q, "o": onto}).rows
+    p = {"lq": q.lower(), "o": onto, "limit": n}
+    rows += store.run_saved("serve_search_prefix", p).rows
     if len(rows) < n:
-        # a parameter inside any() trips LadybugDB's parser: bind it first (as search.cypher does)
-        rows += store.query(f"WITH $lq AS needle, $o AS o MATCH (c:Concept) WHERE (toLower(c.name) CONTAINS needle "
-                            f"OR any(s IN c.synonyms WHERE toLower(s) CONTAINS needle)){mine.replace('$o', 'o')} {ret}",
-                            p).rows
+        rows += store.run_saved("serve_search_contains", p).rows
     seen: set[tuple[str, str]] = set()
     hits = [{"uid": u, "name": name or "", "ontology": onto or ""} for u, name, onto in rows
             if not ((u, onto) in seen or seen.add((u, onto)))]

@@ -51,8 +51,8 @@ def queue_routes(s: Served) -> list[Route]:
     """GET /api/queue: the review queue (kgnorm.review.queue)."""
     async def queue(request: Request) -> JSONResponse:
         p = request.query_params
-        return json_response(await s.view(s.desk.queue.view, p.get("limit", 50), p.get("order", "uncertain"),
-                                          p.get("type", ""), p.get("seed", 0), pending=True))
+        return json_response(await s.queue(p.get("limit", 50), p.get("order", "uncertain"), p.get("type", ""),
+                                           p.get("seed", 0)))
 
     return [Route("/api/queue", queue)]
 
@@ -174,8 +174,7 @@ def _added(store: Any, doc_id: str, start: int, end: int, typ: str) -> AddedMent
         raise InputError("this document's text is not in the store: no mention can be added to it")
     if not 0 <= start < end <= len(text):
         raise InputError(f"span {start}-{end} is outside the document's text (0-{len(text)})")
-    same = store.query("MATCH (d:Document {uid: $d})<-[:`IN`]-(m:Mention) WHERE m.start = $s AND m.`end` = $e "
-                       "RETURN m.uid LIMIT 1", {"d": uid, "s": start, "e": end}).rows
+    same = store.run_saved("serve_span_mention", {"d": uid, "s": start, "e": end}).rows
     added = AddedMention(uid, start, end, text[start:end], typ[:100])
     if same and same[0][0] != added.uid:
         raise InputError(f"mention {same[0][0]} has this span already: review it instead")

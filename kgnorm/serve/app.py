@@ -32,9 +32,11 @@ log = logging.getLogger("kgnorm.serve")
 
 
 def create_app(desk: ReviewDesk, token: str, *, read_only: bool = False, reviewer: str = "",
-               allowed_hosts: Sequence[str] | None = None) -> Starlette:
+               allowed_hosts: Sequence[str] | None = None, build_queue: bool = True) -> Starlette:
     """The app. `allowed_hosts` (the CLI passes the host it binds and the loopback names): a page
-    asked for under another Host header is refused, so a DNS-rebinding site cannot read the token."""
+    asked for under another Host header is refused, so a DNS-rebinding site cannot read the token.
+    `build_queue`: the review queue is built in the background now (ReviewDesk.build_queue), not by
+    its first request."""
     if not read_only and len(token) < 16:
         raise ValueError("a writing app needs a token of at least 16 characters")
     s = Served(desk, token, read_only or bool(getattr(desk, "read_only", False)), reviewer.strip()[:200])
@@ -46,6 +48,8 @@ def create_app(desk: ReviewDesk, token: str, *, read_only: bool = False, reviewe
     handlers = {HTTPException: _http_error, InputError: _bad_input, NotFound: _not_found, KgnormError: _store_error}
     app = Starlette(routes=routes, middleware=middleware, exception_handlers=handlers)  # type: ignore[arg-type]
     app.state.served = s
+    if build_queue:
+        desk.build_queue()
     return app
 
 
@@ -59,7 +63,9 @@ def _answer(request: Request, status: int, message: str) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return _answer(request, exc.status_code, str(exc.detail))
+    response = _answer(request, exc.status_code, str(exc.detail))
+    response.headers.update(exc.headers or {})  # e.g. Retry-After while the queue is being built
+    return response
 
 
 async def _bad_input(request: Request, exc: Exception) -> Response:

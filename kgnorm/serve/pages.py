@@ -73,7 +73,7 @@ def page_routes(s: Served) -> list[Route]:
     async def queue(request: Request) -> Response:
         p = request.query_params
         order, typ = p.get("order", "uncertain"), p.get("type", "")
-        q = await s.view(s.desk.queue.view, p.get("limit", 50), order, typ, p.get("seed", 0), pending=True)
+        q = await s.queue(p.get("limit", 50), order, typ, p.get("seed", 0))
         return render(request, "queue.html", q=q, orders=ORDERS)
 
     async def orphans(request: Request) -> Response:

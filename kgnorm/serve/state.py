@@ -7,10 +7,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
 from kgnorm.review.desk import ReviewDesk
 from kgnorm.stores import redact
+
+QUEUE_WAIT_S = 30.0  # how long a queue request waits for the queue's build in the background
 
 
 @dataclass
@@ -33,6 +36,16 @@ class Served:
             with self.desk.reading() as store:
                 return fn(store, *args, **kw, **extra)
         return await run_in_threadpool(call)
+
+    async def queue(self, *args: Any) -> Any:
+        """The review queue (kgnorm.review.queue_cache's `view(store, *args)`, pending reviews in).
+        While the server's build of it in the background runs, the request waits for it (up to
+        QUEUE_WAIT_S, then 503 saying so) before it takes the desk's reader: the other pages go on."""
+        queue = self.desk.queue
+        if not await run_in_threadpool(queue.wait_ready, QUEUE_WAIT_S):
+            raise HTTPException(503, "the review queue is still being built (it starts when the server does): "
+                                "ask again in a moment", headers={"Retry-After": "5"})
+        return await self.view(queue.view, *args, pending=True)
 
     async def call(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         return await run_in_threadpool(fn, *args, **kw)

@@ -237,6 +237,10 @@ class GraphStore(ReingestReads, ABC):
             rows.extend(self.query(cypher, {"u": list(values[i:i + chunk])}).rows)
         return rows
 
+    def run_saved_for(self, name: str, values: Sequence[Any], chunk: int = LOOKUP_CHUNK) -> list[list[Any]]:
+        """rows_for of a saved query (one that UNWINDs `$u`)."""
+        return self.rows_for(fill_slots(saved_query(name), {"u": []})[0], values, chunk)
+
     def mention_texts(self, uids: list[str]) -> dict[str, tuple[str, str]]:
         """uid -> (text, doc_id) of those of `uids` that are Mention nodes (index lookups)."""
         return {uid: (text, doc or "") for uid, text, doc in self.rows_for(
