@@ -140,8 +140,8 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
     train = [r for r in reviews if not held_back(r[0])]
     test = [r for r in reviews if held_back(r[0])]
     report.held_back_documents = len({d for d, _, _ in test})
-    options = {"partial": partial, "ner_context": ner_context} if ner is not None and partial else None
-    digest = inputs_digest(model, ner, seed, reviews + rejected, done, options)
+    labels = report.options if partial and report.options else None  # what the detector learns enters the digest
+    digest = inputs_digest(model, ner, seed, reviews + rejected, done, labels)
     finished = settle(out, digest, uri, report.notes)
     if finished is not None:
         report.run_uid = finished.uid
@@ -164,8 +164,8 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
                       [r for r in rejected if r[0] not in done and not held_back(r[0])], ctx)
         report.ner = _detector(ner, texts, [r for r in train if r[0] in done], stage / "ner", ner_minutes,
                                ner_epochs, seed, quiet, report.notes, partly)
-    test_rejected = [r for r in rejected if held_back(r[0])]
-    _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet, test_rejected)  # none held back: no scores
+    test_rejected = [r for r in rejected if held_back(r[0])]  # none held back: no scores
+    _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet, test_rejected)
     report.seconds = time.perf_counter() - t0
     run = _run(model, ner, out, report, seed)
     commit(out, run, digest)
