@@ -1,7 +1,8 @@
 """`kgnorm retrain`'s partial labels: the detector learns the reviewed spans of documents nobody
 marked done, the unreviewed rest adding no loss (token cross-entropy restricted to known tokens;
-with a CRF, the unknown tokens marginalized), and the guard judges the retrained detector on the
-held-back reviewed spans."""
+with a CRF, the unknown tokens marginalized), a span reviewed not a mention taught as "not this
+span" (not O on its words), and the guard judges the retrained detector on the held-back reviewed
+spans."""
 from __future__ import annotations
 
 import itertools
@@ -74,8 +75,34 @@ def test_crf_loss_marginalizes_unknown_tokens():
     assert partial_crf_loss(crf, em, torch.full((1, 6), UNKNOWN), mask).item() == pytest.approx(0.0, abs=1e-5)
 
 
+def test_a_rejected_span_is_not_that_span_not_o_on_its_words():
+    """-log(1 - p(exactly the span)): high where the detector finds that span, near 0 where it
+    finds a longer mention holding its words ("cancer" rejected, "breast cancer" found)."""
+    from kgnorm.methods.ner.model import rejected_span_loss
+
+    tags = torch.tensor([[-100, 0, 0, 0, -100]])  # [CLS] breast cancer patients [SEP]; tags only mark specials
+
+    def emissions(path):  # confident logits for a tag path over the three words
+        em = torch.full((1, 5, 3), -4.0)
+        em[0, 0, 0] = em[0, 4, 0] = 4.0
+        for k, t in enumerate(path, start=1):
+            em[0, k, t] = 4.0
+        return em.requires_grad_()
+
+    found_alone = emissions([0, 1, 0])      # "cancer" alone: the rejected span
+    found_longer = emissions([1, 2, 0])     # "breast cancer"
+    loss_alone = rejected_span_loss(found_alone, [[(2, 2)]], tags)
+    loss_longer = rejected_span_loss(found_longer, [[(2, 2)]], tags)
+    assert loss_alone.item() > 5 and loss_longer.item() < 1e-3
+    p = found_alone.softmax(-1)[0]
+    assert loss_alone.item() == pytest.approx(-torch.log1p(-(p[2, 1] * (1 - p[3, 2]))).item(), rel=1e-4)
+    loss_alone.backward()
+    assert found_alone.grad[0, 2, 1] > 0  # descending lowers B at the rejected span's token
+    assert torch.count_nonzero(found_alone.grad[0, 1]) == 0  # the word before it is left alone
+
+
 def test_reviewed_spans_of_unfinished_documents_become_known_ranges():
-    """A mention's span is gold, a not-a-mention span is known O, the rest unknown; each run of
+    """A mention's span is gold, a not-a-mention span rejected, the rest unknown; each run of
     nearby reviewed spans is read with its context, offsets shifted into the piece."""
     from kgnorm.jobs.retrain_labels import partial_texts
 
@@ -85,40 +112,42 @@ def test_reviewed_spans_of_unfinished_documents_become_known_ranges():
     [doc] = part.texts
     assert (part.documents, part.mentions, part.rejected) == (1, 1, 1)
     assert doc.text == TEXT and [(s.start, s.end) for s in doc.spans] == [_span("breast cancer")]
-    assert doc.known == sorted([_span("breast cancer"), _span("tumor")])
+    assert doc.known == [_span("breast cancer")] and doc.rejected == [_span("tumor")]
 
     pieces = partial_texts(mentions, rejected, ("Disease",), context=10).texts
     assert len(pieces) == 2  # the two reviewed spans lie farther apart than twice the context
     first, second = pieces
     assert first.text.startswith("Patients") and first.text.endswith("seen.")  # cut at whitespace
     assert [first.text[s.start:s.end] for s in first.spans] == ["breast cancer"]
-    assert [first.text[a:b] for a, b in first.known] == ["breast cancer"]
-    assert second.spans == [] and [second.text[a:b] for a, b in second.known] == ["tumor"]
+    assert [first.text[a:b] for a, b in first.known] == ["breast cancer"] and first.rejected == []
+    assert second.spans == second.known == [] and [second.text[a:b] for a, b in second.rejected] == ["tumor"]
     assert len(partial_texts(mentions, rejected, ("Disease",), context=200).texts) == 1
 
 
 def test_tokens_outside_the_reviewed_spans_are_unknown(tiny_bert_dir):
-    """The training windows of a partly reviewed text: B/I on the reviewed mention, O on the span
-    reviewed not a mention, UNKNOWN elsewhere; a window with nothing known is not trained on."""
+    """The training windows of a partly reviewed text: B/I on the reviewed mention, UNKNOWN
+    elsewhere, the span reviewed not a mention among the window's rejected spans (first and last
+    token); a window with nothing known or rejected is not trained on."""
     from kgnorm.methods.ner.train import NerConfig, NerTask, build_detector
 
     det, _ = build_detector(tiny_bert_dir, ("Disease",), NerConfig(max_length=32, stride=8))
     b, e = _span("breast cancer")
     tb, te = _span("tumor")
-    docs = [AnnotatedText("p1", TEXT, [Span(b, e, "breast cancer", "Disease")], [(b, e), (tb, te)]),
+    docs = [AnnotatedText("p1", TEXT, [Span(b, e, "breast cancer", "Disease")], [(b, e)], [(tb, te)]),
             AnnotatedText("p2", "Nothing was reviewed in this text at all.", [], [])]
     task = NerTask(det, docs, None, NerConfig(max_length=32, stride=8), tiny_bert_dir, {})
     assert {w.text_index for w in task.windows} == {0}
     seen = {}
-    for w, tags in zip(task.windows, task.tags):
+    rejected = set()
+    for w, tags, rej in zip(task.windows, task.tags, task.rejected):
         for (s, t), tag in zip(w.offsets, tags):
             if s != t:
                 seen[(s, t)] = tag
+        rejected |= {(w.offsets[i][0], w.offsets[j][1]) for i, j in rej}
+    assert rejected == {(tb, te)}
     for (s, t), tag in seen.items():
         if b <= s < e:
             assert tag in (det.labels.begin("Disease"), det.labels.inside("Disease"))
-        elif tb <= s < te:
-            assert tag == 0
         else:
             assert tag == UNKNOWN
     assert seen[min(k for k in seen if k[0] >= b)] == det.labels.begin("Disease")
@@ -140,10 +169,10 @@ def test_partial_labels_change_the_detector_and_the_unknown_rest_does_not(tmp_pa
     base = _tiny_detector(tiny_bert_dir, tmp_path / "ner", silent=True)
     b, e = _span("breast cancer")
     o, f = _span("ovarian cancer")
-    known = [(b, e), _span("tumor")]
-    doc = AnnotatedText("p1", TEXT, [Span(b, e, "breast cancer", "Disease")], known)
+    known, rejected = [(b, e)], [_span("tumor")]
+    doc = AnnotatedText("p1", TEXT, [Span(b, e, "breast cancer", "Disease")], known, rejected)
     other = AnnotatedText("p1", TEXT, [Span(b, e, "breast cancer", "Disease"), Span(o, f, "ovarian cancer", "Disease")],
-                          known)
+                          known, rejected)
     a = finetune_ner(base, [doc], tmp_path / "a", max_minutes=None, epochs=3, seed=0, quiet=True)
     finetune_ner(base, [other], tmp_path / "b", max_minutes=None, epochs=3, seed=0, quiet=True)
     assert a.steps > 0

@@ -2,8 +2,11 @@
 retrained detector on the held-back reviews.
 
 Partial labels: in a document nobody finished, a reviewed mention that is one (accepted, given a
-concept or nil, or added by hand) is a gold span, one reviewed "not a mention" is O over its span,
-and every other token is unknown: it adds no loss (kgnorm.methods.ner.model.UNKNOWN). Least-confident-
+concept or nil, or added by hand) is a gold span (its tokens B/I), one reviewed "not a mention" is a
+rejected span -- the detector is taught not to find that exact span, not that its words are O
+(kgnorm.methods.ner.model.rejected_span_loss: on NCBI-disease train reviewed least confident first,
+64 of the first 139 not-a-mention spans overlapped a gold mention, "breast and ovarian cancer",
+"Pelizaeus-") -- and every other token is unknown: it adds no loss (kgnorm.methods.ner.model.UNKNOWN). Least-confident-
 first review finishes few documents (3-10 in 200-800 reviews, benchmarks/LOG.md "Review transfer"),
 so done documents alone teach the detector almost nothing. The detector reads each reviewed span with
 `context` characters of its text either side (cut at whitespace), not the whole document: the
@@ -47,13 +50,15 @@ def partial_texts(mentions: list[tuple[str, str, Any]], rejected: list[tuple[str
                   types: tuple[str, ...], context: int | None = CONTEXT_CHARS) -> PartialLabels:
     """The reviewed spans of documents not done (`mentions`: those that are mentions, `rejected`:
     those that are not; (document uid, mention uid, ReviewedMention)) as AnnotatedTexts whose
-    ``known`` ranges are the reviewed spans; `context` None: each whole document."""
+    ``known`` ranges are the reviewed mentions' spans and ``rejected`` the others; `context` None:
+    each whole document."""
     from kgnorm.ner.corpus import _non_overlapping
     from kgnorm.ner.spans import Span
 
     text_of: dict[str, tuple[str, str]] = {}
     spans: dict[str, list[Span]] = defaultdict(list)
     known: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    bad: dict[str, list[tuple[int, int]]] = defaultdict(list)
     dropped = n_mentions = n_rejected = 0
     for doc_uid, _, m in mentions:
         typ = _type_of(m, types)
@@ -69,25 +74,27 @@ def partial_texts(mentions: list[tuple[str, str, Any]], rejected: list[tuple[str
     for doc_uid, _, m in rejected:
         if _usable(m):
             text_of[doc_uid] = (m.doc_id, m.doc_text)
-            known[doc_uid].append((m.start, m.end))
+            bad[doc_uid].append((m.start, m.end))
             n_rejected += 1
     out = []
-    for doc_uid in sorted(known):
+    for doc_uid in sorted(text_of):
         doc_id, text = text_of[doc_uid]
-        out.extend(_cut(doc_id, text, _non_overlapping(spans[doc_uid]), sorted(set(known[doc_uid])), context))
-    return PartialLabels(out, len(known), n_mentions, n_rejected, dropped)
+        out.extend(_cut(doc_id, text, _non_overlapping(spans[doc_uid]), sorted(set(known[doc_uid])),
+                        sorted(set(bad[doc_uid])), context))
+    return PartialLabels(out, len(text_of), n_mentions, n_rejected, dropped)
 
 
-def _cut(doc_id: str, text: str, spans: list[Any], known: list[tuple[int, int]], context: int | None) -> list[Any]:
-    """One AnnotatedText per run of known ranges less than 2 x `context` apart, widened by `context`
-    to whitespace; offsets shifted into the piece."""
+def _cut(doc_id: str, text: str, spans: list[Any], known: list[tuple[int, int]], rejected: list[tuple[int, int]],
+         context: int | None) -> list[Any]:
+    """One AnnotatedText per run of reviewed spans less than 2 x `context` apart, widened by
+    `context` to whitespace; offsets shifted into the piece."""
     from kgnorm.ner.corpus import AnnotatedText
     from kgnorm.ner.spans import Span
 
     if context is None:
-        return [AnnotatedText(doc_id, text, list(spans), list(known))]
+        return [AnnotatedText(doc_id, text, list(spans), list(known), list(rejected))]
     pieces: list[list[int]] = []
-    for a, b in known:
+    for a, b in sorted(known + rejected):
         lo, hi = max(0, a - context), min(len(text), b + context)
         while lo > 0 and not text[lo - 1].isspace():
             lo -= 1
@@ -102,7 +109,8 @@ def _cut(doc_id: str, text: str, spans: list[Any], known: list[tuple[int, int]],
         inside = [s for s in spans if lo <= s.start and s.end <= hi]
         out.append(AnnotatedText(f"{doc_id}@{lo}", text[lo:hi],
                                  [Span(s.start - lo, s.end - lo, s.text, s.type) for s in inside],
-                                 [(a - lo, b - lo) for a, b in known if lo <= a and b <= hi]))
+                                 [(a - lo, b - lo) for a, b in known if lo <= a and b <= hi],
+                                 [(a - lo, b - lo) for a, b in rejected if lo <= a and b <= hi]))
     return out
 
 

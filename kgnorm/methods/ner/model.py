@@ -80,7 +80,16 @@ class NerNet(nn.Module):
             hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return self.classifier(self.dropout(hidden))
 
-    def loss(self, emissions: torch.Tensor, tags: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def loss(self, emissions: torch.Tensor, tags: torch.Tensor, attention_mask: torch.Tensor,
+             rejected: Sequence[Sequence[tuple[int, int]]] = ()) -> torch.Tensor:
+        """The token loss (:meth:`token_loss`) plus, for `rejected` spans (per row, first and last
+        token), :func:`rejected_span_loss`."""
+        loss = self.token_loss(emissions, tags, attention_mask)
+        if any(rejected):
+            loss = loss + rejected_span_loss(emissions, rejected, tags)
+        return loss
+
+    def token_loss(self, emissions: torch.Tensor, tags: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Token cross-entropy (special, padding and UNKNOWN tokens ignored), or the CRF's negative
         log-likelihood per token (special tokens count as O: the CRF needs a dense sequence). With
         UNKNOWN tokens the CRF's loss is the partial-label one: -log of the probability of every
@@ -126,6 +135,31 @@ def partial_crf_loss(crf: Any, emissions: torch.Tensor, tags: torch.Tensor,
     log_z_known = crf._compute_normalizer(cm, m)
     n_known = (mask & ~unknown).sum().clamp(min=1)
     return (log_z - log_z_known).sum() / n_known
+
+
+def rejected_span_loss(emissions: torch.Tensor, rejected: Sequence[Sequence[tuple[int, int]]],
+                       tags: torch.Tensor) -> torch.Tensor:
+    """Mean over the rejected spans of -log(1 - p(exactly that span)): p = p(B at its first token) x
+    p(I at the others) x p(not I at the next content token), summed over the types (from the
+    emissions' softmax; with a CRF, an approximation). The detector learns not to find that very
+    span -- not that its words are O: a span reviewed "not a mention" for its boundaries ("cancer" of
+    "breast cancer") would otherwise teach O on a mention's words."""
+    logp = emissions.log_softmax(-1)
+    n_types = (emissions.shape[-1] - 1) // 2
+    terms = []
+    for row, spans in enumerate(rejected):
+        for first, last in spans:
+            per_type = []
+            for k in range(n_types):
+                b, i = 1 + 2 * k, 2 + 2 * k
+                lp = logp[row, first, b] + logp[row, first + 1:last + 1, i].sum()
+                nxt = last + 1
+                if nxt < tags.shape[1] and int(tags[row, nxt]) != -100:  # a content token follows
+                    lp = lp + torch.log1p(-logp[row, nxt, i].exp().clamp(max=1 - 1e-6))
+                per_type.append(lp)
+            p = torch.logsumexp(torch.stack(per_type), 0).exp().clamp(max=1 - 1e-6)
+            terms.append(-torch.log1p(-p))
+    return torch.stack(terms).mean() if terms else emissions.sum() * 0.0
 
 
 def pad_batch(rows: Sequence[Sequence[int]], value: int) -> torch.Tensor:
