@@ -22,7 +22,7 @@ def retrain_cmd(
     ner_minutes: Annotated[float, typer.Option("--ner-minutes", help="The detector's training budget.")] = 3.0,
     partial: Annotated[bool, typer.Option("--partial/--done-only", help="The detector learns the reviewed spans of "
                                           "documents not marked done too (the rest of them teaches nothing), or "
-                                          "only the done documents.")] = True,
+                                          "only the done documents.")] = False,
     ner_context: Annotated[Optional[int], typer.Option("--ner-context", help="Characters of text the detector reads "
                                                        "either side of a reviewed span in a document not done (0: "
                                                        "the whole document).", show_default="256")] = None,

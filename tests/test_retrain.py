@@ -75,7 +75,7 @@ def test_annotate_review_done_retrain_annotate_again(journey_store, tmp_path, ti
 
     out = tmp_path / "retrained"
     code, _, err = run(capsys, "retrain", "--store", store, "--model", str(model), "--ner", str(ner), "--out", str(out),
-                       "--linker-minutes", "1", "--ner-minutes", "0.5", "--threads", "1")
+                       "--linker-minutes", "1", "--ner-minutes", "0.5", "--threads", "1", "--partial")
     assert code == 0, err
     base_meta = json.loads((model / "kgnorm-model.json").read_text(encoding="utf-8"))
     meta = json.loads((out / "linker" / "kgnorm-model.json").read_text(encoding="utf-8"))

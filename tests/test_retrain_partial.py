@@ -211,7 +211,8 @@ def test_span_scores_count_only_what_was_reviewed():
 
 def test_the_guard_keeps_the_detector_that_finds_the_held_back_reviews(tmp_path, tiny_bert_dir):
     """The held-back reviews are the spans one detector finds: the detector that finds nothing loses
-    to it (not kept when it is the retrained one; kept when the given one is the silent one)."""
+    to it (not kept when it is the retrained one; kept when the given one is the silent one); a
+    detector with the F1 but not the recall of the given one is not kept either."""
     from test_annotate_formats import _tiny_detector
     from test_retrain import _detector_bytes
 
@@ -232,3 +233,15 @@ def test_the_guard_keeps_the_detector_that_finds_the_held_back_reviews(tmp_path,
         assert ("kept_given" not in report.ner) == kept
         assert _detector_bytes(out / "ner") == _detector_bytes(retrained if kept else given)
         assert hb["spans_after"]["f1"] == 1.0
+    # the retrained detector finds the same spans: F1 and recall tie, kept; with one reviewed
+    # mention fewer found by it (its span reviewed by nobody else), its recall falls: not kept
+    out = tmp_path / "out-tie"
+    _tiny_detector(tiny_bert_dir, out / "ner", silent=False)
+    report, hb = RetrainReport(out, ner={"documents": 0, "steps": 1}), {}
+    _judge_spans(tagger, out, test, [], set(), hb, report, 1)
+    assert "kept_given" not in report.ner
+    from kgnorm.jobs.retrain_labels import loses
+
+    given = {"f1": 0.375, "recall": 1.0}
+    assert loses(given, {"f1": 0.5, "recall": 0.5556})   # finds less: better on the reviews, not kept
+    assert loses(given, {"f1": 0.3, "recall": 1.0}) and not loses(given, {"f1": 0.4, "recall": 1.0})

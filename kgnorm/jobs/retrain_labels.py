@@ -157,6 +157,12 @@ def span_prf(reviewed: HeldBackSpans, found: dict[str, set[tuple[int, int]]]) ->
     return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4), "tp": tp, "fp": fp, "fn": fn}
 
 
+def loses(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether the retrained detector's held-back span scores (`after`) lose to the given one's:
+    lower F1 or lower recall (see kgnorm.jobs.retrain._judge_spans for why recall too)."""
+    return after["f1"] < before["f1"] or after["recall"] < before["recall"]
+
+
 def detector_spans(ner: Path, reviewed: HeldBackSpans, threads: int | None) -> dict[str, set[tuple[int, int]]]:
     """The spans the detector in `ner` finds in each held-back document."""
     from kgnorm.methods.ner.model import load_ner
