@@ -127,7 +127,7 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
     uri = check_store_uri(store)
     with open_store(uri, read_only=True) as st:
         reviews = training_reviews(st)
-        rejected = rejected_reviews(st) if ner is not None and partial else []
+        rejected = rejected_reviews(st) if ner is not None else []  # the guard reads them; --partial learns them
         done_docs = done_texts_of(st)
         waiting = pending_reviews(uri, st)
     report = RetrainReport(out, reviews=len({m for _, m, _ in reviews}), documents=len({d for d, _, _ in reviews}))
