@@ -213,7 +213,8 @@ def run_order(args: argparse.Namespace, base_store: Path, order: str, seed: int,
             out = work / f"b{budget}"
             t0 = time.perf_counter()
             kgnorm(["retrain", "--store", store, "--model", str(args.a_model), "--ner", str(args.a_ner), "--out",
-                    str(out), "--threads", str(args.threads)], args.threads, work / f"retrain-{budget}.log")
+                    str(out), "--threads", str(args.threads), *args.retrain_option], args.threads,
+                   work / f"retrain-{budget}.log")
             wall, ner, linker = time.perf_counter() - t0, out / "ner", out / "linker"
         else:
             wall, ner, linker = 0.0, args.a_ner, args.a_model
@@ -259,6 +260,8 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="bc5cdr-ncbi, budgets 0,200,800, document, uncertain and same-text, seed 0")
     p.add_argument("--work", type=Path, default=Path("/tmp/kgnorm-review-transfer"))
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--retrain-option", action="append", default=[],
+                   help="passed on to every `kgnorm retrain` (repeat it: --retrain-option=--partial)")
     p.add_argument("--no-append", action="store_true")
     p.add_argument("--rows-from", type=Path, nargs="+", help="record the rows.json of earlier runs (--work's), "
                    "one table, later files winning per (order, seed, budget): budgets run apart, e.g. 800 after 200")

@@ -20,6 +20,12 @@ def retrain_cmd(
                                                 "linker only.")] = None,
     linker_minutes: Annotated[float, typer.Option("--linker-minutes", help="The linker's training budget.")] = 4.0,
     ner_minutes: Annotated[float, typer.Option("--ner-minutes", help="The detector's training budget.")] = 3.0,
+    partial: Annotated[bool, typer.Option("--partial/--done-only", help="The detector learns the reviewed spans of "
+                                          "documents not marked done too (the rest of them teaches nothing), or "
+                                          "only the done documents.")] = False,
+    ner_context: Annotated[Optional[int], typer.Option("--ner-context", help="Characters of text the detector reads "
+                                                       "either side of a reviewed span in a document not done (0: "
+                                                       "the whole document).", show_default="256")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     threads: Annotated[Optional[int], typer.Option("--threads", help="Torch's intra-op threads (default: torch's).",
                                                    show_default=False)] = None,
@@ -32,5 +38,5 @@ def retrain_cmd(
     from kgnorm.jobs.retrain import retrain
 
     report = retrain(store, model, out, ner, linker_minutes=linker_minutes, ner_minutes=ner_minutes, seed=seed,
-                     threads=threads, quiet=quiet)
+                     threads=threads, quiet=quiet, partial=partial, ner_context=ner_context)
     print_report(report, quiet)

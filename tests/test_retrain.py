@@ -75,7 +75,7 @@ def test_annotate_review_done_retrain_annotate_again(journey_store, tmp_path, ti
 
     out = tmp_path / "retrained"
     code, _, err = run(capsys, "retrain", "--store", store, "--model", str(model), "--ner", str(ner), "--out", str(out),
-                       "--linker-minutes", "1", "--ner-minutes", "0.5", "--threads", "1")
+                       "--linker-minutes", "1", "--ner-minutes", "0.5", "--threads", "1", "--partial")
     assert code == 0, err
     base_meta = json.loads((model / "kgnorm-model.json").read_text(encoding="utf-8"))
     meta = json.loads((out / "linker" / "kgnorm-model.json").read_text(encoding="utf-8"))
@@ -92,7 +92,10 @@ def test_annotate_review_done_retrain_annotate_again(journey_store, tmp_path, ti
         assert "the retrained detector was not kept" in err
     else:
         assert ner_meta["finetuned_from"] == str(ner.resolve())
-        assert ner_meta["train_documents"] == 10 - _held_back_done(store)
+        assert ner_meta["train_documents"] == 10 - _held_back_done(store) + params["ner_training"]["partial_texts"]
+    # the documents not marked done teach the detector their reviewed spans (partial labels)
+    assert params["ner_labels"] == {"partial": True, "ner_context": None}
+    assert params["ner_training"]["partial_documents"] > 0 and params["ner_training"]["partial_spans"] > 0
     reviewed_mentions = counts["accept"] + counts["concept"] + counts["added"]  # not-a-mention teaches neither
     assert params["reviews"] == reviewed_mentions and params["done_documents"] == 10
     assert params["model"] == str(model.resolve()) and params["ner"] == str(ner.resolve())
@@ -100,6 +103,8 @@ def test_annotate_review_done_retrain_annotate_again(journey_store, tmp_path, ti
     assert params["held_back_documents"] > 0 and hb["mentions"] > 0
     assert 0 <= hb["acc1_before"] <= 1 and 0 <= hb["acc1_after"] <= 1
     assert len(hb["document_before"]) == len(hb["document_after"]) == 3
+    assert hb["spans"] > 0 and hb["spans_before"]["tp"] + hb["spans_before"]["fn"] > 0
+    assert "held back: detector span P/R/F1" in err
     assert f"held back: linker Acc@1 {hb['acc1_before']:.4f} -> {hb['acc1_after']:.4f}" in err
 
     # annotate again with the retrained pair: --model OUT/linker --ner OUT/ner
@@ -171,7 +176,7 @@ def test_which_reviews_teach_what():
 
 
 def test_a_retrained_detector_without_held_back_evidence_is_not_kept(tmp_path, tiny_bert_dir):
-    """No held-back done document to score it on: OUT/ner is the given detector again, said so."""
+    """No held-back reviewed span to score it on: OUT/ner is the given detector again, said so."""
     from types import SimpleNamespace
 
     from test_annotate_formats import _tiny_detector
@@ -183,11 +188,11 @@ def test_a_retrained_detector_without_held_back_evidence_is_not_kept(tmp_path, t
     _tiny_detector(tiny_bert_dir, out / "ner", silent=True)  # stands for the retrained one: other weights
     assert _detector_bytes(out / "ner") != _detector_bytes(ner)
     report = RetrainReport(out, ner={"documents": 3, "spans": 4, "steps": 10, "seconds": 1.0})
-    test = [("held-back-doc", "m1", SimpleNamespace(ids=()))]  # reviewed (not a mention), its document not done
+    test = [("held-back-doc", "m1", SimpleNamespace(ids=()))]  # reviewed, in no stored document's text
     _score_held_back("unused://", tmp_path / "biosyn", ner, out, test, set(), report, 1, True)
     assert _detector_bytes(out / "ner") == _detector_bytes(ner)
-    assert report.ner["kept_given"] == "no held-back done document to check it on"
-    assert report.held_back == {"mentions": 0, "documents": 0}
+    assert report.ner["kept_given"] == "no held-back reviewed span to check it on"
+    assert report.held_back == {"mentions": 0, "spans": 0, "documents": 0}
     assert any("the retrained detector was not kept" in n for n in report.notes)
 
 

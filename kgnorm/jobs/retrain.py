@@ -3,17 +3,23 @@
 What goes in: every mention in a stored document whose current review says it is one. The linker
 (BioSyn, warm-started from --model) learns each reviewed mention with a concept -- accepted: the
 machine's concept, corrected: the one the person chose; nil and not-a-mention teach it nothing. The
-detector (warm-started from --ner) learns only from documents a person marked done
-(kgnorm.review.done), where every found mention was decided and missed spans added: its gold is the
-reviewed mentions (nil included: still a mention) and the added spans, without those said not to be
-mentions. A fifth of the reviewed documents is held back from both: the models before and after are
-scored on it (linker Acc@1 on its reviewed mentions; with --ner, document-level P/R/F1 of annotate
-on its done documents), and annotate's mention confidence is fitted on it (as `kgnorm calibrate`
-does on dev) for the new pair. The retrained detector is kept only when held-back done documents
-exist and its document-level F1 on them, with the new linker, is no lower than the given detector's
-with that linker; otherwise OUT/ner is the given detector (measured: 11 done documents taught it their
-few spans and cost 0.034 F1 on its own corpus's dev; benchmarks/review_transfer.py). The Run written
-records the inputs and those scores.
+detector (warm-started from --ner) learns from documents a person marked done (kgnorm.review.done),
+where every found mention was decided and missed spans added: its gold is the reviewed mentions (nil
+included: still a mention) and the added spans, without those said not to be mentions; and, with
+``partial=True`` (--partial), from the reviewed spans of the other documents: partial labels
+(kgnorm.jobs.retrain_labels), the unreviewed rest of those documents adding no loss. Off by default:
+measured on least-confident-first reviews of NCBI-disease train (200, mostly not-a-mention), they
+lowered the detector's NCBI dev recall more than they raised its precision. A fifth of the
+reviewed documents is held back from both: the models before and after are scored on it (linker Acc@1
+on its reviewed mentions; with --ner, span-level P/R/F1 of the detector on its reviewed spans and
+document-level P/R/F1 of annotate on its done documents), and annotate's mention confidence is fitted
+on it (as `kgnorm calibrate` does on dev) for the new pair. The retrained detector is kept only when
+held-back reviewed spans exist, its span-level F1 and recall on them are no lower than the given
+detector's, and,
+where held-back done documents exist, its document-level F1 on them with the new linker is no lower
+than the given detector's with that linker; otherwise OUT/ner is the given detector (measured: 11 done
+documents taught it their few spans and cost 0.034 F1 on its own corpus's dev;
+benchmarks/review_transfer.py). The Run written records the inputs and those scores.
 
 Composite: it annotates the held-back documents through `kgnorm.jobs.annotate` (the very path
 `annotate` takes), so it is the one job that calls another."""
@@ -48,6 +54,7 @@ class RetrainReport:
     run_uid: str = ""
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)  # the detector's labels: partial or done only
 
     def summary(self) -> list[str]:
         lines = [f"retrained on {self.reviews:,} reviewed mention(s) in {self.documents:,} document(s) "
@@ -57,12 +64,18 @@ class RetrainReport:
                          f"{self.out / 'linker'}")
         if self.ner:
             kept = f" (not kept: {self.out / 'ner'} is the given detector)" if self.ner.get("kept_given") else ""
-            lines.append(f"detector: {self.ner['documents']:,} done document(s), {self.ner['steps']:,} steps{kept} → "
-                         f"{self.out / 'ner'}")
+            partial = (f" + {self.ner['partial_spans']:,} reviewed span(s) in {self.ner['partial_documents']:,} "
+                       "document(s) not done" if self.ner.get("partial_documents") else "")
+            lines.append(f"detector: {self.ner['documents']:,} done document(s){partial}, {self.ner['steps']:,} "
+                         f"steps{kept} → {self.out / 'ner'}")
         hb = self.held_back
         if hb.get("acc1_before") is not None:
             lines.append(f"held back: linker Acc@1 {hb['acc1_before']:.4f} -> {hb['acc1_after']:.4f} on "
                          f"{hb['mentions']:,} reviewed mention(s)")
+        if hb.get("spans_after") is not None:
+            b, a = hb["spans_before"], hb["spans_after"]
+            lines.append(f"held back: detector span P/R/F1 {b['precision']:.4f}/{b['recall']:.4f}/{b['f1']:.4f} -> "
+                         f"{a['precision']:.4f}/{a['recall']:.4f}/{a['f1']:.4f} on {hb['spans']:,} reviewed span(s)")
         if hb.get("document_after") is not None:
             b, a = hb["document_before"], hb["document_after"]
             lines.append(f"held back: document-level P/R/F1 {b[0]:.4f}/{b[1]:.4f}/{b[2]:.4f} -> "
@@ -96,11 +109,14 @@ def _check(model: Path, ner: Path | None, out: Path) -> None:
 
 def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Path | None = None, *,
             linker_minutes: float = 4.0, ner_minutes: float = 3.0, linker_epochs: int = 5, ner_epochs: float = 10,
-            seed: int = 0, threads: int | None = None, quiet: bool = False) -> RetrainReport:
+            seed: int = 0, threads: int | None = None, quiet: bool = False, partial: bool = False,
+            ner_context: int | None = None) -> RetrainReport:
     """Fine-tune `model` (and `ner`) on the store's reviews into ``out/linker`` (and ``out/ner``);
-    see the module docstring. Budgets in minutes of training, each model's own."""
+    see the module docstring. Budgets in minutes of training, each model's own. `partial`: the
+    detector learns the reviewed spans of documents not done too, each read with `ner_context`
+    characters either side (None: retrain_labels.CONTEXT_CHARS; 0: the whole document)."""
     from kgnorm.methods.recipes import set_threads
-    from kgnorm.review.done import done_texts_of, training_reviews
+    from kgnorm.review.done import done_texts_of, rejected_reviews, training_reviews
     from kgnorm.review.export import pending_reviews
     from kgnorm.stores import check_store_uri, open_store
 
@@ -111,6 +127,7 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
     uri = check_store_uri(store)
     with open_store(uri, read_only=True) as st:
         reviews = training_reviews(st)
+        rejected = rejected_reviews(st) if ner is not None else []  # the guard reads them; --partial learns them
         done_docs = done_texts_of(st)
         waiting = pending_reviews(uri, st)
     report = RetrainReport(out, reviews=len({m for _, m, _ in reviews}), documents=len({d for d, _, _ in reviews}))
@@ -118,13 +135,16 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
         report.notes.append(f"{waiting:,} review(s) wait in the journal for the store (another process writes it): "
                             "not learnt from; run again once they are written")
     done = set(done_docs)
+    if ner is not None:
+        report.options = {"partial": partial, "ner_context": ner_context}
     if not reviews:
         raise KgnormError("the store holds no reviewed mention in a stored document: review some first (kgnorm serve)")
     report.done_documents = len(done)
     train = [r for r in reviews if not held_back(r[0])]
     test = [r for r in reviews if held_back(r[0])]
     report.held_back_documents = len({d for d, _, _ in test})
-    digest = inputs_digest(model, ner, seed, reviews, done)
+    labels = report.options if partial and report.options else None  # what the detector learns enters the digest
+    digest = inputs_digest(model, ner, seed, reviews + rejected, done, labels)
     finished = settle(out, digest, uri, report.notes)
     if finished is not None:
         report.run_uid = finished.uid
@@ -138,9 +158,17 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
     report.linker = _linker(model, train, stage / "linker", linker_minutes, linker_epochs, seed, quiet)
     if ner is not None:
         texts = {d: v for d, v in done_docs.items() if not held_back(d)}
+        partly = None
+        if partial:
+            from kgnorm.jobs.retrain_labels import CONTEXT_CHARS
+
+            ctx = CONTEXT_CHARS if ner_context is None else (ner_context or None)
+            partly = ([r for r in train if r[0] not in done],
+                      [r for r in rejected if r[0] not in done and not held_back(r[0])], ctx)
         report.ner = _detector(ner, texts, [r for r in train if r[0] in done], stage / "ner", ner_minutes,
-                               ner_epochs, seed, quiet, report.notes)
-    _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet)  # none held back: no scores
+                               ner_epochs, seed, quiet, report.notes, partly)
+    test_rejected = [r for r in rejected if held_back(r[0])]  # none held back: no scores
+    _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet, test_rejected)
     report.seconds = time.perf_counter() - t0
     run = _run(model, ner, out, report, seed)
     commit(out, run, digest)
@@ -180,21 +208,36 @@ def linker_pairs(mentions: list[Any]) -> list[tuple[str, set[str]]]:
 
 
 def _detector(ner: Path, texts: dict[str, tuple[str, str]], train: list[tuple[str, str, Any]], out: Path,
-              minutes: float, epochs: float, seed: int, quiet: bool, notes: list[str]) -> dict[str, Any]:
-    """Fine-tune the detector on the done documents outside the held-back fifth; with none, the
-    given detector is copied (so ``out/ner`` always goes with ``out/linker``)."""
+              minutes: float, epochs: float, seed: int, quiet: bool, notes: list[str],
+              partly: tuple[list, list, int | None] | None = None) -> dict[str, Any]:
+    """Fine-tune the detector on the done documents outside the held-back fifth and (`partly`: the
+    reviewed mentions and not-mentions of the other documents, the context in characters) on the
+    reviewed spans of the others; with nothing to learn, the given detector is copied (so
+    ``out/ner`` always goes with ``out/linker``)."""
+    from kgnorm.jobs.retrain_labels import partial_texts
     from kgnorm.methods.ner.finetune import base_types, finetune_ner
 
-    docs, dropped = done_texts(texts, train, base_types(ner))
+    types = base_types(ner)
+    docs, dropped = done_texts(texts, train, types)
+    part = partial_texts(partly[0], partly[1], types, partly[2]) if partly is not None else None
+    dropped += part.dropped if part is not None else 0
     if dropped:
         notes.append(f"{dropped:,} reviewed mention(s) of a type the detector does not tag: not learnt")
-    if not any(d.spans for d in docs):
-        notes.append("no done document outside the held-back fifth: the detector is not retrained (copied as "
+    if not any(d.spans for d in docs) and not (part is not None and part.texts):
+        notes.append("no done document and no reviewed span outside the held-back fifth: the detector is not "
+                     "retrained (copied as it was)" if part is not None else
+                     "no done document outside the held-back fifth: the detector is not retrained (copied as "
                      "it was); mark reviewed documents done on their page")
         _copy_detector(ner, out)
         return {}
-    res = finetune_ner(ner, docs, out, max_minutes=minutes, epochs=epochs, seed=seed, quiet=quiet)
-    return {"documents": res.documents, "spans": res.spans, "steps": res.steps, "seconds": round(res.seconds, 1)}
+    res = finetune_ner(ner, docs + (part.texts if part is not None else []), out, max_minutes=minutes, epochs=epochs,
+                       seed=seed, quiet=quiet)
+    info = {"documents": len(docs), "spans": sum(len(d.spans) for d in docs), "steps": res.steps,
+            "seconds": round(res.seconds, 1)}
+    if part is not None:
+        info.update(partial_documents=part.documents, partial_spans=part.mentions + part.rejected,
+                    partial_mentions=part.mentions, partial_rejected=part.rejected, partial_texts=len(part.texts))
+    return info
 
 
 def _copy_detector(ner: Path, out: Path) -> None:
@@ -253,7 +296,8 @@ def _top1(model: Path, mentions: list[Any]) -> list[str]:
 
 
 def _score_held_back(uri: str, model: Path, ner: Path | None, out: Path, test: list[tuple[str, str, Any]],
-                     done: set[str], report: RetrainReport, threads: int | None, quiet: bool) -> None:
+                     done: set[str], report: RetrainReport, threads: int | None, quiet: bool,
+                     rejected: list[tuple[str, str, Any]] = ()) -> None:
     """The held-back scores before and after, and (with a detector) the confidence refitted on them."""
     linked = [m for _, _, m in test if m.ids]
     hb: dict[str, Any] = {"mentions": len(linked)}
@@ -262,13 +306,35 @@ def _score_held_back(uri: str, model: Path, ner: Path | None, out: Path, test: l
         for when, path in (("before", model), ("after", out / "linker")):
             hb[f"acc1_{when}"] = round(sum(p == g for p, g in zip(_top1(path, linked), gold)) / len(linked), 4)
     if ner is not None:
+        if report.ner:
+            _judge_spans(ner, out, test, list(rejected), done, hb, report, threads)
         docs = [r for r in test if r[0] in done]
         hb["documents"] = len({d for d, _, _ in docs})
         if docs:
             _score_documents(uri, model, ner, out, docs, hb, report, threads, quiet)
-        elif report.ner:
-            keep_given_detector(ner, out, report, "no held-back done document to check it on")
     report.held_back = hb
+
+
+def _judge_spans(ner: Path, out: Path, test: list[tuple[str, str, Any]], rejected: list[tuple[str, str, Any]],
+                 done: set[str], hb: dict[str, Any], report: RetrainReport, threads: int | None) -> None:
+    """The guard's first test (kgnorm.jobs.retrain_labels): span-level F1 and recall on the held-back
+    reviews, the retrained detector against the given one; the given one is kept when either is
+    lower, or with no evidence. Recall too, since reviews taken least confident first are mostly the
+    detector's wrong spans: a detector that finds less looks better on them than on the corpus
+    (measured: held-back span F1 0.375 -> 0.500 while NCBI dev strict F1 fell 0.614 -> 0.572)."""
+    from kgnorm.jobs.retrain_labels import held_back_spans, judge, loses
+
+    reviewed = held_back_spans([r for r in test if getattr(r[2], "doc_text", None)], rejected, done)
+    hb["spans"] = reviewed.spans
+    if not reviewed.spans:
+        keep_given_detector(ner, out, report, "no held-back reviewed span to check it on")
+        return
+    hb["spans_before"], hb["spans_after"] = judge(ner, out / "ner", reviewed, threads)
+    after, before = hb["spans_after"], hb["spans_before"]
+    if loses(before, after):
+        keep_given_detector(ner, out, report, f"held-back span F1/recall {after['f1']:.4f}/{after['recall']:.4f} "
+                                              f"against {before['f1']:.4f}/{before['recall']:.4f} for the given detector")
+        hb["spans_after"] = before
 
 
 def keep_given_detector(ner: Path, out: Path, report: RetrainReport, why: str) -> None:
@@ -295,7 +361,7 @@ def _score_documents(uri: str, model: Path, ner: Path, out: Path, docs: list[tup
             _write_documents(fh, "pubtator", texts)
         gold = {doc.doc_id: frozenset(i for a in anns for i in a.ids) for doc, anns in texts}
         pairs = [("before", (ner, model)), ("after", (out / "ner", out / "linker"))]
-        if report.ner:  # the retrained detector is judged beside the given one, both with the new linker
+        if report.ner and not report.ner.get("kept_given"):  # judged beside the given one, both with the new linker
             pairs.append(("given_detector", (ner, out / "linker")))
         for when, (n, m) in pairs:
             rep = annotate_documents(n, m, gold_file, input_format="pubtator", output=None, write=False, collect=True,
@@ -331,7 +397,7 @@ def _run(model: Path, ner: Path | None, out: Path, report: RetrainReport, seed: 
     params = {"model": str(model.resolve()), "ner": str(ner.resolve()) if ner else None, "out": str(out.resolve()),
               "reviews": report.reviews, "documents": report.documents, "done_documents": report.done_documents,
               "held_back_documents": report.held_back_documents, "seed": seed, "linker": report.linker,
-              "ner_training": report.ner}
+              "ner_training": report.ner, **({"ner_labels": report.options} if report.options else {})}
     metrics = {"held_back": report.held_back, "calibration": report.calibration, "seconds": round(report.seconds, 1)}
     return model_run("retrain", (out / "linker").resolve(), "biosyn", {"created_at": linker_meta.get("created_at", "")},
                      params, metrics)

@@ -34,10 +34,12 @@ def staging(out: Path) -> Path:
 
 
 def inputs_digest(model: Path, ner: Path | None, seed: int, reviews: list[tuple[str, str, Any]],
-                  done: set[str]) -> str:
+                  done: set[str], options: dict[str, Any] | None = None) -> str:
     """What a retrain learns from, digested: the same digest again means the same models would be trained."""
     rows = sorted((d, m, r.decision, r.concept_uid, r.start, r.end, r.type) for d, m, r in reviews)
     key = [str(model.resolve()), str(ner.resolve()) if ner is not None else None, seed, rows, sorted(done)]
+    if options is not None:
+        key.append(options)
     return hashlib.sha256(json.dumps(key, default=str).encode("utf-8")).hexdigest()[:24]
 
 

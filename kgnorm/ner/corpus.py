@@ -20,9 +20,17 @@ FORMATS = ("pubtator", "bioc")
 
 @dataclass
 class AnnotatedText:
+    """A text and its gold spans. ``known``: the character ranges someone labelled, where the text
+    is only partly reviewed (a span in them is a mention, the rest of them is not; outside them
+    nothing is known and a detector learns nothing there); None: the whole text is labelled.
+    ``rejected``: spans someone said are not a mention -- that exact span, not its words, which can
+    belong to a longer mention ("cancer" in "breast cancer")."""
+
     doc_id: str
     text: str
     spans: list[Span] = field(default_factory=list)
+    known: list[tuple[int, int]] | None = None
+    rejected: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -110,18 +110,25 @@ def document_done(store: GraphStore, document_uid: str, pending: Sequence[Docume
     return max(marks, key=lambda m: m.created_at) if marks else None
 
 
-def training_reviews(store: GraphStore) -> list[tuple[str, str, Any]]:
+def training_reviews(store: GraphStore, decisions: Sequence[str] | None = None) -> list[tuple[str, str, Any]]:
     """(document uid, mention uid, kgnorm.review.export.ReviewedMention) of every mention in a stored
     document whose current review says it is one (accept, concept, nil): what `kgnorm retrain`
-    learns from. Not-a-mention (and any other decision) is left out."""
+    learns from. Not-a-mention (and any other decision) is left out, unless `decisions` names it
+    (rejected_reviews)."""
     from kgnorm.review.export import ReviewedMention
     from kgnorm.review.records import WITH_CONCEPT
 
-    rows = store.run_saved("training_reviews", {"decisions": [*WITH_CONCEPT, "nil"]}).rows
+    rows = store.run_saved("training_reviews", {"decisions": list(decisions or [*WITH_CONCEPT, "nil"])}).rows
     return [(d_uid, m_uid, ReviewedMention(doc_id or "", -1 if s is None else int(s), -1 if e is None else int(e),
                                            text or "", mtype or "", decision, concept or "", at or "", title or "",
                                            doc_text or None))
             for d_uid, doc_id, title, doc_text, m_uid, s, e, text, mtype, decision, concept, at in rows]
+
+
+def rejected_reviews(store: GraphStore) -> list[tuple[str, str, Any]]:
+    """As training_reviews, the mentions whose current review says they are not a mention: in a
+    document not done, the detector learns that exactly that span is none and nothing else there."""
+    return training_reviews(store, ["not_a_mention"])
 
 
 def done_texts_of(store: GraphStore) -> dict[str, tuple[str, str]]:

@@ -66,6 +66,8 @@ def finetune_ner(base: str | Path, docs: Sequence[AnnotatedText], out: str | Pat
     update_meta(out, train_seconds=round(result.train_seconds, 1))
     drop_checkpoints(out, False, quiet)
     n_spans = sum(len(d.spans) for d in docs)
-    note(f"detector: {result.global_step:,} steps on {len(docs):,} done document(s) ({n_spans:,} mentions) in "
-         f"{result.train_seconds / 60:.1f} min → {out}", quiet)
+    n_partial = sum(d.known is not None for d in docs)
+    partial = f" and {n_partial:,} partly reviewed piece(s)" if n_partial else ""
+    note(f"detector: {result.global_step:,} steps on {len(docs) - n_partial:,} done document(s){partial} ({n_spans:,} "
+         f"mentions) in {result.train_seconds / 60:.1f} min → {out}", quiet)
     return NerFinetune(out, len(docs), n_spans, int(result.global_step), float(result.train_seconds))

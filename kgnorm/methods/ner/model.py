@@ -22,12 +22,13 @@ from kgnorm.ner.bio import LabelSet, Window, make_windows, merge_windows, tags_t
 from kgnorm.ner.refine import SpanRefinements, refinements_from_meta, refine_spans
 from kgnorm.ner.spans import Span
 
-__all__ = ["NerNet", "NerDetector", "load_ner", "keep_layers", "METHOD", "MATCH_TAGS"]
+__all__ = ["NerNet", "NerDetector", "load_ner", "keep_layers", "METHOD", "MATCH_TAGS", "UNKNOWN"]
 
 METHOD = "ner"
 HEAD_FILE = "head.pt"
 NAMES_FILE = "dictionary-names.txt"
 MATCH_TAGS = LabelSet(("match",))     # O / B-match / I-match: 3 values
+UNKNOWN = -1  # the tag of a token nobody labelled (a partly reviewed document): no loss of its own
 
 
 def keep_layers(encoder: nn.Module, n: int) -> nn.Module:
@@ -79,13 +80,29 @@ class NerNet(nn.Module):
             hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return self.classifier(self.dropout(hidden))
 
-    def loss(self, emissions: torch.Tensor, tags: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Token cross-entropy (special and padding tokens ignored), or the CRF's negative
-        log-likelihood per token (special tokens count as O: the CRF needs a dense sequence)."""
+    def loss(self, emissions: torch.Tensor, tags: torch.Tensor, attention_mask: torch.Tensor,
+             rejected: Sequence[Sequence[tuple[int, int]]] = ()) -> torch.Tensor:
+        """The token loss (:meth:`token_loss`) plus, for `rejected` spans (per row, first and last
+        token), :func:`rejected_span_loss`."""
+        loss = self.token_loss(emissions, tags, attention_mask)
+        if any(rejected):
+            loss = loss + rejected_span_loss(emissions, rejected, tags)
+        return loss
+
+    def token_loss(self, emissions: torch.Tensor, tags: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Token cross-entropy (special, padding and UNKNOWN tokens ignored), or the CRF's negative
+        log-likelihood per token (special tokens count as O: the CRF needs a dense sequence). With
+        UNKNOWN tokens the CRF's loss is the partial-label one: -log of the probability of every
+        path that agrees with the known tags (the unknown ones marginalized), per known token."""
+        known = (tags != UNKNOWN) & (tags != -100)
+        if not bool(known.any()):
+            return emissions.sum() * 0.0  # nothing labelled in the batch: no loss, no gradient
         if self.crf is None:
             return nn.functional.cross_entropy(emissions.reshape(-1, emissions.shape[-1]),
-                                               tags.reshape(-1), ignore_index=-100)
-        return -self.crf(emissions, tags.clamp(min=0), mask=attention_mask.bool(), reduction="token_mean")
+                                               tags.masked_fill(tags == UNKNOWN, -100).reshape(-1), ignore_index=-100)
+        if not bool((tags == UNKNOWN).any()):
+            return -self.crf(emissions, tags.clamp(min=0), mask=attention_mask.bool(), reduction="token_mean")
+        return partial_crf_loss(self.crf, emissions, tags, attention_mask)
 
     def decode(self, emissions: torch.Tensor, attention_mask: torch.Tensor) -> tuple[list[list[int]], torch.Tensor]:
         """(tags per sequence, per-token confidence = the softmax probability of the emissions)."""
@@ -99,6 +116,50 @@ class NerNet(nn.Module):
             idx = torch.tensor(path, dtype=torch.long)
             conf[i, :len(path)] = probs[i, torch.arange(len(path)), idx]
         return [p + [0] * (attention_mask.shape[1] - len(p)) for p in paths], conf
+
+
+def partial_crf_loss(crf: Any, emissions: torch.Tensor, tags: torch.Tensor,
+                     attention_mask: torch.Tensor) -> torch.Tensor:
+    """log Z - log Z(known): the CRF's normalizer over all paths minus the one over the paths whose
+    tag is the known one wherever a token is known (special tokens: O; UNKNOWN: any tag), so an
+    unknown token adds no label and a window with every token known gets the ordinary
+    negative log-likelihood (Tsuboi et al. 2008, "Training CRFs with incomplete annotations").
+    Divided by the number of known tokens in the batch (cross-entropy's mean, restricted)."""
+    mask = attention_mask.bool()
+    fixed = tags.clamp(min=0)                            # -100 (special/padding) -> O
+    unknown = tags == UNKNOWN
+    allowed = torch.nn.functional.one_hot(fixed, emissions.shape[-1]).bool() | unknown.unsqueeze(-1)
+    constrained = emissions.masked_fill(~allowed, -1e4)
+    em, cm, m = emissions.transpose(0, 1), constrained.transpose(0, 1), mask.transpose(0, 1)
+    log_z = crf._compute_normalizer(em, m)
+    log_z_known = crf._compute_normalizer(cm, m)
+    n_known = (mask & ~unknown).sum().clamp(min=1)
+    return (log_z - log_z_known).sum() / n_known
+
+
+def rejected_span_loss(emissions: torch.Tensor, rejected: Sequence[Sequence[tuple[int, int]]],
+                       tags: torch.Tensor) -> torch.Tensor:
+    """Mean over the rejected spans of -log(1 - p(exactly that span)): p = p(B at its first token) x
+    p(I at the others) x p(not I at the next content token), summed over the types (from the
+    emissions' softmax; with a CRF, an approximation). The detector learns not to find that very
+    span -- not that its words are O: a span reviewed "not a mention" for its boundaries ("cancer" of
+    "breast cancer") would otherwise teach O on a mention's words."""
+    logp = emissions.log_softmax(-1)
+    n_types = (emissions.shape[-1] - 1) // 2
+    terms = []
+    for row, spans in enumerate(rejected):
+        for first, last in spans:
+            per_type = []
+            for k in range(n_types):
+                b, i = 1 + 2 * k, 2 + 2 * k
+                lp = logp[row, first, b] + logp[row, first + 1:last + 1, i].sum()
+                nxt = last + 1
+                if nxt < tags.shape[1] and int(tags[row, nxt]) != -100:  # a content token follows
+                    lp = lp + torch.log1p(-logp[row, nxt, i].exp().clamp(max=1 - 1e-6))
+                per_type.append(lp)
+            p = torch.logsumexp(torch.stack(per_type), 0).exp().clamp(max=1 - 1e-6)
+            terms.append(-torch.log1p(-p))
+    return torch.stack(terms).mean() if terms else emissions.sum() * 0.0
 
 
 def pad_batch(rows: Sequence[Sequence[int]], value: int) -> torch.Tensor:

@@ -83,7 +83,13 @@ class NerTask(TrainingTask):
         self.det, self.cfg, self.out, self.meta = detector, cfg, out, meta
         texts = [d.text for d in train]
         self.windows = detector.windows(texts)
-        self.tags = [token_tags(w.offsets, train[w.text_index].spans, detector.labels) for w in self.windows]
+        self.tags = [known_tags(w.offsets, token_tags(w.offsets, train[w.text_index].spans, detector.labels),
+                                train[w.text_index].known) for w in self.windows]
+        self.rejected = [rejected_tokens(w.offsets, train[w.text_index].rejected) for w in self.windows]
+        if any(d.known is not None for d in train):  # a window of a partly reviewed text with nothing known: no loss
+            keep = [i for i, t in enumerate(self.tags) if any(x >= 0 for x in t) or self.rejected[i]]
+            self.windows, self.tags = [self.windows[i] for i in keep], [self.tags[i] for i in keep]
+            self.rejected = [self.rejected[i] for i in keep]
         self.match = detector.match_tags(texts, self.windows)
         self.soft = None
         if teacher is not None:  # the teacher's emissions of every training window, computed once
@@ -145,7 +151,7 @@ class NerTask(TrainingTask):
 
             return distill_loss(em, [self.soft[i] for i in rows], tags, self.cfg.distill_alpha,
                                 self.cfg.distill_temperature)
-        return net.loss(em, tags, batch["attention_mask"])
+        return net.loss(em, tags, batch["attention_mask"], [self.rejected[i] for i in rows])
 
     def after_step(self, step: int, loss: float) -> None:
         self.steps_done += 1
@@ -171,6 +177,33 @@ class NerTask(TrainingTask):
         self.steps_done = int(state["steps_done"])
 
 
+def known_tags(offsets: Sequence[tuple[int, int]], tags: list[int],
+               known: Sequence[tuple[int, int]] | None) -> list[int]:
+    """`tags` with every content token outside the `known` character ranges set to UNKNOWN (a token
+    overlapping a known range is known); `known` None: every token is known."""
+    if known is None:
+        return tags
+    from kgnorm.methods.ner.model import UNKNOWN
+
+    ranges = sorted(known)
+    out = []
+    for (s, e), t in zip(offsets, tags):
+        inside = s == e or any(a < e and s < b for a, b in ranges)
+        out.append(t if inside else UNKNOWN)
+    return out
+
+
+def rejected_tokens(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(first, last) token of each rejected character span lying whole in the window (its
+    tokens: those overlapping it); a span cut by the window's edge is left to the other window."""
+    out = []
+    for a, b in spans:
+        toks = [i for i, (s, e) in enumerate(offsets) if s != e and s < b and a < e]
+        if toks and offsets[toks[0]][0] <= a and offsets[toks[-1]][1] >= b:
+            out.append((toks[0], toks[-1]))
+    return out
+
+
 def _say(rec: dict) -> None:
     """One line per evaluated epoch, also when stderr is not a terminal (long CPU runs)."""
     from kgnorm.progress import note
@@ -185,6 +218,8 @@ def _fingerprint(cfg: NerConfig, train: Sequence[AnnotatedText], dev: Sequence[A
                  labels: LabelSet, encoder: str, names: Sequence[str] | None) -> str:
     def docs(ds):
         return digest(f"{d.doc_id}\x01{d.text}\x01" + ";".join(f"{s.start},{s.end},{s.type}" for s in d.spans)
+                      + ("" if d.known is None else "\x01" + ";".join(f"{a},{b}" for a, b in d.known))
+                      + ("" if not d.rejected else "\x02" + ";".join(f"{a},{b}" for a, b in d.rejected))
                       for d in ds or [])
     return hashlib.sha1(json.dumps({"config": cfg.fingerprint_dict(), "train": docs(train), "dev": docs(dev),
                                     "tags": labels.tags, "encoder": encoder,
