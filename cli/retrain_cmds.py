@@ -26,6 +26,10 @@ def retrain_cmd(
     ner_context: Annotated[Optional[int], typer.Option("--ner-context", help="Characters of text the detector reads "
                                                        "either side of a reviewed span in a document not done (0: "
                                                        "the whole document).", show_default="256")] = None,
+    replay: Annotated[Optional[Path], typer.Option("--replay", help="The annotated corpus (PubTator or BioC) the "
+                                                   "detector was trained on: as many of its documents as there are new "
+                                                   "texts are learnt beside them, so that the detector keeps what it "
+                                                   "knew.", show_default=False)] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     threads: Annotated[Optional[int], typer.Option("--threads", help="Torch's intra-op threads (default: torch's).",
                                                    show_default=False)] = None,
@@ -38,5 +42,5 @@ def retrain_cmd(
     from kgnorm.jobs.retrain import retrain
 
     report = retrain(store, model, out, ner, linker_minutes=linker_minutes, ner_minutes=ner_minutes, seed=seed,
-                     threads=threads, quiet=quiet, partial=partial, ner_context=ner_context)
+                     threads=threads, quiet=quiet, partial=partial, ner_context=ner_context, replay=replay)
     print_report(report, quiet)

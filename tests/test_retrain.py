@@ -4,6 +4,7 @@ the pieces: which reviews teach the linker, which documents the detector, the he
 refusals before anything is written."""
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from urllib.parse import quote
@@ -75,7 +76,8 @@ def test_annotate_review_done_retrain_annotate_again(journey_store, tmp_path, ti
 
     out = tmp_path / "retrained"
     code, _, err = run(capsys, "retrain", "--store", store, "--model", str(model), "--ner", str(ner), "--out", str(out),
-                       "--linker-minutes", "1", "--ner-minutes", "0.5", "--threads", "1", "--partial")
+                       "--linker-minutes", "1", "--ner-minutes", "0.5", "--threads", "1", "--partial", "--replay",
+                       str(corpus))  # the detector's own corpus replayed beside the reviews
     assert code == 0, err
     base_meta = json.loads((model / "kgnorm-model.json").read_text(encoding="utf-8"))
     meta = json.loads((out / "linker" / "kgnorm-model.json").read_text(encoding="utf-8"))
@@ -92,9 +94,14 @@ def test_annotate_review_done_retrain_annotate_again(journey_store, tmp_path, ti
         assert "the retrained detector was not kept" in err
     else:
         assert ner_meta["finetuned_from"] == str(ner.resolve())
-        assert ner_meta["train_documents"] == 10 - _held_back_done(store) + params["ner_training"]["partial_texts"]
+        trained = params["ner_training"]
+        assert ner_meta["train_documents"] == trained["documents"] + trained["partial_texts"] + trained["replayed_documents"]
+    # as many replayed documents as new texts (the corpus has 20), the corpus named in the run
+    new = params["ner_training"]["documents"] + params["ner_training"]["partial_texts"]
+    assert params["ner_training"]["replayed_documents"] == min(20, new)
+    replay = {"path": str(corpus.resolve()), "sha256": hashlib.sha256(corpus.read_bytes()).hexdigest()}
     # the documents not marked done teach the detector their reviewed spans (partial labels)
-    assert params["ner_labels"] == {"partial": True, "ner_context": None}
+    assert params["ner_labels"] == {"partial": True, "ner_context": None, "replay": replay}
     assert params["ner_training"]["partial_documents"] > 0 and params["ner_training"]["partial_spans"] > 0
     reviewed_mentions = counts["accept"] + counts["concept"] + counts["added"]  # not-a-mention teaches neither
     assert params["reviews"] == reviewed_mentions and params["done_documents"] == 10
@@ -148,9 +155,37 @@ def test_retrain_refuses_before_writing(tmp_path, tiny_bert_dir, capsys):
     assert code != 0 and "no reviewed mention" in err and not (out / "linker").exists()
     code, _, err = run(capsys, "retrain", "--store", store, "--model", str(tmp_path), "--out", str(out))
     assert code != 0 and "no model directory" in err
+    code, _, err = run(capsys, "retrain", "--store", store, "--model", str(model), "--out", str(out), "--replay",
+                       str(tmp_path / "toyd.obo"))
+    assert code != 0 and "--replay" in err and "--ner" in err and not out.exists()
     (out / "linker").mkdir(parents=True)
     code, _, err = run(capsys, "retrain", "--store", store, "--model", str(model), "--out", str(out))
     assert code != 0 and "exists" in err
+
+
+def test_replayed_documents_are_typed_as_the_detector_was_trained(tmp_path):
+    """--replay: as many documents as new texts, a seeded draw, their spans mapped through the
+    detector's types_map and only of the types it tags; a missing file is one clear error."""
+    import pytest
+
+    from kgnorm.errors import InputError
+    from kgnorm.jobs.retrain_replay import Replay, replay_texts
+
+    lines = []
+    for i in range(6):
+        lines += [f"{i}|t|Breast cancer and aspirin.", f"{i}|a|Nothing else.", f"{i}\t0\t13\tBreast cancer\tSpecificDisease\tD1",
+                  f"{i}\t18\t25\taspirin\tChemical\tD2", ""]
+    corpus = tmp_path / "train.pubtator"
+    corpus.write_text("\n".join(lines), encoding="utf-8")
+    replay = Replay.of(corpus)
+    got = replay_texts(replay, {"SpecificDisease": "Disease"}, ("Disease",), 4, seed=0)
+    assert len(got) == 4 and len({d.doc_id for d in got}) == 4
+    assert all([(s.start, s.end, s.type) for s in d.spans] == [(0, 13, "Disease")] for d in got)
+    assert [d.doc_id for d in got] == [d.doc_id for d in replay_texts(replay, {"SpecificDisease": "Disease"},
+                                                                        ("Disease",), 4, seed=0)]
+    assert len(replay_texts(replay, None, ("Disease",), 50, seed=1)) == 6  # fewer than asked: all of them
+    with pytest.raises(InputError, match="--replay"):
+        Replay.of(tmp_path / "missing.pubtator")
 
 
 def test_which_reviews_teach_what():

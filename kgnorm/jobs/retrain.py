@@ -110,11 +110,14 @@ def _check(model: Path, ner: Path | None, out: Path) -> None:
 def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Path | None = None, *,
             linker_minutes: float = 4.0, ner_minutes: float = 3.0, linker_epochs: int = 5, ner_epochs: float = 10,
             seed: int = 0, threads: int | None = None, quiet: bool = False, partial: bool = False,
-            ner_context: int | None = None) -> RetrainReport:
+            ner_context: int | None = None, replay: str | Path | None = None) -> RetrainReport:
     """Fine-tune `model` (and `ner`) on the store's reviews into ``out/linker`` (and ``out/ner``);
     see the module docstring. Budgets in minutes of training, each model's own. `partial`: the
     detector learns the reviewed spans of documents not done too, each read with `ner_context`
-    characters either side (None: retrain_labels.CONTEXT_CHARS; 0: the whole document)."""
+    characters either side (None: retrain_labels.CONTEXT_CHARS; 0: the whole document). `replay`:
+    the annotated corpus the detector was trained on, a sample of it learnt beside the new texts
+    (kgnorm.jobs.retrain_replay)."""
+    from kgnorm.jobs.retrain_replay import Replay
     from kgnorm.methods.recipes import set_threads
     from kgnorm.review.done import done_texts_of, rejected_reviews, training_reviews
     from kgnorm.review.export import pending_reviews
@@ -123,6 +126,9 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
     t0 = time.perf_counter()
     model, out, ner = Path(model), Path(out), (Path(ner) if ner is not None else None)
     _check(model, ner, out)
+    if replay is not None and ner is None:
+        raise KgnormError("--replay replays a detector's corpus: give the detector with --ner")
+    rehearsal = Replay.of(replay) if replay is not None else None
     set_threads(threads)
     uri = check_store_uri(store)
     with open_store(uri, read_only=True) as st:
@@ -137,13 +143,15 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
     done = set(done_docs)
     if ner is not None:
         report.options = {"partial": partial, "ner_context": ner_context}
+        if rehearsal is not None:
+            report.options["replay"] = rehearsal.record()
     if not reviews:
         raise KgnormError("the store holds no reviewed mention in a stored document: review some first (kgnorm serve)")
     report.done_documents = len(done)
     train = [r for r in reviews if not held_back(r[0])]
     test = [r for r in reviews if held_back(r[0])]
     report.held_back_documents = len({d for d, _, _ in test})
-    labels = report.options if partial and report.options else None  # what the detector learns enters the digest
+    labels = report.options if (partial or rehearsal) and report.options else None  # the detector's inputs: digested
     digest = inputs_digest(model, ner, seed, reviews + rejected, done, labels)
     finished = settle(out, digest, uri, report.notes)
     if finished is not None:
@@ -166,7 +174,7 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
             partly = ([r for r in train if r[0] not in done],
                       [r for r in rejected if r[0] not in done and not held_back(r[0])], ctx)
         report.ner = _detector(ner, texts, [r for r in train if r[0] in done], stage / "ner", ner_minutes,
-                               ner_epochs, seed, quiet, report.notes, partly)
+                               ner_epochs, seed, quiet, report.notes, partly, rehearsal)
     test_rejected = [r for r in rejected if held_back(r[0])]  # none held back: no scores
     _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet, test_rejected)
     report.seconds = time.perf_counter() - t0
@@ -209,11 +217,12 @@ def linker_pairs(mentions: list[Any]) -> list[tuple[str, set[str]]]:
 
 def _detector(ner: Path, texts: dict[str, tuple[str, str]], train: list[tuple[str, str, Any]], out: Path,
               minutes: float, epochs: float, seed: int, quiet: bool, notes: list[str],
-              partly: tuple[list, list, int | None] | None = None) -> dict[str, Any]:
+              partly: tuple[list, list, int | None] | None = None, rehearsal: Any = None) -> dict[str, Any]:
     """Fine-tune the detector on the done documents outside the held-back fifth and (`partly`: the
     reviewed mentions and not-mentions of the other documents, the context in characters) on the
-    reviewed spans of the others; with nothing to learn, the given detector is copied (so
-    ``out/ner`` always goes with ``out/linker``)."""
+    reviewed spans of the others, with as many documents of `rehearsal` (a retrain_replay.Replay)
+    beside them; with nothing to learn, the given detector is copied (so ``out/ner`` always goes
+    with ``out/linker``)."""
     from kgnorm.jobs.retrain_labels import partial_texts
     from kgnorm.methods.ner.finetune import base_types, finetune_ner
 
@@ -230,14 +239,28 @@ def _detector(ner: Path, texts: dict[str, tuple[str, str]], train: list[tuple[st
                      "it was); mark reviewed documents done on their page")
         _copy_detector(ner, out)
         return {}
-    res = finetune_ner(ner, docs + (part.texts if part is not None else []), out, max_minutes=minutes, epochs=epochs,
-                       seed=seed, quiet=quiet)
+    new = docs + (part.texts if part is not None else [])
+    old = _replayed(ner, rehearsal, len(new), seed)
+    res = finetune_ner(ner, new + old, out, max_minutes=minutes, epochs=epochs, seed=seed, quiet=quiet)
     info = {"documents": len(docs), "spans": sum(len(d.spans) for d in docs), "steps": res.steps,
             "seconds": round(res.seconds, 1)}
+    if rehearsal is not None:
+        info.update(replayed_documents=len(old))
     if part is not None:
         info.update(partial_documents=part.documents, partial_spans=part.mentions + part.rejected,
                     partial_mentions=part.mentions, partial_rejected=part.rejected, partial_texts=len(part.texts))
     return info
+
+
+def _replayed(ner: Path, rehearsal: Any, new_texts: int, seed: int) -> list[Any]:
+    """The replayed documents (none without --replay), typed as the detector was trained."""
+    if rehearsal is None:
+        return []
+    from kgnorm.jobs.retrain_replay import replay_texts
+    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.methods.ner.finetune import base_types
+
+    return replay_texts(rehearsal, read_model_meta(ner).get("types_map"), base_types(ner), new_texts, seed)
 
 
 def _copy_detector(ner: Path, out: Path) -> None:
