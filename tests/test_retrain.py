@@ -96,9 +96,13 @@ def test_annotate_review_done_retrain_annotate_again(journey_store, tmp_path, ti
         assert ner_meta["finetuned_from"] == str(ner.resolve())
         trained = params["ner_training"]
         assert ner_meta["train_documents"] == trained["documents"] + trained["partial_texts"] + trained["replayed_documents"]
-    # as many replayed documents as new texts (the corpus has 20), the corpus named in the run
+    # as many replayed documents as new texts (of the 10 of the corpus's 20 the guard does not tag), the
+    # corpus named in the run, both detectors scored on the 10 others
     new = params["ner_training"]["documents"] + params["ner_training"]["partial_texts"]
-    assert params["ner_training"]["replayed_documents"] == min(20, new)
+    assert params["ner_training"]["replayed_documents"] == min(10, new)
+    assert metrics["replay"]["documents"] == 10 and "replayed corpus: detector span F1" in err
+    if metrics["replay"]["after"]["f1"] < metrics["replay"]["before"]["f1"] - 0.005:
+        assert "kept_given" in params["ner_training"]
     replay = {"path": str(corpus.resolve()), "sha256": hashlib.sha256(corpus.read_bytes()).hexdigest()}
     # the documents not marked done teach the detector their reviewed spans (partial labels)
     assert params["ner_labels"] == {"partial": True, "ner_context": None, "replay": replay}
@@ -164,15 +168,16 @@ def test_retrain_refuses_before_writing(tmp_path, tiny_bert_dir, capsys):
 
 
 def test_replayed_documents_are_typed_as_the_detector_was_trained(tmp_path):
-    """--replay: as many documents as new texts, a seeded draw, their spans mapped through the
-    detector's types_map and only of the types it tags; a missing file is one clear error."""
+    """--replay: as many documents as new texts, a seeded draw apart from the documents the guard
+    tags (half of a small corpus), their spans mapped through the detector's types_map and only of
+    the types it tags; a missing file is one clear error."""
     import pytest
 
     from kgnorm.errors import InputError
-    from kgnorm.jobs.retrain_replay import Replay, replay_texts
+    from kgnorm.jobs.retrain_replay import Replay, replay_check, replay_texts
 
     lines = []
-    for i in range(6):
+    for i in range(12):
         lines += [f"{i}|t|Breast cancer and aspirin.", f"{i}|a|Nothing else.", f"{i}\t0\t13\tBreast cancer\tSpecificDisease\tD1",
                   f"{i}\t18\t25\taspirin\tChemical\tD2", ""]
     corpus = tmp_path / "train.pubtator"
@@ -184,6 +189,8 @@ def test_replayed_documents_are_typed_as_the_detector_was_trained(tmp_path):
     assert [d.doc_id for d in got] == [d.doc_id for d in replay_texts(replay, {"SpecificDisease": "Disease"},
                                                                         ("Disease",), 4, seed=0)]
     assert len(replay_texts(replay, None, ("Disease",), 50, seed=1)) == 6  # fewer than asked: all of them
+    check = replay_check(replay, {"SpecificDisease": "Disease"}, ("Disease",), seed=0)
+    assert len(check) == 6 and not {d.doc_id for d in check} & {d.doc_id for d in got}
     with pytest.raises(InputError, match="--replay"):
         Replay.of(tmp_path / "missing.pubtator")
 

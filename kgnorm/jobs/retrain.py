@@ -55,6 +55,7 @@ class RetrainReport:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)  # the detector's labels: partial or done only
+    replay: dict[str, Any] = field(default_factory=dict)  # span scores on --replay documents not trained on
 
     def summary(self) -> list[str]:
         lines = [f"retrained on {self.reviews:,} reviewed mention(s) in {self.documents:,} document(s) "
@@ -80,6 +81,10 @@ class RetrainReport:
             b, a = hb["document_before"], hb["document_after"]
             lines.append(f"held back: document-level P/R/F1 {b[0]:.4f}/{b[1]:.4f}/{b[2]:.4f} -> "
                          f"{a[0]:.4f}/{a[1]:.4f}/{a[2]:.4f} on {hb['documents']:,} done document(s)")
+        if self.replay:
+            b, a = self.replay["before"], self.replay["after"]
+            lines.append(f"replayed corpus: detector span F1 {b['f1']:.4f} -> {a['f1']:.4f} on "
+                         f"{self.replay['documents']:,} document(s) it was not retrained on")
         if self.calibration:
             lines.append(f"mention confidence refitted on the held-back documents: threshold "
                          f"{self.calibration['threshold']:.3f}")
@@ -176,6 +181,8 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
         report.ner = _detector(ner, texts, [r for r in train if r[0] in done], stage / "ner", ner_minutes,
                                ner_epochs, seed, quiet, report.notes, partly, rehearsal)
     test_rejected = [r for r in rejected if held_back(r[0])]  # none held back: no scores
+    if rehearsal is not None and report.ner:  # before the held-back scores: they refit the confidence
+        _judge_replay(ner, stage, rehearsal, seed, report, threads)
     _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet, test_rejected)
     report.seconds = time.perf_counter() - t0
     run = _run(model, ner, out, report, seed)
@@ -360,6 +367,27 @@ def _judge_spans(ner: Path, out: Path, test: list[tuple[str, str, Any]], rejecte
         hb["spans_after"] = before
 
 
+def _judge_replay(ner: Path, out: Path, rehearsal: Any, seed: int, report: RetrainReport, threads: int | None) -> None:
+    """The guard's last test (kgnorm.jobs.retrain_replay): span F1 of both detectors on documents of
+    the detector's own corpus that no step trained on; a fall beyond REPLAY_TOLERANCE keeps the given."""
+    from kgnorm.jobs.retrain_labels import HeldBackSpans, judge
+    from kgnorm.jobs.retrain_replay import REPLAY_TOLERANCE, replay_check
+    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.methods.ner.finetune import base_types
+
+    docs = replay_check(rehearsal, read_model_meta(ner).get("types_map"), base_types(ner), seed)
+    if not docs:
+        return
+    uids = [f"r{i}" for i in range(len(docs))]
+    check = HeldBackSpans({u: d.text for u, d in zip(uids, docs)},
+                          {u: {(s.start, s.end) for s in d.spans} for u, d in zip(uids, docs)}, {}, set(uids))
+    before, after = judge(ner, out / "ner", check, threads)
+    report.replay = {"documents": len(docs), "before": before, "after": after}
+    if after["f1"] < before["f1"] - REPLAY_TOLERANCE:
+        keep_given_detector(ner, out, report, f"span F1 {after['f1']:.4f} against {before['f1']:.4f} for the given "
+                                              f"detector on {len(docs)} documents of --replay it was not retrained on")
+
+
 def keep_given_detector(ner: Path, out: Path, report: RetrainReport, why: str) -> None:
     """OUT/ner becomes the given detector again: a retrained one no held-back evidence supports
     is not shipped (a few done documents can teach it their spans and cost it elsewhere)."""
@@ -421,6 +449,7 @@ def _run(model: Path, ner: Path | None, out: Path, report: RetrainReport, seed: 
               "reviews": report.reviews, "documents": report.documents, "done_documents": report.done_documents,
               "held_back_documents": report.held_back_documents, "seed": seed, "linker": report.linker,
               "ner_training": report.ner, **({"ner_labels": report.options} if report.options else {})}
-    metrics = {"held_back": report.held_back, "calibration": report.calibration, "seconds": round(report.seconds, 1)}
+    metrics = {"held_back": report.held_back, **({"replay": report.replay} if report.replay else {}),
+               "calibration": report.calibration, "seconds": round(report.seconds, 1)}
     return model_run("retrain", (out / "linker").resolve(), "biosyn", {"created_at": linker_meta.get("created_at", "")},
                      params, metrics)

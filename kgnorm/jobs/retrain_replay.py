@@ -5,7 +5,12 @@ Fine-tuned on a few dozen reviewed documents of another corpus, a detector forge
 document F1 fell 0.786 -> 0.693 after 800 reviews, while the guard, which sees only the user's
 corpus, kept it. Rehearsal is the standard remedy: a sample of the documents the detector was
 trained on (the annotated corpus it came from, PubTator or BioC, typed as its training was) is
-learnt beside the new texts, as many of them as there are new texts, a fresh draw per seed."""
+learnt beside the new texts, as many of them as there are new texts, a fresh draw per seed. And the
+guard gains the evidence it lacked: `REPLAY_CHECK` other documents of that corpus, never trained on
+here, are tagged by the given and the retrained detector; the retrained one is not kept when its
+span F1 there falls by more than `REPLAY_TOLERANCE` (the bound a user's old corpus is held to).
+The given detector learnt those documents once, so its score there is high: the check sees what
+the retraining forgot, not how good either detector is."""
 from __future__ import annotations
 
 import hashlib
@@ -16,6 +21,8 @@ from pathlib import Path
 from kgnorm.ner.corpus import AnnotatedText, TypeMap, read_annotated
 
 REPLAY_PER_TEXT = 1  # replayed documents per new training text (done document or reviewed piece)
+REPLAY_CHECK = 50  # documents of the replayed corpus the guard tags, never trained on (at most half of it)
+REPLAY_TOLERANCE = 0.005  # the span F1 the retrained detector may lose on them
 
 
 @dataclass(frozen=True)
@@ -38,12 +45,28 @@ class Replay:
         return {"path": str(self.path), "sha256": self.sha256}
 
 
-def replay_texts(replay: Replay, types_map: dict[str, str] | None, types: tuple[str, ...], new_texts: int,
-                 seed: int) -> list[AnnotatedText]:
-    """`REPLAY_PER_TEXT` x `new_texts` documents of the replayed corpus (all of them if fewer), their
-    spans labelled through the detector's own `types_map` and kept when of a type it tags."""
+def _labelled(replay: Replay, types_map: dict[str, str] | None, types: tuple[str, ...],
+              seed: int) -> list[AnnotatedText]:
+    """The replayed corpus's documents, spans typed as the detector was trained, in a seeded order."""
     docs = read_annotated(replay.path, TypeMap(types_map), require_types=False)
     wanted = set(types)
     docs = [replace(d, spans=[s for s in d.spans if s.type in wanted]) for d in docs]
-    k = min(len(docs), REPLAY_PER_TEXT * new_texts)
-    return random.Random(seed).sample(docs, k)
+    random.Random(seed).shuffle(docs)
+    return docs
+
+
+def replay_check(replay: Replay, types_map: dict[str, str] | None, types: tuple[str, ...],
+                 seed: int) -> list[AnnotatedText]:
+    """The documents the guard tags: the first `REPLAY_CHECK` of the seeded order (at most half)."""
+    docs = _labelled(replay, types_map, types, seed)
+    return docs[:min(REPLAY_CHECK, len(docs) // 2)]
+
+
+def replay_texts(replay: Replay, types_map: dict[str, str] | None, types: tuple[str, ...], new_texts: int,
+                 seed: int) -> list[AnnotatedText]:
+    """`REPLAY_PER_TEXT` x `new_texts` documents of the replayed corpus outside replay_check's (all
+    of those if fewer), their spans labelled through the detector's own `types_map` and kept when
+    of a type it tags."""
+    docs = _labelled(replay, types_map, types, seed)
+    rest = docs[min(REPLAY_CHECK, len(docs) // 2):]
+    return rest[:REPLAY_PER_TEXT * new_texts]
