@@ -130,6 +130,10 @@ def test_the_int8_path_is_chosen_from_declared_cpu_flags(monkeypatch):
     vnni, avx2 = frozenset({"avx2", "avx512_vnni"}), frozenset({"avx2", "fma"})
     assert int8_native(vnni) and int8_native(frozenset({"avx_vnni"})) and int8_native(frozenset({"amx_int8"}))
     assert not int8_native(avx2) and not int8_native(frozenset())
+    assert cf.AUTO_INT8  # adopted: dev Acc@1 within 0.003 of fp32 queries (benchmarks/LOG.md, issue 51)
+    assert query_path(engine="onnx", flags=vnni)[0] == "int8" and query_path(engine="onnx", flags=avx2)[0] == "fp32"
+    assert query_path("fp32", flags=vnni, engine="onnx")[0] == "fp32"  # forced: fp32 on a VNNI CPU
+    assert query_path("int8", flags=avx2, engine="onnx")[0] == "int8"  # forced: int8 on an AVX2-only CPU
     for adopted in (True, False):
         monkeypatch.setattr(cf, "AUTO_INT8", adopted)
         assert query_path(engine="onnx", flags=vnni)[0] == ("int8" if adopted else "fp32")
