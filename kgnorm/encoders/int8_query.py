@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["INT8_SCHEME", "quantize_query_graph"]
+__all__ = ["INT8_SCHEME", "quantize_query_graph", "external_data_file"]
 
 # How the graph is quantized; part of the cached file's name (a new scheme: a new file)
 INT8_SCHEME = "int8-token-channel-7bit-2pass"
@@ -64,8 +64,16 @@ def quantize_query_graph(src: str | Path, dst: str | Path) -> int:
     del graph.initializer[:]
     graph.initializer.extend(kept)
     onnx.checker.check_model(model)
-    onnx.save(model, str(dst))
+    # the tensors in a side file (`dst`.data), which ONNX Runtime maps instead of parsing them into a
+    # protobuf and copying them out of it: the session's load peak was twice the graph (LOG.md, issue 51)
+    onnx.save_model(model, str(dst), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=external_data_file(dst), size_threshold=1024)
     return quantized
+
+
+def external_data_file(graph_file: str | Path) -> str:
+    """The name of the side file holding `graph_file`'s tensors (beside it)."""
+    return Path(graph_file).name + ".data"
 
 
 def _const(graph, name: str, value: np.ndarray) -> str:
