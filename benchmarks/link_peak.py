@@ -74,8 +74,12 @@ def main() -> None:
     ap.add_argument("--label", default="")
     ap.add_argument("--short", default="", help="the model in a few words, for docs/results.md (default: its folder)")
     args = ap.parse_args()
-    gold, model, work = data_dir() / args.gold, args.model.resolve(), args.work.resolve()
+    gold, model, work = (data_dir() / args.gold).resolve(), args.model.resolve(), args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
+    # the children run from WORK: `python -m` puts the working directory first on sys.path, so from the
+    # repository root "before" imported this checkout's kgnorm, not --before's (runs before 12:15 UTC
+    # 2026-11-29 compared now with now)
+    os.chdir(work)
     counts_copy(model, work / "counts")
     before = str(args.before.resolve())
     variants = {"before (model as given)": (model, before), "now, model as given (names.npz)": (model, None),
@@ -90,8 +94,8 @@ def main() -> None:
     ref = (work / "out0.tsv").read_bytes()
     same = {name: (work / f"out{i}.tsv").read_bytes() == ref for i, name in enumerate(variants)}
     scored = args.eval or args.gold
-    acc_before = acc1(model, data_dir() / scored, before)
-    acc_now = acc1(work / "counts", data_dir() / scored, None)
+    acc_before = acc1(model, (data_dir() / scored).resolve(), before)
+    acc_now = acc1(work / "counts", (data_dir() / scored).resolve(), None)
     rows = ["| variant | peak RSS (each run) | wall (each run) | link output |", "|---|---|---|---|"]
     for name, runs in got.items():
         rows.append(f"| {name} | {', '.join(f'{r:,.0f} MB' for _, r in runs)} | "

@@ -43,9 +43,9 @@ WHAT = {"torch": "the torch model: for BioSyn the query precision the defaults c
         "onnx-encode": "as onnx, every query encoded (`KGNORM_NAME_VECTORS=encode`, the path before stored name "
                        "vectors)",
         "onnx-fp32": "the onnx engine with fp32 queries (`KGNORM_QUERY_PRECISION=fp32`)",
-        "onnx-int8": "the onnx engine with int8 queries (`KGNORM_QUERY_PRECISION=int8`: per-channel 7-bit weights, "
-                     "activations quantized per token, kgnorm.encoders.int8_query); dictionary names still take "
-                     "their stored fp32 vectors"}
+        "onnx-int8": "the onnx engine with int8 queries (`KGNORM_QUERY_PRECISION=int8`: per-channel 7-bit weights in "
+                     "two passes, the weight and its rounding error, since 2026-11-29 12:00; activations quantized per "
+                     "token; kgnorm.encoders.int8_query); dictionary names still take their stored fp32 vectors"}
 
 
 def link(kgnorm: str, model: str, dev: str, out: Path, env: dict[str, str]) -> float:

@@ -10,7 +10,7 @@ calls of exactly 8 rows, or `-rN`: N rows, e.g. `-r1`, or `-r32` as `link` calls
 network's forward call is swapped. int8 paths: `torch-int8` (torch dynamic quantization),
 `ort-int8` (onnxruntime's quantize_dynamic, per-tensor 8-bit weights), `ort-int8pc7` (its
 per-channel 7-bit weights, as the int8 detector), `kg-int8` (the product's graph,
-kgnorm.encoders.int8_query: per-channel 7-bit weights, activations quantized per token). The
+kgnorm.encoders.int8_query: per-channel 7-bit weights in two passes since 2026-11-29 12:00, activations quantized per token). The
 dev Acc@1 of the product's paths is benchmarks/query_engine.py's (`--rows onnx-fp32,onnx-int8`):
 this script no longer swaps the network under `link` (the onnx engine opens its own). Needs
 `pip install onnxruntime onnx` for the ORT paths. Figures go to benchmarks/LOG.md.

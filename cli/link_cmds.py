@@ -21,10 +21,10 @@ ConsOpt = Annotated[Optional[bool], typer.Option(
                                            "keeps its own). Default: the model's setting, else off.")]
 
 # measured cost of --fast (benchmarks/LOG.md, "query engine on dev: onnx-fp32 against onnx-int8", issue 51)
-FAST_HELP = ("int8 query encoder (KGNORM_QUERY_PRECISION=int8; onnx engine, any CPU, fastest where it declares "
-             "VNNI/AMX). Measured against fp32 queries: link 1.12-1.17x distinct mentions/s (2 loaded cores); dev "
-             "Acc@1 NCBI-disease / BC5CDR: BioSyn trained 1 short epoch 0.0000 / +0.0019, untrained +0.0013 / "
-             "-0.0017; untrained DILBERT 0.0000 / -0.0033.")
+FAST_HELP = ("int8 query encoder on any CPU (KGNORM_QUERY_PRECISION=int8; onnx engine). The default already takes it "
+             "where the CPU declares VNNI/AMX/asimddp, fp32 elsewhere. Measured against fp32 queries: dev Acc@1 "
+             "NCBI-disease / BC5CDR within 0.0013 for four MiniLM linkers (BioSyn untrained +0.0013 / -0.0007, trained "
+             "-0.0013 / -0.0002 and 0.0000 / +0.0002; DILBERT untrained -0.0013 / -0.0005).")
 
 
 def link_cmd(

@@ -1,6 +1,7 @@
 """int8 query graphs whose vectors do not depend on the batch: each MatMul of a float32 ONNX
 export over a constant weight becomes an ONNX ``MatMulInteger`` over per-channel int8 weights in
-7 bits and activations quantized per token (each token's own range, computed in the graph).
+7 bits, twice (the weight and its rounding error, below), and activations quantized per token (each
+token's own range, computed in the graph).
 
 Why not onnxruntime.quantization.quantize_dynamic: its ``DynamicQuantizeLinear`` takes one
 activation scale per call (the whole batch's range), so a query's vector moves with the other
@@ -14,17 +15,25 @@ detector's (kgnorm.methods.ner.runtime): ONNX Runtime's AVX2-only u8s8 kernel ad
 u8 x s8 products in 16 bits, and 2 x 255 x 64 = 32640 cannot saturate, so AVX2, AVX512-VNNI,
 AVX-VNNI and AMX compute the same integers. Activations: asymmetric uint8, zero point per token;
 with zero-point-free weights the zero point's share is subtracted as ``zp x column sum``, so the
-integer product needs no per-row zero point (ONNX Runtime takes a scalar one only)."""
+integer product needs no per-row zero point (ONNX Runtime takes a scalar one only).
+
+Two weight passes: 7-bit weights were the larger share of the error (with float activations
+they kept two thirds of the int8 graph's distance to fp32, mean cosine 0.9985 against 0.9977;
+benchmarks/LOG.md, "int8 query recipes"), and one pass moved the untrained DILBERT's BC5CDR-disease dev Acc@1 by -0.0033. So each
+weight W is stored as W1 (7 bits, per column) and the rest W - W1 (7 bits, its own column scales),
+side by side as one [K, 2N] integer matrix: one MatMulInteger, whose two halves are rescaled and
+added, about 14-bit weights at the cost of twice the integer products (still 7-bit: every kernel
+computes the same integers)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["INT8_SCHEME", "quantize_query_graph"]
+__all__ = ["INT8_SCHEME", "quantize_query_graph", "external_data_file"]
 
 # How the graph is quantized; part of the cached file's name (a new scheme: a new file)
-INT8_SCHEME = "int8-token-channel-7bit"
+INT8_SCHEME = "int8-token-channel-7bit-2pass"
 WEIGHT_MAX = 64      # 7-bit symmetric weights (see the module docstring)
 
 
@@ -55,8 +64,16 @@ def quantize_query_graph(src: str | Path, dst: str | Path) -> int:
     del graph.initializer[:]
     graph.initializer.extend(kept)
     onnx.checker.check_model(model)
-    onnx.save(model, str(dst))
+    # the tensors in a side file (`dst`.data), which ONNX Runtime maps instead of parsing them into a
+    # protobuf and copying them out of it: the session's load peak was twice the graph (LOG.md, issue 51)
+    onnx.save_model(model, str(dst), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=external_data_file(dst), size_threshold=1024)
     return quantized
+
+
+def external_data_file(graph_file: str | Path) -> str:
+    """The name of the side file holding `graph_file`'s tensors (beside it)."""
+    return Path(graph_file).name + ".data"
 
 
 def _const(graph, name: str, value: np.ndarray) -> str:
@@ -88,24 +105,40 @@ def _token_quantizer(x: str, nodes: list, graph) -> tuple[str, str, str]:
     return q, scale, zp
 
 
+def _weight_passes(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`w` [K, N] as 7-bit integers [K, 2N] and their column scales [2N]: the weight rounded per
+    column, then what that rounding lost, rounded per column again."""
+    ints, scales, rest = [], [], w.astype(np.float64)
+    for _ in range(2):
+        col = np.abs(rest).max(axis=0) / WEIGHT_MAX
+        col[col == 0] = 1.0
+        q = np.clip(np.round(rest / col), -WEIGHT_MAX, WEIGHT_MAX)
+        ints.append(q.astype(np.int8))
+        scales.append(col)
+        rest = rest - q * col
+    return np.concatenate(ints, axis=1), np.concatenate(scales).astype(np.float32)
+
+
 def _integer_matmul(node, w: np.ndarray, q: str, scale: str, zp: str, graph) -> list:
-    """``node`` (MatMul of the quantized activation by weight `w` [K, N]) as MatMulInteger over 7-bit
-    per-column weights, rescaled to float32: (q·Wq - zp·colsum(Wq)) × token scale × column scale."""
+    """``node`` (MatMul of the quantized activation by weight `w` [K, N]) as one MatMulInteger over
+    the two 7-bit weight passes [K, 2N], rescaled to float32, (q·Wq - zp·colsum(Wq)) × token scale ×
+    column scale, and the two halves added."""
     from onnx import TensorProto, helper
 
     p = f"{node.output[0]}_i8"
-    col = np.abs(w).max(axis=0) / WEIGHT_MAX
-    col[col == 0] = 1.0
-    wq = np.clip(np.round(w / col), -WEIGHT_MAX, WEIGHT_MAX).astype(np.int8)
+    wq, col = _weight_passes(w)
     wq_name = _const(graph, f"{p}_w", wq)
     colsum = _const(graph, f"{p}_colsum", wq.astype(np.float32).sum(axis=0))
-    col_scale = _const(graph, f"{p}_colscale", col.astype(np.float32))
+    col_scale = _const(graph, f"{p}_colscale", col)
+    split = _const(graph, f"{p}_split", np.array([w.shape[1], w.shape[1]], dtype=np.int64))
     make = helper.make_node
     return [
         make("MatMulInteger", [q, wq_name], [f"{p}_int"], name=f"{p}_int"),
         make("Cast", [f"{p}_int"], [f"{p}_float"], name=f"{p}_float", to=TensorProto.FLOAT),
         make("Mul", [zp, colsum], [f"{p}_offset"], name=f"{p}_offset"),
         make("Sub", [f"{p}_float", f"{p}_offset"], [f"{p}_centred"], name=f"{p}_centred"),
-        make("Mul", [f"{p}_centred", scale], [f"{p}_rescaled"], name=f"{p}_rescaled"),
-        make("Mul", [f"{p}_rescaled", col_scale], [node.output[0]], name=node.name or f"{p}_out"),
+        make("Mul", [f"{p}_centred", col_scale], [f"{p}_columns"], name=f"{p}_columns"),
+        make("Split", [f"{p}_columns", split], [f"{p}_first", f"{p}_rest"], name=f"{p}_split", axis=-1),
+        make("Add", [f"{p}_first", f"{p}_rest"], [f"{p}_sum"], name=f"{p}_sum"),
+        make("Mul", [f"{p}_sum", scale], [node.output[0]], name=node.name or f"{p}_out"),
     ]

@@ -11,8 +11,9 @@ normalizes and splits exactly as the torch path does. Only the export imports to
 finds the export cached starts in well under a second.
 
 The int8 path (``precision="int8"``; kgnorm.linking.cpu_features.query_path chooses it) runs the
-same export quantized by kgnorm.encoders.int8_query (per-channel 7-bit weights, activations per
-token), cached beside it under a name that says how it was quantized.
+same export quantized by kgnorm.encoders.int8_query (per-channel 7-bit weights in two passes,
+activations per token), cached beside it under a name that says how it was quantized, its tensors
+in a side file ONNX Runtime maps.
 
 The calls keep kgnorm.encoders.fixed_shape's contract: same-length texts in calls of a fixed number
 of rows, on one intra-op thread, so a text's vector does not depend on the rest of its batch (on
@@ -27,7 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
-from kgnorm.encoders.int8_query import INT8_SCHEME
+from kgnorm.encoders.int8_query import INT8_SCHEME, external_data_file
 from kgnorm.errors import KgnormError
 from kgnorm.model_cache import cached_export, model_digest
 
@@ -62,7 +63,8 @@ def query_export(encoder_dir: str | Path, pooling: str, normalize: bool, precisi
 
         quantize_query_graph(folder / GRAPH_FILES["fp32"], tmp / GRAPH_FILES["int8"])
 
-    return cached_export("query-onnx", key, (GRAPH_FILES["int8"],), quantize)
+    # the graph file last: there means its tensors' side file is there too
+    return cached_export("query-onnx", key, (external_data_file(GRAPH_FILES["int8"]), GRAPH_FILES["int8"]), quantize)
 
 
 def export_dense(encoder, folder: Path) -> None:
