@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import KgnormError
-from kgnorm.jobs.retrain_out import commit, inputs_digest, publish, refuse_foreign, settle, staging
+from kgnorm.jobs.retrain_out import commit, inputs_digest, publish, refuse_foreign, rolled_back, settle, staging
 from kgnorm.progress import note
 
 HELD_BACK = 5  # one document in HELD_BACK is held back
@@ -134,17 +134,18 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
         report.notes.append("no reviewed document falls in the held-back fifth: no before/after scores, no "
                             "recalibration (review more documents)")
     stage = staging(out)  # both models trained here, renamed into OUT once whole (kgnorm.jobs.retrain_out)
-    stage.mkdir(parents=True)
-    report.linker = _linker(model, train, stage / "linker", linker_minutes, linker_epochs, seed, quiet)
-    if ner is not None:
-        texts = {d: v for d, v in done_docs.items() if not held_back(d)}
-        report.ner = _detector(ner, texts, [r for r in train if r[0] in done], stage / "ner", ner_minutes,
-                               ner_epochs, seed, quiet, report.notes)
-    _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet)  # none held back: no scores
-    report.seconds = time.perf_counter() - t0
-    run = _run(model, ner, out, report, seed)
-    commit(out, run, digest)
-    publish(out, run, uri)
+    with rolled_back(out):  # a failure (no room, read-only) undoes what was written: OUT and the store as before
+        stage.mkdir(parents=True)
+        report.linker = _linker(model, train, stage / "linker", linker_minutes, linker_epochs, seed, quiet)
+        if ner is not None:
+            texts = {d: v for d, v in done_docs.items() if not held_back(d)}
+            report.ner = _detector(ner, texts, [r for r in train if r[0] in done], stage / "ner", ner_minutes,
+                                   ner_epochs, seed, quiet, report.notes)
+        _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet)  # none held back: no scores
+        report.seconds = time.perf_counter() - t0
+        run = _run(model, ner, out, report, seed)
+        commit(out, run, digest)
+        publish(out, run, uri)
     report.run_uid = run.uid
     return report
 
