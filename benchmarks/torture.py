@@ -18,7 +18,10 @@ both, with the Run they name. Then the I/O faults: each job under a file size li
 little over the store's size, with the store's folder made read-only halfway through its run (as root:
 under setpriv without the capabilities that let root write through a chmod), and (where this runs as
 root and may mount a tmpfs) with the store on a filesystem with 1 MiB left: one `kgnorm: error:` line,
-exit non-zero, the store as before and sound. Reviews are killed, not run under faults.
+exit non-zero, the store as before and sound. `retrain` also under a limit below its model's largest
+file (reached as it writes its models) and with OUT made read-only, its folders made read-only once its
+training began (its staging folder appeared), and OUT must be as before too (or, OUT read-only, hold
+only the unfinished staging folder its error line names). Reviews are killed, not run under faults.
 
 `--kills 0` runs the faults only.
 
@@ -115,14 +118,14 @@ def main() -> int:
         for t, _ in tallies:
             where = (" at checkpoint" if args.at_checkpoint else "") + (", Bolt" if args.bolt else "")  # rows < 200 chars
             record("reliability", f"SIGKILL torture, {t.job}{where}",
-                   f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote; "
-                   f"{t.ended_first} moments after its end)"
-                   + (" (stopped early)" if STOPPED.is_set() else ""))
+                   f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote, {t.ended_first} too late"
+                   + (", stopped early)" if STOPPED.is_set() else ")"))
         if faults:
-            record("reliability", "I/O faults (file size limit, read-only folder, full disk): failed",
-                   f"{sum(1 for f in faults if f.failed)} of {len(faults)} cases over "
-                   f"{len({f.job for f in faults})} jobs "
-                   "(one error line, store as before)")
+            jobs = sorted({f.job for f in faults})
+            what = "I/O faults (file size limit, read-only folder, full disk): failed" if len(jobs) > 1 else \
+                f"I/O faults, {jobs[0]}: failed"
+            record("reliability", what, f"{sum(1 for f in faults if f.failed)} of {len(faults)} cases over "
+                   f"{len(jobs)} job(s): {', '.join(sorted({f.how for f in faults}))}")
     return 1 if failures else 0
 
 

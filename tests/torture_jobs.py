@@ -896,8 +896,10 @@ def fault_cycle(w: World, job: Job, how: str, folder: Path, *, fsize: int | None
 
 
 def tree(folder: Path) -> list[str]:
-    """The paths under a folder (what a job wrote outside the store)."""
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+    """The paths under a folder (what a job wrote outside the store), but for its dot folders: the
+    folder is the job's HOME too (caches)."""
+    rel = (p.relative_to(folder) for p in folder.rglob("*"))
+    return sorted(str(r) for r in rel if not r.parts[0].startswith("."))
 
 
 def _out_state(out_dir: Path, before: list[str], f: Fault) -> str:
