@@ -913,7 +913,8 @@ def _out_state(out_dir: Path, before: list[str], f: Fault) -> str:
         return "as before" if now == before else "written"
     new = [Path(x) for x in now if x not in before]
     stages = {Path(*p.parts[:p.parts.index(STAGING) + 1]) for p in new if STAGING in p.parts}
-    unfinished = all(STAGING in p.parts for p in new) and not any(
+    others = [p for p in new if STAGING not in p.parts and not (out_dir / p).is_dir()]  # OUT itself is made
+    unfinished = not others and not any(
         (out_dir / s / "linker").exists() and BLOCK in read_model_meta(out_dir / s / "linker") for s in stages)
     named = all(str(out_dir / s) in f.stderr for s in stages)
     return "staging left, named" if unfinished and named else "CHANGED"
