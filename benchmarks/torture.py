@@ -78,9 +78,7 @@ def main() -> int:
     ap.add_argument("--no-record", action="store_true", help="print only; no LOG.md section, no results row")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, _stop_early)
-    chosen = args.job or ([j for j in JOBS if j != "retrain"] if args.bolt else JOBS)
-    if args.bolt and "retrain" in chosen:
-        ap.error("--bolt: retrain is tortured on LadybugDB only")
+    chosen = args.job or JOBS
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory(prefix="kgnorm-torture-") as tmp, _bolt(args.bolt, Path(tmp)) as server:
         root = Path(tmp)

@@ -93,7 +93,8 @@ class Bolt:
     database, wiped and rebuilt from the kgnorm commands that made each base store (in-process)
     where the embedded store's folder would be copied; the folder then holds only the job's outputs."""
     uri: str
-    recipes: dict[str, list[list[str]]] = field(default_factory=dict)  # base folder name -> commands
+    # base folder name -> its steps: kgnorm commands, or callables (the reviews of the 'reviewed' base)
+    recipes: dict[str, list[list[str] | Callable[[], None]]] = field(default_factory=dict)
 
 
 BOLT: Bolt | None = None  # set by the benchmark's --bolt
@@ -127,8 +128,8 @@ def _rebuild(bolt: Bolt, base: str | None) -> None:
 
     with open_store(bolt.uri) as st:
         st.query("MATCH (n) DETACH DELETE n")
-    for args in bolt.recipes[base] if base is not None else []:
-        _ok([*args, "--store", bolt.uri])
+    for step in bolt.recipes[base] if base is not None else []:
+        step() if callable(step) else _ok([*step, "--store", bolt.uri])
 
 
 def bolt_recipes(w: World) -> dict[str, list[list[str]]]:
@@ -137,7 +138,9 @@ def bolt_recipes(w: World) -> dict[str, list[list[str]]]:
     r = w.root
     ont = [["ingest", "obo", str(r / "toyd.obo"), "--ontology", "toyd", "-q"],
            ["ingest", "obo", str(r / "toyx.obo"), "--ontology", "toyx", "-q"]]
-    return {"ontologies": ont, "linked": [*ont, w.jobs["link"].args(r)], "annotated": [*ont, w.jobs["annotate"].args(r)]}
+    annotated = [*ont, w.jobs["annotate"].args(r)]
+    return {"ontologies": ont, "linked": [*ont, w.jobs["link"].args(r)], "annotated": annotated,
+            "reviewed": [*annotated, lambda: _review_all(w, r)]}
 
 
 def _writable(folder: Path) -> None:
@@ -263,10 +266,16 @@ def build_world(root: Path, bert: Path) -> World:
 def _reviewed(w: World, folder: Path) -> Path:
     """The annotated store with every mention reviewed once (review_plan's first round) and every
     document marked done: what `retrain` learns from."""
+    copy_store(w.bases["annotated"], folder)
+    _review_all(w, folder)
+    return folder
+
+
+def _review_all(w: World, folder: Path) -> None:
+    """_reviewed's reviews and done marks, written to the store of `folder` (annotated)."""
     from kgnorm.review.desk import ReviewDesk
 
-    copy_store(w.bases["annotated"], folder)
-    plan = review_plan(w)
+    plan = review_plan(w, rebuild=False)
     desk = ReviewDesk(uri(folder))
     try:
         for mention, body in plan[:len(plan) // 2]:
@@ -278,7 +287,6 @@ def _reviewed(w: World, folder: Path) -> Path:
         desk.flush()
     finally:
         desk.close()
-    return folder
 
 
 def _ok(args: list[str]) -> None:
@@ -539,12 +547,12 @@ def expected_results(w: World, job: Job, folder: Path, timed: bool = True) -> tu
 
 
 # -- reviews through `kgnorm serve` -------------------------------------------------------------------
-def review_plan(w: World) -> list[tuple[str, dict]]:
+def review_plan(w: World, rebuild: bool = True) -> list[tuple[str, dict]]:
     """(mention uid, body) for every mention of the annotated base store: a concept, then a nil for
     every third, alternating reviewers, each mention twice: the reviews a session posts."""
     from kgnorm.stores import open_store
 
-    if BOLT is not None:
+    if BOLT is not None and rebuild:  # else: the Bolt database holds the annotated store now
         _rebuild(BOLT, w.bases["annotated"].name)
     with open_store(uri(w.bases["annotated"]), read_only=True) as st:
         mentions = [r[0] for r in st.query("MATCH (m:Mention) RETURN m.uid ORDER BY m.uid").rows]
