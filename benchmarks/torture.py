@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -51,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-from _report import append, record  # noqa: E402
+from _report import ROOT, append, record  # noqa: E402
 import torture_jobs as tj  # noqa: E402
 
 JOBS = ["ingest", "reingest", "link", "annotate", "place", "reviews", "retrain"]
@@ -117,7 +118,7 @@ def main() -> int:
             where = (" at checkpoint" if args.at_checkpoint else "") + (", Bolt" if args.bolt else "")  # rows < 200 chars
             record("reliability", f"SIGKILL torture, {t.job}{where}",
                    f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote, {t.ended_first} too late"
-                   + (", stopped early)" if STOPPED.is_set() else ")"))
+                   + (", stopped early)" if STOPPED.is_set() else ")"), _for_job(t.job))
         if faults:
             jobs = sorted({f.job for f in faults})
             what = "I/O faults (file size limit, read-only folder, full disk): failed" if len(jobs) > 1 else \
@@ -128,6 +129,17 @@ def main() -> int:
 
 
 BOLT_NAME = " on ArcadeDB over Bolt"
+
+
+def _for_job(job: str) -> str:
+    """This command line with only `job`'s --job (the cycles of one job do not depend on the others;
+    the row stays under 200 characters)."""
+    argv, keep = sys.argv[1:], []
+    for i, a in enumerate(argv):
+        if a == "--job" or (i and argv[i - 1] == "--job") or a.startswith("--job="):
+            continue
+        keep.append(a)
+    return "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], ROOT), *keep, "--job", job])
 
 
 @contextlib.contextmanager
