@@ -118,7 +118,7 @@ def main() -> int:
             where = (" at checkpoint" if args.at_checkpoint else "") + (", Bolt" if args.bolt else "")  # rows < 200 chars
             record("reliability", f"SIGKILL torture, {t.job}{where}",
                    f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote, {t.ended_first} too late"
-                   + (", stopped early)" if STOPPED.is_set() else ")"), _for_job(t.job))
+                   + (", stopped)" if t.stopped else ")"), _for_job(t.job))  # stopped early (SIGTERM)
         if faults:
             jobs = sorted({f.job for f in faults})
             what = "I/O faults (file size limit, read-only folder, full disk): failed" if len(jobs) > 1 else \

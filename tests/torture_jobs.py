@@ -686,6 +686,7 @@ class Tally:
     seconds: float = 0.0          # an uninterrupted run, timed before the cycles
     cycles: list[Cycle] = field(default_factory=list)
     spans: list[float] = field(default_factory=list)  # the duration each cycle's moment was drawn over
+    stopped: bool = False  # ended early by stop()
 
     @property
     def ended_first(self) -> int:
@@ -787,7 +788,8 @@ def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[s
     landed = -1  # the last stratum a kill landed in
     extra = ((n + i, rng.random() * 0.9) for i in itertools.count())
     for stratum, f in itertools.chain(fractions(n, seed, tries), extra):
-        if stop() or (stratum >= n and t.kills >= min_kills):
+        t.stopped = stop()
+        if t.stopped or (stratum >= n and t.kills >= min_kills):
             break
         if stratum == landed:
             continue
