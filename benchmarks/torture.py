@@ -1,7 +1,13 @@
 """Crash and I/O-fault torture (issue 52): every job that writes a store (ingest, re-ingest,
 `link --write`, `annotate`, `place`, reviews posted to `kgnorm serve`, `retrain`) SIGKILLed at `--kills`
-moments spread over an uninterrupted run's duration (one drawn at random in each n-th of it, seeded), on
-a small embedded (LadybugDB) store built from the toy ontology of the tests. After each kill: the store
+moments, one drawn at random (seeded) in each n-th of the job's duration as measured now, on a small
+embedded (LadybugDB) store built from the toy ontology of the tests. The duration is measured in the
+session, not taken from an earlier one: the median of the last three whole runs (an uninterrupted run
+timed first, then every cycle whose job ended before its kill, every run again on a store its kill left
+untouched, the pace of a review session posting the rest, and a run timed afresh after 8 cycles that
+measured none), so the moments follow the machine's load (tests/torture_jobs.py's Pacer). A moment that
+came after the job had ended is no kill: it is counted apart and drawn again in the same n-th (up to
+`--tries` times). After each kill: the store
 opens, `kgnorm check` passes right after the kill (what a dead process left, which the next writer
 clears, is a note) and again once a writer reopened it, `kgnorm query` right after the kill shows the
 store as it was before the job or as an uninterrupted run leaves it (no half run), every review the API
@@ -12,7 +18,10 @@ both, with the Run they name. Then the I/O faults: each job under a file size li
 little over the store's size, with the store's folder made read-only halfway through its run (as root:
 under setpriv without the capabilities that let root write through a chmod), and (where this runs as
 root and may mount a tmpfs) with the store on a filesystem with 1 MiB left: one `kgnorm: error:` line,
-exit non-zero, the store as before and sound. Reviews are killed, not run under faults.
+exit non-zero, the store as before and sound. `retrain` also under a limit below its model's largest
+file (reached as it writes its models) and with OUT made read-only, its folders made read-only once its
+training began (its staging folder appeared), and OUT must be as before too (or, OUT read-only, hold
+only the unfinished staging folder its error line names). Reviews are killed, not run under faults.
 
 `--kills 0` runs the faults only.
 
@@ -28,6 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -42,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-from _report import append, record  # noqa: E402
+from _report import ROOT, append, record  # noqa: E402
 import torture_jobs as tj  # noqa: E402
 
 JOBS = ["ingest", "reingest", "link", "annotate", "place", "reviews", "retrain"]
@@ -61,15 +71,15 @@ def main() -> int:
                     help="kill moments spread over S seconds from when the job first changed the store")
     ap.add_argument("--min-kills", type=int, default=0, metavar="N",
                     help="more moments (in the first 90%% of the run) until N of them came before the job ended")
+    ap.add_argument("--tries", type=int, default=3, metavar="N",
+                    help="moments drawn in one n-th of the run while the job ended before them (default 3)")
     ap.add_argument("--bolt", action="store_true",
                     help="a Bolt store in place of LadybugDB: an ArcadeDB server on 127.0.0.1 (tests/bolt_server.py; "
                          "the arcadedb-embedded test extra), rebuilt for every cycle; no I/O faults")
     ap.add_argument("--no-record", action="store_true", help="print only; no LOG.md section, no results row")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, _stop_early)
-    chosen = args.job or ([j for j in JOBS if j != "retrain"] if args.bolt else JOBS)
-    if args.bolt and "retrain" in chosen:
-        ap.error("--bolt: retrain is tortured on LadybugDB only")
+    chosen = args.job or JOBS
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory(prefix="kgnorm-torture-") as tmp, _bolt(args.bolt, Path(tmp)) as server:
         root = Path(tmp)
@@ -84,9 +94,10 @@ def main() -> int:
             t = tj.torture(w, name, args.kills, args.seed, root / "work", log=lambda s: print("  " + s, flush=True),
                            stop=lambda: STOPPED.is_set(),
                            checkpoint_window=args.at_checkpoint, min_kills=args.min_kills,
-                           write_window=args.after_write)
+                           write_window=args.after_write, tries=args.tries)
             tallies.append((t, time.perf_counter() - t0))
-            print(f"{name}: {t.kills} kills ({t.touched} after it changed the store), {len(t.failures)} failure(s), "
+            print(f"{name}: {t.kills} kills ({t.touched} after it changed the store), {t.ended_first} moments after "
+                  f"the job's end, {len(t.failures)} failure(s), "
                   f"check failing before a writer reopened: {t.check_failed_before_reopen}, "
                   f"half run seen by query: {t.half_run_seen}", flush=True)
         faults = [] if args.no_faults or args.bolt or STOPPED.is_set() else run_faults(w, chosen, root)
@@ -106,17 +117,29 @@ def main() -> int:
         for t, _ in tallies:
             where = (" at checkpoint" if args.at_checkpoint else "") + (", Bolt" if args.bolt else "")  # rows < 200 chars
             record("reliability", f"SIGKILL torture, {t.job}{where}",
-                   f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote)"
-                   + (" (stopped early)" if STOPPED.is_set() else ""))
+                   f"{len(t.failures)} failed of {t.kills} kills ({t.touched} after it wrote, {t.ended_first} too late"
+                   + (", stopped)" if t.stopped else ")"), _for_job(t.job))  # stopped early (SIGTERM)
         if faults:
-            record("reliability", "I/O faults (file size limit, read-only folder, full disk): failed",
-                   f"{sum(1 for f in faults if f.failed)} of {len(faults)} cases over "
-                   f"{len({f.job for f in faults})} jobs "
-                   "(one error line, store as before)")
+            jobs = sorted({f.job for f in faults})
+            what = "I/O faults (file size limit, read-only folder, full disk): failed" if len(jobs) > 1 else \
+                f"I/O faults, {jobs[0]}: failed"
+            record("reliability", what, f"{sum(1 for f in faults if f.failed)} of {len(faults)} cases over "
+                   f"{len(jobs)} job(s): {', '.join(sorted({f.how for f in faults}))}")
     return 1 if failures else 0
 
 
 BOLT_NAME = " on ArcadeDB over Bolt"
+
+
+def _for_job(job: str) -> str:
+    """This command line with only `job`'s --job (the cycles of one job do not depend on the others;
+    the row stays under 200 characters)."""
+    argv, keep = sys.argv[1:], []
+    for i, a in enumerate(argv):
+        if a == "--job" or (i and argv[i - 1] == "--job") or a.startswith("--job="):
+            continue
+        keep.append(a)
+    return "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], ROOT), *keep, "--job", job])
 
 
 @contextlib.contextmanager
@@ -147,16 +170,24 @@ def _stop_early(signum: int, frame: Any) -> None:
 
 
 def run_faults(w: tj.World, chosen: list[str], root: Path) -> list[tj.Fault]:
-    """Each job under a file size limit, its store folder made read-only halfway through an
-    uninterrupted run's duration, and its store on a small filesystem with 1 MiB left."""
+    """Each job under a file size limit, its store folder made read-only midway through its run,
+    and its store on a small filesystem with 1 MiB left. retrain also under a limit below its
+    model's largest file (reached as it writes the models) and with OUT made read-only; its
+    read-only folders once it began training (its staging folder appeared), the others' halfway
+    through an uninterrupted run timed now."""
     out: list[tj.Fault] = []
     for name in (n for n in chosen if n != "reviews"):
         job = w.jobs[name]
         base = w.bases.get(job.base) if job.base else None
         size = sum(p.stat().st_size for p in base.iterdir()) if base else 0
         cases = [("fsize", dict(fsize=max(size, 64 * 1024) + 64 * 1024))]
+        if name == "retrain":
+            largest = max(p.stat().st_size for p in w.model.rglob("*") if p.is_file())
+            cases.append(("fsize-model", dict(fsize=largest // 2)))
         if tj.read_only_binds() is not None:
-            cases.append(("read-only", dict(moment=_midway(w, name))))
+            when = dict(when=tj.retrain_staged) if name == "retrain" else dict(moment=_midway(w, name))
+            cases.append(("read-only", when))
+            cases += [("read-only-out", when)] if name == "retrain" else []
         small = _small_fs(root / "small" / name, size + 2**20)
         if small is not None:
             cases.append(("full-disk", dict(small_fs=small)))
@@ -165,6 +196,8 @@ def run_faults(w: tj.World, chosen: list[str], root: Path) -> list[tj.Fault]:
                 f = tj.fault_cycle(w, job, how, root / "faults" / name, **kw)
                 out.append(f)
                 print(("  FAIL " if f.failed else "  ") + f.line(), flush=True)
+                if f.failed:
+                    print("    stderr: " + f.stderr[-1500:].replace("\n", "\n    "), flush=True)
         finally:
             if small is not None:
                 subprocess.run(["umount", str(small)], check=False)
@@ -186,17 +219,20 @@ def _small_fs(where: Path, size: int) -> Path | None:
 
 
 def _table(tallies: list, faults: list, kills: int, min_kills: int = 0) -> str:
-    rows = ["| job | uninterrupted s | moments | kills | after it changed the store | check failed right after the kill "
-            "| half run seen by query right after | failed cycles | wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = ["| job | run s, first (min-max drawn over) | moments | kills | moments after the job's end "
+            "| kills after it changed the store | check failed right after the kill "
+            "| half run seen by query right after | failed cycles | wall s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for t, wall in tallies:
-        rows.append(f"| {t.job} | {t.seconds:.1f} | {len(t.cycles)} | {t.kills} | {t.touched} | "
-                    f"{t.check_failed_before_reopen} | "
-                    f"{t.half_run_seen} | {len(t.failures)} | {wall:.0f} |")
-    more = (f"; then more moments, each drawn in the first 90 % of that span, until {min_kills} kills had landed"
+        spread = f" ({min(t.spans):.1f}-{max(t.spans):.1f})" if t.spans else ""
+        rows.append(f"| {t.job} | {t.seconds:.1f}{spread} | {len(t.cycles)} | {t.kills} | {t.ended_first} | "
+                    f"{t.touched} | {t.check_failed_before_reopen} | {t.half_run_seen} | {len(t.failures)} | {wall:.0f} |")
+    more = (f"; then more moments, each drawn in the first 90 % of the run, until {min_kills} kills had landed"
             if min_kills else "")
     early = " Stopped early (SIGTERM): the moments column says how many ran." if STOPPED.is_set() else ""
-    lines = [f"{kills} moments per job{more}; a moment after the job had ended is no kill (not counted).{early}", "",
-             *rows] if tallies else []
+    lines = [f"{kills} n-ths of the run per job, a moment drawn in each over the duration measured in the session "
+             f"(drawn again there when it came after the job's end){more}; only kills that landed while the job "
+             f"ran are counted.{early}", "", *rows] if tallies else []
     fails = [f"- FAIL {c.why()}" for t, _ in tallies for c in t.failures]
     lines += ["", *fails] if fails else []
     if faults:

@@ -165,3 +165,50 @@ def test_a_retrain_stopped_while_it_publishes_is_published_by_the_next(capsys, w
     assert code == 0, err
     assert "published the models of a retrain stopped" in err and "nothing trained again" in err
     assert tj.retrain_out_problems(folder, True) == []
+
+
+@pytest.mark.parametrize("limit", ["below a model file", "below what the store needs"])
+def test_a_retrain_that_cannot_write_fails_in_one_line_and_leaves_out_and_the_store(capsys, world, tmp_path, limit):
+    """A file size limit reached while retrain writes its models (torch and safetensors wrap the
+    short write in their own errors: it came out as a RuntimeError with --debug advice), or only
+    when it writes the Run into the store at the end (the staged models were left committed in
+    OUT): one line saying what to do, exit 1, OUT as before (here: absent), the store as before."""
+    import resource
+
+    folder = tj.copy_store(world.bases["reviewed"], tmp_path / "store")
+    before = tj.snapshot(folder)
+    largest = max(p.stat().st_size for p in world.model.rglob("*") if p.is_file())
+    fsize = largest // 2 if limit.startswith("below a model") else 8 * 2**20
+    args = [*world.jobs["retrain"].args(tmp_path), "--linker-minutes", "0.01", "--ner-minutes", "0.01",
+            "--store", tj.uri(folder)]
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, hard))
+    try:
+        code, _, err = run(capsys, *args)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("kgnorm: error: "), err
+    assert ("ulimit -f" in lines[0] and "run" in lines[0] and "as before" in lines[0]
+            and "--debug" not in lines[0]), lines[0]
+    assert not (tmp_path / "retrained").exists()
+    assert tj.snapshot(folder) == before
+
+
+def test_kill_moments_follow_the_duration_measured_now():
+    """The torture's moments are fractions of the job's duration as measured in the session (the
+    median of the last three whole runs), not of one timing taken under another load; a run timed
+    afresh when cycles stop measuring."""
+    timed = []
+    pacer = tj.Pacer([20.0], retime=lambda: timed.append(1) or 5.0, refresh=2)
+    pacer.add(tj.Cycle("x", 1.0, measured=[4.0]))
+    pacer.add(tj.Cycle("x", 1.0, measured=[6.0]))
+    assert pacer.span() == 6.0  # median of 20, 4, 6
+    pacer.add(tj.Cycle("x", 1.0, measured=[5.0]))
+    assert pacer.span() == 5.0 and timed == []
+    pacer.add(tj.Cycle("x", 1.0))
+    pacer.add(tj.Cycle("x", 1.0))
+    assert timed == [1] and pacer.seconds[-1] == 5.0
+    drawn = list(tj.fractions(4, 0, tries=2))
+    assert [s for s, _ in drawn] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert all(s / 4 <= f < (s + 1) / 4 for s, f in drawn)

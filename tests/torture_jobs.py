@@ -18,6 +18,7 @@ import resource
 import shutil
 import signal
 import stat
+import statistics
 import subprocess
 import sys
 import time
@@ -92,7 +93,8 @@ class Bolt:
     database, wiped and rebuilt from the kgnorm commands that made each base store (in-process)
     where the embedded store's folder would be copied; the folder then holds only the job's outputs."""
     uri: str
-    recipes: dict[str, list[list[str]]] = field(default_factory=dict)  # base folder name -> commands
+    # base folder name -> its steps: kgnorm commands, or callables (the reviews of the 'reviewed' base)
+    recipes: dict[str, list[list[str] | Callable[[], None]]] = field(default_factory=dict)
 
 
 BOLT: Bolt | None = None  # set by the benchmark's --bolt
@@ -126,8 +128,8 @@ def _rebuild(bolt: Bolt, base: str | None) -> None:
 
     with open_store(bolt.uri) as st:
         st.query("MATCH (n) DETACH DELETE n")
-    for args in bolt.recipes[base] if base is not None else []:
-        _ok([*args, "--store", bolt.uri])
+    for step in bolt.recipes[base] if base is not None else []:
+        step() if callable(step) else _ok([*step, "--store", bolt.uri])
 
 
 def bolt_recipes(w: World) -> dict[str, list[list[str]]]:
@@ -136,7 +138,9 @@ def bolt_recipes(w: World) -> dict[str, list[list[str]]]:
     r = w.root
     ont = [["ingest", "obo", str(r / "toyd.obo"), "--ontology", "toyd", "-q"],
            ["ingest", "obo", str(r / "toyx.obo"), "--ontology", "toyx", "-q"]]
-    return {"ontologies": ont, "linked": [*ont, w.jobs["link"].args(r)], "annotated": [*ont, w.jobs["annotate"].args(r)]}
+    annotated = [*ont, w.jobs["annotate"].args(r)]
+    return {"ontologies": ont, "linked": [*ont, w.jobs["link"].args(r)], "annotated": annotated,
+            "reviewed": [*annotated, lambda: _review_all(w, r)]}
 
 
 def _writable(folder: Path) -> None:
@@ -262,10 +266,16 @@ def build_world(root: Path, bert: Path) -> World:
 def _reviewed(w: World, folder: Path) -> Path:
     """The annotated store with every mention reviewed once (review_plan's first round) and every
     document marked done: what `retrain` learns from."""
+    copy_store(w.bases["annotated"], folder)
+    _review_all(w, folder)
+    return folder
+
+
+def _review_all(w: World, folder: Path) -> None:
+    """_reviewed's reviews and done marks, written to the store of `folder` (annotated)."""
     from kgnorm.review.desk import ReviewDesk
 
-    copy_store(w.bases["annotated"], folder)
-    plan = review_plan(w)
+    plan = review_plan(w, rebuild=False)
     desk = ReviewDesk(uri(folder))
     try:
         for mention, body in plan[:len(plan) // 2]:
@@ -277,7 +287,6 @@ def _reviewed(w: World, folder: Path) -> Path:
         desk.flush()
     finally:
         desk.close()
-    return folder
 
 
 def _ok(args: list[str]) -> None:
@@ -303,6 +312,13 @@ def jobs(w: World) -> dict[str, Job]:
                                              "--linker-minutes", "0.2", "--ner-minutes", "0.1", "--threads", "1", "-q"],
             retrain_out_problems),
     ]}
+
+
+def retrain_staged(folder: Path) -> bool:
+    """Whether retrain has begun training: its staging folder is there (kgnorm.jobs.retrain_out)."""
+    from kgnorm.jobs.retrain_out import STAGING
+
+    return (folder / "retrained" / STAGING).exists()
 
 
 def model_file_written(folder: Path) -> bool:
@@ -372,12 +388,6 @@ def timed_run(job: Job, folder: Path) -> float:
     return time.monotonic() - t0
 
 
-def moments(duration: float, n: int, seed: int) -> list[float]:
-    """n kill moments spread over [0, duration): one drawn at random in each n-th of it (seeded)."""
-    rng = random.Random(seed)
-    return [(i + rng.random()) / n * duration for i in range(n)]
-
-
 # -- what is judged after a kill or a fault ---------------------------------------------------------
 def check(folder: Path) -> list[str]:
     """`kgnorm check`'s problems (not its notes), [] when sound or when there is no store yet."""
@@ -426,6 +436,11 @@ class Cycle:
     lost_reviews: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)  # a half-written output (Job.outputs)
     error: str = ""
+    ended_at: float | None = None  # seconds from the start to the job's end, when it ended before the kill
+    rerun_err: str = ""
+    # seconds of a run measured whole in this cycle (the job ended before the kill, or its run again
+    # on a store the kill left untouched): what the next moments are drawn over (Pacer)
+    measured: list[float] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -436,7 +451,8 @@ class Cycle:
         parts = [("store does not open: " + self.error) if not self.opened else self.error,
                  "; ".join(f"right after the kill: {p}" for p in self.check_after_kill),
                  "`kgnorm query` right after the kill shows a half run" if self.half_run_seen else "",
-                 "; ".join(self.check_after_reopen), f"rerun exit {self.rerun_code}" if self.rerun_code else "",
+                 "; ".join(self.check_after_reopen),
+                 f"rerun exit {self.rerun_code}: {self.rerun_err}" if self.rerun_code else "",
                  "" if self.same_result else "rerun result differs from an uninterrupted run",
                  f"lost reviews {self.lost_reviews[:3]}" if self.lost_reviews else "", "; ".join(self.outputs)]
         return f"{self.job} killed at {self.moment:.2f}s: " + " | ".join(p for p in parts if p)
@@ -444,17 +460,19 @@ class Cycle:
 
 def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[dict],
                after_write: bool = False, at_checkpoint: bool = False,
-               after: Callable[[Path], bool] | None = None) -> Cycle:
+               after: Callable[[Path], bool] | None = None, measure: bool = False) -> Cycle:
     """Run `job` on a fresh copy of its base store, SIGKILL it `moment` seconds after its start (or,
     `after_write`, `moment` seconds after it first changed a file of the store; `at_checkpoint`,
     `moment` seconds after LadybugDB began a checkpoint: its log renamed `.wal.checkpoint`; `after`,
-    `moment` seconds after after(folder) first held), judge."""
+    `moment` seconds after after(folder) first held), judge. `measure`: the run again is a timed
+    `kgnorm` process, and the cycle's `measured` holds the whole runs it saw (Pacer)."""
     from kgnorm.stores import open_store
 
     c = Cycle(job.name, moment)
     copy_store(w.bases.get(job.base) if job.base else None, folder)
     before = store_state(folder)
     whole = [{k: s[k] for k in SEEN_BY_QUERY} for s in [snapshot(folder), *expected] if s] if job.base else []
+    t0 = time.monotonic()
     proc = start(job.args(folder), folder)
     if after_write:
         with _write_probe(folder) as changed:
@@ -468,6 +486,7 @@ def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[d
     try:
         proc.wait(timeout=moment)
         c.finished = True
+        c.ended_at = time.monotonic() - t0
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -484,7 +503,14 @@ def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[d
     except Exception as exc:  # noqa: BLE001 - any failure to open is what is measured
         c.opened, c.error = False, f"{type(exc).__name__}: {exc}"[:300]
         return c
-    c.rerun_code = exit_code([*job.args(folder), "--store", uri(folder)])
+    if measure:  # a new process, as the user would run it, timed
+        c.rerun_code, seconds, c.rerun_err = _run_again(job, folder)
+        if c.finished and not (after_write or at_checkpoint or after):
+            c.measured.append(c.ended_at)
+        if not c.touched and c.rerun_code == 0 and not (job.outputs and (folder / "retrained").exists()):
+            c.measured.append(seconds)  # the kill left nothing behind: the run again was a whole run
+    else:  # in this process (the CI test: no interpreter to start)
+        c.rerun_code = exit_code([*job.args(folder), "--store", uri(folder)])
     after = snapshot(folder)
     c.same_result = after in expected
     if job.outputs and c.rerun_code == 0:
@@ -492,6 +518,16 @@ def kill_cycle(w: World, job: Job, moment: float, folder: Path, expected: list[d
     if c.rerun_code == 0 and not c.check_after_reopen:
         c.check_after_reopen = check(folder)
     return c
+
+
+def _run_again(job: Job, folder: Path) -> tuple[int, float, str]:
+    """The job run again as the user would, a new `kgnorm` process: (exit code, wall seconds, its
+    last stderr line)."""
+    t0 = time.monotonic()
+    proc = start(job.args(folder), folder)
+    _, err = proc.communicate(timeout=1800)
+    lines = err.decode(errors="replace").strip().splitlines()
+    return proc.returncode, time.monotonic() - t0, (lines[-1] if lines else "")[:300]
 
 
 def expected_results(w: World, job: Job, folder: Path, timed: bool = True) -> tuple[list[dict], float]:
@@ -511,12 +547,12 @@ def expected_results(w: World, job: Job, folder: Path, timed: bool = True) -> tu
 
 
 # -- reviews through `kgnorm serve` -------------------------------------------------------------------
-def review_plan(w: World) -> list[tuple[str, dict]]:
+def review_plan(w: World, rebuild: bool = True) -> list[tuple[str, dict]]:
     """(mention uid, body) for every mention of the annotated base store: a concept, then a nil for
     every third, alternating reviewers, each mention twice: the reviews a session posts."""
     from kgnorm.stores import open_store
 
-    if BOLT is not None:
+    if BOLT is not None and rebuild:  # else: the Bolt database holds the annotated store now
         _rebuild(BOLT, w.bases["annotated"].name)
     with open_store(uri(w.bases["annotated"]), read_only=True) as st:
         mentions = [r[0] for r in st.query("MATCH (m:Mention) RETURN m.uid ORDER BY m.uid").rows]
@@ -605,6 +641,9 @@ def review_cycle(w: World, moment: float | None, folder: Path, plan: list[tuple[
     else:
         poster.join(timeout=max(0.0, moment - (time.monotonic() - t0)))
         c.finished = not poster.is_alive()
+        if c.finished:
+            c.ended_at = time.monotonic() - t0
+            c.measured.append(c.ended_at)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         poster.join(timeout=30)
@@ -622,11 +661,16 @@ def review_cycle(w: World, moment: float | None, folder: Path, plan: list[tuple[
         return c, seconds
     if moment is not None:  # the session goes on: a new server, the reviews not acknowledged posted again
         done = len(acked)
+        t1 = time.monotonic()
         proc, base = start_server(folder)
         try:
             again: list[str] = []
+            t2 = time.monotonic()
             post_reviews(base, plan[done:], again)
             c.rerun_code = 0 if len(again) == len(plan) - done else 1
+            if c.rerun_code == 0 and len(again) >= len(plan) / 4:  # the session's pace now, scaled to the plan
+                posting = (time.monotonic() - t2) * len(plan) / len(again)
+                c.measured.append(posting + (0.0 if from_ready else t2 - t1))
         finally:
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=30)
@@ -639,8 +683,15 @@ def review_cycle(w: World, moment: float | None, folder: Path, plan: list[tuple[
 @dataclass
 class Tally:
     job: str
-    seconds: float = 0.0          # an uninterrupted run
+    seconds: float = 0.0          # an uninterrupted run, timed before the cycles
     cycles: list[Cycle] = field(default_factory=list)
+    spans: list[float] = field(default_factory=list)  # the duration each cycle's moment was drawn over
+    stopped: bool = False  # ended early by stop()
+
+    @property
+    def ended_first(self) -> int:
+        """Moments that came after the job had ended: no kill."""
+        return sum(1 for c in self.cycles if c.finished)
 
     @property
     def kills(self) -> int:
@@ -663,23 +714,60 @@ class Tally:
         return [c for c in self.cycles if c.failed]
 
 
+@dataclass
+class Pacer:
+    """How long the job takes now, on this machine under its present load: the median of the last
+    three whole runs measured in this session. The first is timed before the cycles; then every
+    cycle whose job ended before its kill, every run again on a store its kill left untouched (and,
+    for reviews, the pace of the session posting the rest) adds one, and when `refresh` cycles in a
+    row added none an uninterrupted run is timed afresh (`retime`). Kill moments are fractions of
+    it, so when the load changes they move with the job instead of falling past its end."""
+    seconds: list[float]
+    retime: Callable[[], float]
+    refresh: int = 8
+    dry: int = 0  # cycles since the last measurement
+
+    def span(self) -> float:
+        return statistics.median(self.seconds[-3:])
+
+    def add(self, c: Cycle) -> None:
+        self.seconds += c.measured
+        self.dry = 0 if c.measured else self.dry + 1
+        if self.dry >= self.refresh:
+            self.seconds.append(self.retime())
+            self.dry = 0
+
+
+def fractions(n: int, seed: int, tries: int) -> Iterator[tuple[int, float]]:
+    """(stratum, fraction of the run): for each n-th of [0, 1), `tries` fractions drawn in it
+    (seeded); the caller moves to the next stratum once one landed."""
+    rng = random.Random(seed)
+    for i in range(n):
+        for _ in range(tries):
+            yield i, (i + rng.random()) / n
+
+
 def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[str], None] = lambda s: None,
             checkpoint_window: float = 0.0, min_kills: int = 0, write_window: float = 0.0,
-            stop: Callable[[], bool] = lambda: False) -> Tally:
-    """`n` kill cycles of job `name` at moments spread over an uninterrupted run's duration (with
-    `checkpoint_window`: over that many seconds from when LadybugDB began a checkpoint; with
-    `write_window`, from when the job first changed the store); then, while fewer than `min_kills`
-    of them came before the job ended, one more at a moment drawn in the first 90 % of that span
-    (seeded). Over Bolt, review moments count from when the server is ready, after a first session
-    that warms the server up. `log` gets a line per cycle (prefixed FAIL when it failed); `stop()`
-    true ends the cycles early (the tally holds those run)."""
+            stop: Callable[[], bool] = lambda: False, tries: int = 3) -> Tally:
+    """Kill cycles of job `name`: one kill moment drawn in each n-th of the job's duration as
+    measured now (Pacer; with `checkpoint_window`, of that many seconds from when LadybugDB began a
+    checkpoint; with `write_window`, from when the job first changed the store), drawn again in the
+    same n-th (at most `tries` times) while the job ended before it; then, while fewer than
+    `min_kills` landed, one more drawn in the first 90 % (seeded). Over Bolt, review moments count
+    from when the server is ready, after a first session that warms the server up. `log` gets a
+    line per cycle (prefixed FAIL when it failed); `stop()` true ends the cycles early."""
     folder = work / name
     t = Tally(name)
     if name == "reviews":
         plan = review_plan(w)
         ready = BOLT is not None
+
+        def retime() -> float:
+            return review_cycle(w, None, folder, plan, [], from_ready=ready)[1]
+
         for _ in range(2 if ready else 1):
-            _, t.seconds = review_cycle(w, None, folder, plan, [], from_ready=ready)
+            t.seconds = retime()
         expected = [snapshot(folder)]
 
         def cycle(m: float) -> Cycle:
@@ -688,17 +776,31 @@ def torture(w: World, name: str, n: int, seed: int, work: Path, log: Callable[[s
         job = w.jobs[name]
         expected, t.seconds = expected_results(w, job, folder)
 
+        def retime() -> float:
+            return timed_run(job, copy_store(w.bases.get(job.base) if job.base else None, folder))
+
         def cycle(m: float) -> Cycle:
             return kill_cycle(w, job, m, folder, expected, at_checkpoint=bool(checkpoint_window),
-                              after_write=bool(write_window))
-    span = checkpoint_window or write_window or t.seconds
+                              after_write=bool(write_window), measure=True)
+    window = checkpoint_window or write_window
+    pacer = Pacer([t.seconds], retime)
     rng = random.Random(seed + 1)
-    for m in itertools.chain(moments(span, n, seed), iter(lambda: rng.random() * 0.9 * span, None)):
-        if stop() or (len(t.cycles) >= n and t.kills >= min_kills):
+    landed = -1  # the last stratum a kill landed in
+    extra = ((n + i, rng.random() * 0.9) for i in itertools.count())
+    for stratum, f in itertools.chain(fractions(n, seed, tries), extra):
+        t.stopped = stop()
+        if t.stopped or (stratum >= n and t.kills >= min_kills):
             break
-        t.cycles.append(c := cycle(m))
+        if stratum == landed:
+            continue
+        span = window or pacer.span()
+        t.spans.append(span)
+        t.cycles.append(c := cycle(f * span))
+        landed = stratum if not c.finished else landed
+        if not window:
+            pacer.add(c)
         state = "ended before the kill" if c.finished else "killed" + (" after it wrote" if c.touched else "")
-        log(f"{'FAIL ' if c.failed else ''}cycle {len(t.cycles)} at {m:.2f}s: {state}"
+        log(f"{'FAIL ' if c.failed else ''}cycle {len(t.cycles)} at {f:.2f} of {span:.1f}s: {state}"
             + (f": {c.why()}" if c.failed else ""))
     return t
 
@@ -713,6 +815,8 @@ class Fault:
     same_store: bool = True  # the store holds what it held before the job
     sound: bool = True       # `kgnorm check` passes (after a writer reopened it)
     sound_before_reopen: bool = True
+    out: str = "as before"   # the job's outputs folder: "as before", "staging left, named", "CHANGED", "written"
+    ended_first: bool = False  # the job had ended before the read-only fault came: nothing was tested
 
     @property
     def one_line(self) -> bool:
@@ -726,13 +830,18 @@ class Fault:
         (a job that still succeeded must leave a sound store with its full result)."""
         if self.code == 0:
             return not self.sound
-        return not (self.one_line and self.same_store and self.sound)
+        return not (self.one_line and self.same_store and self.sound and self.out in OUT_FINE)
 
     def line(self) -> str:
         err = next((x for x in self.stderr.splitlines() if x.startswith("kgnorm: error: ")), self.stderr[-300:])
         store = "as before" if self.same_store else "CHANGED"
-        return (f"{self.job} under {self.how}: exit {self.code}, store {store}, "
+        first = " (ended before the fault)" if self.ended_first else ""
+        outputs = "" if self.out == "not judged" else f", outputs {self.out}"
+        return (f"{self.job} under {self.how}{first}: exit {self.code}, store {store}{outputs}, "
                 f"check {'passes' if self.sound else 'FAILS'}: {err.strip()}")
+
+
+OUT_FINE = ("as before", "staging left, named", "not judged")
 
 
 def read_only_binds() -> list[str] | None:
@@ -746,18 +855,22 @@ def read_only_binds() -> list[str] | None:
 
 
 def fault_cycle(w: World, job: Job, how: str, folder: Path, *, fsize: int | None = None, moment: float = 0.0,
-                small_fs: Path | None = None) -> Fault:
+                small_fs: Path | None = None, when: Callable[[Path], bool] | None = None) -> Fault:
     """Run `job` on a fresh copy of its base store under one fault: `fsize` (RLIMIT_FSIZE, bytes),
-    the folder made read-only `moment` seconds after the start, or the store on `small_fs` (a small
-    filesystem already nearly full)."""
+    the folder made read-only `moment` seconds after the start or once when(outputs folder) holds
+    (how "read-only"; "read-only-out": the job's outputs folder instead, e.g. retrain's OUT), or the
+    store on `small_fs` (a small filesystem already nearly full)."""
     if small_fs is not None:
         folder = small_fs / "store"
     copy_store(w.bases.get(job.base) if job.base else None, folder)
     out_dir = folder.parent / f"{folder.name}-out"
-    out_dir.mkdir(exist_ok=True)
-    before = snapshot(folder)
+    if out_dir.exists():
+        _writable(out_dir)
+        shutil.rmtree(out_dir)
+    out_dir.mkdir()
+    before, out_before = snapshot(folder), tree(out_dir)
     f = Fault(job.name, how)
-    prefix = (read_only_binds() or []) if how == "read-only" else []
+    prefix = (read_only_binds() or []) if how.startswith("read-only") else []
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HOME": str(out_dir)}
 
     def pre() -> None:
@@ -767,17 +880,21 @@ def fault_cycle(w: World, job: Job, how: str, folder: Path, *, fsize: int | None
 
     proc = subprocess.Popen([*prefix, *KGNORM, *job.args(out_dir), "--store", uri(folder)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env=env, start_new_session=True, preexec_fn=pre, text=True)
-    if how == "read-only":
-        try:
-            proc.wait(timeout=moment)
-        except subprocess.TimeoutExpired:
-            for p in [folder, *folder.iterdir()]:
-                p.chmod(p.stat().st_mode & ~0o222)
-    _, f.stderr = proc.communicate(timeout=600)
+    if how.startswith("read-only"):
+        t0 = time.monotonic()
+        while proc.poll() is None and not (when(out_dir) if when else time.monotonic() - t0 >= moment):
+            time.sleep(0.01)
+        f.ended_first = proc.poll() is not None
+        target = out_dir if how == "read-only-out" else folder
+        for p in [target, *target.rglob("*")]:
+            p.chmod(p.stat().st_mode & ~0o222)
+    _, f.stderr = proc.communicate(timeout=1800)
     f.code = proc.returncode
     _writable(folder)
+    _writable(out_dir)
     for p in folder.iterdir():
         p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    f.out = _out_state(out_dir, out_before, f) if job.outputs else "not judged"
     f.sound_before_reopen = not check(folder)
     try:
         reopen(folder)
@@ -786,3 +903,28 @@ def fault_cycle(w: World, job: Job, how: str, folder: Path, *, fsize: int | None
     f.sound = not check(folder)
     f.same_store = snapshot(folder) == before
     return f
+
+
+def tree(folder: Path) -> list[str]:
+    """The paths under a folder (what a job wrote outside the store), but for its dot folders: the
+    folder is the job's HOME too (caches)."""
+    rel = (p.relative_to(folder) for p in folder.rglob("*"))
+    return sorted(str(r) for r in rel if not r.parts[0].startswith("."))
+
+
+def _out_state(out_dir: Path, before: list[str], f: Fault) -> str:
+    """The outputs folder after a fault: as before, or (a job that failed) only an unfinished
+    retrain staging folder that its error line names (OUT made read-only: it could not be removed)."""
+    from kgnorm.jobs.retrain_out import BLOCK, STAGING
+    from kgnorm.methods.model_dir import read_model_meta
+
+    now = tree(out_dir)
+    if now == before or f.code == 0:
+        return "as before" if now == before else "written"
+    new = [Path(x) for x in now if x not in before]
+    stages = {Path(*p.parts[:p.parts.index(STAGING) + 1]) for p in new if STAGING in p.parts}
+    others = [p for p in new if STAGING not in p.parts and not (out_dir / p).is_dir()]  # OUT itself is made
+    unfinished = not others and not any(
+        (out_dir / s / "linker").exists() and BLOCK in read_model_meta(out_dir / s / "linker") for s in stages)
+    named = all(str(out_dir / s) in f.stderr for s in stages)
+    return "staging left, named" if unfinished and named else "CHANGED"

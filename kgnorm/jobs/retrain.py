@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import KgnormError
-from kgnorm.jobs.retrain_out import commit, inputs_digest, publish, refuse_foreign, settle, staging
+from kgnorm.jobs.retrain_out import commit, inputs_digest, publish, refuse_foreign, rolled_back, settle, staging
 from kgnorm.progress import note
 
 HELD_BACK = 5  # one document in HELD_BACK is held back
@@ -167,27 +167,28 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
         report.notes.append("no reviewed document falls in the held-back fifth: no before/after scores, no "
                             "recalibration (review more documents)")
     stage = staging(out)  # both models trained here, renamed into OUT once whole (kgnorm.jobs.retrain_out)
-    stage.mkdir(parents=True)
-    report.linker = _linker(model, train, stage / "linker", linker_minutes, linker_epochs, seed, quiet)
-    if ner is not None:
-        texts = {d: v for d, v in done_docs.items() if not held_back(d)}
-        partly = None
-        if partial:
-            from kgnorm.jobs.retrain_labels import CONTEXT_CHARS
+    with rolled_back(out):  # a failure (no room, read-only) undoes what was written: OUT and the store as before
+        stage.mkdir(parents=True)
+        report.linker = _linker(model, train, stage / "linker", linker_minutes, linker_epochs, seed, quiet)
+        if ner is not None:
+            texts = {d: v for d, v in done_docs.items() if not held_back(d)}
+            partly = None
+            if partial:
+                from kgnorm.jobs.retrain_labels import CONTEXT_CHARS
 
-            ctx = CONTEXT_CHARS if ner_context is None else (ner_context or None)
-            partly = ([r for r in train if r[0] not in done],
-                      [r for r in rejected if r[0] not in done and not held_back(r[0])], ctx)
-        report.ner = _detector(ner, texts, [r for r in train if r[0] in done], stage / "ner", ner_minutes,
-                               ner_epochs, seed, quiet, report.notes, partly, rehearsal)
-    test_rejected = [r for r in rejected if held_back(r[0])]  # none held back: no scores
-    if rehearsal is not None and report.ner:  # before the held-back scores: they refit the confidence
-        _judge_replay(ner, stage, rehearsal, seed, report, threads)
-    _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet, test_rejected)
-    report.seconds = time.perf_counter() - t0
-    run = _run(model, ner, out, report, seed)
-    commit(out, run, digest)
-    publish(out, run, uri)
+                ctx = CONTEXT_CHARS if ner_context is None else (ner_context or None)
+                partly = ([r for r in train if r[0] not in done],
+                          [r for r in rejected if r[0] not in done and not held_back(r[0])], ctx)
+            report.ner = _detector(ner, texts, [r for r in train if r[0] in done], stage / "ner", ner_minutes,
+                                   ner_epochs, seed, quiet, report.notes, partly, rehearsal)
+        test_rejected = [r for r in rejected if held_back(r[0])]  # none held back: no scores
+        if rehearsal is not None and report.ner:  # before the held-back scores: they refit the confidence
+            _judge_replay(ner, stage, rehearsal, seed, report, threads)
+        _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet, test_rejected)
+        report.seconds = time.perf_counter() - t0
+        run = _run(model, ner, out, report, seed)
+        commit(out, run, digest)
+        publish(out, run, uri)
     report.run_uid = run.uid
     return report
 

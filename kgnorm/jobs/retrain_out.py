@@ -12,15 +12,22 @@ next retrain with the same OUT:
 - one with it (killed while publishing) is published: the Run written again, the renames finished;
 - OUT/linker with the block and the same inputs (the retrain had finished) is not trained again:
   its Run is written again (a no-op when it is there) and the command ends;
-- anything else in OUT/linker or OUT/ner is refused: retrain never writes over a model."""
+- anything else in OUT/linker or OUT/ner is refused: retrain never writes over a model.
+
+A retrain that fails instead (a full disk, a file size limit, OUT or the store made read-only
+midway) undoes what it wrote (`rolled_back`): OUT and the store as before, one line saying what to
+do. Only once its Run is in the store does a failure leave the models staged, for the run again."""
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import json
+import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from kgnorm.errors import KgnormError
 
@@ -91,6 +98,10 @@ def commit(out: Path, run: Any, digest: str) -> None:
     update_meta(staging(out) / "linker", **{BLOCK: {"inputs": digest, "run": dataclasses.asdict(run)}})
 
 
+class Unpublished(KgnormError):
+    """The Run is in the store but its models could not be moved into OUT: the run again does it."""
+
+
 def publish(out: Path, run: Any, store: str) -> None:
     """Write the Run, then rename the staged models into OUT (OUT/linker last); each step done again is a no-op."""
     from kgnorm.jobs.run import write_whole_run
@@ -98,11 +109,83 @@ def publish(out: Path, run: Any, store: str) -> None:
 
     write_whole_run(store, RunWrite(run))
     stage = staging(out)
-    for sub in PARTS:
-        if (stage / sub).exists() and not (out / sub).exists():
-            (stage / sub).rename(out / sub)
-    if stage.exists():
-        shutil.rmtree(stage)
+    try:
+        for sub in PARTS:
+            if (stage / sub).exists() and not (out / sub).exists():
+                (stage / sub).rename(out / sub)
+        if stage.exists():
+            shutil.rmtree(stage)
+    except OSError as exc:
+        raise Unpublished(f"retrain {run.uid} is recorded but its models could not be moved from {stage} into {out} "
+                          f"({exc.strerror}): {ADVICE.get(exc.errno, 'make it writable')} and run the same command "
+                          "again: it moves them (nothing trained again)") from None
+
+
+# what to do about a write that failed, by its errno
+ADVICE = {errno.EFBIG: "raise the file size limit (ulimit -f)", errno.ENOSPC: "free some space on its filesystem",
+          errno.EDQUOT: "free some of this user's disk quota", errno.EROFS: "mount it writable",
+          errno.EACCES: "give this user write permission on it (chmod u+w)",
+          errno.EPERM: "give this user write permission on it (chmod u+w)"}
+
+
+def write_errno(exc: BaseException, out: Path) -> int | None:
+    """Why writing under `out` failed, when it did for want of room or permission: the errno of the
+    OSError in the exception's chain; else (torch and safetensors wrap a short write in their own
+    errors) that of writing a 1 MiB scratch file there now. None: the failure was something else."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in ADVICE:
+            return seen.errno
+        seen = seen.__cause__ or seen.__context__
+    probe = out / f".write-probe-{os.getpid()}"
+    try:
+        with open(probe, "wb") as fh:
+            fh.write(b"\0" * 2**20)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as err:
+        return err.errno if err.errno in ADVICE else None
+    finally:
+        try:
+            probe.unlink()
+        except OSError:
+            pass
+    return None
+
+
+@contextmanager
+def rolled_back(out: Path) -> Iterator[None]:
+    """Train and publish inside this: a failure (not a kill, not Ctrl-C) before the Run is in the
+    store removes the staging folder, and OUT when this retrain made it, and says in one line what
+    to do: OUT and the store as they were."""
+    made = not out.exists()
+    try:
+        yield
+    except (Unpublished, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        stage = staging(out)
+        if isinstance(exc, KgnormError):  # the store's own line (no room, read-only), OUT's state added
+            raise KgnormError(f"{exc}; {_remove(out, made)}") from None
+        why = write_errno(exc, stage if stage.is_dir() else out if out.is_dir() else out.parent)
+        left = _remove(out, made)
+        if why is None:
+            raise
+        raise KgnormError(f"cannot write the retrained models into {out}: {os.strerror(why)}; {ADVICE[why]} and run "
+                          f"the same command again (the store is unchanged; {left})") from None
+
+
+def _remove(out: Path, made: bool) -> str:
+    """Remove the staging folder (and OUT when empty and made by this retrain): the words for what is left."""
+    stage = staging(out)
+    try:
+        if stage.exists():
+            shutil.rmtree(stage)
+        if made and out.exists():
+            out.rmdir()
+    except OSError:
+        return f"{stage} is left unfinished: the next retrain into {out} removes it"
+    return f"{out} as before"
 
 
 def _run_of(block: dict[str, Any]) -> Any:
