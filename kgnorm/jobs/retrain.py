@@ -170,6 +170,7 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
     with rolled_back(out):  # a failure (no room, read-only) undoes what was written: OUT and the store as before
         stage.mkdir(parents=True)
         report.linker = _linker(model, train, stage / "linker", linker_minutes, linker_epochs, seed, quiet)
+        replayed = None
         if ner is not None:
             texts = {d: v for d, v in done_docs.items() if not held_back(d)}
             partly = None
@@ -179,11 +180,12 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
                 ctx = CONTEXT_CHARS if ner_context is None else (ner_context or None)
                 partly = ([r for r in train if r[0] not in done],
                           [r for r in rejected if r[0] not in done and not held_back(r[0])], ctx)
+            replayed = _replay_split(ner, rehearsal, seed)  # read once: training's draw and the guard's check
             report.ner = _detector(ner, texts, [r for r in train if r[0] in done], stage / "ner", ner_minutes,
-                                   ner_epochs, seed, quiet, report.notes, partly, rehearsal)
+                                   ner_epochs, seed, quiet, report.notes, partly, replayed)
         test_rejected = [r for r in rejected if held_back(r[0])]  # none held back: no scores
-        if rehearsal is not None and report.ner:  # before the held-back scores: they refit the confidence
-            _judge_replay(ner, stage, rehearsal, seed, report, threads)
+        if replayed is not None and report.ner:  # before the held-back scores: they refit the confidence
+            _judge_replay(ner, stage, replayed.check, report, threads)
         _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet, test_rejected)
         report.seconds = time.perf_counter() - t0
         run = _run(model, ner, out, report, seed)
@@ -225,10 +227,10 @@ def linker_pairs(mentions: list[Any]) -> list[tuple[str, set[str]]]:
 
 def _detector(ner: Path, texts: dict[str, tuple[str, str]], train: list[tuple[str, str, Any]], out: Path,
               minutes: float, epochs: float, seed: int, quiet: bool, notes: list[str],
-              partly: tuple[list, list, int | None] | None = None, rehearsal: Any = None) -> dict[str, Any]:
+              partly: tuple[list, list, int | None] | None = None, replayed: Any = None) -> dict[str, Any]:
     """Fine-tune the detector on the done documents outside the held-back fifth and (`partly`: the
     reviewed mentions and not-mentions of the other documents, the context in characters) on the
-    reviewed spans of the others, with as many documents of `rehearsal` (a retrain_replay.Replay)
+    reviewed spans of the others, with as many documents of `replayed` (a retrain_replay.ReplaySplit)
     beside them; with nothing to learn, the given detector is copied (so ``out/ner`` always goes
     with ``out/linker``)."""
     from kgnorm.jobs.retrain_labels import partial_texts
@@ -248,11 +250,11 @@ def _detector(ner: Path, texts: dict[str, tuple[str, str]], train: list[tuple[st
         _copy_detector(ner, out)
         return {}
     new = docs + (part.texts if part is not None else [])
-    old = _replayed(ner, rehearsal, len(new), seed)
+    old = replayed.texts(len(new)) if replayed is not None else []
     res = finetune_ner(ner, new + old, out, max_minutes=minutes, epochs=epochs, seed=seed, quiet=quiet)
     info = {"documents": len(docs), "spans": sum(len(d.spans) for d in docs), "steps": res.steps,
             "seconds": round(res.seconds, 1)}
-    if rehearsal is not None:
+    if replayed is not None:
         info.update(replayed_documents=len(old))
     if part is not None:
         info.update(partial_documents=part.documents, partial_spans=part.mentions + part.rejected,
@@ -260,15 +262,15 @@ def _detector(ner: Path, texts: dict[str, tuple[str, str]], train: list[tuple[st
     return info
 
 
-def _replayed(ner: Path, rehearsal: Any, new_texts: int, seed: int) -> list[Any]:
-    """The replayed documents (none without --replay), typed as the detector was trained."""
+def _replay_split(ner: Path, rehearsal: Any, seed: int) -> Any:
+    """The replayed corpus (None without --replay) read once, typed as the detector was trained."""
     if rehearsal is None:
-        return []
-    from kgnorm.jobs.retrain_replay import replay_texts
+        return None
+    from kgnorm.jobs.retrain_replay import replay_split
     from kgnorm.methods.model_dir import read_model_meta
     from kgnorm.methods.ner.finetune import base_types
 
-    return replay_texts(rehearsal, read_model_meta(ner).get("types_map"), base_types(ner), new_texts, seed)
+    return replay_split(rehearsal, read_model_meta(ner).get("types_map"), base_types(ner), seed)
 
 
 def _copy_detector(ner: Path, out: Path) -> None:
@@ -368,15 +370,13 @@ def _judge_spans(ner: Path, out: Path, test: list[tuple[str, str, Any]], rejecte
         hb["spans_after"] = before
 
 
-def _judge_replay(ner: Path, out: Path, rehearsal: Any, seed: int, report: RetrainReport, threads: int | None) -> None:
-    """The guard's last test (kgnorm.jobs.retrain_replay): span F1 of both detectors on documents of
-    the detector's own corpus that no step trained on; a fall beyond REPLAY_TOLERANCE keeps the given."""
+def _judge_replay(ner: Path, out: Path, docs: list[Any], report: RetrainReport, threads: int | None) -> None:
+    """The guard's last test (kgnorm.jobs.retrain_replay): span F1 of both detectors on `docs`, the
+    detector's own corpus's documents that no step trained on; a fall beyond REPLAY_TOLERANCE keeps
+    the given."""
     from kgnorm.jobs.retrain_labels import HeldBackSpans, judge
-    from kgnorm.jobs.retrain_replay import REPLAY_TOLERANCE, replay_check
-    from kgnorm.methods.model_dir import read_model_meta
-    from kgnorm.methods.ner.finetune import base_types
+    from kgnorm.jobs.retrain_replay import REPLAY_TOLERANCE
 
-    docs = replay_check(rehearsal, read_model_meta(ner).get("types_map"), base_types(ner), seed)
     if not docs:
         return
     uids = [f"r{i}" for i in range(len(docs))]

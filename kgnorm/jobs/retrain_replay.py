@@ -19,6 +19,7 @@ import random
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from kgnorm.errors import InputError
 from kgnorm.ner.corpus import AnnotatedText, TypeMap, read_annotated
 
 REPLAY_PER_TEXT = 1  # replayed documents per new training text (done document or reviewed piece)
@@ -36,8 +37,6 @@ class Replay:
     @classmethod
     def of(cls, path: str | Path) -> "Replay":
         p = Path(path)
-        from kgnorm.errors import InputError
-
         if not p.is_file():
             raise InputError("--replay: file not found", p)
         return cls(p.resolve(), hashlib.sha256(p.read_bytes()).hexdigest())
@@ -46,28 +45,38 @@ class Replay:
         return {"path": str(self.path), "sha256": self.sha256}
 
 
-def _labelled(replay: Replay, types_map: dict[str, str] | None, types: tuple[str, ...],
-              seed: int) -> list[AnnotatedText]:
-    """The replayed corpus's documents, spans typed as the detector was trained, in a seeded order."""
+@dataclass(frozen=True)
+class ReplaySplit:
+    """The replayed corpus read once: the documents the guard tags (`check`, the first
+    `REPLAY_CHECK` of a seeded order, at most half) and the rest, which training draws from."""
+
+    check: list[AnnotatedText]
+    pool: list[AnnotatedText]
+
+    def texts(self, new_texts: int) -> list[AnnotatedText]:
+        """`REPLAY_PER_TEXT` x `new_texts` documents of the pool (all of it if fewer)."""
+        return self.pool[:REPLAY_PER_TEXT * new_texts]
+
+
+def replay_split(replay: Replay, types_map: dict[str, str] | None, types: tuple[str, ...],
+                 seed: int) -> ReplaySplit:
+    """The replayed corpus's documents, spans labelled through the detector's own `types_map` and
+    kept when of a type it tags, in a seeded order, split into the guard's and training's."""
     docs = read_annotated(replay.path, TypeMap(types_map), require_types=False)
     wanted = set(types)
     docs = [replace(d, spans=[s for s in d.spans if s.type in wanted]) for d in docs]
     random.Random(seed).shuffle(docs)
-    return docs
+    n = min(REPLAY_CHECK, len(docs) // 2)
+    return ReplaySplit(docs[:n], docs[n:])
 
 
 def replay_check(replay: Replay, types_map: dict[str, str] | None, types: tuple[str, ...],
                  seed: int) -> list[AnnotatedText]:
-    """The documents the guard tags: the first `REPLAY_CHECK` of the seeded order (at most half)."""
-    docs = _labelled(replay, types_map, types, seed)
-    return docs[:min(REPLAY_CHECK, len(docs) // 2)]
+    """The documents the guard tags (replay_split's `check`)."""
+    return replay_split(replay, types_map, types, seed).check
 
 
 def replay_texts(replay: Replay, types_map: dict[str, str] | None, types: tuple[str, ...], new_texts: int,
                  seed: int) -> list[AnnotatedText]:
-    """`REPLAY_PER_TEXT` x `new_texts` documents of the replayed corpus outside replay_check's (all
-    of those if fewer), their spans labelled through the detector's own `types_map` and kept when
-    of a type it tags."""
-    docs = _labelled(replay, types_map, types, seed)
-    rest = docs[min(REPLAY_CHECK, len(docs) // 2):]
-    return rest[:REPLAY_PER_TEXT * new_texts]
+    """The documents training learns beside `new_texts` new ones (replay_split's pool)."""
+    return replay_split(replay, types_map, types, seed).texts(new_texts)
