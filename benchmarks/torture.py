@@ -28,8 +28,8 @@ only the unfinished staging folder its error line names). Reviews are killed, no
     python benchmarks/torture.py --kills 50 [--min-kills 50] [--job link …] [--seed N] [--at-checkpoint S]
                                  [--after-write S] [--bolt] [--no-faults] [--no-record]
 
-The cases run in-process from tests/torture_jobs.py (the CI test, tests/test_torture.py, runs a few
-kills per job from the same code). `--bolt` tortures an ArcadeDB server over Bolt (tests/bolt_server.py)
+The cases run in-process from tests/torture_jobs.py and tests/torture_faults.py (the CI test,
+tests/test_torture.py, runs a few kills per job from the same code). `--bolt` tortures an ArcadeDB server over Bolt (tests/bolt_server.py)
 in place of LadybugDB, rebuilt from the base stores' commands for every cycle; no I/O faults there.
 """
 from __future__ import annotations
@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from _report import ROOT, append, record  # noqa: E402
+import torture_faults as tf  # noqa: E402
 import torture_jobs as tj  # noqa: E402
 
 JOBS = ["ingest", "reingest", "link", "annotate", "place", "reviews", "retrain"]
@@ -169,13 +170,13 @@ def _stop_early(signum: int, frame: Any) -> None:
     print("SIGTERM: stopping after the cycle under way; what ran is recorded", flush=True)
 
 
-def run_faults(w: tj.World, chosen: list[str], root: Path) -> list[tj.Fault]:
+def run_faults(w: tj.World, chosen: list[str], root: Path) -> list[tf.Fault]:
     """Each job under a file size limit, its store folder made read-only midway through its run,
     and its store on a small filesystem with 1 MiB left. retrain also under a limit below its
     model's largest file (reached as it writes the models) and with OUT made read-only; its
     read-only folders once it began training (its staging folder appeared), the others' halfway
     through an uninterrupted run timed now."""
-    out: list[tj.Fault] = []
+    out: list[tf.Fault] = []
     for name in (n for n in chosen if n != "reviews"):
         job = w.jobs[name]
         base = w.bases.get(job.base) if job.base else None
@@ -184,7 +185,7 @@ def run_faults(w: tj.World, chosen: list[str], root: Path) -> list[tj.Fault]:
         if name == "retrain":
             largest = max(p.stat().st_size for p in w.model.rglob("*") if p.is_file())
             cases.append(("fsize-model", dict(fsize=largest // 2)))
-        if tj.read_only_binds() is not None:
+        if tf.read_only_binds() is not None:
             when = dict(when=tj.retrain_staged) if name == "retrain" else dict(moment=_midway(w, name))
             cases.append(("read-only", when))
             cases += [("read-only-out", when)] if name == "retrain" else []
@@ -193,7 +194,7 @@ def run_faults(w: tj.World, chosen: list[str], root: Path) -> list[tj.Fault]:
             cases.append(("full-disk", dict(small_fs=small)))
         try:
             for how, kw in cases:
-                f = tj.fault_cycle(w, job, how, root / "faults" / name, **kw)
+                f = tf.fault_cycle(w, job, how, root / "faults" / name, **kw)
                 out.append(f)
                 print(("  FAIL " if f.failed else "  ") + f.line(), flush=True)
                 if f.failed:

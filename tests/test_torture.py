@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+import torture_faults as tf
 import torture_jobs as tj
 from cli_runner import run
 
@@ -75,15 +76,15 @@ def test_a_reader_finishes_the_checkpoint_a_killed_writer_left(capsys, world, tm
 def test_a_file_size_limit_fails_in_one_line_and_leaves_the_store(world, tmp_path):
     job = world.jobs["link"]
     size = max(p.stat().st_size for p in world.bases[job.base].iterdir())
-    f = tj.fault_cycle(world, job, "fsize", tmp_path / "store", fsize=size + 64 * 1024)
+    f = tf.fault_cycle(world, job, "fsize", tmp_path / "store", fsize=size + 64 * 1024)
     assert not f.failed, f.line()
     assert f.code != 0
 
 
 def test_a_store_folder_made_read_only_midway_fails_in_one_line(world, tmp_path):
-    if tj.read_only_binds() is None:
+    if tf.read_only_binds() is None:
         pytest.skip("running as root without setpriv: a chmod does not bind")
-    f = tj.fault_cycle(world, world.jobs["link"], "read-only", tmp_path / "store", moment=0.0)
+    f = tf.fault_cycle(world, world.jobs["link"], "read-only", tmp_path / "store", moment=0.0)
     assert not f.failed, f.line()
 
 
