@@ -29,8 +29,9 @@ only the unfinished staging folder its error line names). Reviews are killed, no
                                  [--after-write S] [--bolt] [--no-faults] [--no-record]
 
 The cases run in-process from tests/torture_jobs.py and tests/torture_faults.py (the CI test,
-tests/test_torture.py, runs a few kills per job from the same code). `--bolt` tortures an ArcadeDB server over Bolt (tests/bolt_server.py)
-in place of LadybugDB, rebuilt from the base stores' commands for every cycle; no I/O faults there.
+tests/test_torture.py, runs a few kills per job from the same code). `--bolt` tortures an ArcadeDB
+server over Bolt (tests/bolt_server.py) in place of LadybugDB, rebuilt from the base stores' commands
+for every cycle; no I/O faults there.
 """
 from __future__ import annotations
 
