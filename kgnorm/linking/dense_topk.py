@@ -104,15 +104,17 @@ class OrtFlatSearch:
     a time and merged, so memory is queries x block, not queries x names (256 x 543k floats for
     MeSH's chemicals). The names are the index's own float32 storage (no copy), or its codes with
     ``decode`` turning a block of them into float32 (kgnorm.linking.vector_storage: each block
-    decoded once per call). What the ``onnx`` query engine searches with (torch's product and
+    decoded once per call); ``release(block)``, called on each block once searched, hands a
+    memory-mapped index's pages back (kgnorm.process_memory.release_mapped_pages), so a scan holds
+    one block of the file resident, not all of it. What the ``onnx`` query engine searches with (torch's product and
     top-k need torch imported; FAISS's own flat search pays a heap per query), and any engine
     over fp16 or 8-bit vectors."""
 
     def __init__(self, xb: np.ndarray, threads: int = 1, decode: Callable[[np.ndarray], np.ndarray] | None = None,
-                 dim: int | None = None) -> None:
+                 dim: int | None = None, release: Callable[[np.ndarray], object] | None = None) -> None:
         import onnxruntime as ort
 
-        self.xb, self.decode = xb, decode
+        self.xb, self.decode, self.release = xb, decode, release
         self.dim = xb.shape[1] if dim is None else int(dim)
         so = ort.SessionOptions()
         so.intra_op_num_threads = max(1, int(threads))
@@ -133,6 +135,8 @@ class OrtFlatSearch:
             scores = np.concatenate([p[0] for p in parts]).astype(np.float32, copy=False)
             rows = np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False) + start
             best = (scores, rows) if best is None else _merge(best, (scores, rows), k)
+            if self.release is not None:  # a mapped index: the block's pages leave the resident set
+                self.release(self.xb[start:start + NAME_BLOCK])
         return best
 
 

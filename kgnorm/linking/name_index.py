@@ -36,6 +36,7 @@ from kgnorm.linking.candidates import Candidate
 from kgnorm.linking.dense_topk import Bf16Names, OrtFlatSearch, dense_uses_bf16
 from kgnorm.linking.dictionary import NameDictionary
 from kgnorm.linking.vector_storage import Decoder, codes_view, quantizer_type, storage_for
+from kgnorm.process_memory import maps_file, release_mapped_pages
 from kgnorm.progress import progress_bar
 
 __all__ = ["KINDS", "INDEX_FILE", "INDEX_META", "gpu_available", "NameIndex", "IndexedNamesMixin"]
@@ -43,6 +44,8 @@ __all__ = ["KINDS", "INDEX_FILE", "INDEX_META", "gpu_available", "NameIndex", "I
 KINDS = ("flat", "hnsw", "ivf")
 INDEX_FILE = "names.faiss"
 INDEX_META = "index.json"
+# rows of a mapped index read before their pages are released (reconstruct): 12 MB of 384-d fp32 vectors
+RELEASE_ROWS = 8192
 
 
 def gpu_available() -> bool:
@@ -97,6 +100,7 @@ class NameIndex:
         self._ort_flat = None
         self.engine = "torch"  # "onnx": flat search through ONNX Runtime, torch never imported
         self.mapped = False  # the vectors are a read-only memory map of names.faiss
+        self._file_pages = False  # mapped, and checked to lie in the file's map: pages may be released
 
     @property
     def fp16(self) -> bool:
@@ -144,6 +148,7 @@ class NameIndex:
         x = _as_f32(vectors, self.dim)
         if self.mapped:  # faiss aborts the process on adding to a mapped index: copy it first
             self.index, self.mapped = faiss.deserialize_index(faiss.serialize_index(self.index)), False
+            self._file_pages = False
         if self.index is None:
             self.index = self._make(len(x))
             if not self.index.is_trained:
@@ -196,12 +201,12 @@ class NameIndex:
         if searcher is self.index and self.kind == "flat" and self.storage != "fp32":
             if self._ort_flat is None:  # a block of names decoded at a time (kgnorm.linking.vector_storage)
                 self._ort_flat = OrtFlatSearch(codes_view(self.index), decode=Decoder(self.index, self.storage),
-                                               dim=self.dim)
+                                               dim=self.dim, release=self._release)
             return self._ort_flat.topk(q, k)
         if searcher is self.index and self.kind == "flat":
             if self.engine == "onnx":  # exact fp32, no torch (kgnorm.linking.dense_topk.OrtFlatSearch)
                 if self._ort_flat is None:
-                    self._ort_flat = OrtFlatSearch(self._flat_vectors())
+                    self._ort_flat = OrtFlatSearch(self._flat_vectors(), release=self._release)
                 return self._ort_flat.topk(q, k)
             if dense_uses_bf16():  # exact, through a bf16 pre-filter (kgnorm.linking.dense_topk)
                 if self._bf16_names is None:
@@ -238,6 +243,16 @@ class NameIndex:
                     best_i = torch.gather(cat_i, 1, pos)
         return best_s.numpy().astype(np.float32, copy=False), best_i.numpy().astype(np.int64, copy=False)
 
+    def _release(self, view: np.ndarray) -> None:
+        """Drop a view of the mapped index's vectors from the resident set (nothing when the index is
+        in the heap: built, or copied to add to it). kgnorm.process_memory.release_mapped_pages."""
+        if self._file_pages:
+            release_mapped_pages(view)
+
+    def _stored(self) -> np.ndarray:
+        """A flat index's stored vectors as they are kept (float32 rows, or the codes), no copy."""
+        return self._flat_vectors() if self.storage == "fp32" else codes_view(self.index)
+
     def _flat_vectors(self) -> np.ndarray:
         """The flat index's own float32 storage as an [n, dim] array (no copy)."""
         n = self.ntotal
@@ -253,8 +268,24 @@ class NameIndex:
             return np.zeros(ids.shape + (self.dim,), np.float32)
         if flat.min() < 0 or flat.max() >= self.ntotal:
             raise KgnormError("reconstruct: id out of range")
-        vecs = self.index.reconstruct_batch(flat)
-        return np.asarray(vecs, dtype=np.float32).reshape(ids.shape + (self.dim,))
+        if not self._file_pages:
+            return np.asarray(self.index.reconstruct_batch(flat), dtype=np.float32).reshape(ids.shape + (self.dim,))
+        return self._reconstruct_mapped(flat).reshape(ids.shape + (self.dim,))
+
+    def _reconstruct_mapped(self, flat: np.ndarray) -> np.ndarray:
+        """reconstruct_batch's rows of a mapped index, read in row order :data:`RELEASE_ROWS` rows of
+        the file at a time, each stretch's pages released once copied: the file's resident part stays
+        one stretch, not every page the (scattered) rows touch."""
+        out = np.empty((len(flat), self.dim), np.float32)
+        order = np.argsort(flat, kind="stable")
+        rows = flat[order]
+        cuts = np.searchsorted(rows, np.arange(0, self.ntotal + RELEASE_ROWS, RELEASE_ROWS))
+        stored = self._stored()
+        for a, b, start in zip(cuts[:-1], cuts[1:], range(0, self.ntotal, RELEASE_ROWS)):
+            if b > a:
+                out[order[a:b]] = self.index.reconstruct_batch(np.ascontiguousarray(rows[a:b]))
+                self._release(stored[start:start + RELEASE_ROWS])
+        return out
 
     # ------------------------------------------------------------------ files
     def meta(self) -> dict:
@@ -311,6 +342,8 @@ class NameIndex:
             raise KgnormError(f"{d}: {INDEX_META} says kind {obj.kind}, which {INDEX_FILE} is not ({e})") from None
         obj.index = index
         obj.mapped = mapped
+        # releasing pages of heap memory would zero them: only where the vectors are seen in the file's map
+        obj._file_pages = mapped and obj.ntotal > 0 and maps_file(obj._stored(), d / INDEX_FILE)
         return obj
 
 
