@@ -320,3 +320,20 @@ def test_a_large_dictionary_re_encodes_only_its_pool_and_saves_an_exact_index(ti
                                      dictionary), train_dict, TRAIN, DEV, tmp_path / "plain", _cfg(epochs=1),
                          progress=False)
     assert "index" not in read_model_meta(tmp_path / "plain")["training"] and plain.epochs_completed == 1
+
+
+def test_pair_scores_do_not_depend_on_how_many_queries_are_read_at_a_time(model, monkeypatch):
+    from kgnorm.methods.biosyn import retrieval
+
+    rng = np.random.default_rng(0)
+    qs = [ENTRIES[i][0] + " x" * (i % 3) for i in range(len(ENTRIES))]
+    idx = rng.integers(0, len(model.dictionary), (len(qs), 7))
+    idx[2, 4:] = -1  # a query with fewer candidates
+    qv = model.encode(qs)
+    got = []
+    for rows in (1, 3, 10_000):  # the candidates' vectors read a query, three, or all at a time
+        monkeypatch.setattr(retrieval, "PAIR_ROWS", rows)
+        got.append(model._pair_scores(qs, idx, qv))
+    for sparse, dense in got[1:]:
+        assert np.array_equal(sparse, got[0][0]) and np.array_equal(dense, got[0][1])
+    assert (got[0][1][2, 4:] == 0).all()

@@ -26,6 +26,11 @@ from kgnorm.methods.model_dir import load_names_and_index, read_model_meta
 from kgnorm.progress import progress_bar
 
 
+# queries whose candidates' vectors are read at a time to score them (one query's scores do not depend
+# on the others'): 256 x 40 candidates x 384 floats = 16 MB, where a whole batch's were 63 MB
+PAIR_ROWS = 256
+
+
 @dataclass
 class Retrieval:
     """Array form of a batch of link results (rank order, best first).
@@ -138,8 +143,10 @@ class BioSynRetrieval:
         if qv is None:
             qv = self.encoder.encode(queries)
         safe = np.where(idx >= 0, idx, 0)
-        vecs = self.index.reconstruct(safe)                       # [n, m, d]
-        dense = np.einsum("nd,nmd->nm", qv, vecs).astype(np.float32)
+        dense = np.empty(idx.shape, np.float32)
+        for s in range(0, len(idx), PAIR_ROWS):  # [rows, m, d] candidate vectors at a time, not [n, m, d]
+            vecs = self.index.reconstruct(safe[s:s + PAIR_ROWS])
+            dense[s:s + PAIR_ROWS] = np.einsum("nd,nmd->nm", qv[s:s + PAIR_ROWS], vecs)
         dense[idx < 0] = 0
         return sparse, dense
 
