@@ -78,3 +78,21 @@ def test_the_stored_flat_search_graph_is_the_one_the_onnx_package_builds():
     exact = q @ xb.T
     assert np.array_equal(rows, np.argsort(-exact, axis=1, kind="stable")[:, :4])
     np.testing.assert_allclose(scores, np.take_along_axis(exact, rows, 1), rtol=1e-5)
+
+
+def test_the_onnx_flat_search_answers_a_query_the_same_in_any_chunk(monkeypatch):
+    """CHUNK (queries a Gemm) is a memory choice only: a query's top k and scores are the same
+    whether it shares its product with other queries or not."""
+    from kgnorm.linking import dense_topk
+    from kgnorm.linking.dense_topk import OrtFlatSearch
+
+    rng = np.random.default_rng(11)
+    xb = rng.standard_normal((5000, 64)).astype(np.float32)
+    q = rng.standard_normal((150, 64)).astype(np.float32)
+    search = OrtFlatSearch(xb)
+    got = []
+    for chunk in (1, 7, 64, 256, 2):  # 1: each query alone
+        monkeypatch.setattr(dense_topk, "CHUNK", chunk)
+        got.append(search.topk(q, 20))
+    for scores, rows in got[1:]:
+        assert np.array_equal(scores, got[0][0]) and np.array_equal(rows, got[0][1])

@@ -19,7 +19,10 @@ from kgnorm.linking.cpu_features import declared_bf16
 
 DENSE_PRECISION_ENV = "KGNORM_DENSE_PRECISION"  # auto (default), fp32 or bf16
 REL_ERR = 2.0 ** -8 + 2.0 ** -9 + 2.0 ** -12
-CHUNK = 256  # queries per product: memory ~ CHUNK x names floats (+ kept names x dim)
+# queries per product: memory ~ CHUNK x names floats (+ kept names x dim). 64 (was 256): OrtFlatSearch's
+# session arena keeps its largest Gemm output, CHUNK x NAME_BLOCK floats (16 MB at 256; the whole `link`
+# peaked about 20 MB lower at 64, its output identical: a query's scores do not depend on the chunk)
+CHUNK = 64
 NAME_BLOCK = 16384  # names per product of OrtFlatSearch: CHUNK x NAME_BLOCK scores, NAME_BLOCK x dim decoded
 
 
@@ -130,14 +133,22 @@ class OrtFlatSearch:
             if self.decode is not None:
                 names = self.decode(names)
             kk = np.array([min(k, len(names))], np.int64)
-            parts = [self.session.run(None, {"q": q[s:s + CHUNK], "names": names, "k": kk})
-                     for s in range(0, len(q), CHUNK)]
+            parts = [self._run(q[s:s + CHUNK], names, kk) for s in range(0, len(q), CHUNK)]
             scores = np.concatenate([p[0] for p in parts]).astype(np.float32, copy=False)
             rows = np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False) + start
             best = (scores, rows) if best is None else _merge(best, (scores, rows), k)
             if self.release is not None:  # a mapped index: the block's pages leave the resident set
                 self.release(self.xb[start:start + NAME_BLOCK])
         return best
+
+
+    def _run(self, q: np.ndarray, names: np.ndarray, kk: np.ndarray) -> list[np.ndarray]:
+        """(scores, rows) of one chunk. A lone query goes with a copy of itself: ONNX Runtime's Gemm
+        takes a vector path for one row, whose last bits differ from the matrix path's, and a query's
+        answer must not depend on the queries beside it (with two rows or more it does not: test)."""
+        if len(q) == 1:
+            return [p[:1] for p in self.session.run(None, {"q": np.concatenate([q, q]), "names": names, "k": kk})]
+        return self.session.run(None, {"q": q, "names": names, "k": kk})
 
 
 def _merge(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], k: int
