@@ -38,9 +38,9 @@ def annotate_cmd(
     nil_dev: Annotated[Optional[Path], typer.Option("--nil-dev", help="As in `link`.")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Documents per batch.")] = 32,
     ner_precision: Annotated[Optional[str], typer.Option(
-        "--ner-precision", help="A trained detector's network: auto (onnx where onnxruntime is installed, else "
-                                "bf16 where the CPU declares native bf16, else fp32), fp32 (torch), bf16, onnx "
-                                "(float32 on ONNX Runtime: fp32's tags at about a third of its CPU time), or int8 "
+        "--ner-precision", help="A trained detector's network: auto (bf16 where the CPU declares native bf16, "
+                                "else onnx where onnxruntime is installed, else fp32), fp32 (torch), bf16, onnx "
+                                "(float32 on ONNX Runtime: fp32's tags at about 0.7x its CPU time), or int8 "
                                 "(ONNX Runtime, faster still; BC5CDR dev document F1 -0.007). onnx and int8 need "
                                 "onnxruntime and onnx; exported once, cached. Default: $KGNORM_NER_PRECISION, else auto.",
         show_default=False)] = None,

@@ -59,8 +59,8 @@ def test_resolve_precision_from_declared_facts(monkeypatch):
     assert resolve_precision("auto", frozenset({"avx2", "avx512_bf16"}), onnx=False) == "bf16"
     assert resolve_precision("auto", frozenset({"avx2", "avx512f"}), onnx=False) == "fp32"
     assert resolve_precision(None, frozenset(), onnx=False) == "fp32"
-    for flags in (frozenset(), frozenset({"amx_bf16", "avx512_vnni"})):   # onnx wherever onnxruntime is
-        assert resolve_precision("auto", flags, onnx=True) == "onnx"
+    assert resolve_precision("auto", frozenset({"avx2", "avx512_vnni"}), onnx=True) == "onnx"   # no native bf16
+    assert resolve_precision("auto", frozenset({"avx512_bf16"}), onnx=True) == "bf16"
     assert resolve_precision("fp32", frozenset({"amx_bf16"})) == "fp32"
     monkeypatch.setenv(BF16_ENV, "1")  # the older opt-in still forces bf16
     assert resolve_precision(None, frozenset()) == "bf16"

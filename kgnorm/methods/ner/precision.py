@@ -18,14 +18,14 @@ BF16_ENV = "KGNORM_NER_BF16"          # the older opt-in: "1" means bf16 (kept; 
 def resolve_precision(requested: str | None = None, flags: frozenset[str] | None = None,
                       onnx: bool | None = None) -> str:
     """The concrete path (fp32, bf16, onnx or int8) for `requested` (None: ``KGNORM_NER_PRECISION``,
-    else ``KGNORM_NER_BF16=1`` as bf16, else auto). ``onnx`` is float32 on ONNX Runtime (the network
-    exported once, cached): the same emissions as fp32 torch (within 3e-5 on BC5CDR abstracts) at
-    about a third of its CPU time, and faster than bf16 autocast. ``auto`` is onnx where onnxruntime
-    and onnx are installed (`onnx`: that fact, looked up when None), else bf16 where the CPU declares
-    native bf16 (AMX-BF16 / AVX512-BF16: 2.3-3.8x torch fp32, NER F1 +0.0012 NCBI dev, +0.0008
-    BC5CDR dev), else fp32. int8 is never chosen by auto: BC5CDR dev document F1 -0.0066 against
-    fp32, outside the 0.003 allowed (benchmarks/LOG.md, "annotate speed paths" and "detector
-    paths on fresh text", issue 51)."""
+    else ``KGNORM_NER_BF16=1`` as bf16, else auto). ``auto`` is bf16 where the CPU declares native
+    bf16 (AMX-BF16 / AVX512-BF16: 2.3-3.8x torch fp32, NER F1 +0.0012 NCBI dev, +0.0008 BC5CDR dev),
+    else onnx where onnxruntime and onnx are installed (`onnx`: that fact, looked up when None), else
+    fp32. ``onnx`` is float32 on ONNX Runtime (the network exported once, cached): the same PubTator
+    bytes as fp32 torch on NCBI-disease and BC5CDR dev at about 0.7x its CPU time (bf16 autocast,
+    where native, about 0.6x). int8 is never chosen by auto: BC5CDR dev document F1 -0.0066 against
+    fp32, outside the 0.003 allowed (benchmarks/LOG.md, "annotate speed paths" and "detector paths
+    on fresh text", issue 51)."""
     from kgnorm.linking.cpu_features import bf16_native, onnx_runtime_installed
 
     value = requested or os.environ.get(PRECISION_ENV) or ("bf16" if os.environ.get(BF16_ENV) == "1" else "auto")
@@ -33,7 +33,7 @@ def resolve_precision(requested: str | None = None, flags: frozenset[str] | None
     if value not in PRECISIONS:
         raise KgnormError(f"unknown detector precision {value!r}; use one of {', '.join(PRECISIONS)}")
     if value == "auto":
-        if onnx_runtime_installed() if onnx is None else onnx:
-            return "onnx"
-        return "bf16" if bf16_native(flags) else "fp32"
+        if bf16_native(flags):
+            return "bf16"
+        return "onnx" if (onnx_runtime_installed() if onnx is None else onnx) else "fp32"
     return value
