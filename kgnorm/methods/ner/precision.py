@@ -23,7 +23,7 @@ def resolve_precision(requested: str | None = None, flags: frozenset[str] | None
     else onnx where onnxruntime and onnx are installed (`onnx`: that fact, looked up when None), else
     fp32. ``onnx`` is float32 on ONNX Runtime (the network exported once, cached): the same PubTator
     bytes as fp32 torch on NCBI-disease and BC5CDR dev at about 0.7x its CPU time (bf16 autocast,
-    where native, about 0.6x). int8 is never chosen by auto: BC5CDR dev document F1 -0.0066 against
+    where native, about 0.45x; paired in one process on an AVX-512 CPU). int8 is never chosen by auto: BC5CDR dev document F1 -0.0066 against
     fp32, outside the 0.003 allowed (benchmarks/LOG.md, "annotate speed paths" and "detector paths
     on fresh text", issue 51)."""
     from kgnorm.linking.cpu_features import bf16_native, onnx_runtime_installed
