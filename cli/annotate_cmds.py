@@ -39,8 +39,11 @@ def annotate_cmd(
     batch_size: Annotated[int, typer.Option("--batch-size", help="Documents per batch.")] = 32,
     ner_precision: Annotated[Optional[str], typer.Option(
         "--ner-precision", help="A trained detector's network: auto (bf16 where the CPU declares native bf16, "
-                                "else fp32), fp32, bf16, or int8 (ONNX Runtime, the onnx extra; exported once, "
-                                "cached). Default: $KGNORM_NER_PRECISION, else auto.", show_default=False)] = None,
+                                "else onnx where onnxruntime is installed, else fp32), fp32 (torch), bf16, onnx "
+                                "(float32 on ONNX Runtime: fp32's tags at about 0.7x its CPU time), or int8 "
+                                "(ONNX Runtime, faster still; BC5CDR dev document F1 -0.007). onnx and int8 need "
+                                "onnxruntime and onnx; exported once, cached. Default: $KGNORM_NER_PRECISION, else auto.",
+        show_default=False)] = None,
     threads: Annotated[Optional[int], typer.Option(
         "--threads", help="Intra-op threads of the detector and of the linker in-process (default: half the "
                           "cores each when they overlap, else torch's).", show_default=False)] = None,

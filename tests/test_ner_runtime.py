@@ -1,6 +1,6 @@
 """The trained detector's inference paths (kgnorm.methods.ner.runtime), each forced on a tiny random
-BERT: float32, bfloat16 autocast and ONNX Runtime int8 (on this CPU's kernel and on the AVX2-only
-kernel, forced under QEMU) give emissions close to float32's and spans
+BERT: float32, bfloat16 autocast, ONNX Runtime float32 and int8 (on this CPU's kernel and on the
+AVX2-only kernel, forced under QEMU) give emissions close to float32's and spans
 whose offsets round-trip; the int8 export is made once per model content and found again; the
 path is chosen from declared facts (option, environment, CPU flags)."""
 from __future__ import annotations
@@ -55,10 +55,12 @@ def _emissions(det):
 def test_resolve_precision_from_declared_facts(monkeypatch):
     monkeypatch.delenv(PRECISION_ENV, raising=False)
     monkeypatch.delenv(BF16_ENV, raising=False)
-    assert resolve_precision("auto", frozenset({"avx2", "amx_bf16"})) == "bf16"
-    assert resolve_precision("auto", frozenset({"avx2", "avx512_bf16"})) == "bf16"
-    assert resolve_precision("auto", frozenset({"avx2", "avx512f"})) == "fp32"
-    assert resolve_precision(None, frozenset()) == "fp32"
+    assert resolve_precision("auto", frozenset({"avx2", "amx_bf16"}), onnx=False) == "bf16"
+    assert resolve_precision("auto", frozenset({"avx2", "avx512_bf16"}), onnx=False) == "bf16"
+    assert resolve_precision("auto", frozenset({"avx2", "avx512f"}), onnx=False) == "fp32"
+    assert resolve_precision(None, frozenset(), onnx=False) == "fp32"
+    assert resolve_precision("auto", frozenset({"avx2", "avx512_vnni"}), onnx=True) == "onnx"   # no native bf16
+    assert resolve_precision("auto", frozenset({"avx512_bf16"}), onnx=True) == "bf16"
     assert resolve_precision("fp32", frozenset({"amx_bf16"})) == "fp32"
     monkeypatch.setenv(BF16_ENV, "1")  # the older opt-in still forces bf16
     assert resolve_precision(None, frozenset()) == "bf16"
@@ -88,7 +90,7 @@ def test_each_path_forced_agrees_with_float32(tmp_path, cache, tiny_bert_dir, ma
     ref_det = load_ner(model, precision="fp32")
     ref, mask = _emissions(ref_det)
     assert ref_det.run.precision == "fp32" and ref.abs().max() > 1.0   # tags with some confidence
-    for precision, tol in (("bf16", 0.15), ("int8", 0.25)):
+    for precision, tol in (("bf16", 0.15), ("onnx", 1e-4), ("int8", 0.25)):
         det = load_ner(model, precision=precision, threads=1)
         assert det.run.precision == precision
         got, _ = _emissions(det)
@@ -127,15 +129,16 @@ def test_int8_same_on_every_kernel(tmp_path, cache, tiny_bert_dir, kernel):
     assert np.array_equal(here.run(batch["input_ids"], batch["attention_mask"], batch["match_tags"]).numpy(), got)
 
 
-def test_int8_export_cached_by_model_content(tmp_path, cache, tiny_bert_dir, monkeypatch):
+@pytest.mark.parametrize("precision, pattern", [("onnx", "emissions.fp32.onnx"), ("int8", "emissions.int8*.onnx")])
+def test_onnx_exports_cached_by_model_content(tmp_path, cache, tiny_bert_dir, monkeypatch, precision, pattern):
     import torch
 
     from kgnorm.methods.ner.model import load_ner
     from kgnorm.methods.ner.runtime import model_digest
 
     model = _saved_detector(tiny_bert_dir, tmp_path / "ner")
-    load_ner(model, precision="int8")
-    [export] = list(cache.glob("ner-onnx/*/emissions.int8*.onnx"))
+    load_ner(model, precision=precision)
+    [export] = list(cache.glob(f"ner-onnx/*/{pattern}"))
     assert export.parent.name == model_digest(model)
     stamp = export.stat().st_mtime_ns
 
@@ -143,12 +146,12 @@ def test_int8_export_cached_by_model_content(tmp_path, cache, tiny_bert_dir, mon
         raise AssertionError("re-exported an unchanged model")
 
     monkeypatch.setattr(torch.onnx, "export", no_export)
-    again = load_ner(model, precision="int8")   # the cached export, not a new one
+    again = load_ner(model, precision=precision)   # the cached export, not a new one
     assert export.stat().st_mtime_ns == stamp and again.detect(TEXTS) is not None
     head = model / "head.pt"
     head.write_bytes(head.read_bytes() + b"\0")   # changed content: a new digest, a new export
     with pytest.raises(AssertionError, match="re-exported"):
-        load_ner(model, precision="int8")
+        load_ner(model, precision=precision)
 
 
 def test_annotate_refuses_an_unknown_precision_in_one_line(tmp_path, cache, capsys, tiny_bert_dir):

@@ -16,7 +16,8 @@ inside an epoch and evaluates what it trained rather than skipping an epoch it c
 
 Dev evaluations tag on the path ``annotate`` takes on this machine
 (:func:`~kgnorm.methods.ner.runtime.resolve_precision`: bf16 autocast where the CPU declares native
-bf16, else fp32; int8, which needs a saved model's export, evaluates in fp32): the F1 that selects
+bf16, else onnx where onnxruntime is installed, else fp32; onnx and int8, which need a saved
+model's export, evaluate in fp32, whose tags onnx gives to 3e-5): the F1 that selects
 is the one a user of the model gets here, and a bf16 evaluation is faster (BC5CDR dev: 15-19 s
 against 24-32 s).
 """
