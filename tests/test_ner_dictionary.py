@@ -199,3 +199,30 @@ def test_generic_nouns_of_clinical_writing_read_as_the_ontologys_abnormality() -
     (found,) = d.detect(["Skin manifestations and ocular signs; the features of the ear."])
     assert [(s.text, [c.uid for c in s.concepts]) for s in found] == [
         ("Skin manifestations", ["X:1"]), ("features of the ear", ["X:3"])]
+
+
+def test_greek_neuters_fold_with_their_plurals_in_a() -> None:
+    from kgnorm.text.inflection import singular
+
+    assert {singular(w) for w in ("acrochordon", "acrochordons", "acrochorda")} == {"acrochorda"}
+    assert singular("ganglion") == singular("ganglia")
+    # short words and -tion/-sion nouns are kept apart from a word in -a
+    assert singular("common") != singular("comma") and singular("serration") != singular("serratia")
+    d = DictionaryDetector(["Acrochorda", "Ganglion cyst"])
+    assert [t for _, _, t in spans(d, "Acrochordons and ganglia cysts.")] == ["Acrochordons", "ganglia cysts"]
+
+
+def test_another_word_order_prefers_the_name_with_the_words_as_written_and_ends_its_phrase() -> None:
+    # "malformation" joins "abnormality" in a variant class (three concepts pair them)
+    snap = _snapshot([("X:1", "Abnormality of the kidney", [], None), ("X:2", "Kidney malformation", [], "X:1"),
+                      ("X:3", "Abnormality of the eye", ["Eye malformation"], None),
+                      ("X:4", "Abnormality of the ear", ["Ear malformation"], None),
+                      ("X:5", "Abnormality of the hand", ["Hand malformation"], None),
+                      ("X:6", "Abnormality of the thumb", [], None), ("X:7", "Thumb nail", [], None)])
+    d = DictionaryDetector.from_snapshot(snap)
+    (found,) = d.detect(["Malformations of the kidney, kidney abnormalities; thumb abnormalities, "
+                         "an abnormality of thumb nail."])
+    got = [(s.text, [c.uid for c in s.concepts]) for s in found]
+    # the last: "abnormality of thumb" (another order: no "the") goes on into "nail", a word of the names: no match of its own
+    assert got == [("Malformations of the kidney", ["X:2"]), ("kidney abnormalities", ["X:1"]),
+                   ("thumb abnormalities", ["X:6"]), ("thumb nail", ["X:7"])]

@@ -86,6 +86,10 @@ _GENERIC_NOUNS = ("manifestations", "signs", "findings", "features", "involvemen
 _MAX_CONJUNCTS = 4  # conjuncts read before one match ("branchial, otic and renal anomalies")
 
 
+class _PlainBag(frozenset):
+    """The content words of a match in another order as the text writes them (no variant folded)."""
+
+
 def _plain_gap(text: str, words: list[tuple[int, int]], i: int, comma: bool = False, bare: bool = True) -> bool:
     """Whether only spaces (and, with `comma`, one comma) lie between word i and word i + 1; with
     `bare` False, the comma must be there."""
@@ -173,6 +177,7 @@ class DictionaryDetector(MentionDetector):
         self.ontology = ontology
         self._key_uids: dict[str, set[str]] = {}  # a matched key -> its names' concepts
         self._bag_uids: dict[frozenset[str], set[str]] = {}  # ... and a bag of content words
+        self._plain_bag_uids: dict[frozenset[str], set[str]] = {}  # ... its words before learn_word_variants
         self._key_name: dict[str | frozenset[str], str] = {}  # ... and the first such name as written
         self._reduced: set[str] = set()  # keys that are names without their modifier (learn_modifiers)
         # content words of a multi-word name (any order) -> how many there are; see _any_order
@@ -364,7 +369,7 @@ class DictionaryDetector(MentionDetector):
         self._variant = {w: find(w) for w in parent}
         self._generic_nouns()
         bags, bag_uids = dict(self._bags), self._bag_uids
-        self._bags, self._bag_vocabulary, self._bag_uids = {}, set(), {}
+        self._bags, self._bag_vocabulary, self._bag_uids, self._plain_bag_uids = {}, set(), {}, bag_uids
         for bag, n in bags.items():
             folded = frozenset(self._variant.get(w, w) for w in bag)
             if len(folded) == n:
@@ -444,7 +449,7 @@ class DictionaryDetector(MentionDetector):
                     todo.extend(parents.get(u, ()))
             return False
         changed = 0
-        for table in (self._key_uids, self._bag_uids):
+        for table in (self._key_uids, self._bag_uids, self._plain_bag_uids):
             for key, uids in table.items():
                 if len(uids) > 1:
                     kept = {u for u in uids if not has_ancestor_in(u, uids)}
@@ -518,9 +523,27 @@ class DictionaryDetector(MentionDetector):
             found.append((first, last, key))
         if self._bags:
             variant = self._variant
-            found += self._any_order(text, words, [variant.get(b, b) for b in map(self._bag_word, lowered)])
+            plain = list(map(self._bag_word, lowered))
+            found += [self._as_written(plain, f, l, bag) for f, l, bag in
+                      self._any_order(text, words, [variant.get(b, b) for b in plain])
+                      if not self._phrase_goes_on(text, words, lowered, l)]
         spans = self._leftmost_longest(text, words, found)
         return self._coordinations(text, words, lowered, spans) if self.coordinations else spans
+
+    def _phrase_goes_on(self, text: str, words: list[tuple[int, int]], lowered: list[str], last: int) -> bool:
+        """Whether the word after word `last` continues its noun phrase: a word of the names, no
+        function word, nothing but spaces between ("hyperplasia of the mandibular | coronoid processes")."""
+        nxt = last + 1
+        return nxt < len(words) and not text[words[last][1]:words[nxt][0]].strip() and \
+            lowered[nxt] in self._vocabulary and lowered[nxt] not in self._stop
+
+    def _as_written(self, plain: list[str], first: int, last: int,
+                    bag: frozenset[str]) -> tuple[int, int, frozenset[str]]:
+        """A match in another word order, as the bag of its words as written when a name has them:
+        "malformations of the kidney" is "Kidney malformation", not the "Abnormal kidney" its variant
+        class ("malformation": "abnormal") also meets."""
+        words = _PlainBag(w for w in plain[first:last + 1] if w not in _FUNCTION_WORDS)
+        return (first, last, words) if words != bag and words in self._plain_bag_uids else (first, last, bag)
 
     def _lookup(self, folded: list[str]) -> tuple[set[str], str] | None:
         """The concepts and name of the name these folded words make word for word (a conjunct read
@@ -640,7 +663,8 @@ class DictionaryDetector(MentionDetector):
                 continue
             start, end = words[first][0], words[last][1]
             exact = isinstance(key, str) and key not in self._reduced
-            uids = self._key_uids.get(key, ()) if isinstance(key, str) else self._bag_uids.get(key, ())
+            uids = self._key_uids.get(key, ()) if isinstance(key, str) else \
+                (self._plain_bag_uids if isinstance(key, _PlainBag) else self._bag_uids).get(key, ())
             spans.append(Span(start, end, text[start:end], self.type, exact=exact, name=self._key_name.get(key, ""),
                               concepts=tuple(ConceptRef(self.ontology, u) for u in sorted(uids))))
             covered = last
