@@ -646,7 +646,7 @@ class DictionaryDetector(MentionDetector):
             return False
         gap = text[words[last][1]:words[last + 1][0]]
         after = text[slice(*words[last + 1])].lower()  # a noun: no stop word, or a word of the names ("system")
-        return not gap.strip() and (after not in self._stop or singular(after) in self._vocabulary)
+        return not gap.strip() and after.isalpha() and (after not in self._stop or singular(after) in self._vocabulary)
 
     def _case_matches(self, text: str, words: list[tuple[int, int]], first: int, last: int,
                       key: str) -> bool:
