@@ -170,8 +170,7 @@ class DictionaryDetector(MentionDetector):
                  short_length: int = 5, plurals: bool = True, any_order: bool = True, participles: bool = True,
                  coordinations: bool = True, ontology: str = "") -> None:
         self.types: tuple[str, ...] = (type,)
-        self.coordinations = coordinations
-        self.type = type
+        self.type, self.coordinations = type, coordinations
         self.plurals = plurals
         self.participles = participles
         self.ontology = ontology
@@ -187,9 +186,8 @@ class DictionaryDetector(MentionDetector):
         self._variant: dict[str, str] = {}   # word -> its variant class (learn_word_variants)
         self._name_keys: dict[str, str] = {}  # a name as given -> its key (_name_key: the learn_* steps read them again)
         self.stats = DictionaryStats()
-        stop = _stop_words()
-        # normalized short name -> the case-kept forms it may match (None: any case)
-        cased: dict[str, set[str] | None] = {}
+        self._stop = stop = _stop_words()
+        cased: dict[str, set[str] | None] = {}  # normalized short name -> the case-kept forms it may match (None: any)
         automaton = ahocorasick.Automaton()
         refused: set[str] = set()
         self._comma_keys: set[str] = set()  # keys of names written with a comma
@@ -242,7 +240,6 @@ class DictionaryDetector(MentionDetector):
             # spaces around the key: a match must start and end on word boundaries
             automaton.add_word(f" {key} ", key)
         self._cased = {k: v for k, v in cased.items() if v is not None}
-        self._stop = stop
         self._add_spellings(automaton)
         self.stats.case_sensitive = len(self._cased)
         self.stats.names = len(automaton)
