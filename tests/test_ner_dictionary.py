@@ -147,3 +147,82 @@ def test_stop_words_are_scikit_learns_read_without_importing_it():
             "print(sorted(m for m in ('sklearn', 'torch') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_match_inside_a_hyphenated_word_and_an_ing_adjective_are_no_mentions() -> None:
+    d = DictionaryDetector(["Tooth disease", "Collecting", "Vomiting", "Kidney cyst", "Nervous system disease"])
+    text = ("Charcot-Marie-Tooth disease; tooth disease. The collecting ducts, collecting system, kidney cysts; "
+            "vomiting was frequent, vomiting 2 hours later.")
+    # "collecting" qualifies a noun ("ducts"; "system", a stop word but a word of the names);
+    # "vomiting" before a stop word ("was") stays a mention
+    assert [t for _, _, t in spans(d, text)] == ["tooth disease", "kidney cysts", "vomiting", "vomiting"]
+
+
+def test_a_prefix_matches_set_off_by_a_hyphen_or_joined() -> None:
+    d = DictionaryDetector(["Preauricular pit", "Auricular pit", "Pre-eclampsia", "Eclampsia"])
+    text = "Pre-auricular pits and auricular pits; preeclampsia and pre-eclampsia."
+    assert [t for _, _, t in spans(d, text)] == ["Pre-auricular pits", "auricular pits", "preeclampsia",
+                                                  "pre-eclampsia"]
+    # the word after a prefix must be a word of the names: "pre" + "tty" is no spelling of "Pretty"
+    assert spans(DictionaryDetector(["Pretty face"]), "pre-tty face") == []
+
+
+def test_each_conjunct_of_a_coordination_makes_its_name_with_the_shared_words() -> None:
+    snap = _snapshot([("X:1", "Plantar pits", [], None), ("X:2", "Palmar pits", [], None),
+                      ("X:3", "Renal anomaly", [], None), ("X:4", "Branchial anomaly", [], None),
+                      ("X:5", "Hypopigmentation of skin", [], None), ("X:6", "Hypopigmentation of hair", [], None),
+                      ("X:7", "Posterior subcapsular cataract", [], None), ("X:8", "Capsular cataract", [], None),
+                      ("X:9", "Patellar dysplasia", [], None), ("X:10", "Patellar abnormality", [], None)])
+    d = DictionaryDetector.from_snapshot(snap)
+    text = ("Palmar and plantar pits; branchial, otic and renal anomalies; hypopigmentation of skin or hair. "
+            "Posterior subcapsular or capsular cataract; patellar dysplasia and abnormality of gait.")
+    (found,) = d.detect([text])
+    got = [(s.text, [c.uid for c in s.concepts], s.reading) for s in found]
+    assert got == [("Palmar and plantar pits", ["X:2"], "Palmar pits"), ("plantar pits", ["X:1"], ""),
+                   ("branchial, otic and renal anomalies", ["X:4"], "branchial anomalies"),
+                   ("renal anomalies", ["X:3"], ""),
+                   ("hypopigmentation of skin or hair", ["X:6"], "hypopigmentation of hair"),
+                   ("hypopigmentation of skin", ["X:5"], ""),
+                   ("Posterior subcapsular or capsular cataract", ["X:7"], "Posterior subcapsular cataract"),
+                   ("capsular cataract", ["X:8"], ""),
+                   ("patellar dysplasia", ["X:9"], "")]  # "abnormality" goes on: no conjunct of its own
+    assert [s.text for s in DictionaryDetector.from_snapshot(snap, coordinations=False).detect([text])[0]] == \
+        ["plantar pits", "renal anomalies", "hypopigmentation of skin", "capsular cataract", "patellar dysplasia"]
+
+
+def test_generic_nouns_of_clinical_writing_read_as_the_ontologys_abnormality() -> None:
+    # the ontology pairs "abnormality" with "anomaly" in three concepts: a word variant class
+    snap = _snapshot([("X:1", "Skin abnormality", ["Skin anomaly"], None),
+                      ("X:2", "Eye abnormality", ["Eye anomaly"], None),
+                      ("X:3", "Ear abnormality", ["Ear anomaly"], None)])
+    d = DictionaryDetector.from_snapshot(snap)
+    (found,) = d.detect(["Skin manifestations and ocular signs; the features of the ear."])
+    assert [(s.text, [c.uid for c in s.concepts]) for s in found] == [
+        ("Skin manifestations", ["X:1"]), ("features of the ear", ["X:3"])]
+
+
+def test_greek_neuters_fold_with_their_plurals_in_a() -> None:
+    from kgnorm.text.inflection import singular
+
+    assert {singular(w) for w in ("acrochordon", "acrochordons", "acrochorda")} == {"acrochorda"}
+    assert singular("ganglion") == singular("ganglia")
+    # short words and -tion/-sion nouns are kept apart from a word in -a
+    assert singular("common") != singular("comma") and singular("serration") != singular("serratia")
+    d = DictionaryDetector(["Acrochorda", "Ganglion cyst"])
+    assert [t for _, _, t in spans(d, "Acrochordons and ganglia cysts.")] == ["Acrochordons", "ganglia cysts"]
+
+
+def test_another_word_order_prefers_the_name_with_the_words_as_written_and_ends_its_phrase() -> None:
+    # "malformation" joins "abnormality" in a variant class (three concepts pair them)
+    snap = _snapshot([("X:1", "Abnormality of the kidney", [], None), ("X:2", "Kidney malformation", [], "X:1"),
+                      ("X:3", "Abnormality of the eye", ["Eye malformation"], None),
+                      ("X:4", "Abnormality of the ear", ["Ear malformation"], None),
+                      ("X:5", "Abnormality of the hand", ["Hand malformation"], None),
+                      ("X:6", "Abnormality of the thumb", [], None), ("X:7", "Thumb nail", [], None)])
+    d = DictionaryDetector.from_snapshot(snap)
+    (found,) = d.detect(["Malformations of the kidney, kidney abnormalities; thumb abnormalities, "
+                         "an abnormality of thumb nail."])
+    got = [(s.text, [c.uid for c in s.concepts]) for s in found]
+    # the last: "abnormality of thumb" (another order: no "the") goes on into "nail", a word of the names: no match of its own
+    assert got == [("Malformations of the kidney", ["X:2"]), ("kidney abnormalities", ["X:1"]),
+                   ("thumb abnormalities", ["X:6"]), ("thumb nail", ["X:7"])]

@@ -143,6 +143,11 @@ def test_dictionary_spec_options(world, tiny_bert_dir, capsys):
     for bad in ("dictionary:tinyhp,depth=2", "dictionary:tinyhp,root=HP:9999999"):
         with pytest.raises(Exception, match="root"):
             resolve(bad, DetectorContext(store))
+    plain, label = resolve("dictionary:tinyhp,coordinations=off", DetectorContext(store))
+    assert plain.coordinations is False and label.startswith("dictionary:tinyhp,root=HP:0000118,type=Phenotype,"
+                                                              "coordinations=off@")
+    with pytest.raises(Exception, match="coordinations"):
+        resolve("dictionary:tinyhp,coordinations=maybe", DetectorContext(store))
 
 
 def test_name_queries_take_sibling_names_as_hard_negatives():

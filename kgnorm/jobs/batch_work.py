@@ -107,7 +107,7 @@ def detect_batch(detector: MentionDetector, consistency: bool, batch: list[TextD
             spans = more
         for s, ctx in zip(spans, _contexts(doc, spans)):
             out.items.append((Mention(text=s.text, doc_id=doc.doc_id, start=s.start, end=s.end, type=s.type,
-                                      context=ctx), abbr))
+                                      context=ctx, parts=[s.reading] if s.reading else []), abbr))
             out.owner.append(i)
             out.spans.append(s)
     return out

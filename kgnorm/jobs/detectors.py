@@ -191,8 +191,10 @@ class TypedTaggers:
 
 # ------------------------------------------------------------------ the built-in kinds
 def dictionary(arg: str, ctx: DetectorContext) -> tuple[MentionDetector, str]:
-    """``dictionary:ONT[,root=UID][,type=TYPE]``: every name of ontology ONT in the store (of the
-    concepts under UID only, with ``root``), matched in the text (kgnorm.ner.dictionary); no training.
+    """``dictionary:ONT[,root=UID][,type=TYPE][,coordinations=on|off]``: every name of ontology ONT in the
+    store (of the concepts under UID only, with ``root``), matched in the text (kgnorm.ner.dictionary); no
+    training. ``coordinations=off``: no span per conjunct ("palmar and plantar pits": "palmar pits"), for
+    a corpus that annotates a coordination as one mention of all its concepts (NCBI-disease).
     The mentions' type and the root default from the ontology's id space (:data:`ID_SPACES`: HPO's
     ``HP`` ids give ``Phenotype`` mentions under HP:0000118, phenotypic abnormality), else ``Disease``."""
     from kgnorm.graph.views import read_ontology
@@ -205,9 +207,13 @@ def dictionary(arg: str, ctx: DetectorContext) -> tuple[MentionDetector, str]:
     type_, root = id_space_defaults(c.uid for c in snap.concepts)
     type_, root = options.get("type", type_), options.get("root", root)
     root = None if root in ("", "none") else root
-    detector = DictionaryDetector.from_snapshot(snap, type=type_, root=root)
+    coordinations = options.get("coordinations", "on")
+    if coordinations not in ("on", "off"):
+        raise KgnormError(f"--ner dictionary:{arg}: coordinations={coordinations!r} is not on or off")
+    detector = DictionaryDetector.from_snapshot(snap, type=type_, root=root, coordinations=coordinations == "on")
     # the label names the run: a MEDIC run keeps its old label (no root, Disease)
-    extra = "".join(f",{k}={v}" for k, v in (("root", root), ("type", type_ if type_ != "Disease" else None)) if v)
+    extra = "".join(f",{k}={v}" for k, v in (("root", root), ("type", type_ if type_ != "Disease" else None),
+                                            ("coordinations", None if coordinations == "on" else "off")) if v)
     return detector, f"dictionary:{onto}{extra}@{snap.version}"
 
 
@@ -231,15 +237,15 @@ def id_space_defaults(uids: Any) -> tuple[str, str | None]:
 
 
 def _dictionary_spec(arg: str) -> tuple[str, dict[str, str]]:
-    """``ONT[,root=UID][,type=TYPE]`` → (ONT, options)."""
+    """``ONT[,root=UID][,type=TYPE][,coordinations=on|off]`` → (ONT, options)."""
     onto, *rest = [part.strip() for part in arg.split(",")]
     if not onto:
         raise KgnormError("--ner dictionary:ONTOLOGY needs an ontology name (e.g. dictionary:medic)")
     options = {}
     for part in rest:
         key, sep, value = part.partition("=")
-        if not sep or key not in ("root", "type"):
-            raise KgnormError(f"--ner dictionary:{arg}: {part!r} is not root=UID or type=TYPE")
+        if not sep or key not in ("root", "type", "coordinations"):
+            raise KgnormError(f"--ner dictionary:{arg}: {part!r} is not root=UID, type=TYPE or coordinations=on|off")
         options[key] = value.strip()
     return onto, options
 
@@ -259,7 +265,7 @@ for _entry in (
                       "other word orders, learnt word variants and modifiers; each span says which concept(s) its "
                       "name names; no training. dictionary:ONTOLOGY,root=UID,type=TYPE keeps the concepts under UID and "
                       "names the mentions' type (defaults: HPO's ids give Phenotype under HP:0000118, "
-                      "else Disease, whole ontology)."),
+                      "else Disease, whole ontology); coordinations=off: no span per conjunct of a coordination."),
     DetectorKind("ner", "kgnorm.jobs.detectors:trained_ner", directory=True,
                  help="A token classifier trained by `kgnorm train ner`."),
 ):

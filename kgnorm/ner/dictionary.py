@@ -14,8 +14,17 @@ Guards against the false positives a naive matcher makes:
 - a short name (at most ``short_length`` characters) matches only with the letter case one of
   its dictionary forms has: "ALL" (acute lymphoblastic leukaemia) matches "ALL", not "all"; a short
   name that is no acronym also in lower and sentence case ("Tumor": "tumor", "Tumor");
-- an acronym joined to a word by a hyphen is none ("S4" in "L5-S4"), and a match crosses a comma only
-  when its name has one ("clefts, lip pits" is not "Cleft lip").
+- an acronym joined to a word by a hyphen is none ("S4" in "L5-S4"), nor is any match that begins
+  after a hyphen joining it to the word before ("Tooth disease" in "Charcot-Marie-Tooth disease"), and
+  a match crosses a comma only when its name has one ("clefts, lip pits" is not "Cleft lip");
+- a one-word name in -ing before a noun is an adjective there ("collecting system" is no hoarding).
+
+Spellings: a name's prefixed word also matches set off by a hyphen, and a hyphenated prefix joined
+("Preauricular pit": "pre-auricular pits"; :data:`_PREFIXES`).
+
+Coordinations (``coordinations``, the default): a match that ends a coordination also gives the other
+conjuncts that make a name with its words, each as a span from the conjunct to the shared words
+("palmar and plantar pits": "palmar pits" too), read as that name (``Span.reading``).
 
 Plurals: with ``plurals`` (the default) every word of a name and of the text is folded to a
 singular-like key first (:func:`kgnorm.text.inflection.singular`), so "pedunculated papules" in a text
@@ -23,7 +32,9 @@ matches the name "Pedunculated papule" and "renal cysts" "Renal cyst".
 
 Other word orders (:meth:`DictionaryDetector._any_order`) also fold participles ("bridging of sella
 turcica": "Bridged sella turcica"); :meth:`~DictionaryDetector.learn_modifiers` lets a name match without
-a leading modifier the ontology itself uses ("skin lesions": "Localized skin lesion").
+a leading modifier the ontology itself uses ("skin lesions": "Localized skin lesion"); the nouns
+clinical writing uses for "abnormal" ("cutaneous manifestations", "neurological signs") read as the
+ontology's word for it (:data:`_GENERIC_NOUNS`).
 
 Each span carries the concepts of the name it matched (``Span.concepts``, when the names came with
 their concepts: :meth:`DictionaryDetector.from_snapshot`) and whether the match was word for word
@@ -60,6 +71,32 @@ _ANY_ORDER_BREAK = re.compile(r"[()\[\]{};,.:]")
 # Words a name in another word order may add, drop or move ("abnormality of the thumb": "thumb abnormality")
 _MAX_ANY_ORDER = 6  # content words of the longest name matched in another order
 _FUNCTION_WORDS = frozenset({"of", "the", "a", "an", "in", "on", "at", "to", "for", "with", "by", "from"})
+# Latin and Greek prefixes a writer may join to a word or set off with a hyphen ("preauricular",
+# "pre-auricular"); a name written one way also matches the other (DictionaryDetector._add_spellings)
+_PREFIXES = ("ante", "anti", "bi", "co", "contra", "dys", "endo", "epi", "extra", "hemi", "hyper", "hypo",
+             "infra", "inter", "intra", "macro", "micro", "mid", "mono", "multi", "neo", "non", "oligo", "pan",
+             "para", "peri", "poly", "post", "pre", "pseudo", "semi", "sub", "super", "supra", "trans", "tri",
+             "ultra", "uni")
+_PREFIX = re.compile("^(" + "|".join(sorted(_PREFIXES, key=len, reverse=True)) + ")(.{3,})$")
+
+
+_COORDINATORS = frozenset({"and", "or"})
+# nouns that say "abnormal" of the organ named before them (DictionaryDetector._generic_nouns)
+_GENERIC_NOUNS = ("manifestations", "signs", "findings", "features", "involvement", "problems")
+_MAX_CONJUNCTS = 4  # conjuncts read before one match ("branchial, otic and renal anomalies")
+
+
+class _PlainBag(frozenset):
+    """The content words of a match in another order as the text writes them (no variant folded)."""
+
+
+def _plain_gap(text: str, words: list[tuple[int, int]], i: int, comma: bool = False, bare: bool = True) -> bool:
+    """Whether only spaces (and, with `comma`, one comma) lie between word i and word i + 1; with
+    `bare` False, the comma must be there."""
+    gap = text[words[i][1]:words[i + 1][0]]
+    if not gap.strip():
+        return bare
+    return comma and gap.strip() == ","
 
 
 def _under(root: str, is_a: Iterable[tuple[str, str]]) -> set[str]:
@@ -131,14 +168,15 @@ class DictionaryDetector(MentionDetector):
 
     def __init__(self, names: Iterable[str | tuple[str, str]], type: str = "Disease", *, min_length: int = 3,
                  short_length: int = 5, plurals: bool = True, any_order: bool = True, participles: bool = True,
-                 ontology: str = "") -> None:
+                 coordinations: bool = True, ontology: str = "") -> None:
         self.types: tuple[str, ...] = (type,)
-        self.type = type
+        self.type, self.coordinations = type, coordinations
         self.plurals = plurals
         self.participles = participles
         self.ontology = ontology
         self._key_uids: dict[str, set[str]] = {}  # a matched key -> its names' concepts
         self._bag_uids: dict[frozenset[str], set[str]] = {}  # ... and a bag of content words
+        self._plain_bag_uids: dict[frozenset[str], set[str]] = {}  # ... its words before learn_word_variants
         self._key_name: dict[str | frozenset[str], str] = {}  # ... and the first such name as written
         self._reduced: set[str] = set()  # keys that are names without their modifier (learn_modifiers)
         # content words of a multi-word name (any order) -> how many there are; see _any_order
@@ -148,9 +186,8 @@ class DictionaryDetector(MentionDetector):
         self._variant: dict[str, str] = {}   # word -> its variant class (learn_word_variants)
         self._name_keys: dict[str, str] = {}  # a name as given -> its key (_name_key: the learn_* steps read them again)
         self.stats = DictionaryStats()
-        stop = _stop_words()
-        # normalized short name -> the case-kept forms it may match (None: any case)
-        cased: dict[str, set[str] | None] = {}
+        self._stop = stop = _stop_words()
+        cased: dict[str, set[str] | None] = {}  # normalized short name -> the case-kept forms it may match (None: any)
         automaton = ahocorasick.Automaton()
         refused: set[str] = set()
         self._comma_keys: set[str] = set()  # keys of names written with a comma
@@ -203,11 +240,46 @@ class DictionaryDetector(MentionDetector):
             # spaces around the key: a match must start and end on word boundaries
             automaton.add_word(f" {key} ", key)
         self._cased = {k: v for k, v in cased.items() if v is not None}
+        self._add_spellings(automaton)
         self.stats.case_sensitive = len(self._cased)
         self.stats.names = len(automaton)
         self._automaton = automaton
         if len(automaton):
             automaton.make_automaton()
+
+    def _add_spellings(self, automaton: ahocorasick.Automaton) -> int:
+        """Each name also as a writer may spell its prefixed words: set off by a hyphen, which
+        normalize() reads as a space ("Preauricular pit": "pre-auricular pits"), where what follows the
+        prefix is a word of the dictionary itself, and joined ("Pre-auricular pit": "preauricular
+        pits"). Case-kept short names are left as they are. Returns how many keys were added."""
+        keys = [k for k in dict.fromkeys(self._name_keys.values()) if k not in self._cased and f" {k} " in automaton]
+        vocabulary = {w for k in keys for w in k.split(" ")}
+        self._vocabulary = vocabulary - _FUNCTION_WORDS - _COORDINATORS
+        added = 0
+        for key in keys:
+            words = key.split(" ")
+            split = []
+            for w in words:
+                m = _PREFIX.match(w)
+                split.extend(m.groups() if m and m.group(2) in vocabulary else (w,))
+            joined, i = [], 0
+            while i < len(words):
+                if words[i] in _PREFIXES and i + 1 < len(words):
+                    joined.append(words[i] + words[i + 1])
+                    i += 2
+                else:
+                    joined.append(words[i])
+                    i += 1
+            for variant in {" ".join(split), " ".join(joined)} - {key}:
+                if f" {variant} " in automaton:
+                    continue
+                automaton.add_word(f" {variant} ", variant)
+                self._key_uids[variant] = set(self._key_uids.get(key, ()))
+                self._key_name[variant] = self._key_name.get(key, "")
+                if key in self._comma_keys:
+                    self._comma_keys.add(variant)
+                added += 1
+        return added
 
     def _note_concept(self, key: str, uid: str | None, bag: bool, name: str) -> None:
         if uid is None:
@@ -292,8 +364,9 @@ class DictionaryDetector(MentionDetector):
             parent[other] = root
             members[root] = members.get(root, {root}) | members.pop(other, {other})
         self._variant = {w: find(w) for w in parent}
+        self._generic_nouns()
         bags, bag_uids = dict(self._bags), self._bag_uids
-        self._bags, self._bag_vocabulary, self._bag_uids = {}, set(), {}
+        self._bags, self._bag_vocabulary, self._bag_uids, self._plain_bag_uids = {}, set(), {}, bag_uids
         for bag, n in bags.items():
             folded = frozenset(self._variant.get(w, w) for w in bag)
             if len(folded) == n:
@@ -302,6 +375,18 @@ class DictionaryDetector(MentionDetector):
                 self._bag_uids.setdefault(folded, set()).update(bag_uids.get(bag, ()))
                 if bag in self._key_name:
                     self._key_name.setdefault(folded, self._key_name[bag])
+
+    def _generic_nouns(self) -> None:
+        """The nouns clinical writing puts after an organ's adjective to say it is abnormal ("cutaneous
+        manifestations", "neurological signs") read as the ontology's own word for it: the variant class
+        of "abnormality", when the ontology has one (learn_word_variants)."""
+        word = self._bag_word(singular("abnormality"))
+        target = self._variant.get(word, word if word in self._variant.values() else None)
+        if target is None:
+            return
+        for word in _GENERIC_NOUNS:
+            folded = self._bag_word(singular(word))
+            self._variant.setdefault(folded, target)
 
     def learn_modifiers(self, names: dict[str, Sequence[str]], is_a: Iterable[tuple[str, str]],
                         min_count: int = 10) -> list[str]:
@@ -361,7 +446,7 @@ class DictionaryDetector(MentionDetector):
                     todo.extend(parents.get(u, ()))
             return False
         changed = 0
-        for table in (self._key_uids, self._bag_uids):
+        for table in (self._key_uids, self._bag_uids, self._plain_bag_uids):
             for key, uids in table.items():
                 if len(uids) > 1:
                     kept = {u for u in uids if not has_ancestor_in(u, uids)}
@@ -435,8 +520,130 @@ class DictionaryDetector(MentionDetector):
             found.append((first, last, key))
         if self._bags:
             variant = self._variant
-            found += self._any_order(text, words, [variant.get(b, b) for b in map(self._bag_word, lowered)])
-        return self._leftmost_longest(text, words, found)
+            plain = list(map(self._bag_word, lowered))
+            found += [self._as_written(plain, f, l, bag) for f, l, bag in
+                      self._any_order(text, words, [variant.get(b, b) for b in plain])
+                      if not self._phrase_goes_on(text, words, lowered, l)]
+        spans = self._leftmost_longest(text, words, found)
+        return self._coordinations(text, words, lowered, spans) if self.coordinations else spans
+
+    def _phrase_goes_on(self, text: str, words: list[tuple[int, int]], lowered: list[str], last: int) -> bool:
+        """Whether the word after word `last` continues its noun phrase: a word of the names, no
+        function word, nothing but spaces between ("hyperplasia of the mandibular | coronoid processes")."""
+        nxt = last + 1
+        return nxt < len(words) and not text[words[last][1]:words[nxt][0]].strip() and \
+            lowered[nxt] in self._vocabulary and lowered[nxt] not in self._stop
+
+    def _as_written(self, plain: list[str], first: int, last: int,
+                    bag: frozenset[str]) -> tuple[int, int, frozenset[str]]:
+        """A match in another word order, as the bag of its words as written when a name has them:
+        "malformations of the kidney" is "Kidney malformation", not the "Abnormal kidney" its variant
+        class ("malformation": "abnormal") also meets."""
+        words = _PlainBag(w for w in plain[first:last + 1] if w not in _FUNCTION_WORDS)
+        return (first, last, words) if words != bag and words in self._plain_bag_uids else (first, last, bag)
+
+    def _lookup(self, folded: list[str]) -> tuple[set[str], str] | None:
+        """The concepts and name of the name these folded words make word for word (a conjunct read
+        through word variants or in another order made "fistulae and renal agenesis" "Absent
+        sinuses"); None when they make none. Case-kept short names never."""
+        key = " ".join(folded)
+        if key not in self._cased and f" {key} " in self._automaton:
+            return self._key_uids.get(key, set()), self._key_name.get(key, "")
+        return None
+
+    def _coordinations(self, text: str, words: list[tuple[int, int]], lowered: list[str],
+                       spans: list[Span]) -> list[Span]:
+        """`spans` and, for each match in a coordination, the other conjuncts as the names they make with
+        its shared words: "palmar and plantar pits" (the match "plantar pits") also says "palmar pits",
+        "hypopigmentation of skin or hair" (the match "hypopigmentation of skin") "hypopigmentation of
+        hair". Such a span runs from its conjunct to the end of the shared words (to the conjunct, when
+        the shared words come first), so it encloses the coordination, and it reads as its name
+        (``Span.reading``). Sorted by start."""
+        first_of = {s: i for i, (s, _) in enumerate(words)}
+        last_of = {e: i for i, (_, e) in enumerate(words)}
+        more: list[Span] = []
+        for span in spans:
+            first, last = first_of.get(span.start), last_of.get(span.end)
+            if first is None or last is None or last == first:
+                continue
+            for start, end, reading, (uids, name) in (*self._left_conjuncts(text, words, lowered, first, last),
+                                                       *self._right_conjuncts(text, words, lowered, first, last)):
+                more.append(Span(start, end, text[start:end], self.type, name=name, reading=reading,
+                                 concepts=tuple(ConceptRef(self.ontology, u) for u in sorted(uids))))
+        if not more:
+            return spans
+        seen = {(s.start, s.end) for s in spans}
+        return sorted([*spans, *(s for s in more if (s.start, s.end) not in seen)], key=lambda s: (s.start, -s.end))
+
+    def _left_conjuncts(self, text: str, words: list[tuple[int, int]], lowered: list[str], first: int,
+                        last: int) -> list[tuple[int, int, str, tuple[set[str], str]]]:
+        """Conjuncts before a match ("A, B and" before "C pits") that make a name with its words after
+        the first (or with all of them): (start, end, reading, (concepts, name)) each."""
+        out: list[tuple[int, int, str, tuple[set[str], str]]] = []
+        j = first - 1
+        if j < 1 or lowered[j] not in _COORDINATORS or not _plain_gap(text, words, j) \
+                or not _plain_gap(text, words, j - 1, comma=True):
+            return out
+        end = j - 1
+        # the shared words: all but the match's first (or all of them), never from a function word on
+        # ("hypoplasia or malformations of the kidney" is no "hypoplasia of the kidney")
+        heads = [m for m in (1, 0, *range(2, last - first + 1)) if lowered[first + m] not in _FUNCTION_WORDS]
+        while end >= 0 and len(out) < _MAX_CONJUNCTS:
+            start = end
+            for n in (3, 2, 1):
+                s = end - n + 1
+                if s < 0 or any(lowered[i] in _FUNCTION_WORDS or lowered[i] in _COORDINATORS for i in range(s, end + 1)) \
+                        or not all(_plain_gap(text, words, i) for i in range(s, end)):
+                    continue
+                hit = next(((m, h) for m in heads if (h := self._lookup(lowered[s:end + 1] + lowered[first + m:last + 1]))),
+                           None)
+                if hit:
+                    m, found = hit
+                    reading = text[words[s][0]:words[end][1]] + " " + text[words[first + m][0]:words[last][1]]
+                    out.append((words[s][0], words[last][1], reading, found))
+                    start = s
+                    break
+            if start < 1 or not _plain_gap(text, words, start - 1, comma=True, bare=False):
+                break
+            end = start - 1
+        return out
+
+    def _right_conjuncts(self, text: str, words: list[tuple[int, int]], lowered: list[str], first: int,
+                         last: int) -> list[tuple[int, int, str, tuple[set[str], str]]]:
+        """A conjunct after a match ("or hair" after "hypopigmentation of skin") that makes a name with its
+        words before the last: (start, end, reading, (concepts, name))."""
+        j = last + 1
+        if j + 1 >= len(words) or lowered[j] not in _COORDINATORS or not _plain_gap(text, words, last, comma=True) \
+                or not _plain_gap(text, words, j):
+            return []
+        for n in (2, 1):
+            end = j + n
+            if end >= len(words) or any(lowered[i] in _FUNCTION_WORDS or lowered[i] in _COORDINATORS
+                                        for i in range(j + 1, end + 1)) \
+                    or not all(_plain_gap(text, words, i) for i in range(j + 1, end)):
+                continue
+            found = self._lookup(lowered[first:last] + lowered[j + 1:end + 1])
+            # the conjunct ends its phrase ("dysplasia and abnormal" is not one in "patellar dysplasia and
+            # abnormal clavicular shape")
+            if found and (end + 1 == len(words) or _BREAK_OR_COMMA.search(text, words[end][1], words[end + 1][0])
+                          or re.search(r"[.:]", text[words[end][1]:words[end + 1][0]])):
+                reading = text[words[first][0]:words[last - 1][1]] + " " + text[words[j + 1][0]:words[end][1]]
+                return [(words[first][0], words[end][1], reading, found)]
+        return []
+
+    def _inside_a_word(self, text: str, words: list[tuple[int, int]], first: int, last: int) -> bool:
+        """Whether a match is part of a longer word rather than a phrase of its own: it begins after a
+        hyphen that joins it to the word before ("Tooth disease" in "Charcot-Marie-Tooth disease"), or it
+        is one word in -ing that qualifies the noun after it, an adjective there ("collecting" in
+        "collecting system", the name "Collecting" being hoarding)."""
+        start = words[first][0]
+        if start >= 2 and text[start - 1] == "-" and text[start - 2].isalnum():
+            return True
+        if first != last or last + 1 >= len(words) or not text[start:words[last][1]].lower().endswith("ing"):
+            return False
+        gap = text[words[last][1]:words[last + 1][0]]
+        after = text[slice(*words[last + 1])].lower()  # a noun: no stop word, or a word of the names ("system")
+        return not gap.strip() and after.isalpha() and (after not in self._stop or singular(after) in self._vocabulary)
 
     def _case_matches(self, text: str, words: list[tuple[int, int]], first: int, last: int,
                       key: str) -> bool:
@@ -449,11 +656,12 @@ class DictionaryDetector(MentionDetector):
         spans: list[Span] = []
         covered = -1
         for first, last, key in sorted(found, key=lambda m: (m[0], -m[1], not isinstance(m[2], str))):
-            if first <= covered:
+            if first <= covered or self._inside_a_word(text, words, first, last):
                 continue
             start, end = words[first][0], words[last][1]
             exact = isinstance(key, str) and key not in self._reduced
-            uids = self._key_uids.get(key, ()) if isinstance(key, str) else self._bag_uids.get(key, ())
+            uids = self._key_uids.get(key, ()) if isinstance(key, str) else \
+                (self._plain_bag_uids if isinstance(key, _PlainBag) else self._bag_uids).get(key, ())
             spans.append(Span(start, end, text[start:end], self.type, exact=exact, name=self._key_name.get(key, ""),
                               concepts=tuple(ConceptRef(self.ontology, u) for u in sorted(uids))))
             covered = last

@@ -32,6 +32,9 @@ class Span:
     concepts: tuple[ConceptRef, ...] = ()
     name: str = ""
     exact: bool = False
+    # what the span says when its text read alone says more: a conjunct of a coordination ("palmar and
+    # plantar pits" reads "palmar pits"); annotate links this reading (Mention.parts) and not the text
+    reading: str = ""
 
 
 class MentionDetector(Protocol):

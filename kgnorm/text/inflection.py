@@ -3,7 +3,7 @@ the ontology names "Papule", "Anomaly" and "Vertebra". :func:`singular` folds a 
 singular-like key (Harman's 1991 S-stemmer, plus the Latin plurals of anatomy); the dictionary tagger
 folds its names and the text alike, so only the equality of folded words matters: a key need not
 be an English word ("diabetes" and "diabetes" both give "diabete"). British "ae"/"oe" inside a word
-fold to "e" ("naevus": "nevus"). Words of 3 letters or fewer, and words with a digit, are kept as
+fold to "e" ("naevus": "nevus"), a Greek neuter in -on to its plural in -a ("ganglion": "ganglia"). Words of 3 letters or fewer, and words with a digit, are kept as
 they are ("has", "gas", "ms", "t4s").
 
 Both folds are pure functions of one word, called for every word of every name and text: each keeps
@@ -47,7 +47,16 @@ def singular(word: str) -> str:
     if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
         return word[:-1]
     if word.endswith("s") and not word.endswith(_KEEP):
-        return word[:-1]
+        word = word[:-1]
+    return _greek_neuter(word)
+
+
+def _greek_neuter(word: str) -> str:
+    """A Greek neuter in -on folded to its plural in -a, the form the other spelling meets:
+    "acrochordon(s)" and "acrochorda", "ganglion" and "ganglia", "mitochondrion" and "mitochondria".
+    Words under 8 letters ("common", "colon") and words in -tion/-sion ("serration") are kept."""
+    if len(word) >= 8 and word.endswith("on") and not word.endswith(("tion", "sion")):
+        return word[:-2] + "a"
     return word
 
 
