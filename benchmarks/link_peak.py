@@ -1,7 +1,7 @@
 """link peak memory (issue 51): the whole `kgnorm link --no-write` on a dev set's mentions, before
 against now, runs alternated in one run.
 
-    python benchmarks/link_peak.py --model DIR --work DIR --before BASE [--gold FILE] [--repeats 2]
+    python benchmarks/link_peak.py --model DIR --work DIR --before BASE [--gold FILE] [--repeats 2] [--write STORE]
 
 --before BASE: a checkout of kgnorm from before the change (`git archive BASE | tar -x -C DIR`, with
 DIR/kgnorm/cli and DIR/kgnorm/ontologies linked to DIR/cli and DIR/ontologies), run with
@@ -12,6 +12,10 @@ the float matrix). Peak RSS is the child's VmHWM (benchmarks/_report.run_child);
 its TSV under WORK, and the last run of each variant is compared byte for byte with before's.
 `kgnorm eval link` (--allow-unknown-gold) on --eval (default: the same gold), before and now (counts),
 gives Acc@1.
+--write STORE: the default `link` that writes its run to a store, each run on a fresh copy of STORE
+(an embedded LadybugDB file holding the model's ontology; copied outside the timed child), and one more
+variant, now (counts) with the store's page cache (kgnorm.jobs.run.LINK_BUFFER_POOL_MB) at --small-pool
+MB instead of its default, to show how much of the peak that cache is.
 The machine is shared with other jobs: walls are noisy (load average in the section's header)."""
 from __future__ import annotations
 
@@ -53,6 +57,27 @@ def counts_copy(src: Path, dst: Path) -> None:
     new.save(dst / sparse_dir)
 
 
+def fresh_store(src: Path, work: Path) -> Path:
+    """A copy of the store `src` under `work`, nothing of an earlier run's left beside it."""
+    home = work / "store"
+    if home.exists():
+        shutil.rmtree(home)
+    home.mkdir(parents=True)
+    shutil.copy2(src, home / src.name)
+    return home / src.name
+
+
+def link_cmd(model: Path, gold: Path, out: Path, store: Path | None, pool_mb: int | None) -> list[str]:
+    """`kgnorm link` as a child: --no-write without a store; `pool_mb` sets the store's page cache."""
+    opts = ["link", "--model", str(model), "--input", str(gold), "--output", str(out), "-q"]
+    opts += ["--store", str(store)] if store is not None else ["--no-write"]
+    if pool_mb is None:
+        return [sys.executable, "-m", "kgnorm.cli", *opts]
+    code = (f"import sys, kgnorm.jobs.run as r; r.LINK_BUFFER_POOL_MB = {pool_mb}; "
+            f"sys.argv = ['kgnorm', *{opts!r}]; from kgnorm.cli.app import main; main()")
+    return [sys.executable, "-c", code]
+
+
 def acc1(model: Path, gold: Path, pythonpath: str | None) -> dict:
     env = {**ENV, **({"PYTHONPATH": pythonpath} if pythonpath else {})}
     out = subprocess.run([sys.executable, "-m", "kgnorm.cli", "eval", "link", "--model", str(model), "--gold",
@@ -72,6 +97,9 @@ def main() -> None:
                     "(default: --gold)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--label", default="")
+    ap.add_argument("--write", type=Path, default=None, help="an embedded store holding the model's ontology: "
+                    "runs write to a fresh copy of it (default: --no-write)")
+    ap.add_argument("--small-pool", type=int, default=64, help="with --write: the page cache, MB, of the extra variant")
     ap.add_argument("--short", default="", help="the model in a few words, for docs/results.md (default: its folder)")
     args = ap.parse_args()
     gold, model, work = (data_dir() / args.gold).resolve(), args.model.resolve(), args.work.resolve()
@@ -79,16 +107,20 @@ def main() -> None:
     # the children run from WORK: `python -m` puts the working directory first on sys.path, so from the
     # repository root "before" imported this checkout's kgnorm, not --before's (runs before 12:15 UTC
     # 2026-11-29 compared now with now)
+    sys.argv[0] = str(Path(sys.argv[0]).resolve())  # the command LOG.md records stays relative to the repository
     os.chdir(work)
     counts_copy(model, work / "counts")
     before = str(args.before.resolve())
     variants = {"before (model as given)": (model, before), "now, model as given (names.npz)": (model, None),
                 "now, sparse scorer as counts": (work / "counts", None)}
+    if args.write is not None:
+        variants[f"now, counts, store page cache {args.small_pool} MB"] = (work / "counts", None)
+    store_src = args.write.resolve() if args.write is not None else None
     got: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}
     for _ in range(args.repeats):
         for i, (name, (m, pp)) in enumerate(variants.items()):
-            cmd = [sys.executable, "-m", "kgnorm.cli", "link", "--model", str(m), "--input", str(gold),
-                   "--output", str(work / f"out{i}.tsv"), "--no-write", "-q"]
+            store = fresh_store(store_src, work) if store_src is not None else None
+            cmd = link_cmd(m, gold, work / f"out{i}.tsv", store, args.small_pool if i == 3 else None)
             got[name].append(run_child(cmd, env={**ENV, **({"PYTHONPATH": pp} if pp else {})}))
             print(name, got[name][-1], flush=True)
     ref = (work / "out0.tsv").read_bytes()
@@ -101,18 +133,28 @@ def main() -> None:
         rows.append(f"| {name} | {', '.join(f'{r:,.0f} MB' for _, r in runs)} | "
                     f"{', '.join(f'{w:.1f} s' for w, _ in runs)} | {'reference' if name.startswith('before') else ('identical' if same[name] else 'DIFFERS')} |")
     label = args.label or model.name
-    body = (f"`kgnorm link --no-write` on {args.gold} with {label}, whole process, runs alternated, 1 thread "
+    how = f"`kgnorm link` writing to a fresh copy of {args.write}" if args.write else "`kgnorm link --no-write`"
+    body = (f"{how} on {args.gold} with {label}, whole process, runs alternated, 1 thread "
             "(OMP). Before: a checkout from before the change (PYTHONPATH). Other jobs share the machine: walls "
             "are noisy.\n\n" + "\n".join(rows) + "\n\n"
             f"- `kgnorm eval link` on {scored}: Acc@1 before {acc_before['acc1']:.4f}, now (counts) "
             f"{acc_now['acc1']:.4f}; Acc@5 {acc_before['acc5']:.4f} / {acc_now['acc5']:.4f} (n={acc_now['n']})")
     append("link peak memory: before / now (issue 51)", body)
     med = {n: statistics.median(r for _, r in runs) for n, runs in got.items()}
+    wall = {n: min(w for w, _ in runs) for n, runs in got.items()}  # the warm run: the others wait on the disk
     names = list(variants)
-    record("memory", f"link {Path(args.gold).parent.name} {Path(args.gold).stem}, {args.short or model.name}: "
-           "peak RSS before / now",
-           f"{med[names[0]]:,.0f} MB / {med[names[2]]:,.0f} MB (median of {args.repeats})",
-           "python benchmarks/link_peak.py --model M --work W --before B")
+    what = f"{'link+write' if args.write else 'link'} {Path(args.gold).parent.name} {Path(args.gold).stem}, " \
+        f"{args.short or model.name}"
+    cmd = "python benchmarks/link_peak.py " + ("… --write S" if args.write else "--model M --work W --before B")
+    record("memory", f"{what}: peak RSS before / now",
+           f"{med[names[0]]:,.0f} MB / {med[names[2]]:,.0f} MB (median of {args.repeats})", cmd)
+    record("memory", f"{what}: fastest wall before / now",
+           f"{wall[names[0]]:.0f} s / {wall[names[2]]:.0f} s (of {args.repeats})", cmd)
+    if args.write is not None:
+        from kgnorm.jobs.run import LINK_BUFFER_POOL_MB as LINK_POOL_DEFAULT
+
+        record("memory", f"{what}: peak, page cache {LINK_POOL_DEFAULT} / {args.small_pool} MB",
+               f"{med[names[2]]:,.0f} MB / {med[names[3]]:,.0f} MB (median of {args.repeats})", cmd)
 
 
 if __name__ == "__main__":

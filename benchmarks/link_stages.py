@@ -1,20 +1,26 @@
 """Where `kgnorm link`'s memory goes (issue 51): resident memory stage by stage as the ONNX link path
 builds up, in one child process, and what each library link imports costs alone.
 
-    python benchmarks/link_stages.py --model DIR [--gold FILE] [--label TEXT]
+    python benchmarks/link_stages.py --model DIR [--gold FILE] [--label TEXT] [--store STORE]
 
 Stages (one child, cumulative; each row: VmRSS, its anonymous and file-backed parts, VmHWM after
 the stage): Python alone; the CLI's modules; the libraries the link path imports (numpy, scipy,
 faiss, onnxruntime, tokenizers); the name dictionary; the name index (memory-mapped); the sparse
 scorer; the ONNX query session; the sparse scorer's blocks (what its top-k builds on first use);
 linking every distinct mention text of --gold (the link path's own batches). Imports alone: one fresh
-child per library. The whole `kgnorm link --no-write` run's peak is benchmarks/link_peak.py's."""
+child per library. The whole `kgnorm link --no-write` run's peak is benchmarks/link_peak.py's.
+--store STORE (an embedded LadybugDB file): after the libraries, what a writing `link` adds before
+it links: pyarrow and pandas (the store's bulk writes are COPY FROM data frames), the store opened
+for writing with link's page cache (a fresh copy of STORE; kgnorm.jobs.run.LINK_BUFFER_POOL_MB) and
+the model's ontology read from it (link's check_ontology), kept open while linking."""
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,6 +49,17 @@ import numpy, scipy.sparse, faiss, onnxruntime, tokenizers
 out.append(("+ link's libraries (numpy, scipy, faiss, onnxruntime, tokenizers)", status()))
 d, gold = Path(sys.argv[1]), sys.argv[2]
 meta = read_model_meta(d, "biosyn")
+if len(sys.argv) > 3:
+    import pyarrow
+    out.append(("+ pyarrow", status()))
+    import pandas
+    out.append(("+ pandas", status()))
+    from kgnorm.jobs.run import LINK_BUFFER_POOL_MB
+    from kgnorm.stores import open_store
+    store = open_store(sys.argv[3], read_only=False, buffer_pool_mb=LINK_BUFFER_POOL_MB).__enter__()
+    out.append((f"+ the store opened for writing (page cache {LINK_BUFFER_POOL_MB} MB)", status()))
+    store.ontology_info(meta["ontology"])
+    out.append(("+ the model's ontology read from it", status()))
 from kgnorm.linking.dictionary import NameDictionary
 dictionary = NameDictionary.load(d / meta.get("names", {}).get("path", "names"))
 out.append((f"+ the name dictionary ({len(dictionary):,} names)", status()))
@@ -82,9 +99,13 @@ def main() -> None:
     ap.add_argument("--model", type=Path, required=True)
     ap.add_argument("--gold", default="bc5cdr-disease/dev.concept", help="under the data folder")
     ap.add_argument("--label", default="")
+    ap.add_argument("--store", type=Path, default=None, help="an embedded store holding the model's ontology: "
+                    "add a writing link's store stages (on a fresh copy of it)")
     args = ap.parse_args()
     gold = (data_dir() / args.gold).resolve()
-    stages = json.loads(_child(STAGES, str(args.model.resolve()), str(gold)))
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = [shutil.copy2(args.store, Path(tmp) / args.store.name)] if args.store is not None else []
+        stages = json.loads(_child(STAGES, str(args.model.resolve()), str(gold), *map(str, extra)))
     rows = ["| stage | VmRSS | anon | file | Δ VmRSS | VmHWM |", "|---|---|---|---|---|---|"]
     prev = 0.0
     for name, s in stages:
