@@ -335,6 +335,13 @@ def _gap(f1: float, base: float, b_only: dict[str, Any] | None) -> str:
     return f"{(f1 - base) / (b_only['document_f1'] - base):.0%}"
 
 
+def _at_budget(f1s: list[float], base: float, b_only: dict[str, Any] | None) -> str:
+    """One budget's B dev document F1: the mean over seeds and its gap recovered."""
+    mean = sum(f1s) / len(f1s)
+    gap = _gap(mean, base, b_only)
+    return f"{mean:.3f}" + (f" ({gap})" if gap else "")
+
+
 def record_rows(args: argparse.Namespace, rows: list[dict[str, Any]], b_only: dict[str, Any] | None) -> None:
     """docs/results.md: per order, B dev document F1 (and gap recovered) by budget; A dev's largest
     fall; the plot (matplotlib, a benchmark-only dependency: pip install matplotlib)."""
@@ -347,11 +354,16 @@ def record_rows(args: argparse.Namespace, rows: list[dict[str, Any]], b_only: di
     for r in rows:
         by_order.setdefault(r["order"], []).append(r)
     for order, rs in by_order.items():
-        rs = sorted(rs, key=lambda r: (r["budget"], r["seed"]))
-        fig = " / ".join(f"{r['b_dev']['document_f1']:.3f}" + (f" ({_gap(r['b_dev']['document_f1'], base, b_only)})"
-                                                                if r["budget"] and b_only else "") for r in rs)
-        record("serve", f"{b} dev doc F1 at {'/'.join(str(r['budget']) for r in rs)} reviews ({a} models, {order}{tag})",
-               fig, cmd)
+        budgets = sorted({r["budget"] for r in rs})
+        seeds = len({r["seed"] for r in rs})
+        fig = " / ".join(_at_budget([r["b_dev"]["document_f1"] for r in rs if r["budget"] == x], base,
+                                    b_only if x else None) for x in budgets)
+        many = f", {seeds} seeds" if seeds > 1 else ""  # means over the seeds
+        record("serve", f"{b} dev doc F1, {'/'.join(map(str, budgets))} reviews ({a}, {order}{tag}{many})", fig, cmd)
+        if seeds > 1:  # the seeds' spread beside the means
+            spread = [[r["b_dev"]["document_f1"] for r in rs if r["budget"] == x] for x in budgets if x]
+            record("serve", f"{b} dev doc F1, the seeds' range at {'/'.join(map(str, budgets[1:]))} ({a}, {order}{tag})",
+                   " / ".join(f"{min(v):.3f}-{max(v):.3f}" for v in spread), cmd)
     a_base = rows[0]["a_dev"]["document_f1"] if rows else 0.0
     fall = min((r["a_dev"]["document_f1"] - a_base for r in rows if r["budget"]), default=0.0)
     record("serve", f"{a} dev doc F1, largest change after a retrain ({args.direction}{tag})", f"{fall:+.4f}", cmd)
@@ -380,7 +392,9 @@ def plot_curves(by_order: dict[str, list[dict[str, Any]]], b_only: dict[str, Any
         budgets = sorted({r["budget"] for r in rs})
         mean = [sum(r["b_dev"]["document_f1"] for r in rs if r["budget"] == x) / sum(1 for r in rs if r["budget"] == x)
                 for x in budgets]
-        ax.plot(budgets, mean, marker="o", label=order)
+        low = [m - min(r["b_dev"]["document_f1"] for r in rs if r["budget"] == x) for m, x in zip(mean, budgets)]
+        high = [max(r["b_dev"]["document_f1"] for r in rs if r["budget"] == x) - m for m, x in zip(mean, budgets)]
+        ax.errorbar(budgets, mean, yerr=[low, high], marker="o", capsize=3, label=order)  # the seeds' range
     ax.axhline(base, color="grey", linestyle=":", label="A only")
     if b_only:
         ax.axhline(b_only["document_f1"], color="black", linestyle="--", label="B only")

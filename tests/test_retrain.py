@@ -116,6 +116,9 @@ def test_annotate_review_done_retrain_annotate_again(journey_store, tmp_path, ti
     assert len(hb["document_before"]) == len(hb["document_after"]) == 3
     assert hb["spans"] > 0 and hb["spans_before"]["tp"] + hb["spans_before"]["fn"] > 0
     assert "held back: detector span P/R/F1" in err
+    if metrics["calibration"]:  # refitted on the held-back done documents and the 10 replayed ones
+        assert metrics["calibration"]["documents"]["replayed"] == 10
+        assert "and 10 replayed one(s): threshold" in err
     assert f"held back: linker Acc@1 {hb['acc1_before']:.4f} -> {hb['acc1_after']:.4f}" in err
 
     # annotate again with the retrained pair: --model OUT/linker --ner OUT/ner
@@ -174,7 +177,7 @@ def test_replayed_documents_are_typed_as_the_detector_was_trained(tmp_path):
     import pytest
 
     from kgnorm.errors import InputError
-    from kgnorm.jobs.retrain_replay import Replay, replay_check, replay_texts
+    from kgnorm.jobs.retrain_replay import Replay, check_documents, replay_check, replay_split, replay_texts
 
     lines = []
     for i in range(12):
@@ -191,6 +194,12 @@ def test_replayed_documents_are_typed_as_the_detector_was_trained(tmp_path):
     assert len(replay_texts(replay, None, ("Disease",), 50, seed=1)) == 6  # fewer than asked: all of them
     check = replay_check(replay, {"SpecificDisease": "Disease"}, ("Disease",), seed=0)
     assert len(check) == 6 and not {d.doc_id for d in check} & {d.doc_id for d in got}
+    # the same check documents with their gold concepts, for the confidence refit: typed as the detector
+    split = replay_split(replay, {"SpecificDisease": "Disease"}, ("Disease",), seed=0)
+    gold = check_documents(replay, split, {"SpecificDisease": "Disease"}, ("Disease",))
+    assert sorted(d.doc_id for d, _ in gold) == sorted(d.doc_id for d in check)
+    assert all([(a.start, a.end, a.type, a.ids) for a in anns] == [(0, 13, "Disease", ("D1",))] and not d.annotations
+               for d, anns in gold)
     with pytest.raises(InputError, match="--replay"):
         Replay.of(tmp_path / "missing.pubtator")
 

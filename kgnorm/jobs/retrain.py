@@ -86,8 +86,9 @@ class RetrainReport:
             lines.append(f"replayed corpus: detector span F1 {b['f1']:.4f} -> {a['f1']:.4f} on "
                          f"{self.replay['documents']:,} document(s) it was not retrained on")
         if self.calibration:
-            lines.append(f"mention confidence refitted on the held-back documents: threshold "
-                         f"{self.calibration['threshold']:.3f}")
+            replayed = self.calibration.get("documents", {}).get("replayed")
+            on = f"the held-back documents and {replayed:,} replayed one(s)" if replayed else "the held-back documents"
+            lines.append(f"mention confidence refitted on {on}: threshold {self.calibration['threshold']:.3f}")
         if self.run_uid:
             lines.append(f"run {self.run_uid}")
         return lines
@@ -186,7 +187,8 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
         test_rejected = [r for r in rejected if held_back(r[0])]  # none held back: no scores
         if replayed is not None and report.ner:  # before the held-back scores: they refit the confidence
             _judge_replay(ner, stage, replayed.check, report, threads)
-        _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet, test_rejected)
+        also = _replay_calibration(ner, rehearsal, replayed)
+        _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet, test_rejected, also)
         report.seconds = time.perf_counter() - t0
         run = _run(model, ner, out, report, seed)
         commit(out, run, digest)
@@ -328,10 +330,23 @@ def _top1(model: Path, mentions: list[Any]) -> list[str]:
     return out
 
 
+def _replay_calibration(ner: Path | None, rehearsal: Any, replayed: Any) -> list[tuple[Any, list[Any]]]:
+    """The replayed check documents with their gold (none without --replay), which the mention
+    confidence is refitted on beside the held-back ones (kgnorm.jobs.retrain_replay)."""
+    if ner is None or replayed is None:
+        return []
+    from kgnorm.jobs.retrain_replay import check_documents
+    from kgnorm.methods.model_dir import read_model_meta
+    from kgnorm.methods.ner.finetune import base_types
+
+    return check_documents(rehearsal, replayed, read_model_meta(ner).get("types_map"), base_types(ner))
+
+
 def _score_held_back(uri: str, model: Path, ner: Path | None, out: Path, test: list[tuple[str, str, Any]],
                      done: set[str], report: RetrainReport, threads: int | None, quiet: bool,
-                     rejected: list[tuple[str, str, Any]] = ()) -> None:
-    """The held-back scores before and after, and (with a detector) the confidence refitted on them."""
+                     rejected: list[tuple[str, str, Any]] = (), also: list[tuple[Any, list[Any]]] = ()) -> None:
+    """The held-back scores before and after, and (with a detector) the confidence refitted on
+    them and on `also` (the replayed check documents)."""
     linked = [m for _, _, m in test if m.ids]
     hb: dict[str, Any] = {"mentions": len(linked)}
     if linked:
@@ -344,7 +359,7 @@ def _score_held_back(uri: str, model: Path, ner: Path | None, out: Path, test: l
         docs = [r for r in test if r[0] in done]
         hb["documents"] = len({d for d, _, _ in docs})
         if docs:
-            _score_documents(uri, model, ner, out, docs, hb, report, threads, quiet)
+            _score_documents(uri, model, ner, out, docs, hb, report, threads, quiet, list(also))
     report.held_back = hb
 
 
@@ -399,7 +414,8 @@ def keep_given_detector(ner: Path, out: Path, report: RetrainReport, why: str) -
 
 
 def _score_documents(uri: str, model: Path, ner: Path, out: Path, docs: list[tuple[str, str, Any]],
-                     hb: dict[str, Any], report: RetrainReport, threads: int | None, quiet: bool) -> None:
+                     hb: dict[str, Any], report: RetrainReport, threads: int | None, quiet: bool,
+                     also: list[tuple[Any, list[Any]]]) -> None:
     from kgnorm.jobs.annotate import annotate_documents, calibrate_annotate
     from kgnorm.review.export import ExportReport, _write_documents, as_documents
     from kgnorm.review.records import now
@@ -424,10 +440,16 @@ def _score_documents(uri: str, model: Path, ner: Path, out: Path, docs: list[tup
             keep_given_detector(ner, out, report, f"held-back document F1 {hb['document_after'][2]:.4f} against "
                                                   f"{given[2]:.4f} for the given detector, both with the new linker")
             hb["document_after"] = given
+        cal_file = gold_file
+        if also:  # the replayed check documents too: the pair serves both corpora
+            cal_file = Path(tmp) / "calibration.pubtator"
+            with open(cal_file, "w", encoding="utf-8") as fh:
+                _write_documents(fh, "pubtator", texts + also)
         try:
-            cal = calibrate_annotate(out / "ner", out / "linker", gold_file, dev_format="pubtator", store=uri,
+            cal = calibrate_annotate(out / "ner", out / "linker", cal_file, dev_format="pubtator", store=uri,
                                      threads=threads, progress=not quiet)
-            report.calibration = {"threshold": cal.threshold, "fit": cal.fit, "at": now()}
+            report.calibration = {"threshold": cal.threshold, "fit": cal.fit, "at": now(),
+                                  "documents": {"held_back": len(texts), "replayed": len(also)}}
         except KgnormError as exc:
             report.notes.append(f"mention confidence not refitted: {exc}")
 
