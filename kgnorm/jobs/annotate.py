@@ -214,22 +214,23 @@ def _done_batches(stack: ExitStack, work: Any, detector: Any, linking: Any, batc
                   pack: int = 1) -> Iterator[tuple[list[TextDocument], Any]]:
     """(batch, its DocumentsDone) in input order: by Ray actors, or in-process (a mention text
     repeated across the corpus linked once, the query cache), detection of the next batch beside
-    the linking of this one where the plan overlaps them (the same bytes). In-process, `pack`
-    batches at a time go to the detector in one call (the detector's ``pack_documents``: a trained
-    one sorts their windows by length together) and are linked batch by batch (the same bytes)."""
+    the linking of this one where the plan overlaps them (the same bytes). `pack` batches at a time
+    go to the detector in one call (the detector's ``pack_documents``: a trained one sorts their
+    windows by length together; a Ray block is such a group) and are linked batch by batch."""
     from kgnorm.jobs.batch_work import batches_of
 
-    if engine == "ray":
+    groups = batches_of(batches, pack)
+    if engine == "ray":   # a block is a group: each actor's detector packs it as the in-process one does
         from kgnorm.jobs.ray_engine import RayOptions, ray_map
 
-        return ray_map(work, batches, ray or RayOptions())
+        return ((batch, d) for group, dones in ray_map(work, groups, ray or RayOptions())
+                for batch, d in zip(group, dones))
     from kgnorm.encoders.fixed_shape import query_cores
     from kgnorm.jobs.overlap import overlapped
     from kgnorm.linking.query_cache import with_cache
 
     linker = with_cache(linking.linker)
     detect, link = (_timed(f, report.stage_seconds, k) for f, k in zip(work.stages(detector, linker), ("detect", "link")))
-    groups = batches_of(batches, pack)
     if not plan.overlap:
         return _read_ahead(groups, detect, link, _timed(work.prefetch(linker), report.stage_seconds, "link"))
     # the linking stage has its own cores only: no query overlap on the detector's core

@@ -183,9 +183,19 @@ def annotate_batch(detector: MentionDetector, linker: PartLinker, pipeline: Text
                       confidence, evidence)
 
 
+def annotate_group(detector: MentionDetector, linker: PartLinker, pipeline: TextPipeline, consistency: bool,
+                   link_kw: dict[str, Any], group: list[list[TextDocument]],
+                   confidence: Confidences | None = None, evidence: bool = False) -> list[DocumentsDone]:
+    """:func:`annotate_batch` of each batch of `group`, detected in one call (:func:`detect_batches`)
+    and linked batch by batch: what a Ray actor does with a block."""
+    return [link_found(linker, pipeline, consistency, link_kw, found, confidence, evidence)
+            for found in detect_batches(detector, consistency, group)]
+
+
 @dataclass
 class AnnotateBatchWork:
-    """`annotate`: a batch of documents → :class:`DocumentsDone`. `detector`: a detector object
+    """`annotate`: a group of batches of documents → a :class:`DocumentsDone` per batch (the
+    detector called once over the group, :func:`annotate_group`). `detector`: a detector object
     (the dictionary tagger, built by the driver from the store) or a trained detector's directory
     (loaded by each worker)."""
 
@@ -202,7 +212,7 @@ class AnnotateBatchWork:
     def bind(self, detector: MentionDetector, linker: PartLinker) -> Any:
         if self.dictionary_tagger is not None:  # the dictionary refinement, in-process and in each Ray worker alike
             detector.dictionary_tagger = self.dictionary_tagger  # type: ignore[attr-defined]
-        return partial(annotate_batch, detector, linker, self.pipeline, self.consistency, self.link_kw,
+        return partial(annotate_group, detector, linker, self.pipeline, self.consistency, self.link_kw,
                        confidence=self.confidence, evidence=self.evidence)
 
     def stages(self, detector: MentionDetector, linker: PartLinker) -> tuple[Any, Any]:
