@@ -251,3 +251,39 @@ def test_read_ahead_fills_the_query_encoder_across_batches_and_writes_the_same_b
     assert each.count(b'"ids"') >= 10
     assert ahead == each
     assert 0 < n_ahead < n_each
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_a_trained_detector_gets_several_batches_per_call_and_writes_the_same_bytes(world, tmp_path, monkeypatch,
+                                                                                   overlap):
+    """annotate hands a trained detector `pack_documents` documents per call (their windows sorted
+    by length together), links them batch by batch, and writes what one batch per call writes, in
+    input order; streamed: a call never holds more than the pack."""
+    from kgnorm.methods.ner.model import NerDetector
+
+    store, model, docs, det = world
+    calls: list[int] = []
+    real = NerDetector.detect
+
+    def spy(self, texts):
+        calls.append(len(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(NerDetector, "detect", spy)
+
+    def out(pack: int) -> bytes:
+        monkeypatch.setattr(NerDetector, "pack_documents", pack)
+        calls.clear()
+        path = tmp_path / f"{pack}.pubtator"
+        annotate_documents(str(det), model, docs, input_format="jsonl", output=path, output_format="pubtator",
+                           store=store, write=False, batch_docs=2, progress=False, overlap=overlap,
+                           ner_precision="fp32")
+        return path.read_bytes()
+
+    one = out(1)
+    assert calls == [2] * 5
+    packed = out(6)
+    assert calls == [6, 4]   # three batches of two in one call, then the rest
+    assert packed == one and one.count(b"Disease") >= 10
+    ids = [line.split(b"|")[0] for line in packed.splitlines() if b"|t|" in line]
+    assert ids == [f"{d}-{i}".encode() for i in range(5) for d in ("d1", "d2")]

@@ -129,7 +129,8 @@ def annotate_documents(ner: str | Path | MentionDetector, model: str | Path | di
         report.output = output_label(output)
         writer = document_writer(out.file, output_format) if out.file is not None else None
         batches = _batches(docs, batch_docs, report)
-        for batch, done in _done_batches(stack, work, detector, linking, batches, engine, ray, plan, report):
+        pack = max(1, int(getattr(detector, "pack_documents", 1)) // batch_docs)
+        for batch, done in _done_batches(stack, work, detector, linking, batches, engine, ray, plan, report, pack):
             _take(out, writer, batch, done, report, digest, label, top_k, collect)
             out.flush_if_full()
         if writer is not None:
@@ -209,14 +210,21 @@ def _run_record(linking: Any, ner_label: str, digest: str, label: str, top_k: in
 
 
 def _done_batches(stack: ExitStack, work: Any, detector: Any, linking: Any, batches: Iterator[list[TextDocument]],
-                  engine: str, ray: Any, plan: Any, report: AnnotateReport) -> Iterator[tuple[list[TextDocument], Any]]:
+                  engine: str, ray: Any, plan: Any, report: AnnotateReport,
+                  pack: int = 1) -> Iterator[tuple[list[TextDocument], Any]]:
     """(batch, its DocumentsDone) in input order: by Ray actors, or in-process (a mention text
     repeated across the corpus linked once, the query cache), detection of the next batch beside
-    the linking of this one where the plan overlaps them (the same bytes)."""
-    if engine == "ray":
+    the linking of this one where the plan overlaps them (the same bytes). `pack` batches at a time
+    go to the detector in one call (the detector's ``pack_documents``: a trained one sorts their
+    windows by length together; a Ray block is such a group) and are linked batch by batch."""
+    from kgnorm.jobs.batch_work import batches_of
+
+    groups = batches_of(batches, pack)
+    if engine == "ray":   # a block is a group: each actor's detector packs it as the in-process one does
         from kgnorm.jobs.ray_engine import RayOptions, ray_map
 
-        return ray_map(work, batches, ray or RayOptions())
+        return ((batch, d) for group, dones in ray_map(work, groups, ray or RayOptions())
+                for batch, d in zip(group, dones))
     from kgnorm.encoders.fixed_shape import query_cores
     from kgnorm.jobs.overlap import overlapped
     from kgnorm.linking.query_cache import with_cache
@@ -224,15 +232,18 @@ def _done_batches(stack: ExitStack, work: Any, detector: Any, linking: Any, batc
     linker = with_cache(linking.linker)
     detect, link = (_timed(f, report.stage_seconds, k) for f, k in zip(work.stages(detector, linker), ("detect", "link")))
     if not plan.overlap:
-        return _read_ahead(batches, detect, link, _timed(work.prefetch(linker), report.stage_seconds, "link"))
+        return _read_ahead(groups, detect, link, _timed(work.prefetch(linker), report.stage_seconds, "link"))
     # the linking stage has its own cores only: no query overlap on the detector's core
     stack.enter_context(query_cores(plan.threads or 1))
-    return stack.enter_context(closing(overlapped(batches, detect, link, plan.threads, plan.detectors)))
+    done = stack.enter_context(closing(overlapped(groups, detect, lambda founds: [link(f) for f in founds],
+                                                  plan.threads, plan.detectors)))
+    return ((batch, d) for group, dones in done for batch, d in zip(group, dones))
 
 
-def _read_ahead(batches: Iterator[list[TextDocument]], detect: Any, link: Any, prefetch: Any,
+def _read_ahead(groups: Iterator[list[list[TextDocument]]], detect: Any, link: Any, prefetch: Any,
                 lookahead: int | None = None) -> Iterator[tuple[list[TextDocument], Any]]:
-    """(batch, link(detect(batch))) in input order, batches detected up to `lookahead` mentions
+    """(batch, its link(found)) in input order, `detect` given a group of batches at a time and
+    returning each one's found mentions; batches detected up to `lookahead` mentions
     (kgnorm.linking.linker.LOOKAHEAD) ahead of the one linked, their queries prefetched: the query
     encoder then fills its fixed-shape calls across batches instead of ending each batch with
     part-filled ones (HPO over 1,692 abstracts: 293 encoder calls, 8,763 of their 9,376 rows copies,
@@ -244,15 +255,15 @@ def _read_ahead(batches: Iterator[list[TextDocument]], detect: Any, link: Any, p
     lookahead = LOOKAHEAD if lookahead is None else lookahead
     ahead: deque[tuple[list[TextDocument], Any]] = deque()
     n_ahead = 0
-    for batch in batches:
-        found = detect(batch)
-        prefetch(found)
-        ahead.append((batch, found))
-        n_ahead += len(found.items)
-        while ahead and n_ahead - len(ahead[0][1].items) >= lookahead:
-            head, head_found = ahead.popleft()
-            n_ahead -= len(head_found.items)
-            yield head, link(head_found)
+    for group in groups:
+        for batch, found in zip(group, detect(group)):
+            prefetch(found)
+            ahead.append((batch, found))
+            n_ahead += len(found.items)
+            while ahead and n_ahead - len(ahead[0][1].items) >= lookahead:
+                head, head_found = ahead.popleft()
+                n_ahead -= len(head_found.items)
+                yield head, link(head_found)
     while ahead:
         head, head_found = ahead.popleft()
         yield head, link(head_found)

@@ -94,10 +94,29 @@ class DocumentsFound:
 def detect_batch(detector: MentionDetector, consistency: bool, batch: list[TextDocument]) -> DocumentsFound:
     """Find the mentions of a batch of documents (abbreviations from each document's own text; with
     `consistency`, every occurrence of a found string tagged). The first stage of annotate_batch."""
+    return _found(batch, detector.detect([d.text for d in batch]), consistency)
+
+
+def detect_batches(detector: MentionDetector, consistency: bool,
+                   batches: list[list[TextDocument]]) -> list[DocumentsFound]:
+    """:func:`detect_batch` of each batch, the detector called once over all of them: a trained
+    detector sorts the windows of every text it is given by length, so more documents per call fill
+    its padded rows better (benchmarks/LOG.md, "windows packed over 128 documents"). A document's
+    spans do not depend on the others in the call, so each batch's result is what detect_batch gives."""
+    texts = [d.text for batch in batches for d in batch]
+    spans = detector.detect(texts) if texts else []
+    out, k = [], 0
+    for batch in batches:
+        out.append(_found(batch, spans[k:k + len(batch)], consistency))
+        k += len(batch)
+    return out
+
+
+def _found(batch: list[TextDocument], found: list[list[Span]], consistency: bool) -> DocumentsFound:
+    """A batch's detected spans as the mentions to link (abbreviations, consistency, contexts)."""
     from kgnorm.ner.propagate import propagate_spans
     from kgnorm.text.abbreviations import document_abbreviations
 
-    found = detector.detect([d.text for d in batch])
     out = DocumentsFound(len(batch), [], [])
     for i, (doc, spans) in enumerate(zip(batch, found)):
         abbr = document_abbreviations(doc.title, doc.text, [(s.text, s.start, s.end) for s in spans])
@@ -164,9 +183,19 @@ def annotate_batch(detector: MentionDetector, linker: PartLinker, pipeline: Text
                       confidence, evidence)
 
 
+def annotate_group(detector: MentionDetector, linker: PartLinker, pipeline: TextPipeline, consistency: bool,
+                   link_kw: dict[str, Any], group: list[list[TextDocument]],
+                   confidence: Confidences | None = None, evidence: bool = False) -> list[DocumentsDone]:
+    """:func:`annotate_batch` of each batch of `group`, detected in one call (:func:`detect_batches`)
+    and linked batch by batch: what a Ray actor does with a block."""
+    return [link_found(linker, pipeline, consistency, link_kw, found, confidence, evidence)
+            for found in detect_batches(detector, consistency, group)]
+
+
 @dataclass
 class AnnotateBatchWork:
-    """`annotate`: a batch of documents → :class:`DocumentsDone`. `detector`: a detector object
+    """`annotate`: a group of batches of documents → a :class:`DocumentsDone` per batch (the
+    detector called once over the group, :func:`annotate_group`). `detector`: a detector object
     (the dictionary tagger, built by the driver from the store) or a trained detector's directory
     (loaded by each worker)."""
 
@@ -183,13 +212,14 @@ class AnnotateBatchWork:
     def bind(self, detector: MentionDetector, linker: PartLinker) -> Any:
         if self.dictionary_tagger is not None:  # the dictionary refinement, in-process and in each Ray worker alike
             detector.dictionary_tagger = self.dictionary_tagger  # type: ignore[attr-defined]
-        return partial(annotate_batch, detector, linker, self.pipeline, self.consistency, self.link_kw,
+        return partial(annotate_group, detector, linker, self.pipeline, self.consistency, self.link_kw,
                        confidence=self.confidence, evidence=self.evidence)
 
     def stages(self, detector: MentionDetector, linker: PartLinker) -> tuple[Any, Any]:
-        """(detect, link) of one batch, the two halves of `bind`'s function (kgnorm.jobs.overlap)."""
+        """(detect, link), the two halves of `bind`'s function (kgnorm.jobs.overlap): detect takes a
+        list of batches (detected in one call, :func:`detect_batches`), link one batch."""
         self.bind(detector, linker)
-        return (partial(detect_batch, detector, self.consistency),
+        return (partial(detect_batches, detector, self.consistency),
                 partial(link_found, linker, self.pipeline, self.consistency, self.link_kw,
                         confidence=self.confidence, evidence=self.evidence))
 

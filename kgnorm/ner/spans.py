@@ -49,6 +49,9 @@ class MentionDetector(Protocol):
       (kgnorm.linking.evidence) unless ``--no-dictionary-evidence`` (the dictionary tagger: on).
     - ``overlap_by_default``: annotate may detect the next batch on a second core while it links
       this one (off for a pure-Python detector that holds the GIL: it gains nothing).
+    - ``pack_documents``: documents annotate hands ``detect`` in one call (in `--batch-size`
+      batches, linked one batch at a time): a trained detector sorts the windows of a call by
+      length, so more documents fill its padded rows better; 1: one batch a call.
     - ``refinements``: the inference-time span refinements (a :class:`kgnorm.ner.refine.SpanRefinements`)
       a trained detector applies; None: none (annotate then builds no dictionary tagger).
     - ``dictionary_tagger``: the tagger whose matches the ``dictionary`` refinement adds; annotate
@@ -59,6 +62,7 @@ class MentionDetector(Protocol):
     consistency_by_default: bool = False
     evidence_by_default: bool = False
     overlap_by_default: bool = True
+    pack_documents: int = 1
     refinements: Any = None
     dictionary_tagger: Any = None
 
