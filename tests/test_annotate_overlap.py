@@ -160,6 +160,7 @@ def test_overlapped_annotate_writes_the_same_run_and_a_failure_leaves_the_store(
         return real(self, texts)
 
     monkeypatch.setattr(NerDetector, "detect", failing)
+    monkeypatch.setattr(NerDetector, "pack_documents", 2)  # one batch a call: the third call is mid-run
     other = write_jsonl(tmp_path / "other.jsonl", [{**d, "id": f"x{d['id']}-{i}"} for i in range(4) for d in DOCS])
     with pytest.raises(RuntimeError, match="third batch"):
         annotate_documents(str(det), model, other, input_format="jsonl", output=tmp_path / "x.pubtator",
