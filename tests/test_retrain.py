@@ -196,7 +196,7 @@ def test_replayed_documents_are_typed_as_the_detector_was_trained(tmp_path):
     assert len(check) == 6 and not {d.doc_id for d in check} & {d.doc_id for d in got}
     # the same check documents with their gold concepts, for the confidence refit: typed as the detector
     split = replay_split(replay, {"SpecificDisease": "Disease"}, ("Disease",), seed=0)
-    gold = check_documents(replay, split, {"SpecificDisease": "Disease"}, ("Disease",))
+    gold = check_documents(replay, split)
     assert sorted(d.doc_id for d, _ in gold) == sorted(d.doc_id for d in check)
     assert all([(a.start, a.end, a.type, a.ids) for a in anns] == [(0, 13, "Disease", ("D1",))] and not d.annotations
                for d, anns in gold)

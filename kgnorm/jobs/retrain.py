@@ -187,7 +187,7 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
         test_rejected = [r for r in rejected if held_back(r[0])]  # none held back: no scores
         if replayed is not None and report.ner:  # before the held-back scores: they refit the confidence
             _judge_replay(ner, stage, replayed.check, report, threads)
-        also = _replay_calibration(ner, rehearsal, replayed)
+        also = _replay_calibration(rehearsal, replayed)
         _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet, test_rejected, also)
         report.seconds = time.perf_counter() - t0
         run = _run(model, ner, out, report, seed)
@@ -330,16 +330,14 @@ def _top1(model: Path, mentions: list[Any]) -> list[str]:
     return out
 
 
-def _replay_calibration(ner: Path | None, rehearsal: Any, replayed: Any) -> list[tuple[Any, list[Any]]]:
+def _replay_calibration(rehearsal: Any, replayed: Any) -> list[tuple[Any, list[Any]]]:
     """The replayed check documents with their gold (none without --replay), which the mention
     confidence is refitted on beside the held-back ones (kgnorm.jobs.retrain_replay)."""
-    if ner is None or replayed is None:
+    if replayed is None:
         return []
     from kgnorm.jobs.retrain_replay import check_documents
-    from kgnorm.methods.model_dir import read_model_meta
-    from kgnorm.methods.ner.finetune import base_types
 
-    return check_documents(rehearsal, replayed, read_model_meta(ner).get("types_map"), base_types(ner))
+    return check_documents(rehearsal, replayed)
 
 
 def _score_held_back(uri: str, model: Path, ner: Path | None, out: Path, test: list[tuple[str, str, Any]],

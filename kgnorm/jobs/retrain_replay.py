@@ -52,10 +52,13 @@ class Replay:
 @dataclass(frozen=True)
 class ReplaySplit:
     """The replayed corpus read once: the documents the guard tags (`check`, the first
-    `REPLAY_CHECK` of a seeded order, at most half) and the rest, which training draws from."""
+    `REPLAY_CHECK` of a seeded order, at most half) and the rest, which training draws from;
+    `types_map` and `types`: how its spans were typed (the detector's), for check_documents."""
 
     check: list[AnnotatedText]
     pool: list[AnnotatedText]
+    types_map: dict[str, str] | None = None
+    types: tuple[str, ...] = ()
 
     def texts(self, new_texts: int) -> list[AnnotatedText]:
         """`REPLAY_PER_TEXT` x `new_texts` documents of the pool (all of it if fewer)."""
@@ -71,7 +74,7 @@ def replay_split(replay: Replay, types_map: dict[str, str] | None, types: tuple[
     docs = [replace(d, spans=[s for s in d.spans if s.type in wanted]) for d in docs]
     random.Random(seed).shuffle(docs)
     n = min(REPLAY_CHECK, len(docs) // 2)
-    return ReplaySplit(docs[:n], docs[n:])
+    return ReplaySplit(docs[:n], docs[n:], types_map, tuple(types))
 
 
 def replay_check(replay: Replay, types_map: dict[str, str] | None, types: tuple[str, ...],
@@ -86,14 +89,14 @@ def replay_texts(replay: Replay, types_map: dict[str, str] | None, types: tuple[
     return replay_split(replay, types_map, types, seed).texts(new_texts)
 
 
-def check_documents(replay: Replay, split: ReplaySplit, types_map: dict[str, str] | None,
-                    types: tuple[str, ...]) -> list[tuple[TextDocument, list[Annotation]]]:
+def check_documents(replay: Replay, split: ReplaySplit) -> list[tuple[TextDocument, list[Annotation]]]:
     """The guard's check documents as the replayed file gives them, with their gold concepts
-    (read_annotated keeps spans only), each annotation kept when of a type the detector tags and
-    labelled as it: what annotate's mention confidence is refitted on beside the held-back reviews."""
+    (read_annotated keeps spans only), each annotation typed as `split`'s spans were and kept when
+    of a type the detector tags: what annotate's mention confidence is refitted on beside the
+    held-back reviews."""
     from kgnorm.documents.readers import read_documents, sniff_document_format
 
-    wanted, labels, ids = set(types), TypeMap(types_map), {d.doc_id for d in split.check}
+    wanted, labels, ids = set(split.types), TypeMap(split.types_map), {d.doc_id for d in split.check}
     out = []
     for doc in read_documents(replay.path, sniff_document_format(replay.path)):
         if doc.doc_id in ids:
