@@ -24,7 +24,8 @@ Spellings: a name's prefixed word also matches set off by a hyphen, and a hyphen
 
 Coordinations (``coordinations``, the default): a match that ends a coordination also gives the other
 conjuncts that make a name with its words, each as a span from the conjunct to the shared words
-("palmar and plantar pits": "palmar pits" too), read as that name (``Span.reading``).
+("palmar and plantar pits": "palmar pits" too), read as that name (``Span.reading``;
+kgnorm.ner.coordination).
 
 Plurals: with ``plurals`` (the default) every word of a name and of the text is folded to a
 singular-like key first (:func:`kgnorm.text.inflection.singular`), so "pedunculated papules" in a text
@@ -51,6 +52,8 @@ import ahocorasick
 
 from kgnorm.errors import KgnormError
 from kgnorm.graph.refs import ConceptRef
+from kgnorm.ner.coordination import coordinated
+from kgnorm.ner.phrases import _BREAK_OR_COMMA, _COORDINATORS, _FUNCTION_WORDS
 from kgnorm.ner.spans import MentionDetector, Span
 from kgnorm.text.inflection import participle, singular
 from kgnorm.text.normalize import normalize
@@ -65,12 +68,11 @@ __all__ = ["DictionaryDetector", "DictionaryStats"]
 _WORD = re.compile(r"[^\W_]+")
 # What may not lie between two words of one match: brackets and clause punctuation.
 _BREAK = re.compile(r"[()\[\]{};]")
-_BREAK_OR_COMMA = re.compile(r"[()\[\]{};,]")  # ... and a comma, unless the name has one ("Diabetes mellitus, type 2")
+# _BREAK_OR_COMMA (kgnorm.ner.phrases): ... and a comma, unless the name has one ("Diabetes mellitus, type 2")
 # ... and between two words of a match in another word order (kgnorm.ner.dictionary._any_order)
 _ANY_ORDER_BREAK = re.compile(r"[()\[\]{};,.:]")
 # Words a name in another word order may add, drop or move ("abnormality of the thumb": "thumb abnormality")
 _MAX_ANY_ORDER = 6  # content words of the longest name matched in another order
-_FUNCTION_WORDS = frozenset({"of", "the", "a", "an", "in", "on", "at", "to", "for", "with", "by", "from"})
 # Latin and Greek prefixes a writer may join to a word or set off with a hyphen ("preauricular",
 # "pre-auricular"); a name written one way also matches the other (DictionaryDetector._add_spellings)
 _PREFIXES = ("ante", "anti", "bi", "co", "contra", "dys", "endo", "epi", "extra", "hemi", "hyper", "hypo",
@@ -80,23 +82,12 @@ _PREFIXES = ("ante", "anti", "bi", "co", "contra", "dys", "endo", "epi", "extra"
 _PREFIX = re.compile("^(" + "|".join(sorted(_PREFIXES, key=len, reverse=True)) + ")(.{3,})$")
 
 
-_COORDINATORS = frozenset({"and", "or"})
 # nouns that say "abnormal" of the organ named before them (DictionaryDetector._generic_nouns)
 _GENERIC_NOUNS = ("manifestations", "signs", "findings", "features", "involvement", "problems")
-_MAX_CONJUNCTS = 4  # conjuncts read before one match ("branchial, otic and renal anomalies")
 
 
 class _PlainBag(frozenset):
     """The content words of a match in another order as the text writes them (no variant folded)."""
-
-
-def _plain_gap(text: str, words: list[tuple[int, int]], i: int, comma: bool = False, bare: bool = True) -> bool:
-    """Whether only spaces (and, with `comma`, one comma) lie between word i and word i + 1; with
-    `bare` False, the comma must be there."""
-    gap = text[words[i][1]:words[i + 1][0]]
-    if not gap.strip():
-        return bare
-    return comma and gap.strip() == ","
 
 
 def _under(root: str, is_a: Iterable[tuple[str, str]]) -> set[str]:
@@ -525,7 +516,9 @@ class DictionaryDetector(MentionDetector):
                       self._any_order(text, words, [variant.get(b, b) for b in plain])
                       if not self._phrase_goes_on(text, words, lowered, l)]
         spans = self._leftmost_longest(text, words, found)
-        return self._coordinations(text, words, lowered, spans) if self.coordinations else spans
+        if not self.coordinations:
+            return spans
+        return coordinated(text, words, lowered, spans, self._lookup, self.type, self.ontology)
 
     def _phrase_goes_on(self, text: str, words: list[tuple[int, int]], lowered: list[str], last: int) -> bool:
         """Whether the word after word `last` continues its noun phrase: a word of the names, no
@@ -550,86 +543,6 @@ class DictionaryDetector(MentionDetector):
         if key not in self._cased and f" {key} " in self._automaton:
             return self._key_uids.get(key, set()), self._key_name.get(key, "")
         return None
-
-    def _coordinations(self, text: str, words: list[tuple[int, int]], lowered: list[str],
-                       spans: list[Span]) -> list[Span]:
-        """`spans` and, for each match in a coordination, the other conjuncts as the names they make with
-        its shared words: "palmar and plantar pits" (the match "plantar pits") also says "palmar pits",
-        "hypopigmentation of skin or hair" (the match "hypopigmentation of skin") "hypopigmentation of
-        hair". Such a span runs from its conjunct to the end of the shared words (to the conjunct, when
-        the shared words come first), so it encloses the coordination, and it reads as its name
-        (``Span.reading``). Sorted by start."""
-        first_of = {s: i for i, (s, _) in enumerate(words)}
-        last_of = {e: i for i, (_, e) in enumerate(words)}
-        more: list[Span] = []
-        for span in spans:
-            first, last = first_of.get(span.start), last_of.get(span.end)
-            if first is None or last is None or last == first:
-                continue
-            for start, end, reading, (uids, name) in (*self._left_conjuncts(text, words, lowered, first, last),
-                                                       *self._right_conjuncts(text, words, lowered, first, last)):
-                more.append(Span(start, end, text[start:end], self.type, name=name, reading=reading,
-                                 concepts=tuple(ConceptRef(self.ontology, u) for u in sorted(uids))))
-        if not more:
-            return spans
-        seen = {(s.start, s.end) for s in spans}
-        return sorted([*spans, *(s for s in more if (s.start, s.end) not in seen)], key=lambda s: (s.start, -s.end))
-
-    def _left_conjuncts(self, text: str, words: list[tuple[int, int]], lowered: list[str], first: int,
-                        last: int) -> list[tuple[int, int, str, tuple[set[str], str]]]:
-        """Conjuncts before a match ("A, B and" before "C pits") that make a name with its words after
-        the first (or with all of them): (start, end, reading, (concepts, name)) each."""
-        out: list[tuple[int, int, str, tuple[set[str], str]]] = []
-        j = first - 1
-        if j < 1 or lowered[j] not in _COORDINATORS or not _plain_gap(text, words, j) \
-                or not _plain_gap(text, words, j - 1, comma=True):
-            return out
-        end = j - 1
-        # the shared words: all but the match's first (or all of them), never from a function word on
-        # ("hypoplasia or malformations of the kidney" is no "hypoplasia of the kidney")
-        heads = [m for m in (1, 0, *range(2, last - first + 1)) if lowered[first + m] not in _FUNCTION_WORDS]
-        while end >= 0 and len(out) < _MAX_CONJUNCTS:
-            start = end
-            for n in (3, 2, 1):
-                s = end - n + 1
-                if s < 0 or any(lowered[i] in _FUNCTION_WORDS or lowered[i] in _COORDINATORS for i in range(s, end + 1)) \
-                        or not all(_plain_gap(text, words, i) for i in range(s, end)):
-                    continue
-                hit = next(((m, h) for m in heads if (h := self._lookup(lowered[s:end + 1] + lowered[first + m:last + 1]))),
-                           None)
-                if hit:
-                    m, found = hit
-                    reading = text[words[s][0]:words[end][1]] + " " + text[words[first + m][0]:words[last][1]]
-                    out.append((words[s][0], words[last][1], reading, found))
-                    start = s
-                    break
-            if start < 1 or not _plain_gap(text, words, start - 1, comma=True, bare=False):
-                break
-            end = start - 1
-        return out
-
-    def _right_conjuncts(self, text: str, words: list[tuple[int, int]], lowered: list[str], first: int,
-                         last: int) -> list[tuple[int, int, str, tuple[set[str], str]]]:
-        """A conjunct after a match ("or hair" after "hypopigmentation of skin") that makes a name with its
-        words before the last: (start, end, reading, (concepts, name))."""
-        j = last + 1
-        if j + 1 >= len(words) or lowered[j] not in _COORDINATORS or not _plain_gap(text, words, last, comma=True) \
-                or not _plain_gap(text, words, j):
-            return []
-        for n in (2, 1):
-            end = j + n
-            if end >= len(words) or any(lowered[i] in _FUNCTION_WORDS or lowered[i] in _COORDINATORS
-                                        for i in range(j + 1, end + 1)) \
-                    or not all(_plain_gap(text, words, i) for i in range(j + 1, end)):
-                continue
-            found = self._lookup(lowered[first:last] + lowered[j + 1:end + 1])
-            # the conjunct ends its phrase ("dysplasia and abnormal" is not one in "patellar dysplasia and
-            # abnormal clavicular shape")
-            if found and (end + 1 == len(words) or _BREAK_OR_COMMA.search(text, words[end][1], words[end + 1][0])
-                          or re.search(r"[.:]", text[words[end][1]:words[end + 1][0]])):
-                reading = text[words[first][0]:words[last - 1][1]] + " " + text[words[j + 1][0]:words[end][1]]
-                return [(words[first][0], words[end][1], reading, found)]
-        return []
 
     def _inside_a_word(self, text: str, words: list[tuple[int, int]], first: int, last: int) -> bool:
         """Whether a match is part of a longer word rather than a phrase of its own: it begins after a
