@@ -56,32 +56,77 @@ def cached_export(kind: str, key: str, files: tuple[str, ...],
 
 def cached_vectors(kind: str, key: str, texts: Sequence[str],
                    encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
-    """``encode(texts)``, kept in ``<cache>/<kind>/<digest>.npy`` under `key` (what decides the vectors:
-    a model's content, its pooling ...) and the set of texts: the same key and texts in any order find
-    their vectors again, anything else encodes afresh. Written atomically; a broken or read-only cache
-    only costs the encoding."""
+    """``encode(texts)``, kept in ``<cache>/<kind>/<key digest>-<texts digest>.npy`` (with the texts
+    beside it) under `key` (what decides the vectors: a model's content, its pooling ...) and the set
+    of texts: the same key and texts in any order find their vectors again. Other texts under the same
+    key reuse the rows of the cached set that shares most of them and encode only the rest (a
+    dictionary with a corpus's mentions added, then its dev mentions: 565k names encode once, not
+    three times). Written atomically; a broken or read-only cache only costs the encoding."""
     texts = list(texts)
     keys = sorted(set(texts))       # kept in sorted order: the same texts in another order hit
     row = {t: i for i, t in enumerate(keys)}
     order = np.fromiter((row[t] for t in texts), dtype=np.int64, count=len(texts))
+    key_digest = hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
     h = hashlib.sha1(key.encode("utf-8"))
     for t in keys:
         h.update(t.encode("utf-8") + b"\0")
-    path = cache_dir() / kind / f"{h.hexdigest()[:24]}.npy"
-    if path.is_file():
+    folder = cache_dir() / kind
+    path = folder / f"{key_digest}-{h.hexdigest()[:24]}.npy"
+    vecs = _load_vectors(path, len(keys))
+    if vecs is not None:
+        return np.asarray(vecs[order])
+    vecs = _reuse_and_encode(folder, key_digest, keys, encode)
+    _save_vectors(path, keys, vecs)
+    return vecs[order]
+
+
+def _load_vectors(path: Path, rows: int) -> np.ndarray | None:
+    try:
+        vecs = np.load(path, mmap_mode="r")
+        return vecs if vecs.shape[0] == rows else None
+    except (OSError, ValueError):
+        return None  # absent or broken: encode again and replace it
+
+
+def _texts_path(path: Path) -> Path:
+    return path.with_suffix(".texts")
+
+
+def _reuse_and_encode(folder: Path, key_digest: str, keys: list[str],
+                      encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """The vectors of `keys`: rows of the cached set (same key) sharing most of them, the rest encoded."""
+    best: tuple[int, Path, list[str]] | None = None
+    wanted = set(keys)
+    for tp in folder.glob(f"{key_digest}-*.texts") if folder.is_dir() else ():
         try:
-            vecs = np.load(path, mmap_mode="r")
-            if vecs.shape[0] == len(keys):
-                return np.asarray(vecs[order])
-        except (OSError, ValueError):
-            pass  # a broken cache file: encode again and replace it
-    vecs = np.asarray(encode(keys), dtype=np.float32)
+            cached = tp.read_text(encoding="utf-8").split("\0")
+        except (OSError, UnicodeDecodeError):
+            continue
+        shared = len(wanted.intersection(cached))
+        if shared and (best is None or shared > best[0]):
+            best = (shared, tp.with_suffix(".npy"), cached)
+    old = _load_vectors(best[1], len(best[2])) if best is not None else None
+    if old is None:
+        return np.asarray(encode(keys), dtype=np.float32)
+    at = {t: i for i, t in enumerate(best[2])}
+    have = [i for i, t in enumerate(keys) if t in at]
+    missing = [i for i, t in enumerate(keys) if t not in at]
+    out = np.empty((len(keys), old.shape[1]), dtype=np.float32)
+    out[have] = old[[at[keys[i]] for i in have]]
+    if missing:
+        out[missing] = np.asarray(encode([keys[i] for i in missing]), dtype=np.float32)
+    return out
+
+
+def _save_vectors(path: Path, keys: list[str], vecs: np.ndarray) -> None:
+    """The vectors, then their texts (a set is found by its texts file: written last, both atomically)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
             np.save(fh, vecs)
         os.replace(tmp, path)
+        tmp.write_text("\0".join(keys), encoding="utf-8")
+        os.replace(tmp, _texts_path(path))
     except OSError:
         pass
-    return vecs[order]

@@ -301,6 +301,8 @@ def test_a_large_dictionary_re_encodes_only_its_pool_and_saves_an_exact_index(ti
                        progress=False, on_epoch=seen.append)
     assert res.epochs_completed == 2 and all(np.isfinite(r["loss"]) for r in seen)
     assert 0 < seen[0]["pool_names"] < len(train_dict)   # a pool, not the whole dictionary
+    # the time the final index will take, kept free by the time budget, at the pool's pace
+    assert all(r["seconds_final_index"] > 0 for r in seen)
     meta = read_model_meta(tmp_path / "pool")
     assert meta["training"]["index"] == "whole"
     saved = load_biosyn(tmp_path / "pool", device="cpu")
@@ -315,6 +317,7 @@ def test_a_large_dictionary_re_encodes_only_its_pool_and_saves_an_exact_index(ti
     train_biosyn(again, train_dict, TRAIN, DEV, tmp_path / "again", _cfg(epochs=1, pool_above=5, pool_depth=2,
                                                                          exact_index=False), progress=False)
     assert calls and max(calls) < len(train_dict)   # the pool, the queries: never every name
+    assert "seconds_final_index" not in read_model_meta(tmp_path / "again")["training"]["history"][-1]
     assert read_model_meta(tmp_path / "again")["training"]["index"] == "pool"
     plain = train_biosyn(BioSynModel(DenseEncoder(tiny_bert_dir, pooling="cls", max_length=16, device="cpu"),
                                      dictionary), train_dict, TRAIN, DEV, tmp_path / "plain", _cfg(epochs=1),

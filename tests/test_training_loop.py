@@ -251,3 +251,23 @@ def test_wall_budget_ends_the_run_its_last_evaluation_included_within_it(tmp_pat
     fresh.history, fresh._last_step_seconds = [{"seconds_dev": 3.0}], 1.0
     clock.now = 3.0  # 3 s in, with one more step and an evaluation (4 s) still to fit: half spent
     assert fresh.progress() == pytest.approx(0.5)
+
+
+class AfterToy(Toy):
+    """A task that must still work `after` seconds once the loop ends (an index to encode)."""
+
+    def __init__(self, after: float, **kw):
+        super().__init__(**kw)
+        self.after = after
+
+    def seconds_after(self):
+        return self.after
+
+
+def test_epoch_budget_keeps_what_follows_the_loop_free(tmp_path):
+    """An epoch takes well under an hour: a one-hour budget runs every epoch, unless the task
+    still needs an hour after the loop, which leaves time for the first epoch only (it always runs)."""
+    r = _run(AfterToy(0.0), tmp_path / "a.pt", max_seconds=3600.0)
+    assert r.epochs_completed == 3 and r.stop_reason == "epochs"
+    r = _run(AfterToy(3600.0), tmp_path / "b.pt", max_seconds=3600.0)
+    assert r.epochs_completed == 1 and r.stop_reason == "max_seconds"

@@ -19,7 +19,8 @@ fixed) once:
   older loop) is refused;
 * the time budget ``max_seconds``, counted over resumptions. ``budget="epoch"``: no epoch
   starts that the last epoch's duration says would end past it (the clock counts
-  everything, set-up included). ``budget="step"``: the clock counts the optimisation steps
+  everything, set-up included, and what the task says must still follow the loop:
+  ``task.seconds_after()``). ``budget="step"``: the clock counts the optimisation steps
   only, no step starts past the budget (nor past ``max_steps`` steps in all), and the
   stopped part of the epoch is evaluated like a finished one. ``budget="wall"``: the clock
   counts everything, as for "epoch", but the run stops inside an epoch like "step": no step
@@ -212,9 +213,13 @@ class TrainingLoop:
 
     def _reserve(self) -> float:
         """Budget "wall": the time one more step and the evaluation after it take (the last
-        ones measured; 0 before the first)."""
+        ones measured; 0 before the first), and what the task does after the loop."""
         dev = next((r["seconds_dev"] for r in reversed(self.history) if "seconds_dev" in r), 0.0)
-        return self._last_step_seconds + float(dev)
+        return self._last_step_seconds + float(dev) + self._after()
+
+    def _after(self) -> float:
+        """What the task must still do once the loop ends (``task.seconds_after``), kept free."""
+        return self.task.seconds_after() if self.task is not None else 0.0
 
     def _out_of_steps(self) -> bool:
         c = self.cfg
@@ -240,7 +245,7 @@ class TrainingLoop:
         last = self.last_epoch_seconds if running is None else running
         if last is None:
             return False
-        if self.elapsed() + last > c.max_seconds:
+        if self.elapsed() + last + self._after() > c.max_seconds:
             self.stop_reason = "max_seconds"
             return True
         return False

@@ -53,6 +53,12 @@ class TrainingTask:
         """Dev metrics of the current weights, or None without dev data."""
         return None
 
+    def seconds_after(self) -> float:
+        """What the task still has to do once the loop ends, in seconds (an index encoded with the
+        selected weights): a time budget keeps it free, so the command, not only its loop, ends
+        within the budget. 0 when nothing follows or its length is not known yet."""
+        return 0.0
+
     def save(self, record: dict, history: list[dict]) -> None:
         """Write the current weights as the selected model (called on every improvement)."""
 

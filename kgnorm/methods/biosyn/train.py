@@ -33,7 +33,9 @@ Choices (documented, configurable where it matters):
   reach (its sparse and its first dense top ``pool_depth``, 32, found without gold) and the training
   gold names. The other rows keep their vectors of the start, which no query ranks near its top.
   The selected model's index is encoded whole once at the end, so what is saved is exact
-  (``exact_index``; off for a selection that the refit replaces). The vectors of the start are
+  (``exact_index``; off for a selection that the refit replaces), and the time budget keeps
+  that encoding's time free (at the pace of the last pool encoding), so ``max_seconds`` bounds
+  the whole training, the final index included. The vectors of the start are
   cached on disk per encoder and names (:func:`start_vectors`): selection, refit and the untrained
   model encode the dictionary with the starting encoder once between them.
 * Adam (L2 weight decay, as ``torch.optim.Adam``) with lr 1e-5 / weight decay 1e-2 for the
@@ -150,6 +152,7 @@ class BioSynTask(TrainingTask):
         self.vectors: np.ndarray | None = None       # pooled: every row's latest vector
         self.fresh_weights = True                    # the starting encoder's (not resumed): cached vectors fit
         self.initial: np.ndarray | None = None       # the starting encoder's vectors of every name, if known
+        self.seconds_per_name: float | None = None   # pooled: the last pool encoding's pace
 
     def _encode_names(self) -> np.ndarray:
         """The dictionary's vectors with the current weights: every name, or (pooled, once the
@@ -163,10 +166,19 @@ class BioSynTask(TrainingTask):
                             self.model.encode(self.names, batch_size=self.cfg.encode_batch_size, progress=self.progress))
             self.pool = self._pool_rows(self.vectors)
             return self.vectors
+        t0 = time.perf_counter()
         fresh = self.model.encode([self.names[r] for r in self.pool], batch_size=self.cfg.encode_batch_size,
                                   progress=self.progress)
+        self.seconds_per_name = (time.perf_counter() - t0) / max(len(self.pool), 1)
         self.vectors[self.pool] = fresh
         return self.vectors
+
+    def seconds_after(self) -> float:
+        """Pooled with an exact index: encoding every name once more after the loop (whole_index),
+        at the pace the pool was last encoded; the epoch budget keeps that time free."""
+        if not (self.pooled and self.cfg.exact_index) or self.seconds_per_name is None:
+            return 0.0
+        return self.seconds_per_name * len(self.names)
 
     def _pool_rows(self, vectors: np.ndarray) -> np.ndarray:
         """The rows any training or dev query reaches (sparse and dense top ``pool_depth``, no gold
@@ -248,7 +260,9 @@ class BioSynTask(TrainingTask):
         self.model.build_index(vectors=self.dict_vecs)
         return {"sparse_weight": self.model.lam,
                 "seconds_encode": round(self.t_enc + time.perf_counter() - t0, 2),
-                **({"pool_names": int(len(self.pool))} if self.pool is not None else {})}
+                **({"pool_names": int(len(self.pool))} if self.pool is not None else {}),
+                **({"seconds_final_index": round(self.seconds_after(), 3)}
+                   if self.pooled and self.cfg.exact_index and self.seconds_per_name is not None else {})}
 
     def evaluate(self) -> dict | None:
         return self.dev.evaluate(self.model)
