@@ -161,7 +161,7 @@ def main() -> None:
     ap.add_argument("--model", type=Path, required=True, help="the linking model (`kgnorm train biosyn --ontology hpo`)")
     ap.add_argument("--label", default="", help="how the model was made, for the log (e.g. 'trained 20 min on HPO names')")
     ap.add_argument("--annotate-args", default="", help="extra `kgnorm annotate` options, space separated")
-    ap.add_argument("--speed-copies", type=int, default=20, help="copies of the 22 dev abstracts for the speed runs")
+    ap.add_argument("--speed-copies", type=int, default=20, help="copies of the 22 dev abstracts for the speed runs (0: no speed runs, no speed row)")
     ap.add_argument("--trained", action="store_true", help="the model was trained (--from-names): names its results row")
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--no-log", action="store_true", help="print only (no LOG.md / results.jsonl)")
@@ -175,11 +175,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         write_texts(docs, tmp / "dev")
-        write_texts(docs, tmp / "speed", args.speed_copies)
+        if args.speed_copies:
+            write_texts(docs, tmp / "speed", args.speed_copies)
         pred = tmp / "kgnorm.pubtator"
         kgnorm_annotate(args.model, tmp / "dev", pred, args.store, extra)
         rep = score(gold, pred, args.store)
-        rate, whole = kgnorm_annotate(args.model, tmp / "speed", tmp / "speed.pubtator", args.store, extra)
+        rate, whole = (kgnorm_annotate(args.model, tmp / "speed", tmp / "speed.pubtator", args.store, extra)
+                       if args.speed_copies else (float("nan"), None))
         rows.append(("kgnorm annotate --ner dictionary:hpo" + (f" {args.annotate_args}" if extra else ""), rep, rate, whole))
         if "--no-dictionary-evidence" not in extra:  # what the dictionary's concepts as evidence are worth
             kgnorm_annotate(args.model, tmp / "dev", tmp / "no-evidence.pubtator", args.store,
@@ -191,7 +193,8 @@ def main() -> None:
             peer_predictions(annotator, docs, tmp / "peer.pubtator")
             prep = score(gold, tmp / "peer.pubtator", args.store)
             speed_docs = docs * args.speed_copies
-            rows.append(("FastHPOCR 0.1.4 (root HP:0000118, longest match)", prep, peer_speed(annotator, speed_docs), None))
+            rows.append(("FastHPOCR 0.1.4 (root HP:0000118, longest match)", prep,
+                         peer_speed(annotator, speed_docs) if speed_docs else float("nan"), None))
     head = "| system | mention P | mention R | mention F1 | NER F1 | document F1 | abstracts/s | abstracts/s, whole process |\n|---|---|---|---|---|---|---|---|\n"
     lines = [f"| {name} | {f4(r['mention']['precision'])} | {f4(r['mention']['recall'])} | {f4(r['mention']['f1'])} | "
              f"{f4(r['ner']['f1'])} | {f4(r['document']['f1'])} | {'' if rate != rate else f'{rate:,.0f}'} | "
@@ -200,9 +203,10 @@ def main() -> None:
     body_ablation = "\nThe dictionary tagger alone on the same text (strict spans, no consistency):\n\n" + \
         tagger_ablation(args.store, docs)
     body = (f"GSC+ dev (22 abstracts, 173 Phenotype mentions), raw text, mention = strict span + concept set. "
-            f"Model: {args.model} {args.label}. Speed over {args.speed_copies} copies of the dev abstracts "
-            f"({args.speed_copies * len(docs)} abstracts), one process each, "
-            f"{os.cpu_count()} cores.\n\n" + head + "\n".join(lines) + "\n" + body_ablation)
+            f"Model: {args.model} {args.label}. "
+            + (f"Speed over {args.speed_copies} copies of the dev abstracts ({args.speed_copies * len(docs)} "
+               f"abstracts), one process each, {os.cpu_count()} cores." if args.speed_copies else "No speed runs.")
+            + "\n\n" + head + "\n".join(lines) + "\n" + body_ablation)
     if args.no_log:
         print(body)
         return
@@ -212,7 +216,8 @@ def main() -> None:
     linker = "trained --from-names" if args.trained else "untrained"
     record("annotate", f"GSC+ dev (HPO), raw text, mention F1, dictionary:hpo + {linker} BioSyn", f4(r["mention"]["f1"]),
            command_line=short)
-    record("speed", "annotate --ner dictionary:hpo, GSC+ dev abstracts/s", f"{rate:,.0f}", command_line=short)
+    if rate == rate:
+        record("speed", "annotate --ner dictionary:hpo, GSC+ dev abstracts/s", f"{rate:,.0f}", command_line=short)
     peer = [row for row in rows if row[0].startswith("FastHPOCR")]
     if peer:
         record("annotate", "GSC+ dev (HPO), raw text, mention F1, FastHPOCR 0.1.4 (peer)", f4(peer[0][1]["mention"]["f1"]),
