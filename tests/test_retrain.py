@@ -330,6 +330,7 @@ def test_the_replayed_documents_judge_the_pair_out_would_ship(tmp_path, tiny_ber
     out, report = staged("same", model, None)  # what the given pair does: no loss
     rp = report.replay
     assert rp["kept"] == "retrained pair" and rp["documents"] == len(check) and rp["tolerance"] == 0.005
+    assert rp["document_seconds"] > 0
     assert rp["document_before"][2] > 0.5 and rp["document_after"] == rp["document_before"]
     assert "kept_given" not in report.ner and "kept_given" not in report.linker and not report.notes
     assert "OUT holds the retrained pair" in "\n".join(report.summary())

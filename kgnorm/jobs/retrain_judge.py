@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,7 @@ def judge_replayed_pair(uri: str, model: Path, ner: Path, stage: Path, check: li
 
     if not check:
         return
+    t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kgnorm-retrain-replay-") as tmp:
         gold_file = Path(tmp) / "replayed.pubtator"
         gold = write_gold(gold_file, check)
@@ -99,7 +101,8 @@ def judge_replayed_pair(uri: str, model: Path, ner: Path, stage: Path, check: li
                     break
             _ship(kept, model, ner, stage, report, why)
             tried.setdefault("given pair", before)
-        rep.update(document_after=tried[kept], document_tried=tried, kept=kept)
+        rep.update(document_after=tried[kept], document_tried=tried, kept=kept,
+                   document_seconds=round(time.perf_counter() - t0, 1))
 
 
 def _candidates(model: Path, ner: Path, stage: Path, report: Any, dropped: bool) -> list[tuple[str, tuple[Path, Path]]]:
