@@ -29,8 +29,13 @@ def retrain_cmd(
     replay: Annotated[Optional[Path], typer.Option("--replay", help="The annotated corpus (PubTator or BioC) the "
                                                    "detector was trained on: as many of its documents as there are new "
                                                    "texts are learnt beside them, so that the detector keeps what it "
-                                                   "knew; 50 others check it and join the held-back documents the "
-                                                   "mention confidence is refitted on.", show_default=False)] = None,
+                                                   "knew. 50 others, never trained on, join the held-back documents "
+                                                   "the mention confidence is refitted on, and judge: the retrained "
+                                                   "detector by span F1, then the pair OUT would ship (threshold "
+                                                   "included) by document F1 against the given pair; when it loses "
+                                                   "more than 0.005, OUT drops the threshold, then gives back the "
+                                                   "detector, the linker, or both, whichever first does not lose.",
+                                                   show_default=False)] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     threads: Annotated[Optional[int], typer.Option("--threads", help="Torch's intra-op threads (default: torch's).",
                                                    show_default=False)] = None,

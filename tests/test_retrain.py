@@ -81,12 +81,16 @@ def test_annotate_review_done_retrain_annotate_again(journey_store, tmp_path, ti
     assert code == 0, err
     base_meta = json.loads((model / "kgnorm-model.json").read_text(encoding="utf-8"))
     meta = json.loads((out / "linker" / "kgnorm-model.json").read_text(encoding="utf-8"))
-    assert meta["method"] == "biosyn" and meta["finetuned_from"] == str(model.resolve())
-    assert meta["ontology"] == base_meta["ontology"] and meta["ontology_version"] == base_meta["ontology_version"]
-    assert _weights(out / "linker") != _weights(model)  # trained from the base's weights, which moved
     with open_store(store, read_only=True) as st:
         [(params, metrics)] = st.query("MATCH (r:Run) WHERE r.kind = 'retrain' RETURN r.params_json, r.metrics_json").rows
     params, metrics = json.loads(params), json.loads(metrics)
+    assert meta["ontology"] == base_meta["ontology"] and meta["ontology_version"] == base_meta["ontology_version"]
+    if "kept_given" in params["linker"]:  # the replayed documents did not support the retrained pair
+        assert metrics["replay"]["kept"] in ("retrained detector, given linker", "given pair")
+        assert _weights(out / "linker") == _weights(model) and meta["created_at"] == base_meta["created_at"]
+    else:
+        assert meta["method"] == "biosyn" and meta["finetuned_from"] == str(model.resolve())
+        assert _weights(out / "linker") != _weights(model)  # trained from the base's weights, which moved
     ner_meta = json.loads((out / "ner" / "kgnorm-model.json").read_text(encoding="utf-8"))
     assert ner_meta["types"] == ["Disease"] and params["ner_training"]["documents"] == 10 - _held_back_done(store)
     if "kept_given" in params["ner_training"]:  # the held-back done documents did not support it
@@ -100,9 +104,13 @@ def test_annotate_review_done_retrain_annotate_again(journey_store, tmp_path, ti
     # corpus named in the run, both detectors scored on the 10 others
     new = params["ner_training"]["documents"] + params["ner_training"]["partial_texts"]
     assert params["ner_training"]["replayed_documents"] == min(10, new)
-    assert metrics["replay"]["documents"] == 10 and "replayed corpus: detector span F1" in err
-    if metrics["replay"]["after"]["f1"] < metrics["replay"]["before"]["f1"] - 0.005:
+    rp = metrics["replay"]
+    assert rp["documents"] == 10 and "replayed corpus: detector span F1" in err
+    if rp["spans_after"]["f1"] < rp["spans_before"]["f1"] - 0.005:
         assert "kept_given" in params["ner_training"]
+    # then the pair OUT holds, annotated as annotate would run it, by document F1 on those 10
+    assert rp["document_after"][2] >= rp["document_before"][2] - 0.005 and rp["kept"] in rp["document_tried"]
+    assert f"OUT holds the {rp['kept']}" in err
     replay = {"path": str(corpus.resolve()), "sha256": hashlib.sha256(corpus.read_bytes()).hexdigest()}
     # the documents not marked done teach the detector their reviewed spans (partial labels)
     assert params["ner_labels"] == {"partial": True, "ner_context": None, "replay": replay}
@@ -281,3 +289,82 @@ def test_the_linker_starts_from_the_base_index_vectors(tmp_path, tiny_bert_dir, 
     names = [*model.dictionary.names, "louis bar"]
     got = base_vectors(model, names, quiet=True)
     np.testing.assert_allclose(got, model.encode(names), rtol=1e-4, atol=1e-4)
+
+
+def test_the_replayed_documents_judge_the_pair_out_would_ship(tmp_path, tiny_bert_dir, capsys):
+    """--replay's last test: both pairs annotate the replayed check documents' raw text as annotate
+    would and are scored by document F1 against their gold concepts. A pair that does not lose is
+    kept; one whose detector finds nothing gives way to the given detector (the retrained linker
+    kept); one whose linker links into another ontology too, to the given pair, which OUT then holds."""
+    import shutil
+
+    from test_annotate_formats import _tiny_detector
+
+    from annotate_fixtures import build, write_gold_pubtator
+    from kgnorm.jobs.retrain import RetrainReport
+    from kgnorm.jobs.retrain_judge import judge_replayed_pair
+    from kgnorm.jobs.retrain_replay import Replay, check_documents, replay_split
+    from kgnorm.methods.mention_confidence import KEY, linker_identity, store_confidence
+    from kgnorm.nil.confidence import FEATURES, MentionConfidence
+
+    store = f"ladybug://{tmp_path}/graph"
+    model = build(tmp_path, capsys, store, tiny_bert_dir)
+    given = _tiny_detector(tiny_bert_dir, tmp_path / "ner", silent=True)  # the dictionary lever finds the names
+    replay = Replay.of(write_gold_pubtator(tmp_path / "corpus.pubtator", copies=2))
+    check = check_documents(replay, replay_split(replay, None, ("Disease",), 0))
+    assert check and all(anns for _, anns in check)
+
+    def staged(name: str, linker: Path, levers: dict | None, threshold: float | None = None) -> tuple[Path, RetrainReport]:
+        out = tmp_path / name
+        shutil.copytree(linker, out / "linker")
+        _tiny_detector(tiny_bert_dir, out / "ner", silent=True, levers=levers)
+        report = RetrainReport(out, linker={"queries": 3, "pairs": 3, "epochs": 1, "seconds": 1.0},
+                               ner={"documents": 2, "spans": 4, "steps": 3, "seconds": 1.0})
+        if threshold is not None:  # a confidence "refitted" for OUT's pair: annotate drops what falls under it
+            store_confidence(out / "ner", MentionConfidence(linker_identity(out / "linker"), (0.0,) * len(FEATURES), 0.0,
+                                                            (0.0,) * len(FEATURES), (1.0,) * len(FEATURES), threshold))
+            report.calibration = {"threshold": threshold, "fit": {}, "documents": {"held_back": 1, "replayed": len(check)}}
+        judge_replayed_pair(store, model, given, out, check, report, 1, True)
+        return out, report
+
+    out, report = staged("same", model, None)  # what the given pair does: no loss
+    rp = report.replay
+    assert rp["kept"] == "retrained pair" and rp["documents"] == len(check) and rp["tolerance"] == 0.005
+    assert rp["document_seconds"] > 0
+    assert rp["document_before"][2] > 0.5 and rp["document_after"] == rp["document_before"]
+    assert "kept_given" not in report.ner and "kept_given" not in report.linker and not report.notes
+    assert "OUT holds the retrained pair" in "\n".join(report.summary())
+
+    out, report = staged("strict", model, None, threshold=0.9)  # the pair is the given one, its threshold drops all
+    rp = report.replay
+    assert rp["document_tried"]["retrained pair"][2] == 0.0 and rp["kept"] == "retrained pair, no refitted threshold"
+    assert rp["document_after"] == rp["document_before"] and report.calibration["dropped"]
+    assert json.loads((out / "ner" / "kgnorm-model.json").read_text(encoding="utf-8"))[KEY] == []
+    assert "kept_given" not in report.ner and "kept_given" not in report.linker
+    assert "threshold 0.900 (not kept" in "\n".join(report.summary())
+
+    out, report = staged("deaf", model, {})  # no lever: its detector finds nothing
+    rp = report.replay
+    assert rp["document_tried"]["retrained pair"][2] == 0.0
+    assert rp["kept"] == "given detector, retrained linker" and rp["document_after"] == rp["document_before"]
+    assert _detector_bytes(out / "ner") == _detector_bytes(given) and "kept_given" in report.ner
+    assert "kept_given" not in report.linker and _weights(out / "linker") == _weights(model)
+    assert any("OUT holds the given detector, retrained linker" in n for n in report.notes)
+
+    # a linker over another ontology (the same names, other ids) with the deaf detector: every part loses
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "toye.obo").write_text(OBO.replace("TOYD:", "TOYE:").replace("toyd", "toye"), encoding="utf-8")
+    assert run(capsys, "ingest", "obo", str(other / "toye.obo"), "--ontology", "toye", "--store", store, "-q")[0] == 0
+    assert run(capsys, "train", "biosyn", "--ontology", "toye", "--out", str(other / "biosyn"), "--encoder",
+               str(tiny_bert_dir), "--store", store, "-q")[0] == 0
+    out, report = staged("lost", other / "biosyn", {})
+    rp = report.replay
+    assert rp["kept"] == "given pair" and rp["document_after"] == rp["document_before"]
+    assert rp["document_tried"]["given detector, retrained linker"][2] == 0.0
+    assert rp["document_tried"]["retrained detector, given linker"][2] == 0.0
+    assert _detector_bytes(out / "ner") == _detector_bytes(given) and report.linker["kept_given"]
+    given_meta = json.loads((model / "kgnorm-model.json").read_text(encoding="utf-8"))
+    meta = json.loads((out / "linker" / "kgnorm-model.json").read_text(encoding="utf-8"))
+    assert meta["ontology"] == "toyd" and meta["created_at"] == given_meta["created_at"]
+    assert "(not kept:" in "\n".join(report.summary())

@@ -19,7 +19,11 @@ detector's, and,
 where held-back done documents exist, its document-level F1 on them with the new linker is no lower
 than the given detector's with that linker; otherwise OUT/ner is the given detector (measured: 11 done
 documents taught it their few spans and cost 0.034 F1 on its own corpus's dev;
-benchmarks/review_transfer.py). The Run written records the inputs and those scores.
+benchmarks/review_transfer.py). With --replay, the detector's own corpus judges too: the
+retrained detector by span F1 on documents of it no step trained on, then the whole pair as OUT
+would ship it (refitted threshold included) by document-level F1 on those documents, a part of
+the retrain given up when that pair loses (kgnorm.jobs.retrain_judge). The Run written records
+the inputs and those scores.
 
 Composite: it annotates the held-back documents through `kgnorm.jobs.annotate` (the very path
 `annotate` takes), so it is the one job that calls another."""
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from kgnorm.errors import KgnormError
+from kgnorm.jobs.retrain_judge import judge_replayed_pair
 from kgnorm.jobs.retrain_out import commit, inputs_digest, publish, refuse_foreign, rolled_back, settle, staging
 from kgnorm.progress import note
 
@@ -55,13 +60,14 @@ class RetrainReport:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)  # the detector's labels: partial or done only
-    replay: dict[str, Any] = field(default_factory=dict)  # span scores on --replay documents not trained on
+    replay: dict[str, Any] = field(default_factory=dict)  # scores on --replay documents not trained on, the choice
 
     def summary(self) -> list[str]:
         lines = [f"retrained on {self.reviews:,} reviewed mention(s) in {self.documents:,} document(s) "
                  f"({self.done_documents:,} done; {self.held_back_documents:,} held back) in {self.seconds:.0f}s"]
         if self.linker:
-            lines.append(f"linker: {self.linker['queries']:,} queries, {self.linker['epochs']} epoch(s) → "
+            kept = f" (not kept: {self.out / 'linker'} is the given linker)" if self.linker.get("kept_given") else ""
+            lines.append(f"linker: {self.linker['queries']:,} queries, {self.linker['epochs']} epoch(s){kept} → "
                          f"{self.out / 'linker'}")
         if self.ner:
             kept = f" (not kept: {self.out / 'ner'} is the given detector)" if self.ner.get("kept_given") else ""
@@ -81,14 +87,21 @@ class RetrainReport:
             b, a = hb["document_before"], hb["document_after"]
             lines.append(f"held back: document-level P/R/F1 {b[0]:.4f}/{b[1]:.4f}/{b[2]:.4f} -> "
                          f"{a[0]:.4f}/{a[1]:.4f}/{a[2]:.4f} on {hb['documents']:,} done document(s)")
-        if self.replay:
-            b, a = self.replay["before"], self.replay["after"]
+        rp = self.replay
+        if rp.get("spans_after") is not None:
+            b, a = rp["spans_before"], rp["spans_after"]
             lines.append(f"replayed corpus: detector span F1 {b['f1']:.4f} -> {a['f1']:.4f} on "
-                         f"{self.replay['documents']:,} document(s) it was not retrained on")
+                         f"{rp['documents']:,} document(s) it was not retrained on")
+        if rp.get("document_after") is not None:
+            b, a = rp["document_before"], rp["document_after"]
+            lines.append(f"replayed corpus: document-level P/R/F1 {b[0]:.4f}/{b[1]:.4f}/{b[2]:.4f} -> "
+                         f"{a[0]:.4f}/{a[1]:.4f}/{a[2]:.4f} on {rp['documents']:,} document(s), as annotate "
+                         f"would run the pair; OUT holds the {rp['kept']}")
         if self.calibration:
             replayed = self.calibration.get("documents", {}).get("replayed")
             on = f"the held-back documents and {replayed:,} replayed one(s)" if replayed else "the held-back documents"
-            lines.append(f"mention confidence refitted on {on}: threshold {self.calibration['threshold']:.3f}")
+            dropped = " (not kept: the retrained pair lost on the replayed corpus)" if self.calibration.get("dropped") else ""
+            lines.append(f"mention confidence refitted on {on}: threshold {self.calibration['threshold']:.3f}{dropped}")
         if self.run_uid:
             lines.append(f"run {self.run_uid}")
         return lines
@@ -189,6 +202,7 @@ def retrain(store: str | None, model: str | Path, out: str | Path, ner: str | Pa
             _judge_replay(ner, stage, replayed.check, report, threads)
         also = _replay_calibration(rehearsal, replayed)
         _score_held_back(uri, model, ner, stage, test, done, report, threads, quiet, test_rejected, also)
+        judge_replayed_pair(uri, model, ner, stage, also, report, threads, quiet)  # last: the pair as OUT ships
         report.seconds = time.perf_counter() - t0
         run = _run(model, ner, out, report, seed)
         commit(out, run, digest)
@@ -275,12 +289,15 @@ def _replay_split(ner: Path, rehearsal: Any, seed: int) -> Any:
     return replay_split(rehearsal, read_model_meta(ner).get("types_map"), base_types(ner), seed)
 
 
-def _copy_detector(ner: Path, out: Path) -> None:
-    """The detector as it was, without the mention confidences fitted for other linkers."""
+def _copy_detector(ner: Path, out: Path, confidence: bool = False) -> None:
+    """The detector as it was, without the mention confidences fitted for other linkers (with
+    `confidence`: with them, for when OUT/linker is the given linker too)."""
     from kgnorm.methods.mention_confidence import KEY
     from kgnorm.methods.model_dir import read_model_meta, write_model_meta
 
     shutil.copytree(ner, out, ignore=shutil.ignore_patterns("checkpoints"))
+    if confidence:
+        return
     meta = read_model_meta(out)
     meta.pop(KEY, None)
     write_model_meta(out, meta)
@@ -384,9 +401,13 @@ def _judge_spans(ner: Path, out: Path, test: list[tuple[str, str, Any]], rejecte
 
 
 def _judge_replay(ner: Path, out: Path, docs: list[Any], report: RetrainReport, threads: int | None) -> None:
-    """The guard's last test (kgnorm.jobs.retrain_replay): span F1 of both detectors on `docs`, the
-    detector's own corpus's documents that no step trained on; a fall beyond REPLAY_TOLERANCE keeps
-    the given."""
+    """The detector's test on the replayed corpus (kgnorm.jobs.retrain_replay): span F1 of both
+    detectors on `docs`, the detector's own corpus's documents that no step trained on; a fall
+    beyond REPLAY_TOLERANCE keeps the given. Kept beside the whole pair's document-level test
+    (kgnorm.jobs.retrain_judge), which comes last: it runs before the confidence is refitted, so
+    the threshold is fitted for the detector that ships, and it sees spans, which document F1 (each
+    concept counted once a document) does not: a detector that forgets a concept's second mention
+    loses nothing there."""
     from kgnorm.jobs.retrain_labels import HeldBackSpans, judge
     from kgnorm.jobs.retrain_replay import REPLAY_TOLERANCE
 
@@ -396,7 +417,7 @@ def _judge_replay(ner: Path, out: Path, docs: list[Any], report: RetrainReport, 
     check = HeldBackSpans({u: d.text for u, d in zip(uids, docs)},
                           {u: {(s.start, s.end) for s in d.spans} for u, d in zip(uids, docs)}, {}, set(uids))
     before, after = judge(ner, out / "ner", check, threads)
-    report.replay = {"documents": len(docs), "before": before, "after": after}
+    report.replay = {"documents": len(docs), "spans_before": before, "spans_after": after}
     if after["f1"] < before["f1"] - REPLAY_TOLERANCE:
         keep_given_detector(ner, out, report, f"span F1 {after['f1']:.4f} against {before['f1']:.4f} for the given "
                                               f"detector on {len(docs)} documents of --replay it was not retrained on")
@@ -414,7 +435,8 @@ def keep_given_detector(ner: Path, out: Path, report: RetrainReport, why: str) -
 def _score_documents(uri: str, model: Path, ner: Path, out: Path, docs: list[tuple[str, str, Any]],
                      hb: dict[str, Any], report: RetrainReport, threads: int | None, quiet: bool,
                      also: list[tuple[Any, list[Any]]]) -> None:
-    from kgnorm.jobs.annotate import annotate_documents, calibrate_annotate
+    from kgnorm.jobs.annotate import calibrate_annotate
+    from kgnorm.jobs.retrain_judge import document_scores, write_gold
     from kgnorm.review.export import ExportReport, _write_documents, as_documents
     from kgnorm.review.records import now
 
@@ -423,16 +445,12 @@ def _score_documents(uri: str, model: Path, ner: Path, out: Path, docs: list[tup
         ids = {d: f"h{i}" for i, d in enumerate(sorted({d for d, _, _ in docs}))}  # doc ids PubTator can hold
         mentions = [replace(m, doc_id=ids[d]) for d, _, m in docs]
         texts = as_documents(mentions, ExportReport(gold_file, "pubtator"))
-        with open(gold_file, "w", encoding="utf-8") as fh:
-            _write_documents(fh, "pubtator", texts)
-        gold = {doc.doc_id: frozenset(i for a in anns for i in a.ids) for doc, anns in texts}
+        gold = write_gold(gold_file, texts)
         pairs = [("before", (ner, model)), ("after", (out / "ner", out / "linker"))]
         if report.ner and not report.ner.get("kept_given"):  # judged beside the given one, both with the new linker
             pairs.append(("given_detector", (ner, out / "linker")))
         for when, (n, m) in pairs:
-            rep = annotate_documents(n, m, gold_file, input_format="pubtator", output=None, write=False, collect=True,
-                                     min_confidence="off", progress=not quiet, threads=threads, store=uri)
-            hb[f"document_{when}"] = [round(v, 4) for v in _document_prf(rep.rows, gold)]
+            hb[f"document_{when}"] = document_scores(uri, n, m, gold_file, gold, threads, quiet)
         given = hb.pop("document_given_detector", None)
         if given is not None and hb["document_after"][2] < given[2]:
             keep_given_detector(ner, out, report, f"held-back document F1 {hb['document_after'][2]:.4f} against "
@@ -450,14 +468,6 @@ def _score_documents(uri: str, model: Path, ner: Path, out: Path, docs: list[tup
                                   "documents": {"held_back": len(texts), "replayed": len(also)}}
         except KgnormError as exc:
             report.notes.append(f"mention confidence not refitted: {exc}")
-
-
-def _document_prf(rows: list[dict[str, Any]], gold: dict[str, frozenset[str]]) -> tuple[float, float, float]:
-    from kgnorm.nil.confidence import DevMention, document_prf
-
-    mentions = [DevMention(r["doc_id"], (), frozenset(r["concept_uids"].split("|")) if r["concept_uids"] else frozenset())
-                for r in rows]
-    return document_prf(mentions, gold, lambda i: True)
 
 
 def _run(model: Path, ner: Path | None, out: Path, report: RetrainReport, seed: int) -> Any:

@@ -14,7 +14,10 @@ of what was learnt, not a shift on unseen text of that corpus (measured at 800 r
 fell 0.0035 while NCBI dev, with the confidence threshold off, fell 0.019). The same check documents
 join the held-back ones when annotate's mention confidence is refitted: a pair retrained with
 --replay serves both corpora, so its threshold is fitted on both (fitted on the new corpus alone it
-cost NCBI dev 0.075 of document F1 at 800 reviews while the models themselves lost 0.019)."""
+cost NCBI dev 0.075 of document F1 at 800 reviews while the models themselves lost 0.019). Last,
+the same documents judge the whole pair as OUT would ship it, by document-level F1 from their raw
+text (kgnorm.jobs.retrain_judge): the linker and the threshold can cost the old corpus while the
+detector's spans do not move."""
 from __future__ import annotations
 
 import hashlib
@@ -28,7 +31,7 @@ from kgnorm.ner.corpus import AnnotatedText, TypeMap, read_annotated
 
 REPLAY_PER_TEXT = 1  # replayed documents per new training text (done document or reviewed piece)
 REPLAY_CHECK = 50  # documents of the replayed corpus the guard tags, never trained on (at most half of it)
-REPLAY_TOLERANCE = 0.005  # the span F1 the retrained detector may lose on them
+REPLAY_TOLERANCE = 0.005  # the span F1 (detector) and document F1 (pair) a retrain may lose on them
 
 
 @dataclass(frozen=True)
