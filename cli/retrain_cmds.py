@@ -36,6 +36,10 @@ def retrain_cmd(
                                                    "more than 0.005, OUT drops the threshold, then gives back the "
                                                    "detector, the linker, or both, whichever first does not lose.",
                                                    show_default=False)] = None,
+    min_done_documents: Annotated[int, typer.Option("--min-done-documents", min=1, help="Fewer documents marked done "
+                                                    "(outside the held-back fifth) leave the detector as given: "
+                                                    "fine-tuned on a handful, it shifts on other text while nothing "
+                                                    "held back can show it. Not applied with --partial.")] = 10,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     threads: Annotated[Optional[int], typer.Option("--threads", help="Torch's intra-op threads (default: torch's).",
                                                    show_default=False)] = None,
@@ -48,5 +52,6 @@ def retrain_cmd(
     from kgnorm.jobs.retrain import retrain
 
     report = retrain(store, model, out, ner, linker_minutes=linker_minutes, ner_minutes=ner_minutes, seed=seed,
-                     threads=threads, quiet=quiet, partial=partial, ner_context=ner_context, replay=replay)
+                     threads=threads, quiet=quiet, partial=partial, ner_context=ner_context, replay=replay,
+                     min_done_documents=min_done_documents)
     print_report(report, quiet)

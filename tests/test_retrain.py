@@ -255,6 +255,30 @@ def test_a_retrained_detector_without_held_back_evidence_is_not_kept(tmp_path, t
     assert any("the retrained detector was not kept" in n for n in report.notes)
 
 
+def test_too_few_done_documents_leave_the_detector_as_given(tmp_path, tiny_bert_dir):
+    """Fewer done documents than --min-done-documents: no fine-tuning, OUT/ner is the given detector,
+    said so; the CLI's default is the library's."""
+    import inspect
+
+    from test_annotate_formats import _tiny_detector
+
+    from kgnorm.cli.retrain_cmds import retrain_cmd
+    from kgnorm.jobs.retrain import MIN_DONE_DOCUMENTS, _detector
+    from kgnorm.review.export import ReviewedMention
+
+    ner = _tiny_detector(tiny_bert_dir, tmp_path / "ner", silent=True)
+    text = "Breast cancer here."
+    texts = {f"d{i}": (f"p{i}", text) for i in range(3)}
+    train = [(f"d{i}", f"m{i}", ReviewedMention(f"p{i}", 0, 13, "Breast cancer", "Disease", "accept", "TOYD:0002",
+                                                doc_text=text)) for i in range(3)]
+    notes: list[str] = []
+    info = _detector(ner, texts, train, tmp_path / "out", 0.1, 1, 0, True, notes, min_done=4)
+    assert info == {} and _detector_bytes(tmp_path / "out") == _detector_bytes(ner)
+    assert any("3 done document(s) outside the held-back fifth, fewer than 4" in n for n in notes)
+    cli_default = inspect.signature(retrain_cmd).parameters["min_done_documents"].default
+    assert cli_default == MIN_DONE_DOCUMENTS
+
+
 def test_the_detector_starts_from_the_given_one(tmp_path, tiny_bert_dir):
     """Warm start: the encoder and the head are the trained detector's, not a fresh head."""
     import torch
