@@ -271,3 +271,35 @@ def test_epoch_budget_keeps_what_follows_the_loop_free(tmp_path):
     assert r.epochs_completed == 3 and r.stop_reason == "epochs"
     r = _run(AfterToy(3600.0), tmp_path / "b.pt", max_seconds=3600.0)
     assert r.epochs_completed == 1 and r.stop_reason == "max_seconds"
+
+
+class OnceToy(TimedToy):
+    """Its first epoch does 100 s of one-off work (a whole dictionary's first encoding), reported or not."""
+
+    def __init__(self, clock: _Clock, report: bool, **kw) -> None:
+        super().__init__(clock, **kw)
+        self.report, self.first = report, True
+
+    def end_epoch(self):
+        extra = super().end_epoch()
+        if self.first:
+            self.first = False
+            self.clock.now += 100.0
+            if self.report:
+                extra["seconds_once"] = 100.0
+        return extra
+
+
+def test_epoch_budget_does_not_expect_one_off_work_again(tmp_path, monkeypatch):
+    """Epochs of 5 steps and an evaluation (8 s); the first also does 100 s once. In 130 s: reported
+    as one-off, epochs 2 and 3 still fit (108, 116, 124 s); unreported, the first epoch's 108 s
+    is taken for the next one's length and the run stops after it."""
+    import kgnorm.training.loop as loop_module
+
+    for report, epochs in ((True, 3), (False, 1)):
+        clock = _Clock()
+        monkeypatch.setattr(loop_module, "time", clock)
+        loop = TrainingLoop(LoopConfig(epochs=3, progress=False, max_seconds=130.0), tmp_path / f"once-{report}")
+        r = loop.run(OnceToy(clock, report), "fp")
+        assert r.epochs_completed == epochs, report
+        assert r.history[0]["seconds"] == 108.0    # the record keeps the epoch's whole time

@@ -20,7 +20,8 @@ fixed) once:
 * the time budget ``max_seconds``, counted over resumptions. ``budget="epoch"``: no epoch
   starts that the last epoch's duration says would end past it (the clock counts
   everything, set-up included, and what the task says must still follow the loop:
-  ``task.seconds_after()``). ``budget="step"``: the clock counts the optimisation steps
+  ``task.seconds_after()``; one-off work the task reports in an epoch, ``seconds_once`` in
+  what ``end_epoch`` returns, is not read as part of the next epoch's length). ``budget="step"``: the clock counts the optimisation steps
   only, no step starts past the budget (nor past ``max_steps`` steps in all), and the
   stopped part of the epoch is evaluated like a finished one. ``budget="wall"``: the clock
   counts everything, as for "epoch", but the run stops inside an epoch like "step": no step
@@ -442,11 +443,12 @@ class TrainingLoop:
         the checkpoint at its end, the epoch bar."""
         c, epoch = self.cfg, self.epoch
         extra = self.task.end_epoch()
+        once = float(extra.get("seconds_once", 0.0))  # one-off work in this epoch: the next has none
         last = (epoch + 1 >= c.epochs or self._out_of_steps()
-                or self._no_time_for_an_epoch(running=time.perf_counter() - t_ep))
+                or self._no_time_for_an_epoch(running=time.perf_counter() - t_ep - once))
         evaluate = last or (epoch + 1) % max(c.eval_every, 1) == 0
         rec = self._record(epoch + 1, losses, extra, evaluate, seconds_train, t_ep)
-        self.last_epoch_seconds = rec["seconds"]
+        self.last_epoch_seconds = rec["seconds"] - once
         self.epoch, self.step = epoch + 1, 0
         self._checkpoint()
         if ebar is not None:

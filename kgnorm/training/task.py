@@ -46,7 +46,9 @@ class TrainingTask:
 
     def end_epoch(self) -> dict:
         """After the steps (and before the "epoch 0" evaluation): update what depends on the
-        weights (e.g. the name index); extra fields for the history record."""
+        weights (e.g. the name index); extra fields for the history record. ``seconds_once``
+        among them: one-off work of this epoch (a first encoding of a whole dictionary) that the
+        epoch budget does not expect of the next."""
         return {}
 
     def evaluate(self) -> dict | None:
