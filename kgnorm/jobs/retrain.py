@@ -31,7 +31,6 @@ Composite: it annotates the held-back documents through `kgnorm.jobs.annotate` (
 from __future__ import annotations
 
 import hashlib
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -40,7 +39,8 @@ from typing import Any
 
 from kgnorm.errors import KgnormError
 from kgnorm.jobs.retrain_judge import judge_replayed_pair
-from kgnorm.jobs.retrain_out import commit, inputs_digest, publish, refuse_foreign, rolled_back, settle, staging
+from kgnorm.jobs.retrain_out import (commit, copy_detector, inputs_digest, keep_given_detector, publish,
+                                     refuse_foreign, rolled_back, settle, staging)
 from kgnorm.progress import note
 
 HELD_BACK = 5  # one document in HELD_BACK is held back
@@ -278,13 +278,13 @@ def _detector(ner: Path, texts: dict[str, tuple[str, str]], train: list[tuple[st
                      "retrained (copied as it was)" if part is not None else
                      "no done document outside the held-back fifth: the detector is not retrained (copied as "
                      "it was); mark reviewed documents done on their page")
-        _copy_detector(ner, out)
+        copy_detector(ner, out)
         return {}
     if part is None and len(docs) < min_done:
         notes.append(f"{len(docs):,} done document(s) outside the held-back fifth, fewer than {min_done:,} "
                      "(--min-done-documents): the detector is not retrained (copied as it was); a detector "
                      "fine-tuned on so few documents shifts on other text while nothing held back can show it")
-        _copy_detector(ner, out)
+        copy_detector(ner, out)
         return {}
     new = docs + (part.texts if part is not None else [])
     old = replayed.texts(len(new)) if replayed is not None else []
@@ -308,20 +308,6 @@ def _replay_split(ner: Path, rehearsal: Any, seed: int) -> Any:
     from kgnorm.methods.ner.finetune import base_types
 
     return replay_split(rehearsal, read_model_meta(ner).get("types_map"), base_types(ner), seed)
-
-
-def _copy_detector(ner: Path, out: Path, confidence: bool = False) -> None:
-    """The detector as it was, without the mention confidences fitted for other linkers (with
-    `confidence`: with them, for when OUT/linker is the given linker too)."""
-    from kgnorm.methods.mention_confidence import KEY
-    from kgnorm.methods.model_dir import read_model_meta, write_model_meta
-
-    shutil.copytree(ner, out, ignore=shutil.ignore_patterns("checkpoints"))
-    if confidence:
-        return
-    meta = read_model_meta(out)
-    meta.pop(KEY, None)
-    write_model_meta(out, meta)
 
 
 def done_texts(texts: dict[str, tuple[str, str]], reviews: list[tuple[str, str, Any]],
@@ -442,15 +428,6 @@ def _judge_replay(ner: Path, out: Path, docs: list[Any], report: RetrainReport, 
     if after["f1"] < before["f1"] - REPLAY_TOLERANCE:
         keep_given_detector(ner, out, report, f"span F1 {after['f1']:.4f} against {before['f1']:.4f} for the given "
                                               f"detector on {len(docs)} documents of --replay it was not retrained on")
-
-
-def keep_given_detector(ner: Path, out: Path, report: RetrainReport, why: str) -> None:
-    """OUT/ner becomes the given detector again: a retrained one no held-back evidence supports
-    is not shipped (a few done documents can teach it their spans and cost it elsewhere)."""
-    shutil.rmtree(out / "ner")
-    _copy_detector(ner, out / "ner")
-    report.ner = {**report.ner, "kept_given": why}
-    report.notes.append(f"the retrained detector was not kept ({why}): OUT/ner is the given detector")
 
 
 def _score_documents(uri: str, model: Path, ner: Path, out: Path, docs: list[tuple[str, str, Any]],

@@ -123,7 +123,7 @@ def _candidates(model: Path, ner: Path, stage: Path, report: Any, dropped: bool)
 
 def _ship(kept: str, model: Path, ner: Path, stage: Path, report: Any, why: str) -> None:
     """Make OUT hold the candidate `kept` (`why`: the retrained pair's loss, recorded)."""
-    from kgnorm.jobs.retrain import _copy_detector, keep_given_detector
+    from kgnorm.jobs.retrain_out import copy_detector, keep_given_detector, keep_given_linker
 
     if kept == CANDIDATES[1]:
         keep_given_detector(ner, stage, report, why)
@@ -131,7 +131,7 @@ def _ship(kept: str, model: Path, ner: Path, stage: Path, report: Any, why: str)
         keep_given_linker(model, stage, report, why)
     if kept == "given pair":  # the given detector as it was, with its confidence for the given linker
         shutil.rmtree(stage / "ner")
-        _copy_detector(ner, stage / "ner", confidence=True)
+        copy_detector(ner, stage / "ner", confidence=True)
         if report.ner:
             report.ner = {**report.ner, "kept_given": report.ner.get("kept_given") or why}
     report.notes.append(f"replayed corpus: the retrained pair lost ({why}); OUT holds the {kept}")
@@ -152,11 +152,3 @@ def _drop_refit(stage: Path, report: Any) -> bool:
     write_model_meta(stage / "ner", {**meta, KEY: kept})
     report.calibration = {**report.calibration, "dropped": "the retrained pair lost document F1 on the replayed corpus"}
     return True
-
-
-def keep_given_linker(model: Path, stage: Path, report: Any, why: str) -> None:
-    """OUT/linker becomes a copy of the given linker (its meta, hence its identity for the
-    detector's stored confidences, unchanged)."""
-    shutil.rmtree(stage / "linker")
-    shutil.copytree(model, stage / "linker", ignore=shutil.ignore_patterns("checkpoints"))
-    report.linker = {**report.linker, "kept_given": why}

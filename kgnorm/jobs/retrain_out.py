@@ -16,7 +16,11 @@ next retrain with the same OUT:
 
 A retrain that fails instead (a full disk, a file size limit, OUT or the store made read-only
 midway) undoes what it wrote (`rolled_back`): OUT and the store as before, one line saying what to
-do. Only once its Run is in the store does a failure leave the models staged, for the run again."""
+do. Only once its Run is in the store does a failure leave the models staged, for the run again.
+
+The guards that refuse a retrained model (kgnorm.jobs.retrain, kgnorm.jobs.retrain_judge) put the
+given one back in the staging folder through the helpers at the end (copy_detector,
+keep_given_detector, keep_given_linker)."""
 from __future__ import annotations
 
 import dataclasses
@@ -193,3 +197,36 @@ def _run_of(block: dict[str, Any]) -> Any:
 
     fields = {f.name for f in dataclasses.fields(RunRecord)}
     return RunRecord(**{k: v for k, v in block["run"].items() if k in fields})
+
+
+# ---- OUT holding a given model again (a retrained one no evidence supports is not shipped)
+
+def copy_detector(ner: Path, out: Path, confidence: bool = False) -> None:
+    """The detector as it was, without the mention confidences fitted for other linkers (with
+    `confidence`: with them, for when OUT/linker is the given linker too)."""
+    from kgnorm.methods.mention_confidence import KEY
+    from kgnorm.methods.model_dir import read_model_meta, write_model_meta
+
+    shutil.copytree(ner, out, ignore=shutil.ignore_patterns("checkpoints"))
+    if confidence:
+        return
+    meta = read_model_meta(out)
+    meta.pop(KEY, None)
+    write_model_meta(out, meta)
+
+
+def keep_given_detector(ner: Path, out: Path, report: Any, why: str) -> None:
+    """OUT/ner becomes the given detector again: a retrained one no held-back evidence supports
+    is not shipped (a few done documents can teach it their spans and cost it elsewhere)."""
+    shutil.rmtree(out / "ner")
+    copy_detector(ner, out / "ner")
+    report.ner = {**report.ner, "kept_given": why}
+    report.notes.append(f"the retrained detector was not kept ({why}): OUT/ner is the given detector")
+
+
+def keep_given_linker(model: Path, stage: Path, report: Any, why: str) -> None:
+    """OUT/linker becomes a copy of the given linker (its meta, hence its identity for the
+    detector's stored confidences, unchanged)."""
+    shutil.rmtree(stage / "linker")
+    shutil.copytree(model, stage / "linker", ignore=shutil.ignore_patterns("checkpoints"))
+    report.linker = {**report.linker, "kept_given": why}
