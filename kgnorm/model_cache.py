@@ -88,10 +88,6 @@ def _load_vectors(path: Path, rows: int) -> np.ndarray | None:
         return None  # absent or broken: encode again and replace it
 
 
-def _texts_path(path: Path) -> Path:
-    return path.with_suffix(".texts")
-
-
 def _reuse_and_encode(folder: Path, key_digest: str, keys: list[str],
                       encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
     """The vectors of `keys`: rows of the cached set (same key) sharing most of them, the rest encoded."""
@@ -127,6 +123,6 @@ def _save_vectors(path: Path, keys: list[str], vecs: np.ndarray) -> None:
             np.save(fh, vecs)
         os.replace(tmp, path)
         tmp.write_text("\0".join(keys), encoding="utf-8")
-        os.replace(tmp, _texts_path(path))
+        os.replace(tmp, path.with_suffix(".texts"))
     except OSError:
         pass

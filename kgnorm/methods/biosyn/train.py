@@ -176,12 +176,16 @@ class BioSynTask(TrainingTask):
         self.vectors[self.pool] = fresh
         return self.vectors
 
-    def seconds_after(self) -> float:
+    def _final_index_seconds(self) -> float | None:
         """Pooled with an exact index: encoding every name once more after the loop (whole_index),
-        at the pace the pool was last encoded; the epoch budget keeps that time free."""
+        at the pace the pool was last encoded; None where no such encoding follows or before a pace."""
         if not (self.pooled and self.cfg.exact_index) or self.seconds_per_name is None:
-            return 0.0
+            return None
         return self.seconds_per_name * len(self.names)
+
+    def seconds_after(self) -> float:
+        """The final index's encoding, which the epoch budget keeps free."""
+        return self._final_index_seconds() or 0.0
 
     def _pool_rows(self, vectors: np.ndarray) -> np.ndarray:
         """The rows any training or dev query reaches (sparse and dense top ``pool_depth``, no gold
@@ -261,11 +265,11 @@ class BioSynTask(TrainingTask):
         t0 = time.perf_counter()
         self.dict_vecs = self._encode_names()
         self.model.build_index(vectors=self.dict_vecs)
+        final = self._final_index_seconds()
         return {"sparse_weight": self.model.lam,
                 "seconds_encode": round(self.t_enc + time.perf_counter() - t0, 2),
                 **({"pool_names": int(len(self.pool))} if self.pool is not None else {}),
-                **({"seconds_final_index": round(self.seconds_after(), 3)}
-                   if self.pooled and self.cfg.exact_index and self.seconds_per_name is not None else {}),
+                **({"seconds_final_index": round(final, 3)} if final is not None else {}),
                 **({"seconds_once": round(self._take_once(), 2)} if self.seconds_once else {})}
 
     def _take_once(self) -> float:
