@@ -22,8 +22,9 @@ fixed) once:
   everything, set-up included, and what the task says must still follow the loop:
   ``task.seconds_after()``; one-off work the task reports in an epoch, ``seconds_once`` in
   what ``end_epoch`` returns, is not read as part of the next epoch's length).
-  ``budget="step"``: the clock counts the optimisation steps only, no step starts past the budget (nor past ``max_steps`` steps in all), and the
-  stopped part of the epoch is evaluated like a finished one. ``budget="wall"``: the clock
+  ``budget="step"``: the clock counts the optimisation steps only, no step starts past the
+  budget (nor past ``max_steps`` steps in all), and the stopped part of the epoch is evaluated
+  like a finished one. ``budget="wall"``: the clock
   counts everything, as for "epoch", but the run stops inside an epoch like "step": no step
   starts once the clock plus what must still fit after it (one step and one dev evaluation,
   the last ones measured) reaches the budget, so the whole run, its last evaluation included,
